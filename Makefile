@@ -1,0 +1,90 @@
+# unsandbox for Lua: build, test, demo, bench.
+# One non-recursive Makefile; sources are found by wildcard so adding a
+# file to a directory needs no edit here.
+
+CC       ?= cc
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fPIC
+CPPFLAGS += -Icsrc -I/usr/include/lua5.4 -I/usr/include/x86_64-linux-gnu
+LUA_LIBS  = -llua5.4
+CJSON_LIB = -llua5.4-cjson
+NET_LIBS  = -lcurl -lcrypto
+SRV_LIBS  = -lmicrohttpd -ljansson -lsqlite3 -larchive -lcrypto -lcurl -lpthread
+
+CORE_SRC   := $(wildcard csrc/core/*.c)
+BIND_SRC   := $(wildcard csrc/lua/*.c)
+HOST_SRC   := $(wildcard csrc/host/*.c)
+SERVER_SRC := $(wildcard csrc/server/*.c)
+TEST_SRC   := $(wildcard csrc/tests/*_test.c)
+
+CORE_OBJ   := $(CORE_SRC:csrc/%.c=build/%.o)
+BIND_OBJ   := $(BIND_SRC:csrc/%.c=build/%.o)
+HOST_OBJ   := $(HOST_SRC:csrc/%.c=build/%.o)
+SERVER_OBJ := $(SERVER_SRC:csrc/%.c=build/%.o)
+# everything of the server but its main(), for the C unit tests
+SERVER_LIB := $(filter-out build/server/main.o,$(SERVER_OBJ))
+TEST_BIN   := $(TEST_SRC:csrc/tests/%.c=build/tests/%)
+
+MODULE    = lua/unsandbox/core.so
+UNLUA     = bin/unlua
+UNSANDBOXD = bin/unsandboxd
+EMBED     = examples/embed/embed_demo
+
+.PHONY: all deps test check-c demo bench rock-check clean
+all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(EMBED) $(TEST_BIN)
+
+build/%.o: csrc/%.c $(wildcard csrc/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(MODULE): $(CORE_OBJ) $(BIND_OBJ)
+	$(CC) -shared -o $@ $^ $(NET_LIBS)
+
+# -Wl,-E exports the Lua API so C modules loaded by scripts link against it
+$(UNLUA): $(HOST_OBJ) $(CORE_OBJ) $(BIND_OBJ)
+	@mkdir -p bin
+	$(CC) -Wl,-E -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
+
+$(UNSANDBOXD): $(SERVER_OBJ) $(CORE_OBJ)
+	@mkdir -p bin
+	$(CC) -o $@ $^ $(SRV_LIBS)
+
+$(EMBED): examples/embed/embed_demo.c $(CORE_OBJ) $(BIND_OBJ)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
+
+build/tests/core_%: csrc/tests/core_%.c $(CORE_OBJ) csrc/tests/tap.h
+	@mkdir -p build/tests
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_OBJ) $(NET_LIBS)
+
+build/tests/server_%: csrc/tests/server_%.c $(SERVER_LIB) $(CORE_OBJ) csrc/tests/tap.h
+	@mkdir -p build/tests
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(SERVER_LIB) $(CORE_OBJ) $(SRV_LIBS)
+
+deps:
+	@scripts/deps.sh
+
+# The README's test command: installs what is missing, builds, runs the C
+# unit tests and every busted spec, ends with "N passed, N failed".
+test: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/run-tests.sh
+
+check-c: all
+	@for t in $(TEST_BIN); do $$t; done
+
+# The README's first command: the quickstart on a private local backend.
+demo: deps
+	@$(MAKE) --no-print-directory all
+	$(UNLUA) --local examples/quickstart.lua
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@bench/run.sh
+
+# Proves the rockspec: builds and installs into a temporary tree, then
+# stock lua5.4 requires the module from that tree.
+rock-check: deps
+	@scripts/rock-check.sh
+
+clean:
+	rm -rf build $(MODULE) $(UNLUA) $(UNSANDBOXD) $(EMBED)

@@ -1,0 +1,28 @@
+/*
+** Request signing for the unsandbox execution API: the one function that
+** computes X-Signature, used by the client and by unsandboxd alike.
+**
+** X-Signature = lowercase hex HMAC-SHA256(key = secret,
+**                                        msg = "<ts>:<METHOD>:<path>:<body>")
+** The path is cut at the first '?' (the query string is never signed); the
+** body is the exact bytes sent, empty when there is none.
+*/
+#ifndef UNSB_SIGN_H
+#define UNSB_SIGN_H
+
+#include <stddef.h>
+
+#define UNSB_SIGNATURE_HEX_LEN 64
+
+/* Writes 64 lowercase hex characters and a NUL to out. Returns 0, or -1 if
+** a required argument is NULL or OpenSSL fails. body may be NULL when
+** body_len is 0. */
+int unsb_sign(const char *secret, size_t secret_len,
+              const char *timestamp, const char *method, const char *path,
+              const char *body, size_t body_len,
+              char out[UNSB_SIGNATURE_HEX_LEN + 1]);
+
+/* Constant-time comparison of two NUL-terminated signatures: 1 if equal. */
+int unsb_signature_equal(const char *a, const char *b);
+
+#endif

@@ -1,0 +1,72 @@
+/*
+** The sandbox runner of unsandboxd: runs one program under bubblewrap with
+** its own user, pid, network, ipc and uts namespaces, resource limits, a
+** wall-clock ttl and capped output. It knows nothing of HTTP or JSON.
+**
+** Thread-safety: ux_run_start/ux_run_wait are called from one worker
+** thread per run; ux_run_cancel may be called from any thread.
+*/
+#ifndef UX_RUNNER_H
+#define UX_RUNNER_H
+
+#include <stddef.h>
+
+typedef struct ux_file {
+  char *name;             /* relative path inside the work directory */
+  unsigned char *data;
+  size_t len;
+} ux_file;
+
+typedef struct ux_run_spec {
+  const char *language;   /* a name from ux_languages() */
+  const char *code;       /* program text (for "bash": a script) */
+  size_t code_len;
+  const char *const *env; /* "KEY=VALUE" strings, n_env of them */
+  size_t n_env;
+  const ux_file *files;   /* input files placed in the work directory */
+  size_t n_files;
+  int network;            /* 0 = zerotrust (no network), 1 = semitrusted */
+  int ttl_s;              /* wall-clock limit in seconds; 0 = none */
+  int vcpu;               /* 1..8: scales the memory limit */
+  size_t output_cap;      /* per stream, bytes; 0 = default (1 MiB) */
+  const char *workdir;    /* persistent host directory mounted as the work
+                             directory (sessions, services); NULL = a fresh
+                             temporary one, removed after the run */
+  int want_artifacts;     /* collect files the program created */
+} ux_run_spec;
+
+typedef struct ux_run_result {
+  char *out;  size_t out_len;  int out_truncated;
+  char *err;  size_t err_len;  int err_truncated;
+  int exit_code;          /* the program's exit status; 128+N for signal N */
+  int timed_out;          /* killed at its ttl */
+  int cancelled;          /* killed by ux_run_cancel */
+  long elapsed_ms;        /* wall clock of the run */
+  ux_file *artifacts;  size_t n_artifacts;
+  char error[256];        /* set when the sandbox itself could not run */
+} ux_run_result;
+
+typedef struct ux_run ux_run;
+
+/* Prepares the work directory and starts the sandbox. Returns NULL and
+** writes a message to err for bad specs (unknown language, a file name
+** that escapes the work directory) or when bwrap cannot be started. */
+ux_run *ux_run_start(const ux_run_spec *spec, char *err, size_t errlen);
+
+/* Blocks until the run ends, fills res, and frees the run. */
+void ux_run_wait(ux_run *run, ux_run_result *res);
+
+/* Kills the run's whole process tree; the waiter reports cancelled. */
+void ux_run_cancel(ux_run *run);
+
+void ux_run_result_free(ux_run_result *res);
+
+/* Languages whose interpreter or compiler is installed on this machine,
+** probed once; names sorted. */
+const char *const *ux_languages(size_t *n);
+int ux_language_known(const char *name);
+
+/* Checked at start-up: bubblewrap present and user namespaces usable. */
+int ux_runner_check(char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,33 @@
+/*
+** Minimal TAP output for the C unit tests: each check prints one
+** "ok N - name" or "not ok N - name" line; scripts/run-tests.sh counts
+** them together with busted's TAP output.
+*/
+#ifndef UNSB_TAP_H
+#define UNSB_TAP_H
+
+#include <stdio.h>
+#include <string.h>
+
+static int tap_count, tap_failed;
+
+#define ok(cond, ...) do {                                            \
+    int ok_ = (cond) ? 1 : 0;                                         \
+    printf("%sok %d - ", ok_ ? "" : "not ", ++tap_count);             \
+    printf(__VA_ARGS__);                                              \
+    printf("\n");                                                     \
+    if (!ok_) { tap_failed++;                                         \
+      printf("#   failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); } \
+  } while (0)
+
+#define is_str(got, want, ...) do {                                   \
+    const char *g_ = (got), *w_ = (want);                             \
+    int same_ = (g_ && w_) ? strcmp(g_, w_) == 0 : g_ == w_;          \
+    ok(same_, __VA_ARGS__);                                           \
+    if (!same_) printf("#   got  '%s'\n#   want '%s'\n",                \
+                       g_ ? g_ : "(null)", w_ ? w_ : "(null)");        \
+  } while (0)
+
+#define tap_done() (printf("1..%d\n", tap_count), tap_failed ? 1 : 0)
+
+#endif
