@@ -45,7 +45,10 @@ $(UNLUA): $(HOST_OBJ) $(CORE_OBJ) $(BIND_OBJ)
 	@mkdir -p bin
 	$(CC) -Wl,-E -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
 
-$(UNSANDBOXD): $(SERVER_OBJ) $(CORE_OBJ)
+# the server shares only the signing code with the client core
+SERVER_CORE := build/core/sign.o
+
+$(UNSANDBOXD): $(SERVER_OBJ) $(SERVER_CORE)
 	@mkdir -p bin
 	$(CC) -o $@ $^ $(SRV_LIBS)
 
@@ -56,9 +59,9 @@ build/tests/core_%: csrc/tests/core_%.c $(CORE_OBJ) csrc/tests/tap.h
 	@mkdir -p build/tests
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_OBJ) $(NET_LIBS)
 
-build/tests/server_%: csrc/tests/server_%.c $(SERVER_LIB) $(CORE_OBJ) csrc/tests/tap.h
+build/tests/server_%: csrc/tests/server_%.c $(SERVER_LIB) $(SERVER_CORE) csrc/tests/tap.h
 	@mkdir -p build/tests
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(SERVER_LIB) $(CORE_OBJ) $(SRV_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(SERVER_LIB) $(SERVER_CORE) $(SRV_LIBS)
 
 deps:
 	@scripts/deps.sh
