@@ -1,0 +1,17 @@
+/*
+** Base64 (RFC 4648, with padding) for input files and artifacts, on top of
+** OpenSSL's EVP block coder so there is no hand-written codec to trust.
+*/
+#ifndef UNSB_BASE64_H
+#define UNSB_BASE64_H
+
+#include <stddef.h>
+
+/* Returns a malloc'd NUL-terminated encoding and its length, or NULL. */
+char *unsb_base64_encode(const unsigned char *in, size_t len, size_t *out_len);
+
+/* Returns malloc'd bytes, or NULL for invalid input (bad characters, bad
+** length or padding). Whitespace is not accepted. */
+unsigned char *unsb_base64_decode(const char *in, size_t len, size_t *out_len);
+
+#endif

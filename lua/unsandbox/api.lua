@@ -1,0 +1,81 @@
+--- The one way the facade talks HTTP: encode the body once, hand the exact
+-- bytes to the C client (which signs and sends them), decode the answer,
+-- and turn every failure into an unsandbox.Error. Internal module.
+local cjson = require "cjson.safe"
+local Error = require "unsandbox.errors"
+
+local M = {}
+
+-- cjson yields cjson.null for JSON null; results read better with nil.
+local function strip_nulls(v)
+  if type(v) ~= "table" then return v end
+  for k, x in pairs(v) do
+    if x == cjson.null then v[k] = nil else strip_nulls(x) end
+  end
+  return v
+end
+
+--- Encodes a request body. Encoding problems (a function value, a sparse
+-- array) are the caller's misuse and raise.
+function M.encode(body)
+  local text, err = cjson.encode(body)
+  if not text then error("cannot encode request body as JSON: " .. tostring(err), 3) end
+  return text
+end
+
+local function message_of(doc, fallback)
+  if type(doc) ~= "table" then return fallback end
+  local m = doc.message or doc.reason or doc.error
+  return type(m) == "string" and m or fallback
+end
+
+--- Turns a raw response into a decoded table or an unsandbox.Error.
+function M.decode(resp)
+  local doc, jerr
+  if resp.body and resp.body ~= "" then
+    doc, jerr = cjson.decode(resp.body)
+  else
+    doc = {}
+  end
+  if resp.status >= 200 and resp.status < 300 then
+    if doc == nil or type(doc) ~= "table" then
+      return nil, Error.new {
+        kind = "protocol", status = resp.status, request_id = resp.request_id,
+        message = "malformed JSON in response: " .. tostring(jerr or "not an object or array"),
+      }
+    end
+    return strip_nulls(doc)
+  end
+  doc = type(doc) == "table" and strip_nulls(doc) or nil
+  return nil, Error.new {
+    kind = "http",
+    status = resp.status,
+    code = doc and type(doc.error) == "string" and doc.error or nil,
+    message = message_of(doc, "HTTP " .. resp.status),
+    request_id = resp.request_id,
+    retry_after = resp.retry_after or (doc and tonumber(doc.retry_after)) or nil,
+    challenge_id = doc and doc.challenge_id or nil,
+    body = doc,
+  }
+end
+
+--- Sends one request. body: a Lua table (encoded here, once) or nil.
+-- opts: timeout (seconds), auth (false for unsigned routes).
+-- Returns the decoded document and the request id, or nil, Error.
+function M.call(client, method, path, body, opts)
+  local payload = body ~= nil and M.encode(body) or nil
+  local copts
+  if opts then
+    copts = { auth = opts.auth }
+    if opts.timeout then copts.timeout = math.max(1, math.floor(opts.timeout * 1000)) end
+  end
+  local resp, kind, msg = client:request(method, path, payload, copts)
+  if not resp then
+    return nil, Error.new { kind = kind, message = msg }
+  end
+  local doc, err = M.decode(resp)
+  if not doc then return nil, err end
+  return doc, resp.request_id
+end
+
+return M

@@ -1,0 +1,81 @@
+--- Argument checks for the public functions. Misuse raises at the
+-- caller's level with a message naming the function and the argument.
+-- Internal module.
+local core = require "unsandbox.core"
+
+local M = {}
+
+-- The error is reported at the first stack frame outside this library's
+-- own files, so it points at the user's line however deep the check is.
+local function user_level()
+  local level = 3
+  while true do
+    local info = debug.getinfo(level, "S")
+    if not info then return 1 end
+    if not info.source:find("unsandbox[/\\][%w_]+%.lua$") then return level - 1 end
+    level = level + 1
+  end
+end
+
+local function fail(fname, arg, msg)
+  error(string.format("bad argument '%s' to '%s' (%s)", arg, fname, msg), user_level())
+end
+
+function M.type(fname, arg, v, want, optional)
+  if v == nil and optional then return v end
+  if type(v) ~= want then
+    fail(fname, arg, want .. " expected, got " .. (v == nil and "no value" or type(v)))
+  end
+  return v
+end
+
+function M.nonempty(fname, arg, v)
+  M.type(fname, arg, v, "string")
+  if v == "" then fail(fname, arg, "non-empty string expected") end
+  return v
+end
+
+function M.id(fname, arg, v)
+  M.type(fname, arg, v, "string")
+  if not core.valid_id(v) then
+    fail(fname, arg, "invalid id " .. string.format("%q", v:sub(1, 64)) ..
+      ": only letters, digits, '.', '_' and '-' are allowed")
+  end
+  return v
+end
+
+function M.int_range(fname, arg, v, lo, hi)
+  if v == nil then return nil end
+  if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v)) then
+    fail(fname, arg, "integer expected, got " .. type(v) .. (type(v) == "number" and " " .. v or ""))
+  end
+  v = math.tointeger(v)
+  if v < lo or v > hi then
+    fail(fname, arg, string.format("must be between %d and %d, got %d", lo, hi, v))
+  end
+  return v
+end
+
+function M.positive(fname, arg, v)
+  if v == nil then return nil end
+  if type(v) ~= "number" or v <= 0 or v ~= v then
+    fail(fname, arg, "positive number of seconds expected, got " .. tostring(v))
+  end
+  return v
+end
+
+function M.oneof(fname, arg, v, set)
+  if v == nil then return nil end
+  M.type(fname, arg, v, "string")
+  if not set[v] then
+    local names = {}
+    for k in pairs(set) do names[#names + 1] = k end
+    table.sort(names)
+    fail(fname, arg, "expected one of " .. table.concat(names, ", ") .. ", got '" .. v .. "'")
+  end
+  return v
+end
+
+M.fail = fail
+
+return M

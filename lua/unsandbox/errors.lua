@@ -1,0 +1,33 @@
+--- unsandbox.Error: what an expected failure returns as the second value
+-- of `nil, err`. Fields: kind (credentials, http, transport, timeout,
+-- protocol, validation, interrupted), status, code, message (the server's
+-- own text where there is one), request_id, retry_after, challenge_id.
+-- tostring(err) reads well, so `assert(unsandbox.execute_code(...))` gives
+-- a useful message.
+local Error = { __name = "unsandbox.Error" }
+Error.__index = Error
+
+local KINDS = {
+  credentials = true, http = true, transport = true, timeout = true,
+  protocol = true, validation = true, interrupted = true,
+}
+
+function Error.new(fields)
+  assert(KINDS[fields.kind], "unknown error kind")
+  return setmetatable(fields, Error)
+end
+
+function Error.is(v)
+  return getmetatable(v) == Error
+end
+
+function Error:__tostring()
+  local head = "unsandbox: " .. self.kind
+  if self.status then head = head .. " " .. self.status end
+  local text = head .. ": " .. (self.message or "no message")
+  if self.retry_after then text = text .. " (retry after " .. self.retry_after .. " s)" end
+  if self.request_id then text = text .. " [request " .. self.request_id .. "]" end
+  return text
+end
+
+return Error

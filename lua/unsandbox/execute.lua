@@ -1,0 +1,105 @@
+--- Building execute requests: options checked, input files read and
+-- encoded, the body in the service's canonical form. Internal module.
+local core = require "unsandbox.core"
+local check = require "unsandbox.check"
+local Error = require "unsandbox.errors"
+
+local M = {}
+
+local NETWORK = { zerotrust = true, semitrusted = true }
+local MAX_ENV = 256
+local MAX_FILES = 1000
+
+M.OPTIONS = {
+  env = true, input_files = true, network_mode = true, ttl = true, vcpu = true,
+  return_artifacts = true, timeout = true, on_poll = true,
+  -- connection options, used by the module functions for a one-off client
+  public_key = true, secret_key = true, account = true, url = true, ca_file = true,
+}
+
+function M.check_options(fname, opts, allowed)
+  for k in pairs(opts) do
+    if not allowed[k] then check.fail(fname, "opts", "unknown option '" .. tostring(k) .. "'") end
+  end
+end
+
+local function basename(path)
+  return path:match("([^/]+)$") or path
+end
+
+local function read_file(path)
+  local f, err = io.open(path, "rb")
+  if not f then return nil, err end
+  local data = f:read("a")
+  f:close()
+  return data
+end
+
+-- Input files: a path string (sent under its base name) or
+-- {filename = "rel/path", content = "bytes"}.
+local function encode_files(fname, files)
+  check.type(fname, "input_files", files, "table")
+  if #files > MAX_FILES then check.fail(fname, "input_files", "more than " .. MAX_FILES .. " files") end
+  local out = {}
+  for i, f in ipairs(files) do
+    local name, data
+    if type(f) == "string" then
+      local content, err = read_file(f)
+      if not content then
+        return nil, Error.new { kind = "validation", message = "input file " .. f .. ": " .. tostring(err) }
+      end
+      name, data = basename(f), content
+    elseif type(f) == "table" then
+      check.type(fname, "input_files[" .. i .. "].filename", f.filename, "string")
+      check.type(fname, "input_files[" .. i .. "].content", f.content, "string")
+      name, data = f.filename, f.content
+    else
+      check.fail(fname, "input_files[" .. i .. "]", "path or {filename, content} expected, got " .. type(f))
+    end
+    if name == "" or name:sub(1, 1) == "/" or ("/" .. name .. "/"):find("/%.%./") then
+      check.fail(fname, "input_files[" .. i .. "]", "file name must be a relative path inside the sandbox: " .. name)
+    end
+    out[i] = { filename = name, content = core.base64_encode(data) }
+  end
+  return out
+end
+
+local function encode_env(fname, env)
+  check.type(fname, "env", env, "table")
+  local out, n = {}, 0
+  for k, v in pairs(env) do
+    if type(k) ~= "string" or not k:match("^[%a_][%w_]*$") then
+      check.fail(fname, "env", "variable names must match [A-Za-z_][A-Za-z0-9_]*, got " .. tostring(k))
+    end
+    if type(v) ~= "string" and type(v) ~= "number" then
+      check.fail(fname, "env", "value of " .. k .. " must be a string or number, got " .. type(v))
+    end
+    n = n + 1
+    out[k] = tostring(v)
+  end
+  if n > MAX_ENV then check.fail(fname, "env", "more than " .. MAX_ENV .. " variables") end
+  return n > 0 and out or nil
+end
+
+--- The JSON body of POST /execute and /execute/async, or nil, Error when
+-- an input file cannot be read.
+function M.body(fname, language, code, opts)
+  M.check_options(fname, opts, M.OPTIONS)
+  local body = { language = language, code = code }
+  if opts.env ~= nil then body.env = encode_env(fname, opts.env) end
+  if opts.input_files ~= nil then
+    local files, err = encode_files(fname, opts.input_files)
+    if not files then return nil, err end
+    if #files > 0 then body.input_files = files end
+  end
+  body.network_mode = check.oneof(fname, "network_mode", opts.network_mode, NETWORK)
+  body.ttl = check.int_range(fname, "ttl", opts.ttl, 1, 900)
+  local vcpu = check.int_range(fname, "vcpu", opts.vcpu, 1, 8)
+  if vcpu and vcpu > 1 then body.vcpu = vcpu end            -- sent only when > 1
+  check.positive(fname, "timeout", opts.timeout)
+  check.type(fname, "on_poll", opts.on_poll, "function", true)
+  if opts.return_artifacts then body.return_artifact = true end  -- the C SDK's key
+  return body
+end
+
+return M

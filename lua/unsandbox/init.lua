@@ -1,0 +1,370 @@
+--- unsandbox: run untrusted code in remote sandboxes from Lua 5.4.
+--
+-- Every function is available two ways: as a method of a Client
+-- (`local c = unsandbox.client{...}; c:execute_code(...)`), which keeps its
+-- own credentials, base URL, timeouts and a reused connection; and as a
+-- module function (`unsandbox.execute_code(...)`), which uses a default
+-- client configured from the environment. Expected failures return
+-- `nil, err` (an unsandbox.Error); misuse raises.
+local core = require "unsandbox.core"
+local api = require "unsandbox.api"
+local check = require "unsandbox.check"
+local Error = require "unsandbox.errors"
+local execute = require "unsandbox.execute"
+local languages = require "unsandbox.languages"
+local poll = require "unsandbox.poll"
+local results = require "unsandbox.results"
+
+local unsandbox = {
+  VERSION = "0.1.0",
+  Error = Error,
+  core = core,
+}
+
+local Client = core.Client   -- the methods table of the C userdata
+
+local CONNECTION = { public_key = true, secret_key = true, account = true, url = true,
+                     timeout = true, connect_timeout = true, ca_file = true, max_response = true }
+
+--- unsandbox.client{public_key=, secret_key=, account=, url=, timeout=,
+-- connect_timeout=, ca_file=, max_response=} -> Client. Timeouts in seconds.
+function unsandbox.client(opts)
+  opts = check.type("client", "opts", opts, "table", true) or {}
+  execute.check_options("client", opts, CONNECTION)
+  local c = {}
+  for k, v in pairs(opts) do c[k] = v end
+  check.positive("client", "timeout", opts.timeout)
+  check.positive("client", "connect_timeout", opts.connect_timeout)
+  if opts.timeout then c.timeout = math.floor(opts.timeout * 1000) end
+  if opts.connect_timeout then c.connect_timeout = math.floor(opts.connect_timeout * 1000) end
+  return core.client(c)
+end
+
+-- How long to wait for a job when the caller gave no timeout: its ttl
+-- (default 60 s) plus a minute of queueing, never forever.
+local function default_wait(ttl) return (ttl or 60) + 60 end
+
+local function wait_result(self, job_id, opts, want_artifacts)
+  local job, rid = poll.wait(self, job_id, opts)
+  if not job then return nil, rid end
+  return results.normalise(job, rid, want_artifacts)
+end
+
+------------------------------------------------------------------------
+-- Execution and jobs
+------------------------------------------------------------------------
+
+--- Runs code and returns its result once finished (polling when the
+-- service answers with a pending job).
+function Client:execute_code(language, code, opts)
+  check.nonempty("execute_code", "language", language)
+  check.type("execute_code", "code", code, "string")
+  opts = check.type("execute_code", "opts", opts, "table", true) or {}
+  local body, err = execute.body("execute_code", language, code, opts)
+  if not body then return nil, err end
+  local started = core.monotonic_ms()
+  local ttl = body.ttl or 60
+  local req_timeout = opts.timeout or (ttl + 30 > 120 and ttl + 30 or nil)
+  local doc, rid = api.call(self, "POST", "/execute", body, { timeout = req_timeout })
+  if not doc then return nil, rid end
+  if results.is_pending(doc) then
+    local budget = opts.timeout and opts.timeout - (core.monotonic_ms() - started) / 1000
+                   or default_wait(ttl)
+    return wait_result(self, doc.job_id,
+      { timeout = math.max(budget, 0.001), on_poll = opts.on_poll }, opts.return_artifacts)
+  end
+  return results.normalise(doc, rid, opts.return_artifacts)
+end
+
+--- Submits code as a job and returns its id (and the request id).
+function Client:execute_async(language, code, opts)
+  check.nonempty("execute_async", "language", language)
+  check.type("execute_async", "code", code, "string")
+  opts = check.type("execute_async", "opts", opts, "table", true) or {}
+  local body, err = execute.body("execute_async", language, code, opts)
+  if not body then return nil, err end
+  local doc, rid = api.call(self, "POST", "/execute/async", body, { timeout = opts.timeout })
+  if not doc then return nil, rid end
+  if type(doc.job_id) ~= "string" then
+    return nil, Error.new { kind = "protocol", request_id = rid, message = "no job_id in the reply to /execute/async" }
+  end
+  return doc.job_id, rid
+end
+
+--- The job's current state; when it is finished, its result fields too.
+function Client:get_job(job_id)
+  check.id("get_job", "job_id", job_id)
+  local doc, rid = api.call(self, "GET", "/jobs/" .. job_id)
+  if not doc then return nil, rid end
+  return results.normalise(doc, rid, doc.artifacts ~= nil)
+end
+
+local WAIT_OPTIONS = { timeout = true, on_poll = true, return_artifacts = true }
+
+--- Polls a job until it is finished (schedule 300, 450, 700, 900, 650,
+-- 1600, 2000 ms, then every 2 s). opts: timeout (s), on_poll(job, attempt).
+function Client:wait_for_job(job_id, opts)
+  check.id("wait_for_job", "job_id", job_id)
+  opts = check.type("wait_for_job", "opts", opts, "table", true) or {}
+  execute.check_options("wait_for_job", opts, WAIT_OPTIONS)
+  check.positive("wait_for_job", "timeout", opts.timeout)
+  check.type("wait_for_job", "on_poll", opts.on_poll, "function", true)
+  return wait_result(self, job_id,
+    { timeout = opts.timeout or default_wait(900), on_poll = opts.on_poll },
+    opts.return_artifacts)
+end
+
+function Client:cancel_job(job_id)
+  check.id("cancel_job", "job_id", job_id)
+  return api.call(self, "DELETE", "/jobs/" .. job_id)
+end
+
+function Client:list_jobs()
+  local doc, rid = api.call(self, "GET", "/jobs")
+  if not doc then return nil, rid end
+  return doc.jobs or doc, rid
+end
+
+------------------------------------------------------------------------
+-- Languages, keys, health
+------------------------------------------------------------------------
+
+--- The languages the service runs; cached for an hour in
+-- ~/.unsandbox/languages.json. opts.refresh = true skips the cache.
+function Client:get_languages(opts)
+  opts = check.type("get_languages", "opts", opts, "table", true) or {}
+  local info = self:endpoint()
+  return languages.get(self, info, opts)
+end
+
+function Client:validate_keys()
+  return api.call(self, "POST", "/keys/validate")
+end
+
+--- true when the service answers GET /health (unsigned).
+function Client:health()
+  local doc, err = api.call(self, "GET", "/health", nil, { auth = false, timeout = 10 })
+  if not doc then return nil, err end
+  return true, doc
+end
+
+--- Low-level: a signed request to any route, body a Lua table or nil.
+-- Returns the decoded JSON document and the request id, or nil, Error.
+function Client:call(method, path, body, opts)
+  check.nonempty("call", "method", method)
+  check.nonempty("call", "path", path)
+  check.type("call", "opts", opts, "table", true)
+  return api.call(self, method:upper(), path, body, opts)
+end
+
+------------------------------------------------------------------------
+-- Sessions, services, snapshots
+------------------------------------------------------------------------
+
+local function list_of(key)
+  return function(self)
+    local doc, rid = api.call(self, "GET", "/" .. key)
+    if not doc then return nil, rid end
+    return doc[key] or {}, rid
+  end
+end
+
+local function by_id(method, prefix, fname, suffix)
+  return function(self, id)
+    check.id(fname, "id", id)
+    return api.call(self, method, prefix .. id .. (suffix or ""), method == "POST" and {} or nil)
+  end
+end
+
+local SESSION_OPTIONS = { network_mode = true, ttl = true, shell = true, vcpu = true, input_files = true }
+
+--- Creates a session: a persistent sandbox that runs commands.
+function Client:create_session(opts)
+  opts = check.type("create_session", "opts", opts, "table", true) or {}
+  execute.check_options("create_session", opts, SESSION_OPTIONS)
+  local body = execute.body("create_session", "bash", "", {
+    network_mode = opts.network_mode, vcpu = opts.vcpu, input_files = opts.input_files })
+  body.language, body.code = nil, nil
+  body.ttl = check.int_range("create_session", "ttl", opts.ttl, 1, 86400)
+  body.shell = check.type("create_session", "shell", opts.shell, "string", true)
+  local doc, rid = api.call(self, "POST", "/sessions", body)
+  if doc then doc.id = doc.id or doc.session_id end
+  return doc, rid
+end
+
+Client.list_sessions = list_of("sessions")
+Client.get_session = by_id("GET", "/sessions/", "get_session")
+Client.delete_session = by_id("DELETE", "/sessions/", "delete_session")
+
+--- Runs a shell command in a session; returns a result like execute_code.
+function Client:session_execute(id, command, opts)
+  check.id("session_execute", "id", id)
+  check.type("session_execute", "command", command, "string")
+  opts = check.type("session_execute", "opts", opts, "table", true) or {}
+  check.positive("session_execute", "timeout", opts.timeout)
+  local body = { command = command, timeout = opts.timeout and math.floor(opts.timeout * 1000) or nil }
+  local doc, rid = api.call(self, "POST", "/sessions/" .. id .. "/shell", body,
+    { timeout = opts.timeout and opts.timeout + 30 })
+  if not doc then return nil, rid end
+  return results.normalise(doc, rid)
+end
+
+local SERVICE_OPTIONS = { name = true, bootstrap = true, bootstrap_content = true, ports = true,
+  custom_domains = true, network_mode = true, vcpu = true, input_files = true }
+
+--- Creates a service: a persistent sandbox whose bootstrap command keeps
+-- running.
+function Client:create_service(opts)
+  check.type("create_service", "opts", opts, "table")
+  execute.check_options("create_service", opts, SERVICE_OPTIONS)
+  check.nonempty("create_service", "name", opts.name)
+  if opts.bootstrap == nil and opts.bootstrap_content == nil then
+    check.fail("create_service", "bootstrap", "a bootstrap command or bootstrap_content is required")
+  end
+  local body = execute.body("create_service", "bash", "", {
+    network_mode = opts.network_mode, vcpu = opts.vcpu, input_files = opts.input_files })
+  body.language, body.code = nil, nil
+  body.name = opts.name
+  body.bootstrap = check.type("create_service", "bootstrap", opts.bootstrap, "string", true)
+  body.bootstrap_content = check.type("create_service", "bootstrap_content", opts.bootstrap_content, "string", true)
+  body.ports = check.type("create_service", "ports", opts.ports, "table", true)
+  body.custom_domains = check.type("create_service", "custom_domains", opts.custom_domains, "table", true)
+  local doc, rid = api.call(self, "POST", "/services", body)
+  if doc then doc.id = doc.id or doc.service_id end
+  return doc, rid
+end
+
+Client.list_services = list_of("services")
+Client.get_service = by_id("GET", "/services/", "get_service")
+Client.delete_service = by_id("DELETE", "/services/", "delete_service")
+
+--- The service's bootstrap output.
+function Client:service_logs(id)
+  check.id("service_logs", "id", id)
+  local doc, rid = api.call(self, "GET", "/services/" .. id .. "/logs")
+  if not doc then return nil, rid end
+  return doc.log or doc.logs or "", rid
+end
+
+--- Runs a command in a running service: submitted as a job and waited for.
+function Client:service_execute(id, command, opts)
+  check.id("service_execute", "id", id)
+  check.type("service_execute", "command", command, "string")
+  opts = check.type("service_execute", "opts", opts, "table", true) or {}
+  check.positive("service_execute", "timeout", opts.timeout)
+  local timeout = opts.timeout or 30
+  local doc, rid = api.call(self, "POST", "/services/" .. id .. "/execute",
+    { command = command, timeout = math.floor(timeout * 1000) })
+  if not doc then return nil, rid end
+  -- the service answers 202 {job_id}, usually without a status
+  if doc.job_id == nil or results.TERMINAL[doc.status] then return results.normalise(doc, rid) end
+  return wait_result(self, doc.job_id, { timeout = timeout + 30, on_poll = opts.on_poll })
+end
+
+local SNAPSHOT_OPTIONS = { name = true, hot = true }
+
+local function snapshot_of(kind)
+  local fname = kind .. "_snapshot"
+  return function(self, id, opts)
+    check.id(fname, "id", id)
+    opts = check.type(fname, "opts", opts, "table", true) or {}
+    execute.check_options(fname, opts, SNAPSHOT_OPTIONS)
+    local body = { name = check.type(fname, "name", opts.name, "string", true),
+                   hot = check.type(fname, "hot", opts.hot, "boolean", true) or false }
+    local doc, rid = api.call(self, "POST", "/" .. kind .. "s/" .. id .. "/snapshot", body)
+    if doc then doc.id = doc.id or doc.snapshot_id end
+    return doc, rid
+  end
+end
+
+Client.session_snapshot = snapshot_of("session")
+Client.service_snapshot = snapshot_of("service")
+Client.list_snapshots = list_of("snapshots")
+Client.get_snapshot = by_id("GET", "/snapshots/", "get_snapshot")
+Client.delete_snapshot = by_id("DELETE", "/snapshots/", "delete_snapshot")
+Client.restore_snapshot = by_id("POST", "/snapshots/", "restore_snapshot", "/restore")
+Client.lock_snapshot = by_id("POST", "/snapshots/", "lock_snapshot", "/lock")
+Client.unlock_snapshot = by_id("POST", "/snapshots/", "unlock_snapshot", "/unlock")
+
+--- detect_language as a method too, for symmetry; no network.
+function Client.detect_language(_, filename) return unsandbox.detect_language(filename) end
+
+--- The base URL this client talks to (no credentials needed).
+function Client:endpoint() return self:url() end
+
+------------------------------------------------------------------------
+-- Module functions
+------------------------------------------------------------------------
+
+--- Signs a request exactly as the client does (the same C function).
+function unsandbox.sign(secret, timestamp, method, path, body)
+  return core.sign(secret, timestamp, method, path, body)
+end
+
+--- Which public key would be used, and which tier supplied it (never the
+-- secret). opts: public_key, secret_key, account.
+function unsandbox.credentials(opts)
+  opts = check.type("credentials", "opts", opts, "table", true) or {}
+  local creds, kind, msg = core.credentials(opts)
+  if not creds then return nil, Error.new { kind = kind, message = msg } end
+  return creds
+end
+
+--- Language name for a file name's extension, nil when unknown. Pure.
+function unsandbox.detect_language(filename)
+  if filename == nil then return nil end
+  check.type("detect_language", "filename", filename, "string")
+  if filename == "" then return nil end
+  return core.detect_language(filename)
+end
+
+local default
+--- The client the module functions use, configured from the environment
+-- the first time it is needed.
+function unsandbox.default_client()
+  if not default then default = unsandbox.client() end
+  return default
+end
+
+-- For module functions: options that name a connection make a one-off
+-- client for that call; everything else goes to the default client.
+local OPTS_POSITION = {
+  execute_code = 3, execute_async = 3, wait_for_job = 2, get_languages = 1,
+  create_session = 1, create_service = 1, session_execute = 3, service_execute = 3,
+}
+
+local function connection_opts(opts)
+  if type(opts) ~= "table" then return nil end
+  local conn
+  for k in pairs(CONNECTION) do
+    if k ~= "timeout" and opts[k] ~= nil then
+      conn = conn or {}
+      conn[k] = opts[k]
+    end
+  end
+  return conn
+end
+
+local function strip(opts)
+  local rest = {}
+  for k, v in pairs(opts) do
+    if not CONNECTION[k] or k == "timeout" then rest[k] = v end
+  end
+  return rest
+end
+
+for name, method in pairs(Client) do
+  if type(method) == "function" and name ~= "close" and name ~= "request" and unsandbox[name] == nil then
+    local pos = OPTS_POSITION[name]
+    unsandbox[name] = function(...)
+      local conn = pos and connection_opts((select(pos, ...)))
+      if not conn then return method(unsandbox.default_client(), ...) end
+      local args = table.pack(...)
+      args[pos] = strip(args[pos])
+      local c <close> = unsandbox.client(conn)
+      return method(c, table.unpack(args, 1, args.n))
+    end
+  end
+end
+
+return unsandbox

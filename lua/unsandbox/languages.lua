@@ -1,0 +1,58 @@
+--- The languages list and its cache file, ~/.unsandbox/languages.json,
+-- fresh for an hour judged by the file's mtime. The file records which
+-- service it came from, so a list fetched from a local unsandboxd never
+-- answers for the real service. A failed or empty fetch is never cached;
+-- a missing or unwritable HOME means no cache, not an error.
+local core = require "unsandbox.core"
+local cjson = require "cjson.safe"
+local api = require "unsandbox.api"
+
+local M = {}
+
+M.TTL = 3600
+
+function M.cache_path()
+  local home = os.getenv("HOME")
+  if not home or home == "" then return nil end
+  return home .. "/.unsandbox/languages.json"
+end
+
+local function valid_list(v)
+  if type(v) ~= "table" or #v == 0 then return false end
+  for _, name in ipairs(v) do
+    if type(name) ~= "string" then return false end
+  end
+  return true
+end
+
+local function read_cache(path, url)
+  local text, state = core.cache_read(path, M.TTL)
+  if state ~= "fresh" then return nil end
+  local doc = cjson.decode(text)
+  if type(doc) ~= "table" or doc.url ~= url or not valid_list(doc.languages) then return nil end
+  return doc.languages
+end
+
+--- opts.refresh skips the cache. Returns a list of names and where it came
+-- from ("cache" or "service"), or nil, Error.
+function M.get(client, url, opts)
+  local path = M.cache_path()
+  if path and not opts.refresh then
+    local cached = read_cache(path, url)
+    if cached then return cached, "cache" end
+  end
+  local doc, err = api.call(client, "GET", "/languages", nil, opts)
+  if not doc then return nil, err end
+  -- the C SDK also accepts a bare array
+  local list = doc.languages or doc
+  if not valid_list(list) then
+    return nil, require("unsandbox.errors").new {
+      kind = "protocol", request_id = err, message = "the service returned no languages" }
+  end
+  if path then
+    core.cache_write(path, cjson.encode { languages = list, url = url, timestamp = core.now() })
+  end
+  return list, "service"
+end
+
+return M

@@ -1,0 +1,56 @@
+--- Normalises what the service returns for a run (POST /execute, a job, a
+-- session command) into the table the library documents. Internal module.
+local core = require "unsandbox.core"
+
+local M = {}
+
+M.TERMINAL = { completed = true, failed = true, timeout = true, cancelled = true }
+
+--- Is this document a job still to be polled? (spec: job_id and a
+-- pending/running status; anything else, even without status, is final)
+function M.is_pending(doc)
+  return doc.job_id ~= nil and (doc.status == "pending" or doc.status == "running")
+end
+
+-- Services disagree on the timing field; read them in the spec's order.
+local function execution_time_ms(doc)
+  local ms = doc.execution_time_ms or doc.runtime_ms or doc.duration_ms
+  if ms == nil and type(doc.execution_time) == "number" then
+    ms = doc.execution_time / 1000
+  end
+  return type(ms) == "number" and (math.tointeger(ms) or ms) or nil
+end
+
+local function decode_artifacts(list)
+  local out = {}
+  for i, a in ipairs(list) do
+    local bytes = type(a.content_base64) == "string" and core.base64_decode(a.content_base64)
+    out[i] = { filename = a.filename, content = bytes or nil, size = bytes and #bytes or nil }
+  end
+  return out
+end
+
+--- The documented result table: stdout, stderr, exit_code, status,
+-- job_id, execution_time_ms, request_id, truncation flags, error text and,
+-- when asked, artifacts ({filename, content}).
+function M.normalise(doc, request_id, want_artifacts)
+  local r = {
+    stdout = doc.stdout or "",
+    stderr = doc.stderr or "",
+    exit_code = math.tointeger(doc.exit_code) or doc.exit_code,
+    status = doc.status or "completed",
+    job_id = doc.job_id,
+    language = doc.language,
+    execution_time_ms = execution_time_ms(doc),
+    stdout_truncated = doc.stdout_truncated == true,
+    stderr_truncated = doc.stderr_truncated == true,
+    error = doc.error,
+    created_at = doc.created_at,
+    completed_at = doc.completed_at,
+    request_id = request_id,
+  }
+  if want_artifacts then r.artifacts = decode_artifacts(doc.artifacts or {}) end
+  return r
+end
+
+return M

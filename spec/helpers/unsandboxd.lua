@@ -1,0 +1,92 @@
+-- Starts a real unsandboxd on an ephemeral loopback port for a spec and
+-- stops it (by pid) afterwards. The server announces its URL and dev keys
+-- on stdout once it accepts connections, so nothing here sleeps or guesses.
+local M = {}
+
+local ROOT = os.getenv("UNSANDBOX_ROOT") or "."
+M.bin = ROOT .. "/bin/unsandboxd"
+
+local function sh_quote(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+M.sh_quote = sh_quote
+
+function M.tmpdir(prefix)
+  local p = io.popen("mktemp -d /tmp/" .. (prefix or "unsb") .. ".XXXXXX")
+  local dir = p:read("l")
+  p:close()
+  return dir
+end
+
+function M.rm_rf(dir)
+  if dir and dir:match("^/tmp/") then os.execute("rm -rf " .. sh_quote(dir)) end
+end
+
+local function alive(pid)
+  return os.execute("kill -0 " .. pid .. " 2>/dev/null") == true
+end
+M.alive = alive
+
+-- Starts unsandboxd. opts.args: extra command-line arguments (list);
+-- opts.data: reuse a data directory (restart tests). Returns a server
+-- table: url, public_key, secret_key, pid, data, log, and stop().
+function M.start(opts)
+  opts = opts or {}
+  local data = opts.data or M.tmpdir("unsbd-data")
+  local log = data .. ".log"
+  local args = { "--listen", "127.0.0.1:0", "--data", data, "--dev-keys" }
+  for _, a in ipairs(opts.args or {}) do args[#args + 1] = a end
+  local quoted = {}
+  for i, a in ipairs(args) do quoted[i] = sh_quote(a) end
+  -- The shell backgrounds the server, reports its pid, and exits; the
+  -- server keeps the pipe's write end as its stdout.
+  local cmd = string.format("%s %s 2>>%s </dev/null & echo UNSANDBOXD_PID=$!",
+    sh_quote(M.bin), table.concat(quoted, " "), sh_quote(log))
+  local pipe = assert(io.popen(cmd, "r"))
+  local srv = { data = data, log = log, owns_data = not opts.data, pipe = pipe }
+  for _ = 1, 10 do
+    local line = pipe:read("l")
+    if not line then break end
+    local k, v = line:match("^([%w_]+)=(.*)$")
+    if k == "UNSANDBOXD_PID" then srv.pid = tonumber(v)
+    elseif k == "UNSANDBOX_URL" then srv.url = v
+    elseif k == "UNSANDBOX_PUBLIC_KEY" then srv.public_key = v
+    elseif k == "UNSANDBOX_SECRET_KEY" then srv.secret_key = v end
+    if srv.pid and srv.url and srv.public_key and srv.secret_key then break end
+  end
+  if not (srv.pid and srv.url and srv.secret_key) then
+    if srv.pid then os.execute("kill -9 " .. srv.pid .. " 2>/dev/null") end
+    local f = io.open(log)
+    local text = f and f:read("a") or ""
+    if f then f:close() end
+    error("unsandboxd did not start: " .. text)
+  end
+  srv.port = tonumber(srv.url:match(":(%d+)$"))
+
+  -- Stops the server with SIGTERM and waits (bounded) for it to exit.
+  function srv.stop(keep_data)
+    if srv.pid and alive(srv.pid) then
+      os.execute("kill -TERM " .. srv.pid .. " 2>/dev/null")
+      for _ = 1, 100 do
+        if not alive(srv.pid) then break end
+        os.execute("sleep 0.05")
+      end
+      if alive(srv.pid) then os.execute("kill -9 " .. srv.pid .. " 2>/dev/null") end
+    end
+    if srv.pipe then srv.pipe:close(); srv.pipe = nil end
+    if not keep_data and srv.owns_data then
+      M.rm_rf(srv.data)
+      os.remove(srv.log)
+    end
+  end
+
+  -- Environment-style options for unsandbox.client{...}.
+  function srv.client_opts(extra)
+    local o = { url = srv.url, public_key = srv.public_key, secret_key = srv.secret_key }
+    for k, v in pairs(extra or {}) do o[k] = v end
+    return o
+  end
+  return srv
+end
+
+return M
