@@ -4,8 +4,9 @@
 **
 ** X-Signature = lowercase hex HMAC-SHA256(key = secret,
 **                                        msg = "<ts>:<METHOD>:<path>:<body>")
-** The path is cut at the first '?' (the query string is never signed); the
-** body is the exact bytes sent, empty when there is none.
+** The path is signed exactly as given: callers pass it WITHOUT the query
+** string (the project's rule, see unsb_path_for_signing); the body is the
+** exact bytes sent, empty when there is none.
 */
 #ifndef UNSB_SIGN_H
 #define UNSB_SIGN_H
@@ -21,6 +22,14 @@ int unsb_sign(const char *secret, size_t secret_len,
               const char *timestamp, const char *method, const char *path,
               const char *body, size_t body_len,
               char out[UNSB_SIGNATURE_HEX_LEN + 1]);
+
+/* Length of the part of a request target that is signed: up to the first
+** '?' (the query string is never signed by this project). */
+size_t unsb_path_for_signing(const char *target);
+
+/* Lowercase hex HMAC-SHA256 of one message; unsb_sign is built on it. */
+int unsb_hmac_hex(const char *key, size_t key_len, const char *msg, size_t msg_len,
+                  char out[UNSB_SIGNATURE_HEX_LEN + 1]);
 
 /* Constant-time comparison of two NUL-terminated signatures: 1 if equal. */
 int unsb_signature_equal(const char *a, const char *b);

@@ -1,0 +1,288 @@
+-- #unit specs of the public module: everything that needs no server.
+local cjson = require "cjson"
+
+local function read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+local function tmpdir()
+  local p = io.popen("mktemp -d /tmp/unsb-unit.XXXXXX")
+  local d = p:read("l")
+  p:close()
+  return d
+end
+
+-- Fake HOME for a spec: os.getenv is wrapped, the module reloaded.
+local real_getenv = os.getenv
+local function fake_env(vars)
+  os.getenv = function(k)
+    if vars[k] ~= nil then return vars[k] or nil end
+    return real_getenv(k)
+  end
+end
+
+describe("unsandbox #unit", function()
+  local unsandbox
+  before_each(function()
+    package.loaded["unsandbox"] = nil
+    package.loaded["unsandbox.languages"] = nil
+    unsandbox = require "unsandbox"
+  end)
+  after_each(function() os.getenv = real_getenv end)
+
+  describe("sign()", function()
+    local vectors = cjson.decode(read("spec/fixtures/signing.json")).cases
+
+    local function expand(gen)
+      return gen.prefix .. string.rep(gen.unit, gen.count) .. gen.suffix
+    end
+
+    it("reproduces every request case of the signing vectors", function()
+      local n = 0
+      for _, v in ipairs(vectors) do
+        -- v9 is a bare HMAC of "message" (no request parts); the C unit
+        -- test of unsb_hmac_hex covers it
+        if v.timestamp ~= cjson.null then
+          local body = v.body
+          if body == cjson.null then body = expand(v.body_generator) end
+          assert.are.equal(v.signature, unsandbox.sign(v.secret, v.timestamp, v.method, v.path, body), v.name)
+          n = n + 1
+        end
+      end
+      assert.is_true(n >= 13)
+    end)
+
+    it("gives 64 lowercase hex characters and treats nil body as empty", function()
+      local s = unsandbox.sign("sk", "1700000000", "POST", "/keys/validate", nil)
+      assert.matches("^[0-9a-f]+$", s)
+      assert.are.equal(64, #s)
+      assert.are.equal(unsandbox.sign("sk", "1700000000", "POST", "/keys/validate", ""), s)
+    end)
+
+    it("raises naming the argument on wrong types", function()
+      assert.has_error(function() unsandbox.sign(nil, "1", "GET", "/", "") end)
+      local ok, err = pcall(unsandbox.sign, "sk", {}, "GET", "/", "")
+      assert.is_false(ok)
+      assert.matches("#2", err)
+    end)
+  end)
+
+  describe("detect_language()", function()
+    local table_ = dofile("spec/fixtures/extensions.lua")
+
+    it("knows every extension of the spec's table, in any case", function()
+      local n = 0
+      for ext, lang in pairs(table_) do
+        n = n + 1
+        assert.are.equal(lang, unsandbox.detect_language("prog." .. ext), ext)
+        assert.are.equal(lang, unsandbox.detect_language("dir/PROG." .. ext:upper()), ext)
+      end
+      assert.is_true(n >= 48)
+      assert.are.equal("r", unsandbox.detect_language("analysis.R"))
+    end)
+
+    it("uses the text after the last dot of the path", function()
+      assert.are.equal("python", unsandbox.detect_language("/a.b/c.tar.py"))
+      assert.are.equal("bash", unsandbox.detect_language("./x.y.sh"))
+    end)
+
+    it("answers nil for no, unknown or empty extension and for nil or empty input", function()
+      assert.is_nil(unsandbox.detect_language("Makefile"))
+      assert.is_nil(unsandbox.detect_language("file.unknownext"))
+      assert.is_nil(unsandbox.detect_language("file."))
+      assert.is_nil(unsandbox.detect_language(""))
+      assert.is_nil(unsandbox.detect_language(nil))
+    end)
+
+    it("raises for a non-string", function()
+      local ok, err = pcall(unsandbox.detect_language, 42)
+      assert.is_false(ok)
+      assert.matches("filename", err)
+    end)
+  end)
+
+  describe("credentials()", function()
+    local home, cwd
+    before_each(function()
+      home = tmpdir()
+      cwd = tmpdir()
+      os.execute("mkdir -p " .. home .. "/.unsandbox")
+    end)
+    after_each(function() os.execute("rm -rf " .. home .. " " .. cwd) end)
+
+    it("prefers explicit keys and never returns the secret", function()
+      local c = assert(unsandbox.credentials { public_key = "unsb-pk-a", secret_key = "unsb-sk-b", home = home, cwd = cwd })
+      assert.are.equal("unsb-pk-a", c.public_key)
+      assert.are.equal("arguments", c.source)
+      for _, v in pairs(c) do assert.not_matches("unsb%-sk", tostring(v)) end
+    end)
+
+    it("reads a CSV with CRLF, comments, blank lines and a third column", function()
+      write(home .. "/.unsandbox/accounts.csv",
+        "# my accounts\r\n\r\n  unsb-pk-zero , unsb-sk-zero ,work laptop\r\n\nunsb-pk-one,unsb-sk-one\r\n")
+      local c = assert(unsandbox.credentials { account = 1, home = home, cwd = cwd })
+      assert.are.equal("unsb-pk-one", c.public_key)
+      assert.matches("accounts.csv", c.source)
+      c = assert(unsandbox.credentials { account = 0, home = home, cwd = cwd })
+      assert.are.equal("unsb-pk-zero", c.public_key)
+    end)
+
+    it("names the file and index for a missing row", function()
+      write(home .. "/.unsandbox/accounts.csv", "unsb-pk-zero,unsb-sk-zero\n")
+      local c, err = unsandbox.credentials { account = 3, home = home, cwd = cwd }
+      assert.is_nil(c)
+      assert.are.equal("credentials", err.kind)
+      assert.matches("3", err.message)
+      assert.matches("accounts.csv", err.message)
+    end)
+
+    it("falls back to ./accounts.csv", function()
+      write(cwd .. "/accounts.csv", "unsb-pk-local,unsb-sk-local\n")
+      local c = assert(unsandbox.credentials { account = 0, home = home, cwd = cwd })
+      assert.are.equal("unsb-pk-local", c.public_key)
+    end)
+  end)
+
+  describe("get_languages() cache", function()
+    local home, langs
+    before_each(function()
+      home = tmpdir()
+      fake_env { HOME = home }
+      package.loaded["unsandbox.languages"] = nil
+      langs = require "unsandbox.languages"
+    end)
+    after_each(function() os.execute("rm -rf " .. home) end)
+
+    -- a client whose request function records calls; the cache logic is
+    -- what is under test here, the HTTP path is covered by integration specs
+    local function recording_client(list)
+      local calls = 0
+      return {
+        request = function()
+          calls = calls + 1
+          return { status = 200, body = cjson.encode { languages = list }, request_id = "r" }
+        end,
+      }, function() return calls end
+    end
+
+    it("fetches, writes the cache 0600 in a 0700 directory, then serves from it", function()
+      local c, calls = recording_client { "python", "lua" }
+      local list, from = langs.get(c, "http://x", {})
+      assert.same({ "python", "lua" }, list)
+      assert.are.equal("service", from)
+      local p = io.popen("stat -c %a " .. home .. "/.unsandbox " .. home .. "/.unsandbox/languages.json")
+      assert.are.equal("700", p:read("l"))
+      assert.are.equal("600", p:read("l"))
+      p:close()
+      list, from = langs.get(c, "http://x", {})
+      assert.are.equal("cache", from)
+      assert.are.equal(1, calls())
+    end)
+
+    it("refetches when the file is stale by mtime", function()
+      local c, calls = recording_client { "python" }
+      langs.get(c, "http://x", {})
+      os.execute("touch -d '2 hours ago' " .. home .. "/.unsandbox/languages.json")
+      local _, from = langs.get(c, "http://x", {})
+      assert.are.equal("service", from)
+      assert.are.equal(2, calls())
+    end)
+
+    it("ignores a corrupt cache file and one written for another URL", function()
+      os.execute("mkdir -p " .. home .. "/.unsandbox")
+      write(home .. "/.unsandbox/languages.json", "{not json")
+      local c, calls = recording_client { "bash" }
+      local list = langs.get(c, "http://x", {})
+      assert.same({ "bash" }, list)
+      local _, from = langs.get(c, "http://other", {})
+      assert.are.equal("service", from)
+      assert.are.equal(2, calls())
+    end)
+
+    it("never caches a failed or empty fetch", function()
+      local c = { request = function() return { status = 500, body = '{"error":"x"}' } end }
+      local list, err = langs.get(c, "http://x", {})
+      assert.is_nil(list)
+      assert.are.equal(500, err.status)
+      local empty = { request = function() return { status = 200, body = '{"languages":[]}' } end }
+      assert.is_nil((langs.get(empty, "http://x", {})))
+      assert.is_nil(io.open(home .. "/.unsandbox/languages.json"))
+    end)
+
+    it("works with no cache when HOME is unwritable or unset", function()
+      os.execute("chmod 500 " .. home)
+      local c, calls = recording_client { "lua" }
+      -- root ignores permission bits, so point HOME at a file instead
+      write(home .. "/file", "")
+      fake_env { HOME = home .. "/file" }
+      assert.same({ "lua" }, (langs.get(c, "http://x", {})))
+      fake_env { HOME = false }
+      assert.same({ "lua" }, (langs.get(c, "http://x", {})))
+      assert.are.equal(2, calls())
+      os.execute("chmod 700 " .. home)
+    end)
+  end)
+
+  describe("client()", function()
+    it("raises on unknown options and wrong types", function()
+      assert.has_error(function() unsandbox.client { urll = "x" } end)
+      assert.has_error(function() unsandbox.client { timeout = "fast" } end)
+      assert.has_error(function() unsandbox.client "x" end)
+    end)
+
+    it("never shows a key in tostring", function()
+      local c = unsandbox.client { url = "http://127.0.0.1:9", public_key = "unsb-pk-p", secret_key = "unsb-sk-secret" }
+      assert.not_matches("secret", tostring(c))
+      c:close()
+      assert.has_error(function() c:execute_code("python", "") end)
+    end)
+  end)
+
+  describe("argument checks", function()
+    local c
+    before_each(function() c = unsandbox.client { url = "http://127.0.0.1:9", public_key = "p", secret_key = "s" } end)
+    after_each(function() c:close() end)
+
+    local cases = {
+      { "execute_code", { nil, "x" }, "language" },
+      { "execute_code", { "python", 42 }, "code" },
+      { "execute_code", { "python", "x", { ttl = 0 } }, "ttl" },
+      { "execute_code", { "python", "x", { ttl = 901 } }, "ttl" },
+      { "execute_code", { "python", "x", { vcpu = 9 } }, "vcpu" },
+      { "execute_code", { "python", "x", { network_mode = "open" } }, "network_mode" },
+      { "execute_code", { "python", "x", { env = { ["1BAD"] = "x" } } }, "env" },
+      { "execute_code", { "python", "x", { input_files = { "/etc/hostname", 5 } } }, "input_files" },
+      { "execute_code", { "python", "x", { bogus = 1 } }, "bogus" },
+      { "get_job", { "../etc" }, "job_id" },
+      { "get_job", { 5 }, "job_id" },
+      { "wait_for_job", { "job_1", { timeout = -1 } }, "timeout" },
+      { "session_execute", { "s/1", "ls" }, "id" },
+      { "create_service", { { name = "x" } }, "bootstrap" },
+      { "session_snapshot", { "unsb-session-1", { hot = "yes" } }, "hot" },
+    }
+    for _, case in ipairs(cases) do
+      it(case[1] .. " raises naming '" .. case[3] .. "'", function()
+        local ok, err = pcall(c[case[1]], c, table.unpack(case[2], 1, 3))
+        assert.is_false(ok)
+        assert.matches(case[3], err, 1, true)
+        assert.matches(case[1], err, 1, true)
+      end)
+    end
+
+    it("returns a validation error for an unreadable input file", function()
+      local r, err = c:execute_code("python", "x", { input_files = { "/nonexistent/file.txt" } })
+      assert.is_nil(r)
+      assert.are.equal("validation", err.kind)
+      assert.matches("/nonexistent/file.txt", err.message, 1, true)
+    end)
+  end)
+end)
