@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "Hello, ${NAME:-world}, from bash $BASH_VERSION"

@@ -1,0 +1,2 @@
+import platform
+print(f"Hello from Python {platform.python_version()} in a sandbox")

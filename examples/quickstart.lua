@@ -1,0 +1,48 @@
+-- quickstart.lua: a tour of unsandbox. `make demo` runs it as
+--   unlua --local examples/quickstart.lua
+-- which starts a private unsandboxd on loopback (no account, no network)
+-- and points the library at it through UNSANDBOX_URL and the key variables.
+-- The same script runs against the real service with your own keys.
+local unsandbox = require "unsandbox"
+
+local function section(title) print("\n== " .. title) end
+
+section("Where am I talking to?")
+local creds = assert(unsandbox.credentials())
+print("service: " .. (os.getenv("UNSANDBOX_URL") or "https://api.unsandbox.com"))
+print("public key: " .. creds.public_key .. " (from " .. creds.source .. ")")
+
+section("Three languages, three sandboxes")
+local snippets = {
+  { "python", "import sys\nprint(f'Python {sys.version_info.major}.{sys.version_info.minor} says hi')" },
+  { "lua", "print(_VERSION .. ' says hi')" },
+  { "bash", "echo \"bash $BASH_VERSION says hi\"; echo 'this goes to stderr' >&2; exit 3" },
+}
+for _, s in ipairs(snippets) do
+  local r = assert(unsandbox.execute_code(s[1], s[2]))
+  io.write(string.format("[%s] stdout: %s", s[1], r.stdout))
+  if r.stderr ~= "" then io.write(string.format("[%s] stderr: %s", s[1], r.stderr)) end
+  print(string.format("[%s] exit code %d, %s ms", s[1], r.exit_code, tostring(r.execution_time_ms)))
+end
+
+section("An async job, polled until it finishes")
+local job = assert(unsandbox.execute_async("python",
+  "import time\nfor i in range(3):\n    time.sleep(0.4)\n    print('step', i)"))
+print("submitted job " .. job)
+local result = assert(unsandbox.wait_for_job(job, {
+  on_poll = function(j, attempt) print(string.format("  poll %d: %s", attempt, j.status)) end,
+}))
+io.write(result.stdout)
+
+section("Languages this backend runs")
+local langs = assert(unsandbox.get_languages())
+print(table.concat(langs, ", "))
+
+section("The un command on an example file")
+local here = arg and arg[0] and arg[0]:match("^(.*)/[^/]*$") or "examples"
+local un = os.getenv("UN") or (here .. "/../bin/un")
+io.stdout:flush()
+local ok = os.execute(string.format("%q %q", un, here .. "/files/hello.py"))
+print(ok and "un exited 0" or "un failed")
+
+print("\nDone. Point UNSANDBOX_URL and your keys at the real service to run the same script there.")
