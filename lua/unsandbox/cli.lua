@@ -1,0 +1,305 @@
+--- un: the unsandbox command line, on top of the library.
+--   un FILE [args]            run a file (language from extension or shebang)
+--   un -s LANG 'code'         run inline code
+--   un languages [--json]     un jobs [--get ID | --cancel ID]
+--   un session ...            un service ...      un snapshot ...     un key
+-- Exit codes: the program's own; 2 bad arguments; 3 authentication;
+-- 4 API error; 5 timeout; each failure with one line on stderr.
+local unsandbox = require "unsandbox"
+local core = require "unsandbox.core"
+local cjson = require "cjson"
+
+local M = {}
+
+local EXIT_USAGE, EXIT_AUTH, EXIT_API, EXIT_TIMEOUT = 2, 3, 4, 5
+
+local USAGE = [[
+usage: un [options] FILE            run FILE (language from its extension or shebang)
+       un [options] -s LANG CODE    run CODE in LANG
+       un languages [--json]
+       un jobs [--get ID | --cancel ID]
+       un session list | create [--shell SH] | get ID | delete ID | exec ID CMD | snapshot ID [NAME]
+       un service list | create NAME BOOTSTRAP | get ID | delete ID | exec ID CMD | logs ID | snapshot ID [NAME]
+       un snapshot list | get ID | restore ID | delete ID | lock ID | unlock ID
+       un key
+options:
+  -s LANG        language of inline code        -e KEY=VAL   environment variable (repeatable)
+  -f FILE        input file (repeatable)        -n MODE      zerotrust (default) | semitrusted
+  --ttl N        time limit in seconds (1-900)  -a           return artifacts
+  -o DIR         where to save artifacts        -p KEY / -k KEY  public / secret key
+  --account N    row of accounts.csv            --url URL    service base URL
+  -h, --help     this text]]
+
+-- A failure with its exit code; raised inside main and caught there.
+local Exit = {}
+local function exit_with(code, msg) error(setmetatable({ code = code, msg = msg }, Exit), 0) end
+local function usage(msg) exit_with(EXIT_USAGE, "un: " .. msg .. " (un --help for usage)") end
+
+-- Maps an unsandbox.Error to the CLI's exit codes.
+local function fail(err)
+  local code = EXIT_API
+  if err.kind == "credentials" or err.status == 401 or err.status == 403 then code = EXIT_AUTH
+  elseif err.kind == "timeout" then code = EXIT_TIMEOUT end
+  exit_with(code, "un: " .. tostring(err):gsub("^unsandbox: ", ""))
+end
+
+local function check(v, err, ...)
+  if v == nil then fail(err) end
+  return v, err, ...
+end
+
+local function parse(args)
+  local o = { env = {}, files = {}, rest = {} }
+  local i = 1
+  local function value(flag)
+    i = i + 1
+    local v = args[i]
+    if v == nil then usage("option " .. flag .. " needs a value") end
+    return v
+  end
+  while i <= #args do
+    local a = args[i]
+    if a == "-h" or a == "--help" then o.help = true
+    elseif a == "-s" then o.language = value(a)
+    elseif a == "-e" then
+      local k, v = value(a):match("^([%a_][%w_]*)=(.*)$")
+      if not k then usage("-e expects KEY=VALUE, got '" .. args[i] .. "'") end
+      o.env[k] = v
+    elseif a == "-f" then o.files[#o.files + 1] = value(a)
+    elseif a == "-n" then
+      o.network = value(a)
+      if o.network ~= "zerotrust" and o.network ~= "semitrusted" then
+        usage("-n expects zerotrust or semitrusted, got '" .. o.network .. "'")
+      end
+    elseif a == "--ttl" then
+      o.ttl = math.tointeger(tonumber(value(a)))
+      if not o.ttl or o.ttl < 1 or o.ttl > 900 then usage("--ttl expects an integer from 1 to 900") end
+    elseif a == "-a" then o.artifacts = true
+    elseif a == "-o" then o.outdir = value(a)
+    elseif a == "-p" then o.public_key = value(a)
+    elseif a == "-k" then o.secret_key = value(a)
+    elseif a == "--account" then
+      o.account = math.tointeger(tonumber(value(a)))
+      if not o.account or o.account < 0 then usage("--account expects a non-negative integer") end
+    elseif a == "--url" then o.url = value(a)
+    elseif a == "--json" then o.json = true
+    elseif a == "--get" then o.get = value(a)
+    elseif a == "--cancel" then o.cancel = value(a)
+    elseif a == "--shell" then o.shell = value(a)
+    elseif a == "--" then
+      for j = i + 1, #args do o.rest[#o.rest + 1] = args[j] end
+      break
+    elseif a:sub(1, 1) == "-" and a ~= "-" then usage("unknown option " .. a)
+    else o.rest[#o.rest + 1] = a end
+    i = i + 1
+  end
+  return o
+end
+
+local function client(o)
+  local ok, c = pcall(unsandbox.client, { url = o.url, public_key = o.public_key,
+    secret_key = o.secret_key, account = o.account })
+  if not ok then usage(tostring(c)) end
+  return c
+end
+
+local function read_file(path)
+  local f, err = io.open(path, "rb")
+  if not f then usage("cannot read " .. tostring(err)) end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function language_of(path, code)
+  local lang = unsandbox.detect_language(path)
+  if not lang then lang = core.detect_shebang(code:match("^[^\n]*") or "") end
+  if not lang then usage("cannot tell the language of " .. path .. "; use -s LANG") end
+  return lang
+end
+
+-- A one-line "elapsed, status" indicator, only when stderr is a terminal.
+local function progress()
+  if not core.isatty(2) then return nil end
+  local t0 = core.monotonic_ms()
+  return function(job)
+    io.stderr:write(string.format("\r\27[K[un] %.1fs %s", (core.monotonic_ms() - t0) / 1000, job.status or "?"))
+    io.stderr:flush()
+  end, function() io.stderr:write("\r\27[K"); io.stderr:flush() end
+end
+
+local function save_artifacts(list, dir)
+  dir = dir or "."
+  for _, a in ipairs(list) do
+    local name = a.filename:gsub("/", "_")
+    local f = io.open(dir .. "/" .. name, "wb")
+    if not f then exit_with(EXIT_API, "un: cannot write artifact " .. dir .. "/" .. name) end
+    f:write(a.content or "")
+    f:close()
+    io.stderr:write("[un] saved " .. dir .. "/" .. name .. "\n")
+  end
+end
+
+local function run(o)
+  local lang, code
+  if o.language then
+    lang = o.language
+    code = o.rest[1] or usage("-s " .. lang .. " needs the code to run")
+  else
+    local path = o.rest[1]
+    if not path then usage("nothing to run") end
+    code = read_file(path)
+    lang = language_of(path, code)
+  end
+  local opts = { env = next(o.env) and o.env or nil, input_files = #o.files > 0 and o.files or nil,
+    network_mode = o.network, ttl = o.ttl, return_artifacts = o.artifacts or o.outdir ~= nil }
+  local c = client(o)
+  local r
+  local show, clear = progress()
+  if show then
+    local id = check(c:execute_async(lang, code, opts))
+    show { status = "pending" }
+    local res, err = c:wait_for_job(id, { on_poll = show, timeout = (o.ttl or 60) + 60,
+      return_artifacts = opts.return_artifacts })
+    clear()
+    r = check(res, err)
+  else
+    r = check(c:execute_code(lang, code, opts))
+  end
+  io.stdout:write(r.stdout)
+  io.stdout:flush()
+  io.stderr:write(r.stderr)
+  if r.stdout_truncated or r.stderr_truncated then io.stderr:write("[un] output truncated\n") end
+  if r.artifacts and #r.artifacts > 0 then save_artifacts(r.artifacts, o.outdir) end
+  if r.status == "timeout" then exit_with(EXIT_TIMEOUT, "un: the program exceeded its time limit") end
+  if r.status == "cancelled" or r.status == "failed" then
+    exit_with(EXIT_API, "un: job " .. tostring(r.job_id) .. " " .. r.status .. (r.error and (": " .. r.error) or ""))
+  end
+  return r.exit_code or 0
+end
+
+local function print_json(v) print(cjson.encode(v)) end
+
+local function show_table(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys)
+  for _, k in ipairs(keys) do
+    local v = t[k]
+    print(string.format("%-16s %s", k, type(v) == "table" and cjson.encode(v) or tostring(v)))
+  end
+end
+
+local function list(items, fields)
+  for _, it in ipairs(items) do
+    local cols = {}
+    for i, f in ipairs(fields) do cols[i] = tostring(it[f] or "-") end
+    print(table.concat(cols, "\t"))
+  end
+end
+
+local function need(o, n, what)
+  local v = o.rest[n]
+  if not v then usage(what .. " expected") end
+  return v
+end
+
+local commands = {}
+
+function commands.languages(o, c)
+  local langs = check(c:get_languages())
+  if o.json then print_json(langs) else print(table.concat(langs, "\n")) end
+end
+
+function commands.jobs(o, c)
+  if o.get then show_table(check(c:get_job(o.get)))
+  elseif o.cancel then show_table(check(c:cancel_job(o.cancel)))
+  else list(check(c:list_jobs()), { "job_id", "status", "language" }) end
+end
+
+function commands.key(o, c)
+  show_table(check(c:validate_keys()))
+end
+
+local function resource(kind, actions)
+  return function(o, c)
+    local action = o.rest[2] or "list"
+    local f = actions[action]
+    if not f then usage("unknown " .. kind .. " action '" .. action .. "'") end
+    return f(o, c)
+  end
+end
+
+commands.session = resource("session", {
+  list = function(_, c) list(check(c:list_sessions()), { "id", "status", "shell", "network_mode" }) end,
+  create = function(o, c) print(check(c:create_session { shell = o.shell, network_mode = o.network, ttl = o.ttl }).id) end,
+  get = function(o, c) show_table(check(c:get_session(need(o, 3, "session id")))) end,
+  delete = function(o, c) check(c:delete_session(need(o, 3, "session id"))) end,
+  exec = function(o, c)
+    local r = check(c:session_execute(need(o, 3, "session id"), need(o, 4, "command")))
+    io.stdout:write(r.stdout); io.stderr:write(r.stderr)
+    return r.exit_code
+  end,
+  snapshot = function(o, c) print(check(c:session_snapshot(need(o, 3, "session id"), { name = o.rest[4] })).id) end,
+})
+
+commands.service = resource("service", {
+  list = function(_, c) list(check(c:list_services()), { "id", "name", "status" }) end,
+  create = function(o, c)
+    print(check(c:create_service { name = need(o, 3, "service name"), bootstrap = need(o, 4, "bootstrap command"),
+      network_mode = o.network }).id)
+  end,
+  get = function(o, c) show_table(check(c:get_service(need(o, 3, "service id")))) end,
+  delete = function(o, c) check(c:delete_service(need(o, 3, "service id"))) end,
+  logs = function(o, c) io.stdout:write(check(c:service_logs(need(o, 3, "service id")))) end,
+  exec = function(o, c)
+    local r = check(c:service_execute(need(o, 3, "service id"), need(o, 4, "command")))
+    io.stdout:write(r.stdout); io.stderr:write(r.stderr)
+    return r.exit_code
+  end,
+  snapshot = function(o, c) print(check(c:service_snapshot(need(o, 3, "service id"), { name = o.rest[4] })).id) end,
+})
+
+commands.snapshot = resource("snapshot", {
+  list = function(_, c) list(check(c:list_snapshots()), { "id", "name", "source_type", "source_id", "size_bytes" }) end,
+  get = function(o, c) show_table(check(c:get_snapshot(need(o, 3, "snapshot id")))) end,
+  restore = function(o, c) check(c:restore_snapshot(need(o, 3, "snapshot id"))) end,
+  delete = function(o, c) check(c:delete_snapshot(need(o, 3, "snapshot id"))) end,
+  lock = function(o, c) check(c:lock_snapshot(need(o, 3, "snapshot id"))) end,
+  unlock = function(o, c) check(c:unlock_snapshot(need(o, 3, "snapshot id"))) end,
+})
+
+--- Runs the CLI with an argument list; returns the exit code.
+function M.main(args)
+  local ok, result = pcall(function()
+    local o = parse(args)
+    if o.help then print(USAGE); return 0 end
+    local cmd = not o.language and commands[o.rest[1]]
+    -- a file of that name wins over a subcommand
+    if cmd and not io.open(o.rest[1]) then
+      local c = client(o)
+      -- id arguments are checked by the library, which raises on misuse
+      local ok2, code = pcall(cmd, o, c)
+      if not ok2 then
+        if getmetatable(code) == Exit then error(code, 0) end
+        usage(tostring(code):gsub("^.-bad argument", "bad argument"))
+      end
+      return code or 0
+    end
+    return run(o)
+  end)
+  if ok then return math.tointeger(result) or 0 end
+  if getmetatable(result) == Exit then
+    io.stderr:write(result.msg, "\n")
+    return result.code
+  end
+  io.stderr:write("un: ", tostring(result), "\n")
+  return 1
+end
+
+-- Run as a script (bin/un): `...` is the argument list, not a module name.
+if ... ~= "unsandbox.cli" then
+  os.exit(M.main({ ... }), true)
+end
+
+return M
