@@ -202,7 +202,7 @@ describe("unsandbox client #integration", function()
       assert.are.equal(0, code, out)
       assert.matches("python", out)
       assert.matches("bash", out)
-      assert.matches("service cache", out)
+      assert.matches("service\tcache", out)
       assert.is_not_nil(f)
       if f then f:close() end
     end)

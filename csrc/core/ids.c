@@ -12,5 +12,7 @@ int unsb_valid_id(const char *s, size_t len) {
              (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!ok) return 0;
   }
+  /* "." and ".." match the character class but would walk the URL path */
+  if ((len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.')) return 0;
   return 1;
 }

@@ -10,7 +10,8 @@
 
 #define UNSB_ID_MAX 128
 
-/* 1 if s[0..len) is 1..UNSB_ID_MAX characters of [A-Za-z0-9._-]. */
+/* 1 if s[0..len) is 1..UNSB_ID_MAX characters of [A-Za-z0-9._-] and is
+** neither "." nor ".." (they would be dot-segments of the URL path). */
 int unsb_valid_id(const char *s, size_t len);
 
 #endif

@@ -1,0 +1,50 @@
+/*
+** A client of the execution API: base URL, timeouts, the HTTP engine, and
+** credentials resolved once, on the first signed request, then kept (the
+** secret only in C memory, wiped when the client is freed).
+*/
+#ifndef UNSB_CLIENT_H
+#define UNSB_CLIENT_H
+
+#include <stddef.h>
+
+#include "core/credentials.h"
+#include "core/error.h"
+#include "core/http.h"
+#include "core/request.h"
+
+#define UNSB_DEFAULT_URL "https://api.unsandbox.com"
+#define UNSB_DEFAULT_TIMEOUT_MS 120000L
+#define UNSB_DEFAULT_CONNECT_TIMEOUT_MS 10000L
+#define UNSB_DEFAULT_MAX_RESPONSE ((size_t)64 * 1024 * 1024)
+
+typedef struct unsb_client unsb_client;
+
+typedef struct {
+  const char *url;            /* NULL = UNSANDBOX_URL, else UNSB_DEFAULT_URL */
+  long timeout_ms;            /* <= 0 = default */
+  long connect_timeout_ms;    /* <= 0 = default */
+  const char *ca_file;        /* NULL = system store */
+  size_t max_response;        /* 0 = default */
+  unsb_cred_opts cred;        /* copied; resolved lazily */
+} unsb_client_config;
+
+/* Checks the URL (http:// or https://, no blanks; trailing '/' removed)
+** and copies everything. NULL with err (validation or transport). */
+unsb_client *unsb_client_new(const unsb_client_config *cfg, unsb_error *err);
+
+/* Wipes the credentials and frees everything; NULL is fine. */
+void unsb_client_free(unsb_client *c);
+
+const char *unsb_client_url(const unsb_client *c);
+long unsb_client_timeout(const unsb_client *c);
+
+/* The credentials, resolving them on first use. 0 or -1 (credentials). */
+int unsb_client_credentials(unsb_client *c, const unsb_credentials **out, unsb_error *err);
+
+/* Sends r (timeout_ms <= 0 = the client's timeout), signed when sign is
+** non-zero. See unsb_request_perform. */
+int unsb_client_request(unsb_client *c, const unsb_api_request *r, int sign,
+                        unsb_http_response *resp, unsb_error *err);
+
+#endif

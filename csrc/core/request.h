@@ -1,0 +1,40 @@
+/*
+** Signed requests for the execution API: the one place a request is
+** built. Each call takes a fresh timestamp (time(NULL)), signs
+** "<ts>:<METHOD>:<path without query>:<exact body>" with unsb_sign, adds
+** Authorization: Bearer <public key>, X-Timestamp and X-Signature, and sends
+** the same body bytes through the HTTP engine.
+*/
+#ifndef UNSB_REQUEST_H
+#define UNSB_REQUEST_H
+
+#include <stddef.h>
+
+#include "core/credentials.h"
+#include "core/error.h"
+#include "core/http.h"
+
+typedef struct {
+  const char *method;              /* upper case letters */
+  const char *path;                /* "/..." with an optional query */
+  const char *body;                /* NULL = none */
+  size_t body_len;
+  long timeout_ms;                 /* > 0 */
+  const char *const *headers;      /* extra "Name: value" lines */
+  size_t n_headers;
+} unsb_api_request;
+
+/* Misuse checks, so a binding can raise before anything is sent: method of
+** upper-case letters, path starting with '/' without blanks or control
+** characters, header lines "Name: value" without CR/LF, and no extra header
+** that would replace an authentication header. 0, or -1 with validation. */
+int unsb_request_check(const unsb_api_request *r, unsb_error *err);
+
+/* Sends r to base_url + path. cred NULL = an unsigned request (GET
+** /health). Returns 0 with resp filled for any status, else -1 (see
+** unsb_http_perform). */
+int unsb_request_perform(unsb_http *h, const char *base_url, const unsb_credentials *cred,
+                         const unsb_api_request *r, unsb_http_response *resp,
+                         unsb_error *err);
+
+#endif

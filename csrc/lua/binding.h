@@ -1,0 +1,54 @@
+/*
+** Shared helpers of the unsandbox.core binding. The binding marshals only:
+** argument checks that name the argument, core calls, and results pushed
+** as Lua values. Expected failures are returned as nil, kind, message;
+** misuse raises.
+*/
+#ifndef UNSB_BINDING_H
+#define UNSB_BINDING_H
+
+#include <stddef.h>
+
+#include <lua.h>
+#include <lauxlib.h>
+
+#include "core/credentials.h"
+#include "core/error.h"
+
+#define UB_CLIENT "unsandbox.Client"
+#define UB_TRACKER "unsandbox.PollTracker"
+
+/* Raises "bad argument #arg to 'f' (name: <what> expected, got <type>)"
+** about the value at stack index idx. */
+int ub_type_error(lua_State *L, int arg, int idx, const char *name, const char *what);
+
+/* A string argument (no number coercion). */
+const char *ub_check_string(lua_State *L, int arg, const char *name, size_t *len);
+/* An optional string argument: NULL for nil/none. */
+const char *ub_opt_string(lua_State *L, int arg, const char *name, size_t *len);
+/* A number of milliseconds (integer or float, rounded up), >= min. */
+lua_Integer ub_check_ms(lua_State *L, int arg, const char *name, lua_Integer min);
+
+/* Raises when the table at t has a key not in allowed (NULL-terminated). */
+void ub_check_keys(lua_State *L, int t, int arg, const char *const *allowed);
+
+/* Fields of the options table at t (argument arg); nil/absent = default.
+** The strings stay valid while the table is alive and unchanged. */
+const char *ub_field_string(lua_State *L, int t, int arg, const char *field, size_t *len);
+lua_Integer ub_field_ms(lua_State *L, int t, int arg, const char *field, lua_Integer dflt);
+lua_Integer ub_field_count(lua_State *L, int t, int arg, const char *field, lua_Integer dflt);
+
+/* Fills credential options from the table at t (public_key, secret_key,
+** account, home, cwd, env) with the process environment as default. */
+void ub_cred_opts(lua_State *L, int t, int arg, unsb_cred_opts *o);
+
+/* Pushes nil, kind, message; returns 3. */
+int ub_push_error(lua_State *L, const unsb_error *err);
+
+/* Registration of each part into the module table at the top. */
+void ub_open_functions(lua_State *L);
+void ub_open_files(lua_State *L);
+void ub_open_tracker(lua_State *L);
+void ub_open_client(lua_State *L);
+
+#endif

@@ -1,0 +1,221 @@
+/*
+** unsandbox.Client: the userdata around a core client (core/client.h).
+** The userdata is created closed (NULL) and only then given its client, so
+** an error while reading options leaves nothing to clean up. __gc, __close
+** and close() are one idempotent closer that wipes the credentials.
+*/
+#include "lua/binding.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/client.h"
+
+typedef struct {
+  unsb_client *c;    /* NULL = closed */
+} lclient;
+
+static unsb_client *check_open(lua_State *L) {
+  lclient *u = luaL_checkudata(L, 1, UB_CLIENT);
+  if (!u->c) luaL_error(L, "attempt to use a closed Client");
+  return u->c;
+}
+
+static const char *const CLIENT_OPTIONS[] = {
+  "public_key", "secret_key", "account", "url", "timeout", "connect_timeout",
+  "ca_file", "max_response", "home", "cwd", "env", NULL,
+};
+
+/* core.client{...} */
+static int l_client(lua_State *L) {
+  unsb_client_config cfg;
+  unsb_error err;
+  lclient *u;
+
+  if (!lua_isnoneornil(L, 1)) {
+    if (!lua_istable(L, 1)) return ub_type_error(L, 1, 1, "opts", "table");
+    ub_check_keys(L, 1, 1, CLIENT_OPTIONS);
+  } else {
+    lua_settop(L, 0);
+    lua_newtable(L);
+  }
+  u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->c = NULL;
+  luaL_setmetatable(L, UB_CLIENT);
+
+  memset(&cfg, 0, sizeof cfg);
+  cfg.url = ub_field_string(L, 1, 1, "url", NULL);
+  cfg.timeout_ms = (long)ub_field_ms(L, 1, 1, "timeout", UNSB_DEFAULT_TIMEOUT_MS);
+  cfg.connect_timeout_ms =
+    (long)ub_field_ms(L, 1, 1, "connect_timeout", UNSB_DEFAULT_CONNECT_TIMEOUT_MS);
+  cfg.ca_file = ub_field_string(L, 1, 1, "ca_file", NULL);
+  lua_Integer max = ub_field_count(L, 1, 1, "max_response", (lua_Integer)UNSB_DEFAULT_MAX_RESPONSE);
+  if (max < 1) return luaL_argerror(L, 1, "max_response: must be positive");
+  cfg.max_response = (size_t)max;
+  ub_cred_opts(L, 1, 1, &cfg.cred);
+
+  u->c = unsb_client_new(&cfg, &err);
+  if (!u->c) {
+    if (err.kind != UNSB_EVALIDATION) return luaL_error(L, "%s", err.message);
+    if (!cfg.url) return luaL_error(L, "UNSANDBOX_URL: %s", err.message);
+    return luaL_argerror(L, 1, err.message);
+  }
+  return 1;
+}
+
+static int l_close(lua_State *L) {
+  lclient *u = luaL_checkudata(L, 1, UB_CLIENT);
+  if (u->c) {
+    unsb_client_free(u->c);
+    u->c = NULL;
+  }
+  return 0;
+}
+
+static int l_tostring(lua_State *L) {
+  lclient *u = luaL_checkudata(L, 1, UB_CLIENT);
+  if (u->c) lua_pushfstring(L, UB_CLIENT " (%s)", unsb_client_url(u->c));
+  else lua_pushliteral(L, UB_CLIENT " (closed)");
+  return 1;
+}
+
+static int l_url(lua_State *L) {
+  lua_pushstring(L, unsb_client_url(check_open(L)));
+  return 1;
+}
+
+/* c:info(): which key and where from; resolves the credentials. */
+static int l_info(lua_State *L) {
+  unsb_client *c = check_open(L);
+  const unsb_credentials *cred;
+  unsb_error err;
+  if (unsb_client_credentials(c, &cred, &err) != 0) return ub_push_error(L, &err);
+  lua_createtable(L, 0, 4);
+  lua_pushstring(L, unsb_client_url(c));
+  lua_setfield(L, -2, "url");
+  lua_pushstring(L, cred->public_key);
+  lua_setfield(L, -2, "public_key");
+  lua_pushstring(L, cred->source);
+  lua_setfield(L, -2, "source");
+  lua_pushinteger(L, unsb_client_timeout(c));
+  lua_setfield(L, -2, "timeout");
+  return 1;
+}
+
+static const char *const REQUEST_OPTIONS[] = {"timeout", "auth", "headers", NULL};
+
+/* opts.headers {name = value} as "Name: value" lines; the strings and the
+** pointer array are Lua objects kept on the stack for the call. */
+static const char **header_lines(lua_State *L, int opts, size_t *n) {
+  const char **lines;
+  size_t count = 0, i = 0;
+  *n = 0;
+  if (lua_getfield(L, opts, "headers") == LUA_TNIL) {
+    lua_pop(L, 1);
+    return NULL;
+  }
+  if (!lua_istable(L, -1)) ub_type_error(L, 5, -1, "headers", "table");
+  int h = lua_gettop(L);
+  for (lua_pushnil(L); lua_next(L, h); lua_pop(L, 1)) count++;
+  lines = lua_newuserdatauv(L, (count ? count : 1) * sizeof *lines, 0);
+  lua_newtable(L);                                /* anchors the lines */
+  int anchor = lua_gettop(L);
+  for (lua_pushnil(L); lua_next(L, h); lua_pop(L, 1)) {
+    int vt = lua_type(L, -1);
+    if (lua_type(L, -2) != LUA_TSTRING)
+      luaL_argerror(L, 5, "headers: names must be strings");
+    if (vt != LUA_TSTRING && vt != LUA_TNUMBER)
+      luaL_argerror(L, 5, lua_pushfstring(L, "headers: value of %s must be a string",
+                                          lua_tostring(L, -2)));
+    lua_pushvalue(L, -2);
+    lua_pushliteral(L, ": ");
+    lua_pushvalue(L, -3);
+    lua_tostring(L, -1);                          /* numbers as text */
+    lua_concat(L, 3);
+    lines[i] = lua_tostring(L, -1);
+    lua_rawseti(L, anchor, (lua_Integer)++i);
+  }
+  *n = i;
+  return lines;
+}
+
+static void set_string(lua_State *L, const char *field, const char *s) {
+  if (!s) return;
+  lua_pushstring(L, s);
+  lua_setfield(L, -2, field);
+}
+
+/* c:request(method, path, body, opts) */
+static int l_request(lua_State *L) {
+  unsb_client *c = check_open(L);
+  unsb_api_request r;
+  unsb_http_response resp;
+  unsb_error err;
+  int sign = 1;
+
+  memset(&r, 0, sizeof r);
+  r.method = ub_check_string(L, 2, "method", NULL);
+  r.path = ub_check_string(L, 3, "path", NULL);
+  r.body = ub_opt_string(L, 4, "body", &r.body_len);
+  if (!lua_isnoneornil(L, 5)) {
+    if (!lua_istable(L, 5)) return ub_type_error(L, 5, 5, "opts", "table");
+    ub_check_keys(L, 5, 5, REQUEST_OPTIONS);
+    r.timeout_ms = (long)ub_field_ms(L, 5, 5, "timeout", 0);
+    int at = lua_getfield(L, 5, "auth");
+    if (at == LUA_TBOOLEAN) sign = lua_toboolean(L, -1);
+    else if (at != LUA_TNIL) ub_type_error(L, 5, -1, "auth", "boolean");
+    lua_pop(L, 1);
+    r.headers = header_lines(L, 5, &r.n_headers);
+  }
+  r.timeout_ms = r.timeout_ms > 0 ? r.timeout_ms : unsb_client_timeout(c);
+  if (unsb_request_check(&r, &err) != 0) {
+    int arg = strncmp(err.message, "method", 6) == 0 ? 2
+            : strncmp(err.message, "path", 4) == 0 ? 3 : 5;
+    return luaL_argerror(L, arg, err.message);
+  }
+
+  if (unsb_client_request(c, &r, sign, &resp, &err) != 0) return ub_push_error(L, &err);
+  lua_createtable(L, 0, 6);
+  lua_pushinteger(L, resp.status);
+  lua_setfield(L, -2, "status");
+  lua_pushlstring(L, resp.body, resp.body_len);
+  lua_setfield(L, -2, "body");
+  set_string(L, "request_id", resp.request_id);
+  set_string(L, "content_type", resp.content_type);
+  if (resp.retry_after >= 0) {
+    lua_pushinteger(L, (lua_Integer)resp.retry_after);
+    lua_setfield(L, -2, "retry_after");
+  }
+  lua_pushinteger(L, resp.new_connections);
+  lua_setfield(L, -2, "new_connections");
+  unsb_http_response_free(&resp);
+  return 1;
+}
+
+static const luaL_Reg METHODS[] = {
+  {"request", l_request},
+  {"info", l_info},
+  {"url", l_url},
+  {"close", l_close},
+  {NULL, NULL},
+};
+
+static const luaL_Reg META[] = {
+  {"__gc", l_close},
+  {"__close", l_close},
+  {"__tostring", l_tostring},
+  {"__index", NULL},
+  {NULL, NULL},
+};
+
+void ub_open_client(lua_State *L) {
+  luaL_newmetatable(L, UB_CLIENT);
+  luaL_setfuncs(L, META, 0);
+  luaL_newlib(L, METHODS);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, "__index");   /* methods are __index ... */
+  lua_setfield(L, -3, "Client");    /* ... and core.Client, for Lua methods */
+  lua_pop(L, 1);
+  lua_pushcfunction(L, l_client);
+  lua_setfield(L, -2, "client");
+}

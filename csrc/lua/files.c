@@ -1,0 +1,77 @@
+/*
+** File-backed functions of unsandbox.core: cache files and credential
+** lookup. Neither raises for a missing or bad file: a cache is optional and
+** missing credentials are an expected failure.
+*/
+#include "lua/binding.h"
+
+#include <stdlib.h>
+
+#include "core/cache.h"
+#include "core/credentials.h"
+
+static int l_cache_read(lua_State *L) {
+  const char *path = ub_check_string(L, 1, "path", NULL);
+  if (!lua_isinteger(L, 2) && lua_type(L, 2) != LUA_TNUMBER)
+    return ub_type_error(L, 2, 2, "ttl_s", "number");
+  int64_t ttl = (int64_t)lua_tonumber(L, 2);
+  char *data;
+  size_t len;
+  unsb_cache_state st = unsb_cache_read(path, ttl, &data, &len);
+  if (st == UNSB_CACHE_MISSING) {
+    lua_pushnil(L);
+    lua_pushliteral(L, "missing");
+    return 2;
+  }
+  lua_pushlstring(L, data, len);
+  free(data);
+  lua_pushstring(L, st == UNSB_CACHE_FRESH ? "fresh" : "stale");
+  return 2;
+}
+
+static int l_cache_write(lua_State *L) {
+  size_t len;
+  char msg[512];
+  const char *path = ub_check_string(L, 1, "path", NULL);
+  const char *content = ub_check_string(L, 2, "content", &len);
+  if (unsb_cache_write(path, content, len, msg, sizeof msg) != 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, msg);
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static const char *const CRED_OPTIONS[] = {
+  "public_key", "secret_key", "account", "home", "cwd", "env", NULL,
+};
+
+/* core.credentials(opts): which key pair would be used, never the secret. */
+static int l_credentials(lua_State *L) {
+  unsb_cred_opts o;
+  unsb_credentials c;
+  unsb_error err;
+  if (!lua_isnoneornil(L, 1)) {
+    if (!lua_istable(L, 1)) return ub_type_error(L, 1, 1, "opts", "table");
+    ub_check_keys(L, 1, 1, CRED_OPTIONS);
+  }
+  ub_cred_opts(L, 1, 1, &o);
+  if (unsb_credentials_resolve(&o, &c, &err) != 0) return ub_push_error(L, &err);
+  lua_createtable(L, 0, 2);
+  lua_pushstring(L, c.public_key);
+  lua_setfield(L, -2, "public_key");
+  lua_pushstring(L, c.source);
+  lua_setfield(L, -2, "source");
+  unsb_credentials_free(&c);
+  return 1;
+}
+
+static const luaL_Reg FUNCTIONS[] = {
+  {"cache_read", l_cache_read},
+  {"cache_write", l_cache_write},
+  {"credentials", l_credentials},
+  {NULL, NULL},
+};
+
+void ub_open_files(lua_State *L) { luaL_setfuncs(L, FUNCTIONS, 0); }
