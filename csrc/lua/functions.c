@@ -1,10 +1,11 @@
 /*
 ** Pure functions of unsandbox.core: signing, ids, languages, the poll
-** schedule, clocks, the interrupt flag and base64.
+** schedule, clocks, the interrupt flag, base64 and isatty.
 */
 #include "lua/binding.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "core/base64.h"
 #include "core/clock.h"
@@ -129,6 +130,13 @@ static int l_base64_decode(lua_State *L) {
   return 1;
 }
 
+/* core.isatty(fd): lets the CLI show progress only on a terminal. */
+static int l_isatty(lua_State *L) {
+  lua_Integer fd = luaL_checkinteger(L, 1);
+  lua_pushboolean(L, fd >= 0 && fd <= 1024 && isatty((int)fd));
+  return 1;
+}
+
 static const luaL_Reg FUNCTIONS[] = {
   {"sign", l_sign},
   {"valid_id", l_valid_id},
@@ -142,6 +150,7 @@ static const luaL_Reg FUNCTIONS[] = {
   {"interrupt", l_interrupt},
   {"base64_encode", l_base64_encode},
   {"base64_decode", l_base64_decode},
+  {"isatty", l_isatty},
   {NULL, NULL},
 };
 

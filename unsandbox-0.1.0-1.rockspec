@@ -1,0 +1,68 @@
+-- LuaRocks build of the module: the Lua facade and the C core/binding.
+-- spec/rockspec_spec.lua checks that every source file is listed here.
+rockspec_format = "3.0"
+package = "unsandbox"
+version = "0.1.0-1"
+source = {
+  url = "git+https://github.com/unsandbox/unsandbox-lua.git",
+  tag = "v0.1.0",
+}
+description = {
+  summary = "Run untrusted code in remote sandboxes (unsandbox execution API) from Lua 5.4",
+  detailed = [[
+    A client of the unsandbox execution API with a C core (libcurl, OpenSSL):
+    execute code in 40+ languages, jobs and polling, languages, sessions,
+    services and snapshots, HMAC-SHA256 request signing.
+  ]],
+  homepage = "https://unsandbox.com",
+  license = "MIT",
+}
+dependencies = {
+  "lua >= 5.4, < 5.5",
+  "lua-cjson >= 2.1",
+}
+external_dependencies = {
+  CURL = { header = "curl/curl.h", library = "curl" },
+  OPENSSL = { header = "openssl/evp.h", library = "crypto" },
+}
+build = {
+  type = "builtin",
+  modules = {
+    ["unsandbox.api"] = "lua/unsandbox/api.lua",
+    ["unsandbox.check"] = "lua/unsandbox/check.lua",
+    ["unsandbox.cli"] = "lua/unsandbox/cli.lua",
+    ["unsandbox.errors"] = "lua/unsandbox/errors.lua",
+    ["unsandbox.execute"] = "lua/unsandbox/execute.lua",
+    ["unsandbox"] = "lua/unsandbox/init.lua",
+    ["unsandbox.languages"] = "lua/unsandbox/languages.lua",
+    ["unsandbox.poll"] = "lua/unsandbox/poll.lua",
+    ["unsandbox.results"] = "lua/unsandbox/results.lua",
+    ["unsandbox.core"] = {
+      sources = {
+        "csrc/core/base64.c",
+        "csrc/core/cache.c",
+        "csrc/core/client.c",
+        "csrc/core/clock.c",
+        "csrc/core/credentials.c",
+        "csrc/core/error.c",
+        "csrc/core/http.c",
+        "csrc/core/ids.c",
+        "csrc/core/interrupt.c",
+        "csrc/core/langmap.c",
+        "csrc/core/poll.c",
+        "csrc/core/request.c",
+        "csrc/core/sign.c",
+        "csrc/lua/client.c",
+        "csrc/lua/files.c",
+        "csrc/lua/functions.c",
+        "csrc/lua/module.c",
+        "csrc/lua/tracker.c",
+        "csrc/lua/util.c",
+      },
+      defines = { "_GNU_SOURCE" },
+      incdirs = { "csrc", "$(CURL_INCDIR)", "$(OPENSSL_INCDIR)" },
+      libdirs = { "$(CURL_LIBDIR)", "$(OPENSSL_LIBDIR)" },
+      libraries = { "curl", "crypto" },
+    },
+  },
+}
