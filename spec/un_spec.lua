@@ -1,0 +1,154 @@
+-- #integration specs of the `un` command line, run as a process against a
+-- real unsandboxd.
+local server = require "spec.helpers.unsandboxd"
+local proc = require "spec.helpers.proc"
+
+describe("un #integration", function()
+  local srv, env, dir
+
+  -- runs bin/un with args (a shell-quoted string), stdout and stderr apart
+  local function un(args, extra_env)
+    local e = {}
+    for k, v in pairs(env) do e[k] = v end
+    for k, v in pairs(extra_env or {}) do e[k] = v end
+    local errfile = dir .. "/stderr"
+    local out, code = proc.run("bin/un " .. args .. " 2>" .. errfile, e)
+    local f = io.open(errfile)
+    local err = f and f:read("a") or ""
+    if f then f:close() end
+    return out, err, code
+  end
+
+  local function write(name, text)
+    local f = assert(io.open(dir .. "/" .. name, "w"))
+    f:write(text)
+    f:close()
+    return dir .. "/" .. name
+  end
+
+  setup(function()
+    srv = server.start()
+    dir = server.tmpdir("unsb-un")
+    env = { UNSANDBOX_URL = srv.url, UNSANDBOX_PUBLIC_KEY = srv.public_key,
+            UNSANDBOX_SECRET_KEY = srv.secret_key, HOME = dir }
+  end)
+  teardown(function()
+    srv.stop()
+    server.rm_rf(dir)
+  end)
+
+  it("runs files in several languages with stdout, stderr and the exit code", function()
+    local cases = {
+      { "prog.py", "import sys\nprint('py out')\nprint('py err', file=sys.stderr)\nsys.exit(4)", "py out\n", "py err\n", 4 },
+      { "prog.lua", "print('lua out') io.stderr:write('lua err\\n') os.exit(0)", "lua out\n", "lua err\n", 0 },
+      { "prog.sh", "echo sh out; echo sh err >&2; exit 7", "sh out\n", "sh err\n", 7 },
+      { "prog.js", "console.log('js out'); console.error('js err'); process.exit(2)", "js out\n", "js err\n", 2 },
+      { "prog.c", "#include <stdio.h>\nint main(void){puts(\"c out\");fputs(\"c err\\n\",stderr);return 5;}", "c out\n", "c err\n", 5 },
+    }
+    for _, c in ipairs(cases) do
+      local out, err, code = un(proc.quote(write(c[1], c[2])))
+      assert.are.equal(c[3], out, c[1])
+      assert.are.equal(c[4], err, c[1])
+      assert.are.equal(c[5], code, c[1])
+    end
+  end)
+
+  it("detects the language from a shebang line", function()
+    local out, _, code = un(proc.quote(write("noext", "#!/usr/bin/env python3\nprint('shebang')\n")))
+    assert.are.equal(0, code)
+    assert.are.equal("shebang\n", out)
+  end)
+
+  it("runs inline code with env, input files and the network mode", function()
+    local data = write("data.txt", "payload")
+    local out, err, code = un("-s bash -e NAME=Ada -f " .. proc.quote(data) ..
+      " -n zerotrust --ttl 20 " .. proc.quote('echo "$NAME $(cat data.txt)"'))
+    assert.are.equal(0, code, err)
+    assert.are.equal("Ada payload\n", out)
+  end)
+
+  it("saves artifacts with -a -o", function()
+    local outdir = dir .. "/art"
+    os.execute("mkdir -p " .. outdir)
+    local _, err, code = un("-a -o " .. proc.quote(outdir) .. " -s bash 'echo made > report.txt'")
+    assert.are.equal(0, code, err)
+    local f = assert(io.open(outdir .. "/report.txt"))
+    assert.are.equal("made\n", f:read("a"))
+    f:close()
+  end)
+
+  it("exits 5 when the program hits its time limit", function()
+    local _, err, code = un("--ttl 1 -s bash 'sleep 10'")
+    assert.are.equal(5, code)
+    assert.matches("time limit", err)
+  end)
+
+  it("exits 2 with one line for bad arguments", function()
+    local bad = {
+      "--bogus x.py", "-s", "-s python", "--ttl 0 -s bash true", "--ttl abc -s bash true",
+      "-n open -s bash true", "-e NOEQUALS -s bash true", "/nonexistent/file.py",
+      proc.quote(write("unknown.xyz", "data")), "snapshot get '../x'", "session frobnicate",
+    }
+    for _, args in ipairs(bad) do
+      local _, err, code = un(args)
+      assert.are.equal(2, code, args .. ": " .. err)
+      assert.matches("^un: [^\n]+\n$", err, nil, args)
+    end
+  end)
+
+  it("exits 3 for an authentication failure", function()
+    local _, err, code = un("-s bash true", { UNSANDBOX_SECRET_KEY = "unsb-sk-wrong" })
+    assert.are.equal(3, code)
+    assert.matches("401", err)
+    assert.not_matches("unsb%-sk", err)
+    _, err, code = un("-s bash true -p only-public", {})
+    assert.are.equal(2, code, err)
+  end)
+
+  it("exits 4 for an API error", function()
+    local _, err, code = un("jobs --get job_missing")
+    assert.are.equal(4, code)
+    assert.matches("404", err)
+  end)
+
+  it("lists languages, as lines and as JSON", function()
+    local out, _, code = un("languages")
+    assert.are.equal(0, code)
+    assert.matches("\npython\n", "\n" .. out)
+    out, _, code = un("languages --json")
+    assert.are.equal(0, code)
+    local list = require("cjson").decode(out)
+    assert.is_true(#list >= 4)
+  end)
+
+  it("manages sessions and snapshots", function()
+    local id = un("session create"):match("^(%S+)\n$")
+    assert.is_not_nil(id)
+    local out, _, code = un("session exec " .. id .. " 'echo hi > f; cat f'")
+    assert.are.equal(0, code)
+    assert.are.equal("hi\n", out)
+    local snap = un("session snapshot " .. id .. " first"):match("^(%S+)\n$")
+    assert.is_not_nil(snap)
+    assert.matches(snap, (un("snapshot list")), 1, true)
+    assert.are.equal(0, select(3, un("snapshot restore " .. snap)))
+    assert.are.equal(0, select(3, un("snapshot delete " .. snap)))
+    assert.are.equal(0, select(3, un("session delete " .. id)))
+  end)
+
+  it("validates the key", function()
+    local out, _, code = un("key")
+    assert.are.equal(0, code)
+    assert.matches("valid%s+true", out)
+  end)
+
+  it("shows progress only on a terminal", function()
+    local _, err = un("-s bash 'sleep 1; echo done'")
+    assert.are.equal("", err)
+    -- script(1) gives the command a pseudo-terminal
+    local e = {}
+    for k, v in pairs(env) do e[k] = v end
+    local out = proc.run("script -qec " .. proc.quote("bin/un -s bash 'sleep 1.5; echo done'") .. " /dev/null", e)
+    assert.matches("%[un%] %d+%.%ds", out)
+    assert.matches("done", out)
+  end)
+end)
