@@ -59,6 +59,9 @@ function M.start(opts)
     local f = io.open(log)
     local text = f and f:read("a") or ""
     if f then f:close() end
+    pipe:close()
+    os.remove(log)
+    if srv.owns_data then M.rm_rf(data) end
     error("unsandboxd did not start: " .. text)
   end
   srv.port = tonumber(srv.url:match(":(%d+)$"))

@@ -1,0 +1,407 @@
+-- bin/unlua as a process: the stock-lua conventions (options, arg, exit
+-- statuses, messages), the built-in modules, `--local` (a private
+-- unsandboxd that must never outlive unlua), and the embedding example.
+local helper = require "helpers.unsandboxd"
+
+local q = helper.sh_quote
+-- absolute, so that tests may run commands from other directories
+local ROOT = io.popen("cd " .. q(os.getenv("UNSANDBOX_ROOT") or ".") .. " && pwd"):read("l")
+local UNLUA = ROOT .. "/bin/unlua"
+local EMBED = ROOT .. "/examples/embed/embed_demo"
+
+local tmp  -- a fresh directory per test
+
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+  return path
+end
+
+local function read(path)
+  local f = io.open(path)
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- Runs a shell command line; returns its stdout+stderr and exit status.
+local function sh(cmdline)
+  local p = assert(io.popen("(" .. cmdline .. ") 2>&1; echo EXIT=$?"))
+  local out = p:read("a")
+  p:close()
+  local body, code = out:match("^(.*)EXIT=(%d+)\n?$")
+  return body, tonumber(code)
+end
+
+-- unlua with arguments (already quoted where needed), no LUA_PATH/LUA_INIT
+-- from the caller's environment.
+local function unlua(args, env)
+  return sh("env -u LUA_PATH -u LUA_PATH_5_4 -u LUA_INIT -u LUA_INIT_5_4 "
+    .. (env or "") .. " " .. q(UNLUA) .. " " .. args)
+end
+
+local function script(text, name)
+  return write(tmp .. "/" .. (name or "script.lua"), text)
+end
+
+-- A process is running if /proc has it and it is not a zombie.
+local function running(pid)
+  local status = read("/proc/" .. pid .. "/status")
+  return status ~= nil and not status:match("\nState:%s*Z")
+end
+
+local function exists(path)
+  return os.execute("test -e " .. q(path)) == true
+end
+
+local function wait_for(pred, seconds)
+  for _ = 1, seconds * 20 do
+    if pred() then return true end
+    os.execute("sleep 0.05")
+  end
+  return pred()
+end
+
+-- The script reports the server's pid and data directory, which unlua
+-- exports to it / passes on the server's command line.
+local REPORT = [[
+  local pid = os.getenv("UNSANDBOXD_PID")
+  local cmd = io.open("/proc/" .. pid .. "/cmdline"):read("a")
+  print("PID=" .. pid)
+  print("DATA=" .. cmd:match("%-%-data%z([^%z]+)"))
+  print("URL=" .. os.getenv("UNSANDBOX_URL"), "LOCAL=" .. tostring(os.getenv("UNSANDBOX_LOCAL")))
+  io.stdout:flush()
+]]
+
+local function check_gone(out)
+  local pid = assert(out:match("PID=(%d+)"), out)
+  local data = assert(out:match("DATA=(%S+)"), out)
+  assert.is_false(running(pid), "unsandboxd " .. pid .. " is still running")
+  assert.is_false(exists(data), data .. " was not removed")
+  assert.is_false(exists(data:match("^(.*)/[^/]+$")), "temp dir was not removed")
+end
+
+before_each(function() tmp = helper.tmpdir("unlua-spec") end)
+after_each(function() helper.rm_rf(tmp) end)
+
+describe("unlua #unit", function()
+  describe("options", function()
+    it("-v prints the unlua and Lua versions", function()
+      local out, code = unlua("-v")
+      assert.equal(0, code)
+      assert.matches("^unlua %S+ %(unsandbox for Lua%)%s+Lua 5%.4", out)
+    end)
+
+    it("-e runs statements in order", function()
+      local out, code = unlua("-e 'x = 20' -e 'print(x + 22)'")
+      assert.equal(0, code)
+      assert.equal("42\n", out)
+    end)
+
+    it("-l mod sets the global mod, -l g=mod the global g", function()
+      local out, code = unlua("-l cjson -l J=cjson -e 'print(cjson == J, J.encode({1}))'")
+      assert.equal(0, code)
+      assert.equal("true\t[1]\n", out)
+    end)
+
+    it("-l of an unknown module fails with require's message", function()
+      local out, code = unlua("-l no_such_module_x")
+      assert.equal(1, code)
+      assert.matches("^unlua: module 'no_such_module_x' not found", out)
+    end)
+
+    it("rejects unknown options and missing arguments with the usage", function()
+      local out, code = unlua("-x")
+      assert.equal(1, code)
+      assert.matches("unlua: unrecognized option '%-x'", out)
+      assert.matches("usage: unlua %[options%] %[script %[args%]%]", out)
+      assert.matches("%-%-local", out)
+      out, code = unlua("-e")
+      assert.equal(1, code)
+      assert.matches("unlua: '%-e' needs argument", out)
+    end)
+
+    it("-W turns warnings on", function()
+      local out = unlua("-W -e 'warn(\"careful\")'")
+      assert.matches("Lua warning: careful", out)
+      out = unlua("-e 'warn(\"careful\")'")
+      assert.equal("", out)
+    end)
+  end)
+
+  describe("arg and ...", function()
+    it("puts the script at 0, its arguments above, the interpreter below", function()
+      local s = script([[
+        print(arg[-2] == ]] .. string.format("%q", UNLUA) .. [[, arg[-1], arg[0], arg[1], arg[2], #arg)
+        print(...)
+      ]])
+      local out, code = unlua("-W " .. q(s) .. " a 'b c'")
+      assert.equal(0, code)
+      assert.equal("true\t-W\t" .. s .. "\ta\tb c\t2\na\tb c\n", out)
+    end)
+
+    it("'-' runs stdin with the arguments after it", function()
+      local out, code = sh("echo 'print(arg[0], ...)' | env -u LUA_INIT "
+        .. q(UNLUA) .. " - x y")
+      assert.equal(0, code)
+      assert.equal("-\tx\ty\n", out)
+    end)
+
+    it("runs stdin when it is not a terminal and there is no script", function()
+      local out, code = sh("echo 'print(6 * 7)' | " .. q(UNLUA))
+      assert.equal(0, code)
+      assert.equal("42\n", out)
+    end)
+
+    it("'--' stops option handling", function()
+      script("print(arg[0], ...)", "-e")  -- a script named like an option
+      local out, code = sh("cd " .. q(tmp) .. " && " .. q(UNLUA) .. " -- -e -v")
+      assert.equal(0, code)
+      assert.equal("-e\t-v\n", out)
+    end)
+  end)
+
+  describe("errors", function()
+    it("reports 'unlua: message' with a traceback and exits 1", function()
+      local s = script("local function f() error('boom') end\nf()\n")
+      local out, code = unlua(q(s))
+      assert.equal(1, code)
+      assert.matches("^unlua: " .. s:gsub("%p", "%%%0") .. ":1: boom\nstack traceback:\n", out)
+      assert.matches("in main chunk", out)
+    end)
+
+    it("describes error objects that are not strings", function()
+      local out, code = unlua("-e 'error({})'")
+      assert.equal(1, code)
+      assert.matches("^unlua: %(error object is a table value%)", out)
+      out = unlua("-e 'error(setmetatable({}, {__tostring = function() return \"custom\" end}))'")
+      assert.equal("unlua: custom\n", out)
+    end)
+
+    it("reports syntax errors with the file name", function()
+      local s = script("x = = 1\n")
+      local out, code = unlua(q(s))
+      assert.equal(1, code)
+      assert.matches("^unlua: " .. s:gsub("%p", "%%%0") .. ":1: unexpected symbol near '='", out)
+    end)
+
+    it("reports a missing script", function()
+      local out, code = unlua(q(tmp .. "/nope.lua"))
+      assert.equal(1, code)
+      assert.matches("^unlua: cannot open " .. tmp:gsub("%p", "%%%0") .. "/nope%.lua", out)
+    end)
+  end)
+
+  describe("os.exit", function()
+    for _, case in ipairs {
+      { "os.exit(3)", 3 }, { "os.exit(true)", 0 }, { "os.exit(false)", 1 },
+      { "os.exit(5, true)", 5 }, { "return 9", 0 },
+    } do
+      it(case[1] .. " exits with " .. case[2], function()
+        local _, code = unlua("-e " .. q(case[1]))
+        assert.equal(case[2], code)
+      end)
+    end
+  end)
+
+  describe("environment", function()
+    it("preloads unsandbox.core and cjson without any C path", function()
+      local out, code = unlua("-e " .. q([[
+        print(type(package.preload["unsandbox.core"]), type(package.preload.cjson))
+        print(type(require("unsandbox.core").sign), require("cjson").encode({a = 1}))
+        print(require("cjson.safe").decode("x"))
+      ]]), "LUA_CPATH_5_4=/nonexistent/?.so")
+      assert.equal(0, code)
+      assert.equal("function\tfunction\nfunction\t{\"a\":1}\nnil\t"
+        .. "Expected value but found invalid token at character 1\n", out)
+    end)
+
+    it("finds the Lua facade next to the executable, without LUA_PATH", function()
+      local out, code = sh("cd / && env -u LUA_PATH -u LUA_PATH_5_4 " .. q(UNLUA)
+        .. " -e 'print(package.searchpath(\"unsandbox\", package.path))'")
+      assert.equal(0, code)
+      assert.matches("/lua/unsandbox/init%.lua\n$", out)
+      local real = io.popen("realpath " .. q(ROOT .. "/lua/unsandbox/init.lua")):read("l")
+      assert.equal(real .. "\n", out)
+    end)
+
+    it("keeps LUA_PATH semantics after its own directories, and -E ignores it", function()
+      local out = unlua("-e 'print(package.path)'", "LUA_PATH_5_4='/x/?.lua;;'")
+      assert.matches("^[^;]*/lua/%?%.lua;[^;]*/lua/%?/init%.lua;/x/%?%.lua;", out)
+      assert.matches("/usr/share/lua/5%.4/%?%.lua", out)  -- ";;" = the default
+      out = unlua("-E -e 'print(package.path)'", "LUA_PATH_5_4='/x/?.lua;;'")
+      assert.not_matches("/x/", out)
+    end)
+
+    it("runs LUA_INIT first, unless -E", function()
+      local out = unlua("-e 'print(greeting)'", "LUA_INIT='greeting=\"hi\"'")
+      assert.equal("hi\n", out)
+      out = unlua("-E -e 'print(greeting)'", "LUA_INIT='greeting=\"hi\"'")
+      assert.equal("nil\n", out)
+    end)
+  end)
+
+  describe("-i (REPL)", function()
+    it("prints expression values, '=expr' and multi-line statements", function()
+      local out, code = sh("printf 'x = 5\\nx * 2\\n=x + 1\\nfor i = 1, 2 do\\nprint(i)\\nend\\n"
+        .. "error(\"oops\")\\nprint(\"after\")\\n' | " .. q(UNLUA) .. " -i")
+      assert.equal(0, code)
+      assert.matches("> 10\n", out)
+      assert.matches("> 6\n", out)
+      assert.matches(">> >> 1\n2\n", out)
+      assert.matches("stdin:1: oops", out)
+      assert.matches("after\n", out)
+    end)
+  end)
+
+  describe("SIGINT", function()
+    it("stops a script blocked in core.sleep with 'interrupted!'", function()
+      local s = script([[
+        print("READY"); io.stdout:flush()
+        require("unsandbox.core").sleep(10000)
+        print("NOT INTERRUPTED")
+      ]])
+      local out, status = tmp .. "/out", tmp .. "/status"
+      os.execute(string.format("(%s %s >%s 2>&1 & echo $! >%s/pid; wait $!; echo $? >%s) "
+        .. ">/dev/null 2>&1 &", q(UNLUA), q(s), q(out), q(tmp), q(status)))
+      assert.is_true(wait_for(function() return (read(out) or ""):match("READY") end, 10))
+      local pid = assert(tonumber(read(tmp .. "/pid")))
+      local t0 = os.time()
+      os.execute("kill -INT " .. pid)
+      assert.is_true(wait_for(function() return read(status) ~= nil and read(status) ~= "" end, 5))
+      assert.is_true(os.time() - t0 <= 3)
+      assert.equal("1\n", read(status))
+      assert.matches("unlua: .*interrupted!", read(out))
+      assert.not_matches("NOT INTERRUPTED", read(out))
+    end)
+  end)
+
+  describe("--local with a stand-in server", function()
+    it("says what is missing when UNSANDBOXD is not executable", function()
+      local out, code = unlua("--local -e 'print(1)'", "UNSANDBOXD=/nonexistent/unsandboxd")
+      assert.equal(1, code)
+      assert.matches("unlua: UNSANDBOXD=/nonexistent/unsandboxd is not an executable file", out)
+    end)
+
+    it("shows the server's log and cleans up when it exits at start", function()
+      local fake = write(tmp .. "/fake", "#!/bin/sh\necho \"cannot bind: $*\" >&2\nexit 3\n")
+      os.execute("chmod +x " .. q(fake))
+      local out, code = unlua("--local -e 'print(\"ran\")'",
+        "UNSANDBOXD=" .. q(fake) .. " TMPDIR=" .. q(tmp))
+      assert.equal(1, code)
+      assert.matches("did not start: it exited before announcing its URL", out)
+      assert.matches("| cannot bind: %-%-listen 127%.0%.0%.1:0 %-%-data ", out)
+      assert.not_matches("ran", out)
+      assert.equal("", io.popen("ls " .. q(tmp) .. " | grep unlua-local"):read("a"))
+    end)
+
+    it("exports the announced settings and stops the server on os.exit", function()
+      local fake = write(tmp .. "/fake", [[#!/bin/sh
+echo "UNSANDBOX_URL=http://127.0.0.1:9"
+echo "UNSANDBOX_PUBLIC_KEY=pk-fake"
+echo "UNSANDBOX_SECRET_KEY=sk-fake"
+while :; do sleep 1; done
+]])
+      os.execute("chmod +x " .. q(fake))
+      local s = script(REPORT .. "print(os.getenv('UNSANDBOX_PUBLIC_KEY')); os.exit(4)\n")
+      local out, code = unlua("--local " .. q(s), "UNSANDBOXD=" .. q(fake))
+      assert.equal(4, code, out)
+      assert.matches("URL=http://127%.0%.0%.1:9\tLOCAL=1\npk%-fake\n", out)
+      check_gone(out)
+    end)
+  end)
+end)
+
+describe("unlua --local #integration", function()
+  it("runs the script against a private server and stops it", function()
+    local s = script(REPORT .. [[
+      local unsandbox = require "unsandbox"
+      local r = assert(unsandbox.execute_code("python", "print(6*7)"))
+      io.write("STDOUT=", r.stdout)
+    ]])
+    local out, code = unlua("--local " .. q(s))
+    assert.equal(0, code, out)
+    assert.matches("URL=http://127%.0%.0%.1:%d+\tLOCAL=1", out)
+    assert.matches("STDOUT=42\n", out)
+    check_gone(out)
+  end)
+
+  it("stops the server after a script error", function()
+    local s = script(REPORT .. "error('script failed')\n")
+    local out, code = unlua("--local " .. q(s))
+    assert.equal(1, code)
+    assert.matches("unlua: .*script failed\nstack traceback:", out)
+    check_gone(out)
+  end)
+
+  it("passes os.exit codes through and still stops the server", function()
+    local s = script(REPORT .. "os.exit(tonumber(arg[1]))\n")
+    local out, code = unlua("--local " .. q(s) .. " 7")
+    assert.equal(7, code)
+    check_gone(out)
+    out, code = unlua("--local -e " .. q(REPORT .. "os.exit(true, true)"))
+    assert.equal(0, code)
+    check_gone(out)
+  end)
+
+  it("stops the server when unlua is interrupted with SIGINT", function()
+    local s = script(REPORT .. [[
+      print("READY"); io.stdout:flush()
+      require("unsandbox.core").sleep(10000)
+      print("NOT INTERRUPTED")
+    ]])
+    local out, status = tmp .. "/out", tmp .. "/status"
+    os.execute(string.format("(%s --local %s >%s 2>&1 & echo $! >%s/pid; wait $!; echo $? >%s) "
+      .. ">/dev/null 2>&1 &", q(UNLUA), q(s), q(out), q(tmp), q(status)))
+    assert.is_true(wait_for(function() return (read(out) or ""):match("READY") end, 20),
+      read(out))
+    local pid = assert(tonumber(read(tmp .. "/pid")))
+    local server = assert(read(out):match("PID=(%d+)"))
+    assert.is_true(running(server))
+    os.execute("kill -INT " .. pid)
+    assert.is_true(wait_for(function() return (read(status) or "") ~= "" end, 10))
+    assert.not_equal("0\n", read(status))
+    assert.matches("interrupted!", read(out))
+    assert.not_matches("NOT INTERRUPTED", read(out))
+    check_gone(read(out))
+  end)
+end)
+
+describe("unlua with a running unsandboxd #integration", function()
+  local srv
+  before_each(function() srv = helper.start() end)
+  after_each(function() if srv then srv.stop() end end)
+
+  local function server_env()
+    return "UNSANDBOX_URL=" .. q(srv.url) .. " UNSANDBOX_PUBLIC_KEY=" .. q(srv.public_key)
+      .. " UNSANDBOX_SECRET_KEY=" .. q(srv.secret_key)
+  end
+
+  it("uses the ordinary configuration from the environment", function()
+    local out, code = unlua("-e " .. q([[
+      local r = assert(require("unsandbox").execute_code("python", "print(6*7)"))
+      io.write(r.stdout)
+    ]]), server_env())
+    assert.equal(0, code, out)
+    assert.equal("42\n", out)
+  end)
+
+  it("examples/embed/embed_demo builds and runs code through the library", function()
+    local out, code = sh("cd " .. q(ROOT) .. " && make --no-print-directory -s examples/embed/embed_demo")
+    assert.equal(0, code, out)
+    out, code = sh("cd " .. q(ROOT) .. " && env " .. server_env() .. " " .. q(EMBED) .. " lua")
+    assert.equal(0, code, out)
+    assert.equal("x.py is python\npython printed: 42\n", out)
+  end)
+end)
+
+describe("examples/embed/embed_demo #unit", function()
+  it("detects a language without a server", function()
+    local out, code = sh("cd " .. q(ROOT) .. " && make --no-print-directory -s examples/embed/embed_demo"
+      .. " && env -u UNSANDBOX_URL " .. q(EMBED) .. " " .. q(ROOT .. "/lua"))
+    assert.equal(0, code, out)
+    assert.matches("^x%.py is python\n", out)
+  end)
+end)
