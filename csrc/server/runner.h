@@ -4,7 +4,16 @@
 ** wall-clock ttl and capped output. It knows nothing of HTTP or JSON.
 **
 ** Thread-safety: ux_run_start/ux_run_wait are called from one worker
-** thread per run; ux_run_cancel may be called from any thread.
+** thread per run; ux_run_cancel may be called from any thread. The same
+** thread must call ux_run_start and ux_run_wait and stay alive meanwhile:
+** the sandbox is killed (PR_SET_PDEATHSIG) when the starting thread exits,
+** so a crashed or stopped server never leaves programs running.
+**
+** Process-wide effects (when running as root): runs use uids 200000+slot
+** (slots coordinated across processes by flocks in /run/unsandboxd), and
+** the first run makes the process a child subreaper (PR_SET_CHILD_SUBREAPER)
+** so it can reap bwrap's orphaned inner process. Never call waitpid(-1, ..)
+** or wait() elsewhere in the server: it could steal a run's status.
 */
 #ifndef UX_RUNNER_H
 #define UX_RUNNER_H
@@ -56,8 +65,19 @@ ux_run *ux_run_start(const ux_run_spec *spec, char *err, size_t errlen);
 /* Blocks until the run ends, fills res, and frees the run. */
 void ux_run_wait(ux_run *run, ux_run_result *res);
 
-/* Kills the run's whole process tree; the waiter reports cancelled. */
+/* Kills the run's whole process tree; the waiter reports cancelled.
+** A run that ux_run_wait already freed is ignored (runs are looked up in a
+** registry), but only ux_run_cancel_id is immune to a freed run's address
+** being reused by a new one: prefer it when the canceller may race the end
+** of the wait. */
 void ux_run_cancel(ux_run *run);
+
+/* A unique, never reused id of the run (nonzero); valid after start. */
+unsigned long long ux_run_id(const ux_run *run);
+
+/* Cancels the run with this id if it is still running: 1, else 0. Safe
+** from any thread at any time. */
+int ux_run_cancel_id(unsigned long long id);
 
 void ux_run_result_free(ux_run_result *res);
 
@@ -68,5 +88,10 @@ int ux_language_known(const char *name);
 
 /* Checked at start-up: bubblewrap present and user namespaces usable. */
 int ux_runner_check(char *err, size_t errlen);
+
+/* Where private run directories (source, temporary work directory) are
+** made; default /tmp. Call before the first run (e.g. with DATA/tmp). The
+** sandbox receives them as open fds, so DIR may be private to root. */
+void ux_runner_set_tmpdir(const char *dir);
 
 #endif

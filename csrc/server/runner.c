@@ -1,0 +1,829 @@
+/*
+** The sandbox runner: one program under bubblewrap, as an unprivileged
+** per-slot uid, with resource limits, a wall-clock ttl and capped output.
+**
+** Life of a run (ux_run_start, then ux_run_wait on the same thread):
+**   1. check the spec (language, file names, env) before touching disk;
+**   2. take a slot: uid/gid UX_SB_UID_BASE + slot, so RLIMIT_NPROC counts
+**      this run alone and every process it made can be found and killed
+**      by uid afterwards;
+**   3. make a private run directory (0700, root): code/ holds the source,
+**      work/ the work directory unless the spec brings a persistent one;
+**      the work directory and its whole tree are chowned to the slot uid;
+**   4. fork; the child becomes a session leader, sets the fds, rlimits,
+**      drops to the slot uid and execs bwrap;
+**   5. the waiter polls stdout, stderr, a pidfd of the child and a cancel
+**      eventfd until the child is reaped; the ttl or a cancel kill the
+**      process group, and since bwrap runs with --die-with-parent in its
+**      own pid namespace the whole tree goes with it;
+**   6. every process still owned by the slot uid is SIGKILLed (a belt
+**      over the namespace's braces), artifacts are collected, the run
+**      directory removed and the slot released.
+**
+** Why a persistent work directory is chowned before each run (rather
+** than made world-writable): the next run of a session may get another
+** slot uid, and a program can always chmod 0600 what it creates, so
+** only an ownership change is correct. The walk never follows symlinks
+** (see workdir.c). Between runs the files stay owned by the last slot
+** uid, which no process holds once its run has ended.
+*/
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/runner.h"
+#include "server/sandbox.h"
+
+#define BWRAP        "/usr/bin/bwrap"
+#define SWEEP_MS     2000     /* how long to wait for a slot's processes to go */
+#define DRAIN_MS     1000     /* output still read after the child is reaped */
+#define CHUNK        65536
+
+struct ux_run {
+  unsigned long long id;
+  struct ux_run *next;        /* registry, under reg.lock */
+  atomic_int cancel;
+  int cancel_fd;              /* eventfd */
+
+  pid_t pid;
+  int pidfd;                  /* -1 when the kernel has no pidfd_open */
+  int out_fd, err_fd, started_fd;
+  long long t0_ms;
+  int ttl_s;
+  size_t cap;
+
+  int slot;                   /* -1 when not running as root */
+  uid_t uid; gid_t gid;
+  int base_fd;                /* directory holding the run directory */
+  char run_name[64];          /* its name there */
+  int work_fd;
+  int want_artifacts;
+  ux_sb_list before;
+  char **inputs; size_t n_inputs;   /* input file names (not artifacts) */
+};
+
+/* ---------------------------------------------------------------------
+** Process-wide state: the registry of live runs (for ux_run_cancel_id)
+** and the directory for run directories, under one mutex; the slot table
+** (below) has its own.
+** ------------------------------------------------------------------- */
+
+static struct {
+  pthread_mutex_t lock;
+  struct ux_run *head;
+  unsigned long long next_id;
+  char tmpdir[PATH_MAX];
+} reg = { PTHREAD_MUTEX_INITIALIZER, NULL, 1, "" };
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int privileged(void) { return geteuid() == 0; }
+
+/* ---------------------------------------------------------------------
+** Processes by uid
+** ------------------------------------------------------------------- */
+
+/* Reads the State: and Uid: lines of /proc/PID/status (real, effective,
+** saved, fs uid) rather than the owner of /proc/PID, which a non-dumpable
+** process hides: 0 not of uid, 1 a live process of uid, 2 a zombie. */
+static int owned_by(const char *pid, uid_t uid) {
+  char path[64], buf[2048];
+  snprintf(path, sizeof path, "/proc/%s/status", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  char *st = strstr(buf, "\nState:"), *u = strstr(buf, "\nUid:");
+  unsigned long ids[4];
+  if (!u || sscanf(u + 5, "%lu %lu %lu %lu", &ids[0], &ids[1], &ids[2], &ids[3]) != 4)
+    return 0;
+  for (int i = 0; i < 4; i++)
+    if (ids[i] == uid) return st && strncmp(st + 8, "\tZ", 2) == 0 ? 2 : 1;
+  return 0;
+}
+
+/*
+** SIGKILLs every live process of `uid` but `spare` and reaps those that
+** are (or became, see subreaper()) our children; returns how many live
+** ones were seen. Zombies do not count: they are dead already.
+*/
+static int kill_uid(uid_t uid, pid_t spare) {
+  DIR *d = opendir("/proc");
+  if (!d) return 0;
+  int seen = 0, status;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
+    if (pid == spare) continue;
+    int kind = owned_by(e->d_name, uid);
+    if (kind == 1) { seen++; kill(pid, SIGKILL); }
+    if (kind) waitpid(pid, &status, WNOHANG);
+  }
+  closedir(d);
+  return seen;
+}
+
+/*
+** bwrap's outer process exits as soon as it has the program's status,
+** and its inner one (the pid namespace's init) is then orphaned. Its
+** zombie would go to the host's init, which in a container may never
+** reap it: zombies pile up, count against RLIMIT_NPROC of the slot uid
+** and eat pids. As a child subreaper this process gets them instead and
+** kill_uid reaps them.
+*/
+static pthread_once_t subreaper_once = PTHREAD_ONCE_INIT;
+static void subreaper_set(void) { prctl(PR_SET_CHILD_SUBREAPER, 1); }
+
+/* Kills until none is left, or gives up after SWEEP_MS: 0 when clean. */
+static int sweep_uid(uid_t uid) {
+  long long end = now_ms() + SWEEP_MS;
+  while (kill_uid(uid, 0) > 0) {
+    if (now_ms() > end) return -1;
+    struct timespec ts = { 0, 10 * 1000000 };
+    nanosleep(&ts, NULL);
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------------
+** Slots. Within the process a table under a mutex; across processes (two
+** servers, a server and the tests) an flock on /run/unsandboxd/uid-UID,
+** which the kernel drops when a process dies. A slot just taken is swept:
+** whatever still runs as its uid belongs to nobody.
+** ------------------------------------------------------------------- */
+
+#define LOCK_DIR "/run/unsandboxd"
+
+static struct {
+  pthread_mutex_t lock;
+  unsigned char busy[UX_SB_SLOTS];
+  int lockfd[UX_SB_SLOTS];
+  int cursor;
+} slots = { PTHREAD_MUTEX_INITIALIZER, {0}, {0}, 0 };
+
+static int slot_lock(int i) {
+  char path[64];
+  snprintf(path, sizeof path, LOCK_DIR "/uid-%u", UX_SB_UID_BASE + (unsigned)i);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return -1;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) { close(fd); return -1; }
+  return fd;
+}
+
+static int slot_take(void) {
+  pthread_mutex_lock(&slots.lock);
+  if (mkdir(LOCK_DIR, 0700) != 0 && errno != EEXIST) {
+    pthread_mutex_unlock(&slots.lock);
+    return -1;
+  }
+  int got = -1;
+  for (int k = 0; k < UX_SB_SLOTS && got < 0; k++) {
+    int i = (slots.cursor + k) % UX_SB_SLOTS, fd;
+    if (slots.busy[i] || (fd = slot_lock(i)) < 0) continue;
+    if (sweep_uid(UX_SB_UID_BASE + (uid_t)i) != 0) { close(fd); continue; }
+    slots.busy[i] = 1;
+    slots.lockfd[i] = fd;
+    slots.cursor = i + 1;
+    got = i;
+  }
+  pthread_mutex_unlock(&slots.lock);
+  return got;
+}
+
+static void slot_give(int slot) {
+  if (slot < 0) return;
+  sweep_uid(UX_SB_UID_BASE + (uid_t)slot);
+  pthread_mutex_lock(&slots.lock);
+  slots.busy[slot] = 0;
+  close(slots.lockfd[slot]);
+  pthread_mutex_unlock(&slots.lock);
+}
+
+/* ---------------------------------------------------------------------
+** Configuration and the registry
+** ------------------------------------------------------------------- */
+
+void ux_runner_set_tmpdir(const char *dir) {
+  pthread_mutex_lock(&reg.lock);
+  snprintf(reg.tmpdir, sizeof reg.tmpdir, "%s", dir ? dir : "");
+  pthread_mutex_unlock(&reg.lock);
+}
+
+static void reg_add(ux_run *r) {
+  pthread_mutex_lock(&reg.lock);
+  r->id = reg.next_id++;
+  r->next = reg.head;
+  reg.head = r;
+  pthread_mutex_unlock(&reg.lock);
+}
+
+static void reg_remove(ux_run *r) {
+  pthread_mutex_lock(&reg.lock);
+  for (ux_run **p = &reg.head; *p; p = &(*p)->next)
+    if (*p == r) { *p = r->next; break; }
+  pthread_mutex_unlock(&reg.lock);
+}
+
+static void request_cancel(ux_run *r) {
+  uint64_t one = 1;
+  atomic_store(&r->cancel, 1);
+  if (write(r->cancel_fd, &one, sizeof one) < 0) { /* already signalled */ }
+}
+
+int ux_run_cancel_id(unsigned long long id) {
+  int found = 0;
+  pthread_mutex_lock(&reg.lock);
+  for (ux_run *r = reg.head; r; r = r->next)
+    if (r->id == id) { request_cancel(r); found = 1; break; }
+  pthread_mutex_unlock(&reg.lock);
+  return found;
+}
+
+unsigned long long ux_run_id(const ux_run *run) { return run ? run->id : 0; }
+
+void ux_run_cancel(ux_run *run) {
+  if (!run) return;
+  /* only a registered run is touched, so a cancel racing with the end
+  ** of ux_run_wait does nothing rather than write to freed memory */
+  pthread_mutex_lock(&reg.lock);
+  for (ux_run *r = reg.head; r; r = r->next)
+    if (r == run) { request_cancel(r); break; }
+  pthread_mutex_unlock(&reg.lock);
+}
+
+/* ---------------------------------------------------------------------
+** Start
+** ------------------------------------------------------------------- */
+
+static int xpipe(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+static void close_fd(int *fd) { if (*fd >= 0) { close(*fd); *fd = -1; } }
+
+/* A pipe whose read end holds `text` (short: it fits the pipe buffer). */
+static int data_pipe(const char *text) {
+  int p[2];
+  if (xpipe(p) != 0) return -1;
+  size_t len = strlen(text);
+  ssize_t w = write(p[1], text, len);
+  close(p[1]);
+  if (w != (ssize_t)len) { close(p[0]); return -1; }
+  return p[0];
+}
+
+typedef struct child_plan {
+  int fds[UX_FD_COUNT];       /* sources for fds 0..UX_FD_COUNT-1 */
+  struct rlimit lim[8];
+  int res[8];
+  int nlim;
+  int drop;                   /* setuid to uid/gid */
+  int mount;                  /* bind the dirs at UX_SB_MNT_* first */
+  uid_t uid; gid_t gid;
+  pid_t parent;
+  char **argv;
+} child_plan;
+
+/*
+** Runs in the forked child of a multi-threaded process: only
+** async-signal-safe calls (raw syscalls, no malloc, no stdio).
+*/
+static void child(const child_plan *p) {
+  static char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
+  int hi[UX_FD_COUNT], err[2] = { 0, 0 };
+#define STEP(n) (err[0] = (n))
+
+  if (setsid() < 0) goto fail;
+  /* default dispositions and an empty mask: an ignored SIGPIPE in the
+  ** server would otherwise be inherited by the program through exec */
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  for (int s = 1; s < NSIG; s++) sigaction(s, &dfl, NULL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+
+  /* move the sources out of the way, then into place; everything else is
+  ** closed, whatever other threads opened without O_CLOEXEC */
+  for (int i = 0; i < UX_FD_COUNT; i++)
+    if ((hi[i] = fcntl(p->fds[i], F_DUPFD, 64)) < 0) goto fail;
+  for (int i = 0; i < UX_FD_COUNT; i++)
+    if (dup2(hi[i], i) < 0) goto fail;
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, UX_FD_COUNT, ~0U, 0) != 0)
+#endif
+  {
+    struct rlimit nf;
+    int max = getrlimit(RLIMIT_NOFILE, &nf) == 0 && nf.rlim_cur < 65536
+              ? (int)nf.rlim_cur : 65536;
+    for (int fd = UX_FD_COUNT; fd < max; fd++) close(fd);
+  }
+  if (fcntl(UX_FD_EXECERR, F_SETFD, FD_CLOEXEC) < 0) goto fail;
+
+  /* the work and code directories at fixed, traversable paths, in a mount
+  ** namespace of this child alone (nothing propagates to the host); the
+  ** fds are detached clones of their mounts made by the parent (a mount
+  ** of another namespace cannot be bound here, a detached one can be
+  ** attached) */
+  if (p->mount) {
+    STEP(1);
+    if (unshare(CLONE_NEWNS) != 0) goto fail;
+    if (mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) goto fail;
+    STEP(2);
+    if (mount("ux", UX_SB_MNT_ROOT, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "mode=0755,size=64k") != 0) goto fail;
+    STEP(3);
+    if (mkdir(UX_SB_MNT_DIR, 0755) != 0 || mkdir(UX_SB_MNT_WORK, 0755) != 0 ||
+        mkdir(UX_SB_MNT_CODE, 0755) != 0) goto fail;
+    STEP(4);
+    if (move_mount(UX_FD_WORK, "", AT_FDCWD, UX_SB_MNT_WORK, MOVE_MOUNT_F_EMPTY_PATH) != 0 ||
+        move_mount(UX_FD_CODE, "", AT_FDCWD, UX_SB_MNT_CODE, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+      goto fail;
+    close(UX_FD_WORK);
+    close(UX_FD_CODE);
+  }
+
+  STEP(5);
+  for (int i = 0; i < p->nlim; i++)
+    if (setrlimit(p->res[i], &p->lim[i]) != 0) goto fail;
+  umask(022);
+  STEP(6);
+  if (p->drop) {
+    if (syscall(SYS_setgroups, 0, NULL) != 0) goto fail;
+    if (syscall(SYS_setresgid, p->gid, p->gid, p->gid) != 0) goto fail;
+    if (syscall(SYS_setresuid, p->uid, p->uid, p->uid) != 0) goto fail;
+  }
+  /* the sandbox dies with the thread that started it (set after the uid
+  ** change, which clears it); ux_run_wait runs on that same thread */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) goto fail;
+  if (getppid() != p->parent) _exit(127);
+  STEP(7);
+  execve(p->argv[0], p->argv, envp);
+fail:
+  err[1] = errno;
+  if (write(UX_FD_EXECERR, err, sizeof err) < 0) { /* nothing to do */ }
+  _exit(127);
+#undef STEP
+}
+
+static void add_limit(child_plan *p, int res, rlim_t soft, rlim_t hard) {
+  p->res[p->nlim] = res;
+  p->lim[p->nlim].rlim_cur = soft;
+  p->lim[p->nlim].rlim_max = hard;
+  p->nlim++;
+}
+
+static void run_free(ux_run *r) {
+  close_fd(&r->out_fd); close_fd(&r->err_fd); close_fd(&r->started_fd);
+  close_fd(&r->pidfd); close_fd(&r->cancel_fd); close_fd(&r->work_fd);
+  if (r->base_fd >= 0) {
+    if (r->run_name[0]) ux_sb_remove_tree(r->base_fd, r->run_name);
+    close_fd(&r->base_fd);
+  }
+  slot_give(r->slot);
+  ux_sb_list_free(&r->before);
+  for (size_t i = 0; i < r->n_inputs; i++) free(r->inputs[i]);
+  free(r->inputs);
+  free(r);
+}
+
+static int open_dir_at(int at, const char *path) {
+  return openat(at, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* The run directory, the source file and the work directory. */
+static int prepare_dirs(ux_run *r, const ux_run_spec *spec, const ux_lang *lang,
+                        int *code_fd, char *err, size_t errlen) {
+  char base[PATH_MAX], tmpl[PATH_MAX + 32];
+  pthread_mutex_lock(&reg.lock);
+  snprintf(base, sizeof base, "%s", reg.tmpdir[0] ? reg.tmpdir : "/tmp");
+  pthread_mutex_unlock(&reg.lock);
+  if ((r->base_fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+    snprintf(err, errlen, "cannot open %s: %s", base, strerror(errno));
+    return -1;
+  }
+  snprintf(tmpl, sizeof tmpl, "%s/unsb-run-XXXXXX", base);
+  if (!mkdtemp(tmpl)) {
+    snprintf(err, errlen, "cannot create a run directory in %s: %s", base, strerror(errno));
+    return -1;
+  }
+  snprintf(r->run_name, sizeof r->run_name, "%s", strrchr(tmpl, '/') + 1);
+  int run_fd = open_dir_at(r->base_fd, r->run_name);
+  if (run_fd < 0 || mkdirat(run_fd, "code", 0755) != 0 ||
+      (*code_fd = open_dir_at(run_fd, "code")) < 0) {
+    snprintf(err, errlen, "cannot create the code directory: %s", strerror(errno));
+    if (run_fd >= 0) close(run_fd);
+    return -1;
+  }
+  if (ux_sb_place_file(*code_fd, lang->file, spec->code ? spec->code : "",
+                       spec->code ? spec->code_len : 0, (uid_t)-1, (gid_t)-1,
+                       err, errlen) != 0) {
+    close(run_fd);
+    return -1;
+  }
+
+  if (spec->workdir) {
+    if (mkdir(spec->workdir, 0700) != 0 && errno != EEXIST) {
+      snprintf(err, errlen, "cannot create work directory %.150s: %s",
+               spec->workdir, strerror(errno));
+      close(run_fd);
+      return -1;
+    }
+    r->work_fd = open_dir_at(AT_FDCWD, spec->workdir);
+  } else if (mkdirat(run_fd, "work", 0700) == 0) {
+    r->work_fd = open_dir_at(run_fd, "work");
+  }
+  close(run_fd);
+  if (r->work_fd < 0) {
+    snprintf(err, errlen, "cannot open the work directory: %s", strerror(errno));
+    return -1;
+  }
+  if (r->slot >= 0 && ux_sb_chown_tree(r->work_fd, r->uid, r->gid) != 0) {
+    snprintf(err, errlen, "cannot hand the work directory to the sandbox user: %s",
+             strerror(errno));
+    return -1;
+  }
+  for (size_t i = 0; i < spec->n_files; i++)
+    if (ux_sb_place_file(r->work_fd, spec->files[i].name, spec->files[i].data,
+                         spec->files[i].len, r->uid, r->gid, err, errlen) != 0)
+      return -1;
+  return 0;
+}
+
+static int check_spec(const ux_run_spec *spec, const ux_lang **lang,
+                      char *err, size_t errlen) {
+  if (!spec) { snprintf(err, errlen, "no run spec"); return -1; }
+  if (!(*lang = ux_sb_lang(spec->language))) {
+    snprintf(err, errlen, "unsupported language '%.100s'",
+             spec->language ? spec->language : "(null)");
+    return -1;
+  }
+  if (spec->ttl_s < 0) { snprintf(err, errlen, "negative ttl"); return -1; }
+  for (size_t i = 0; i < spec->n_files; i++)
+    if (ux_sb_check_name(spec->files[i].name, err, errlen) != 0) return -1;
+  return 0;
+}
+
+/* Starts `script` (already expanded) for `spec`; `lang` gives the code
+** file name. */
+static ux_run *start(const ux_run_spec *spec, const ux_lang *lang,
+                     const char *script, char *err, size_t errlen) {
+  ux_argv argv = { 0 };
+  if (ux_sb_build_argv(&argv, spec, privileged(), script, err, errlen) != 0) {
+    ux_sb_argv_free(&argv);
+    return NULL;
+  }
+  ux_run *r = calloc(1, sizeof *r);
+  if (!r) { snprintf(err, errlen, "out of memory"); ux_sb_argv_free(&argv); return NULL; }
+  r->out_fd = r->err_fd = r->started_fd = r->pidfd = r->cancel_fd = -1;
+  r->work_fd = r->base_fd = -1;
+  r->slot = -1;
+  r->uid = getuid(); r->gid = getgid();
+  r->ttl_s = spec->ttl_s;
+  r->cap = spec->output_cap ? spec->output_cap : UX_SB_OUTPUT_CAP;
+  r->want_artifacts = spec->want_artifacts;
+
+  int code_fd = -1, pw = -1, gr = -1, devnull = -1, wtree = -1, ctree = -1;
+  int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, st[2] = { -1, -1 }, ex[2] = { -1, -1 };
+
+  if (privileged()) {
+    pthread_once(&subreaper_once, subreaper_set);
+    if ((r->slot = slot_take()) < 0) {
+      snprintf(err, errlen, "too many concurrent runs (%d)", UX_SB_SLOTS);
+      goto fail;
+    }
+    r->uid = UX_SB_UID_BASE + (uid_t)r->slot;
+    r->gid = UX_SB_UID_BASE + (gid_t)r->slot;
+  }
+  if (spec->n_files) {
+    if (!(r->inputs = calloc(spec->n_files, sizeof *r->inputs))) goto oom;
+    for (; r->n_inputs < spec->n_files; r->n_inputs++)
+      if (!(r->inputs[r->n_inputs] = strdup(spec->files[r->n_inputs].name))) goto oom;
+  }
+  if (prepare_dirs(r, spec, lang, &code_fd, err, errlen) != 0) goto fail;
+  if (r->want_artifacts) ux_sb_list_files(r->work_fd, &r->before);
+
+  char passwd[256], group[256];
+  snprintf(passwd, sizeof passwd,
+           "root:x:0:0:root:/root:/bin/sh\n"
+           "sandbox:x:%u:%u:sandbox:" UX_SB_WORK_DIR ":/bin/sh\n"
+           "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+           UX_SB_INNER_ID, UX_SB_INNER_ID);
+  snprintf(group, sizeof group, "root:x:0:\nsandbox:x:%u:\nnogroup:x:65534:\n",
+           UX_SB_INNER_ID);
+  if ((pw = data_pipe(passwd)) < 0 || (gr = data_pipe(group)) < 0 ||
+      xpipe(out) || xpipe(errp) || xpipe(st) || xpipe(ex) ||
+      (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0 ||
+      (r->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+    snprintf(err, errlen, "cannot set up the run: %s", strerror(errno));
+    goto fail;
+  }
+
+  if (privileged() &&
+      ((wtree = open_tree(r->work_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)) < 0 ||
+       (ctree = open_tree(code_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)) < 0)) {
+    snprintf(err, errlen, "cannot clone the work directory mount: %s", strerror(errno));
+    goto fail;
+  }
+
+  child_plan plan;
+  memset(&plan, 0, sizeof plan);
+  plan.fds[0] = devnull; plan.fds[1] = out[1]; plan.fds[2] = errp[1];
+  plan.fds[UX_FD_STARTED] = st[1];
+  plan.fds[UX_FD_WORK] = wtree >= 0 ? wtree : r->work_fd;
+  plan.fds[UX_FD_CODE] = ctree >= 0 ? ctree : code_fd;
+  plan.fds[UX_FD_PASSWD] = pw;
+  plan.fds[UX_FD_GROUP] = gr; plan.fds[UX_FD_EXECERR] = ex[1];
+  int vcpu = spec->vcpu < 1 ? 1 : spec->vcpu > 8 ? 8 : spec->vcpu;
+  rlim_t mem = (rlim_t)UX_SB_MEM_PER_VCPU * (rlim_t)vcpu;
+  add_limit(&plan, RLIMIT_NPROC, UX_SB_NPROC, UX_SB_NPROC);
+  add_limit(&plan, RLIMIT_DATA, mem, mem);
+  add_limit(&plan, RLIMIT_FSIZE, UX_SB_FSIZE, UX_SB_FSIZE);
+  add_limit(&plan, RLIMIT_CORE, 0, 0);
+  add_limit(&plan, RLIMIT_NOFILE, UX_SB_NOFILE, UX_SB_NOFILE);
+  add_limit(&plan, RLIMIT_MEMLOCK, 0, 0);
+  /* CPU time: a backstop behind the wall clock, so it must never fire
+  ** first, even for a program that keeps every core busy */
+  if (spec->ttl_s > 0) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    rlim_t cpu = (rlim_t)spec->ttl_s * (rlim_t)(cpus > 0 ? cpus : 1) + UX_SB_CPU_SLACK;
+    add_limit(&plan, RLIMIT_CPU, cpu, cpu + UX_SB_CPU_SLACK);
+  }
+  plan.drop = r->slot >= 0;
+  plan.mount = privileged();
+  plan.uid = r->uid; plan.gid = r->gid;
+  plan.parent = getpid();
+  plan.argv = argv.v;
+
+  r->t0_ms = now_ms();
+  r->pid = fork();
+  if (r->pid < 0) {
+    snprintf(err, errlen, "cannot fork: %s", strerror(errno));
+    goto fail;
+  }
+  if (r->pid == 0) child(&plan);
+
+  close_fd(&out[1]); close_fd(&errp[1]); close_fd(&st[1]); close_fd(&ex[1]);
+  close_fd(&pw); close_fd(&gr); close_fd(&devnull); close_fd(&code_fd);
+  close_fd(&wtree); close_fd(&ctree);
+  r->out_fd = out[0]; r->err_fd = errp[0]; r->started_fd = st[0];
+  out[0] = errp[0] = st[0] = -1;
+  fcntl(r->out_fd, F_SETFL, O_NONBLOCK);
+  fcntl(r->err_fd, F_SETFL, O_NONBLOCK);
+  fcntl(r->started_fd, F_SETFL, O_NONBLOCK);
+
+  static const char *const steps[] = { "set up fds", "unshare the mount namespace",
+    "mount the tmpfs", "create mount points", "bind the directories",
+    "set resource limits", "drop to the slot uid", "exec " BWRAP };
+  int child_err[2] = { 0, 0 };
+  ssize_t n;
+  do n = read(ex[0], child_err, sizeof child_err); while (n < 0 && errno == EINTR);
+  close_fd(&ex[0]);
+  if (n > 0) {
+    int status;
+    while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR) {}
+    unsigned step = (unsigned)child_err[0] < 8 ? (unsigned)child_err[0] : 0;
+    snprintf(err, errlen, "cannot start the sandbox: %s: %s", steps[step],
+             strerror(child_err[1]));
+    goto fail;
+  }
+#ifdef SYS_pidfd_open
+  r->pidfd = (int)syscall(SYS_pidfd_open, r->pid, 0);
+#endif
+  ux_sb_argv_free(&argv);
+  reg_add(r);
+  return r;
+
+oom:
+  snprintf(err, errlen, "out of memory");
+fail:
+  close_fd(&out[0]); close_fd(&out[1]); close_fd(&errp[0]); close_fd(&errp[1]);
+  close_fd(&st[0]); close_fd(&st[1]); close_fd(&ex[0]); close_fd(&ex[1]);
+  close_fd(&pw); close_fd(&gr); close_fd(&devnull); close_fd(&code_fd);
+  close_fd(&wtree); close_fd(&ctree);
+  ux_sb_argv_free(&argv);
+  run_free(r);
+  return NULL;
+}
+
+ux_run *ux_run_start(const ux_run_spec *spec, char *err, size_t errlen) {
+  const ux_lang *lang;
+  if (check_spec(spec, &lang, err, errlen) != 0) return NULL;
+  char *script = ux_sb_script(lang, spec);
+  if (!script) { snprintf(err, errlen, "out of memory"); return NULL; }
+  ux_run *r = start(spec, lang, script, err, errlen);
+  free(script);
+  return r;
+}
+
+/* ---------------------------------------------------------------------
+** Wait
+** ------------------------------------------------------------------- */
+
+typedef struct outbuf {
+  char *p; size_t len, cap, limit;
+  int truncated, eof;
+} outbuf;
+
+/* Reads what is there; keeps up to `limit` bytes and discards the rest,
+** so a chatty program never blocks on a full pipe. */
+static void pump(int *fd, outbuf *b) {
+  char chunk[CHUNK];
+  ssize_t n = read(*fd, chunk, sizeof chunk);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0) { b->eof = 1; close_fd(fd); return; }
+  size_t keep = b->limit - b->len < (size_t)n ? b->limit - b->len : (size_t)n;
+  if (keep < (size_t)n) b->truncated = 1;
+  if (keep == 0) return;
+  if (b->len + keep + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + keep + 1) cap *= 2;
+    if (cap > b->limit + 1) cap = b->limit + 1;
+    char *p = realloc(b->p, cap);
+    if (!p) { b->truncated = 1; return; }
+    b->p = p; b->cap = cap;
+  }
+  memcpy(b->p + b->len, chunk, keep);
+  b->len += keep;
+}
+
+/*
+** Kills everything of the run but the outer bwrap, which then reaps its
+** child (the namespace's init, whose death takes the whole pid namespace
+** with it) and exits. Killing the outer one first would orphan the
+** inner one to the host's init, which in a container may never reap it.
+** Without a slot uid (not root) the process group is all there is.
+*/
+static void kill_tree(ux_run *r, int all) {
+  if (r->slot >= 0 && !all) kill_uid(r->uid, r->pid);
+  else { kill(-r->pid, SIGKILL); kill(r->pid, SIGKILL); }
+}
+
+static char *finish_buf(outbuf *b) {
+  if (!b->p && !(b->p = malloc(1))) return NULL;
+  b->p[b->len] = '\0';
+  return b->p;
+}
+
+void ux_run_wait(ux_run *r, ux_run_result *res) {
+  memset(res, 0, sizeof *res);
+  if (!r) { snprintf(res->error, sizeof res->error, "no run"); return; }
+  outbuf ob = { .limit = r->cap }, eb = { .limit = r->cap };
+  int status = 0, reaped = 0;
+  long long killed = 0;       /* when the ttl or a cancel killed it */
+  long long deadline = r->ttl_s > 0 ? r->t0_ms + (long long)r->ttl_s * 1000 : -1;
+  long long drain_end = -1;
+
+  for (;;) {
+    if (!reaped) {
+      pid_t w = waitpid(r->pid, &status, WNOHANG);
+      if (w == r->pid || (w < 0 && errno == ECHILD)) {
+        reaped = 1;
+        res->elapsed_ms = (long)(now_ms() - r->t0_ms);
+        if (r->slot >= 0) sweep_uid(r->uid);   /* stragglers, if any */
+        else kill_tree(r, 1);
+        drain_end = now_ms() + DRAIN_MS;
+        close_fd(&r->pidfd);
+      }
+    }
+    if (reaped && (r->out_fd < 0 || ob.eof) && (r->err_fd < 0 || eb.eof)) break;
+
+    long long now = now_ms();
+    if (reaped && now >= drain_end) break;
+    if (!reaped && killed) /* new processes, then the outer bwrap too */
+      kill_tree(r, now - killed > 1000);
+    if (!reaped && !killed && deadline >= 0 && now >= deadline) {
+      res->timed_out = 1; killed = now; kill_tree(r, 0);
+    }
+    struct pollfd pf[4];
+    int np = 0, io = -1, ie = -1, ip = -1, ic = -1;
+    if (r->out_fd >= 0) { io = np; pf[np++] = (struct pollfd){ r->out_fd, POLLIN, 0 }; }
+    if (r->err_fd >= 0) { ie = np; pf[np++] = (struct pollfd){ r->err_fd, POLLIN, 0 }; }
+    if (r->pidfd >= 0) { ip = np; pf[np++] = (struct pollfd){ r->pidfd, POLLIN, 0 }; }
+    if (!reaped && !killed) { ic = np; pf[np++] = (struct pollfd){ r->cancel_fd, POLLIN, 0 }; }
+
+    long long wait = reaped ? drain_end - now : 1000;
+    if (!reaped && !killed && deadline >= 0 && deadline - now < wait) wait = deadline - now;
+    if (!reaped && r->pidfd < 0 && wait > 50) wait = 50;   /* no pidfd: tick */
+    if (killed && wait > 50) wait = 50;
+    if (wait < 0) wait = 0;
+    int n = poll(pf, (nfds_t)np, (int)wait);
+    if (n < 0 && errno != EINTR) break;
+    if (n <= 0) continue;
+    if (io >= 0 && pf[io].revents) pump(&r->out_fd, &ob);
+    if (ie >= 0 && pf[ie].revents) pump(&r->err_fd, &eb);
+    if (ic >= 0 && pf[ic].revents && atomic_load(&r->cancel)) {
+      res->cancelled = 1; killed = now_ms(); kill_tree(r, 0);
+    }
+    (void)ip;  /* a readable pidfd just ends the poll; waitpid above reaps */
+  }
+  if (!reaped) {  /* poll failed: never leave the sandbox behind */
+    kill_tree(r, 1);
+    while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR) {}
+    res->elapsed_ms = (long)(now_ms() - r->t0_ms);
+  }
+
+  if (WIFEXITED(status)) res->exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status)) res->exit_code = 128 + WTERMSIG(status);
+
+  char mark = 0;
+  int started = read(r->started_fd, &mark, 1) == 1 && mark == 'x';
+  if (!started && !res->timed_out && !res->cancelled) {
+    /* bwrap itself failed: its message is the first line of stderr */
+    if (eb.len) {
+      const char *nl = memchr(eb.p, '\n', eb.len);
+      int len = nl ? (int)(nl - eb.p) : (int)eb.len;
+      snprintf(res->error, sizeof res->error, "sandbox failed to start: %.*s", len, eb.p);
+    } else {
+      snprintf(res->error, sizeof res->error,
+               "sandbox failed to start (exit status %d)", res->exit_code);
+    }
+  }
+
+  res->out = finish_buf(&ob); res->out_len = ob.len; res->out_truncated = ob.truncated;
+  res->err = finish_buf(&eb); res->err_len = eb.len; res->err_truncated = eb.truncated;
+
+  if (r->want_artifacts && r->work_fd >= 0) {
+    ux_sb_list after = { 0 };
+    ux_file *skip = NULL;
+    if (r->n_inputs && (skip = calloc(r->n_inputs, sizeof *skip)))
+      for (size_t i = 0; i < r->n_inputs; i++) skip[i].name = r->inputs[i];
+    if (ux_sb_list_files(r->work_fd, &after) == 0)
+      ux_sb_collect(r->work_fd, &r->before, &after, skip, skip ? r->n_inputs : 0,
+                    &res->artifacts, &res->n_artifacts);
+    free(skip);
+    ux_sb_list_free(&after);
+  }
+  reg_remove(r);
+  run_free(r);
+}
+
+void ux_run_result_free(ux_run_result *res) {
+  if (!res) return;
+  free(res->out); free(res->err);
+  for (size_t i = 0; i < res->n_artifacts; i++) {
+    free(res->artifacts[i].name);
+    free(res->artifacts[i].data);
+  }
+  free(res->artifacts);
+  res->out = res->err = NULL;
+  res->artifacts = NULL;
+  res->n_artifacts = 0;
+}
+
+/* ---------------------------------------------------------------------
+** Start-up check
+** ------------------------------------------------------------------- */
+
+int ux_runner_check(char *err, size_t errlen) {
+  if (access(BWRAP, X_OK) != 0) {
+    snprintf(err, errlen, "bubblewrap not found at " BWRAP
+             " (apt-get install bubblewrap)");
+    return -1;
+  }
+  static const ux_lang probe = { "check", "/usr/bin/true", "check.sh", "" };
+  ux_run_spec spec = { .language = "check", .ttl_s = 10, .vcpu = 1 };
+  ux_run *r = start(&spec, &probe, "printf x >&3; exec 3>&-; echo ok", err, errlen);
+  if (!r) return -1;
+  ux_run_result res;
+  ux_run_wait(r, &res);
+  int good = !res.error[0] && res.exit_code == 0 && res.out_len >= 2 &&
+             memcmp(res.out, "ok", 2) == 0;
+  if (!good) {
+    const char *why = res.error[0] ? res.error : "the trivial sandbox did not print ok";
+    int userns = (res.err && (strstr(res.err, "namespace") || strstr(res.err, "uid map")));
+    snprintf(err, errlen, "%s%s", why,
+             userns ? " (user namespaces seem disabled: enable them with sysctl "
+                      "kernel.unprivileged_userns_clone=1 and user.max_user_namespaces>0)"
+                    : "");
+  }
+  ux_run_result_free(&res);
+  return good ? 0 : -1;
+}

@@ -1,0 +1,203 @@
+/*
+** The bubblewrap command line of one run.
+**
+** What the program sees: /usr read-only with the merged-usr symlinks, a
+** handful of /etc files, a fresh /proc, a minimal /dev, a private /tmp
+** and /dev/shm (sized tmpfs), its source read-only in /code and the work
+** directory read-write in /sandbox. The root itself is remounted
+** read-only, so nothing else is writable. Host paths that must not be
+** visible (/root, /home, /work, /var, the server's data directory) are
+** simply never mounted.
+**
+** The work and code directories may live below a directory the slot uid
+** cannot traverse (the server's 0700 data directory). Running as root,
+** the runner's child first bind-mounts them (from open fds) at fixed
+** paths under a tmpfs in a private mount namespace, and bwrap binds those;
+** otherwise (not root) they are passed with --bind-fd.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "server/sandbox.h"
+
+static void push(ux_argv *a, const char *s) {
+  if (a->oom) return;
+  if (a->n + 2 > a->cap) {
+    size_t cap = a->cap ? a->cap * 2 : 128;
+    char **v = realloc(a->v, cap * sizeof *v);
+    if (!v) { a->oom = 1; return; }
+    a->v = v; a->cap = cap;
+  }
+  if (!(a->v[a->n] = strdup(s))) { a->oom = 1; return; }
+  a->v[++a->n] = NULL;
+}
+
+static void push2(ux_argv *a, const char *x, const char *y) { push(a, x); push(a, y); }
+static void push3(ux_argv *a, const char *x, const char *y, const char *z) {
+  push(a, x); push(a, y); push(a, z);
+}
+
+void ux_sb_argv_free(ux_argv *a) {
+  for (size_t i = 0; i < a->n; i++) free(a->v[i]);
+  free(a->v);
+  a->v = NULL; a->n = a->cap = 0; a->oom = 0;
+}
+
+int ux_sb_env_ok(const char *kv) {
+  const char *eq = kv ? strchr(kv, '=') : NULL;
+  if (!eq || eq == kv) return 0;
+  if (!(kv[0] == '_' || (kv[0] >= 'A' && kv[0] <= 'Z') || (kv[0] >= 'a' && kv[0] <= 'z')))
+    return 0;
+  for (const char *p = kv + 1; p < eq; p++)
+    if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+          (*p >= '0' && *p <= '9'))) return 0;
+  return 1;
+}
+
+/* Debian is merged-usr: /bin, /lib, ... are symlinks into /usr. Mirror
+** whichever of them exist so the same paths work inside. */
+static void usr_links(ux_argv *a) {
+  static const char *const top[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
+  char path[64], target[256];
+  for (size_t i = 0; i < sizeof top / sizeof top[0]; i++) {
+    snprintf(path, sizeof path, "/%s", top[i]);
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0) continue;
+    target[n] = '\0';
+    if (strncmp(target, "usr/", 4) != 0 && strncmp(target, "/usr/", 5) != 0) continue;
+    push3(a, "--symlink", target, path);
+  }
+}
+
+static void etc_ro(ux_argv *a, const char *path) {
+  push3(a, "--ro-bind-try", path, path);
+}
+
+char *ux_sb_script(const ux_lang *lang, const ux_run_spec *spec) {
+  int vcpu = spec->vcpu < 1 ? 1 : spec->vcpu > 8 ? 8 : spec->vcpu;
+  unsigned long mem_mb = (UX_SB_MEM_PER_VCPU >> 20) * (unsigned long)vcpu;
+  char heap[32];
+  snprintf(heap, sizeof heap, "%lu", mem_mb * 3 / 4);
+  /* fd 3 tells the runner the sandbox is up (so a bwrap failure is told
+  ** apart from the program's own exit status); closed before the program
+  ** starts. */
+  const char *pre = "printf x >&3; exec 3>&-; ";
+  size_t cap = strlen(pre) + strlen(lang->script) + 64;
+  char *s = malloc(cap), *o;
+  if (!s) return NULL;
+  strcpy(s, pre);
+  o = s + strlen(s);
+  for (const char *p = lang->script; *p; ) {
+    if (strncmp(p, "{MEM}", 5) == 0) { o += sprintf(o, "%s", heap); p += 5; }
+    else *o++ = *p++;
+  }
+  *o = '\0';
+  return s;
+}
+
+int ux_sb_build_argv(ux_argv *a, const ux_run_spec *spec, int mounted,
+                     const char *script, char *err, size_t errlen) {
+  char num[32];
+  size_t env_bytes = 0;
+  for (size_t i = 0; i < spec->n_env; i++) {
+    if (!ux_sb_env_ok(spec->env[i])) {
+      snprintf(err, errlen, "bad env entry '%.100s': the name must match "
+               "[A-Za-z_][A-Za-z0-9_]* and be followed by '='",
+               spec->env[i] ? spec->env[i] : "(null)");
+      return -1;
+    }
+    env_bytes += strlen(spec->env[i]) + 1;
+  }
+  if (env_bytes > UX_SB_ENV_BYTES) {
+    snprintf(err, errlen, "env too large: %zu bytes (at most %lu)",
+             env_bytes, (unsigned long)UX_SB_ENV_BYTES);
+    return -1;
+  }
+
+  push(a, "/usr/bin/bwrap");
+  push(a, "--unshare-user");
+  push(a, "--unshare-pid");
+  push(a, "--unshare-ipc");
+  push(a, "--unshare-uts");
+  push(a, "--unshare-cgroup-try");
+  if (!spec->network) push(a, "--unshare-net");
+  push(a, "--disable-userns");       /* no nested user namespaces */
+  push(a, "--die-with-parent");
+  push(a, "--new-session");          /* no TIOCSTI on a terminal */
+  push2(a, "--cap-drop", "ALL");
+  snprintf(num, sizeof num, "%u", UX_SB_INNER_ID);
+  push2(a, "--uid", num);
+  push2(a, "--gid", num);
+  push2(a, "--hostname", "sandbox");
+
+  push3(a, "--ro-bind", "/usr", "/usr");
+  usr_links(a);
+  etc_ro(a, "/etc/ld.so.cache");
+  etc_ro(a, "/etc/ld.so.conf");
+  etc_ro(a, "/etc/ld.so.conf.d");
+  etc_ro(a, "/etc/alternatives");   /* /usr/bin/java -> /etc/alternatives/java */
+  etc_ro(a, "/etc/localtime");
+  etc_ro(a, "/etc/nsswitch.conf");
+  etc_ro(a, "/etc/hosts");
+  etc_ro(a, "/etc/perl");
+  for (const char *const *e = ux_sb_extra_etc(); *e; e++) etc_ro(a, *e);
+  if (spec->network) {
+    etc_ro(a, "/etc/resolv.conf");
+    etc_ro(a, "/etc/host.conf");
+    etc_ro(a, "/etc/gai.conf");
+    etc_ro(a, "/etc/protocols");
+    etc_ro(a, "/etc/services");
+    etc_ro(a, "/etc/ssl");
+    etc_ro(a, "/etc/ca-certificates");
+  }
+  snprintf(num, sizeof num, "%d", UX_FD_PASSWD);
+  push3(a, "--ro-bind-data", num, "/etc/passwd");
+  snprintf(num, sizeof num, "%d", UX_FD_GROUP);
+  push3(a, "--ro-bind-data", num, "/etc/group");
+
+  push2(a, "--proc", "/proc");
+  push2(a, "--dev", "/dev");
+  snprintf(num, sizeof num, "%lu", (unsigned long)UX_SB_TMP_SIZE);
+  push2(a, "--size", num);
+  push2(a, "--tmpfs", "/tmp");
+  snprintf(num, sizeof num, "%lu", (unsigned long)UX_SB_SHM_SIZE);
+  push2(a, "--size", num);
+  push2(a, "--tmpfs", "/dev/shm");
+  if (mounted) {
+    push3(a, "--bind", UX_SB_MNT_WORK, UX_SB_WORK_DIR);
+    push3(a, "--ro-bind", UX_SB_MNT_CODE, UX_SB_CODE_DIR);
+  } else {
+    snprintf(num, sizeof num, "%d", UX_FD_WORK);
+    push3(a, "--bind-fd", num, UX_SB_WORK_DIR);
+    snprintf(num, sizeof num, "%d", UX_FD_CODE);
+    push3(a, "--ro-bind-fd", num, UX_SB_CODE_DIR);
+  }
+  push2(a, "--remount-ro", "/");
+  push2(a, "--chdir", UX_SB_WORK_DIR);
+
+  push(a, "--clearenv");
+  push3(a, "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin");
+  push3(a, "--setenv", "HOME", UX_SB_WORK_DIR);
+  push3(a, "--setenv", "LANG", "C.UTF-8");
+  push3(a, "--setenv", "USER", "sandbox");
+  push3(a, "--setenv", "LOGNAME", "sandbox");
+  push3(a, "--setenv", "TMPDIR", "/tmp");
+  for (size_t i = 0; i < spec->n_env && !a->oom; i++) {
+    const char *kv = spec->env[i], *eq = strchr(kv, '=');
+    char *key = strndup(kv, (size_t)(eq - kv));
+    if (!key) { a->oom = 1; break; }
+    push3(a, "--setenv", key, eq + 1);
+    free(key);
+  }
+
+  push(a, "--");
+  push3(a, "/bin/sh", "-c", script);
+  if (a->oom) {
+    snprintf(err, errlen, "out of memory building the sandbox command line");
+    return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,315 @@
+/*
+** File-system work on directories a sandbox writes to.
+**
+** This process is root and a work directory may hold anything a previous
+** run left there: symlinks to /etc/shadow, FIFOs, deep trees. So every
+** walk here goes through directory fds, opens each component with
+** O_NOFOLLOW, and changes ownership with AT_SYMLINK_NOFOLLOW: a path is
+** never resolved as a whole, and a symlink is only ever treated as itself.
+*/
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "server/sandbox.h"
+
+#define MAX_DEPTH   64
+#define MAX_ENTRIES 100000   /* a listing stops here (artifacts only) */
+#define MAX_NAME    4096
+
+/* ---------------------------------------------------------------------
+** Input file names
+** ------------------------------------------------------------------- */
+
+int ux_sb_check_name(const char *name, char *err, size_t errlen) {
+  const char *why = NULL;
+  if (!name || !*name) why = "is empty";
+  else if (strlen(name) >= MAX_NAME) why = "is too long";
+  else if (name[0] == '/') why = "is absolute";
+  else {
+    const char *p = name;
+    size_t depth = 0;
+    while (*p && !why) {
+      const char *e = strchr(p, '/');
+      size_t len = e ? (size_t)(e - p) : strlen(p);
+      if (len == 0) why = "has an empty component";
+      else if (len > 255) why = "has a component longer than 255 bytes";
+      else if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+        why = "has a '.' or '..' component";
+      else if (++depth > MAX_DEPTH) why = "is nested too deeply";
+      if (!e) break;
+      p = e + 1;
+      if (!*p) why = "ends with '/'";
+    }
+    for (p = name; !why && *p; p++)
+      if ((unsigned char)*p < 0x20 || *p == 0x7f) why = "contains a control character";
+  }
+  if (!why) return 0;
+  char shown[201];   /* the name as quoted in the message: no control bytes */
+  size_t k = 0;
+  for (const char *p = name ? name : ""; *p && k < sizeof shown - 1; p++)
+    shown[k++] = ((unsigned char)*p < 0x20 || *p == 0x7f) ? '?' : *p;
+  shown[k] = '\0';
+  snprintf(err, errlen, "bad file name '%s': %s", shown, why);
+  return -1;
+}
+
+int ux_sb_place_file(int dirfd, const char *name, const void *data,
+                     size_t len, uid_t uid, gid_t gid,
+                     char *err, size_t errlen) {
+  if (ux_sb_check_name(name, err, errlen) != 0) return -1;
+  char *copy = strdup(name);
+  if (!copy) { snprintf(err, errlen, "out of memory"); return -1; }
+  int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0), rc = -1;
+  char *comp = copy, *slash;
+  if (fd < 0) goto fail;
+  while ((slash = strchr(comp, '/'))) {
+    *slash = '\0';
+    if (mkdirat(fd, comp, 0755) == 0) {
+      if (fchownat(fd, comp, uid, gid, AT_SYMLINK_NOFOLLOW) != 0) goto fail;
+    } else if (errno != EEXIST) goto fail;
+    int sub = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0) goto fail;
+    close(fd);
+    fd = sub;
+    comp = slash + 1;
+  }
+  int out = openat(fd, comp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+                   O_NONBLOCK | O_CLOEXEC, 0644);
+  if (out < 0) goto fail;
+  struct stat st;
+  if (fstat(out, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(out); errno = EINVAL; goto fail;
+  }
+  const char *p = data;
+  size_t left = len;
+  while (left > 0) {
+    ssize_t w = write(out, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) { int e = errno; close(out); errno = e ? e : EIO; goto fail; }
+    p += w; left -= (size_t)w;
+  }
+  if (fchown(out, uid, gid) != 0) { int e = errno; close(out); errno = e; goto fail; }
+  if (close(out) != 0) goto fail;
+  rc = 0;
+fail:
+  if (rc != 0)
+    snprintf(err, errlen, "cannot place file '%.200s': %s", name, strerror(errno));
+  if (fd >= 0) close(fd);
+  free(copy);
+  return rc;
+}
+
+/* ---------------------------------------------------------------------
+** Walks
+** ------------------------------------------------------------------- */
+
+/* Deeper than WALK_DEPTH levels (one open fd each), entries keep their
+** owner: the program that nested them so deep loses write access there,
+** rather than the whole session becoming unusable. */
+#define WALK_DEPTH 256
+
+static int chown_below(int fd, uid_t uid, gid_t gid, int depth) {
+  if (depth > WALK_DEPTH) { close(fd); return 0; }
+  DIR *d = fdopendir(fd);
+  if (!d) { close(fd); return -1; }
+  int rc = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    if (fchownat(dirfd(d), e->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) != 0) rc = -1;
+    struct stat st;
+    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      int sub = openat(dirfd(d), e->d_name,
+                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub < 0 || chown_below(sub, uid, gid, depth + 1) != 0) rc = -1;
+    }
+  }
+  closedir(d);
+  return rc;
+}
+
+int ux_sb_chown_tree(int dirfd, uid_t uid, gid_t gid) {
+  if (fchown(dirfd, uid, gid) != 0) return -1;
+  int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  return chown_below(fd, uid, gid, 0);
+}
+
+/*
+** Iterative, so any depth works with two fds: empty what can be emptied,
+** descend into the first directory that cannot be removed yet, and come
+** back up through ".." once a directory is empty. Only used when no
+** process of the run is left, so nothing moves directories meanwhile.
+*/
+int ux_sb_remove_tree(int parentfd, const char *name) {
+  if (unlinkat(parentfd, name, 0) == 0 || errno == ENOENT) return 0;
+  int top = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (top < 0) return -1;
+  struct stat tst;
+  if (fstat(top, &tst) != 0) { close(top); return -1; }
+  int fd = fcntl(top, F_DUPFD_CLOEXEC, 0), rc = 0;
+  for (long guard = 0; fd >= 0 && guard < 10000000; guard++) {
+    DIR *d = fdopendir(fd);
+    if (!d) { close(fd); fd = -1; rc = -1; break; }
+    int sub = -1;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      if (unlinkat(dirfd(d), e->d_name, 0) == 0) continue;
+      if (unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) == 0) continue;
+      sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub >= 0) break;
+      rc = -1;      /* neither removable nor a directory to empty */
+    }
+    struct stat st;
+    int at_top = fstat(dirfd(d), &st) == 0 && st.st_dev == tst.st_dev && st.st_ino == tst.st_ino;
+    int up = sub < 0 && !at_top
+             ? openat(dirfd(d), "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    closedir(d);
+    if (sub >= 0) fd = sub;
+    else if (at_top || rc != 0 || up < 0) { if (up >= 0) close(up); fd = -1; }
+    else fd = up;
+  }
+  close(top);
+  if (unlinkat(parentfd, name, AT_REMOVEDIR) != 0) rc = -1;
+  return rc;
+}
+
+/* ---------------------------------------------------------------------
+** Listings and artifacts
+** ------------------------------------------------------------------- */
+
+void ux_sb_list_free(ux_sb_list *l) {
+  for (size_t i = 0; i < l->n; i++) free(l->v[i].path);
+  free(l->v);
+  l->v = NULL; l->n = l->cap = 0;
+}
+
+static int list_push(ux_sb_list *l, const char *path, const struct stat *st) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 32;
+    ux_sb_entry *v = realloc(l->v, cap * sizeof *v);
+    if (!v) return -1;
+    l->v = v; l->cap = cap;
+  }
+  char *p = strdup(path);
+  if (!p) return -1;
+  l->v[l->n++] = (ux_sb_entry){ p, st->st_dev, st->st_ino, st->st_size,
+    (long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec };
+  return 0;
+}
+
+static int list_below(int fd, const char *prefix, ux_sb_list *out, int depth) {
+  if (depth > MAX_DEPTH) { close(fd); return 0; }
+  DIR *d = fdopendir(fd);
+  if (!d) { close(fd); return -1; }
+  int rc = 0;
+  struct dirent *e;
+  char path[MAX_NAME];
+  while (rc == 0 && out->n < MAX_ENTRIES && (e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    int n = snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "/" : "", e->d_name);
+    if (n < 0 || (size_t)n >= sizeof path) continue;
+    struct stat st;
+    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISREG(st.st_mode)) rc = list_push(out, path, &st);
+    else if (S_ISDIR(st.st_mode)) {
+      int sub = openat(dirfd(d), e->d_name,
+                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub >= 0) rc = list_below(sub, path, out, depth + 1);
+    }
+  }
+  closedir(d);
+  return rc;
+}
+
+int ux_sb_list_files(int dirfd, ux_sb_list *out) {
+  int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  return list_below(fd, "", out, 0);
+}
+
+static int unchanged(const ux_sb_list *before, const ux_sb_entry *e) {
+  for (size_t i = 0; before && i < before->n; i++) {
+    const ux_sb_entry *b = &before->v[i];
+    if (strcmp(b->path, e->path) == 0)
+      return b->ino == e->ino && b->dev == e->dev && b->size == e->size &&
+             b->mtime_ns == e->mtime_ns;
+  }
+  return 0;
+}
+
+/* Opens dirfd/rel one component at a time, never following a symlink. */
+static int open_rel(int dirfd, const char *rel) {
+  char buf[MAX_NAME];
+  if (snprintf(buf, sizeof buf, "%s", rel) >= (int)sizeof buf) return -1;
+  int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+  char *comp = buf, *slash;
+  while (fd >= 0 && (slash = strchr(comp, '/'))) {
+    *slash = '\0';
+    int sub = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    close(fd);
+    fd = sub;
+    comp = slash + 1;
+  }
+  if (fd < 0) return -1;
+  int f = openat(fd, comp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  close(fd);
+  return f;
+}
+
+static int read_file(int dirfd, const char *rel, size_t max, ux_file *out) {
+  int fd = open_rel(dirfd, rel);
+  if (fd < 0) return -1;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
+    close(fd); return -1;
+  }
+  size_t len = (size_t)st.st_size, got = 0;
+  unsigned char *data = malloc(len ? len : 1);
+  char *name = strdup(rel);
+  if (!data || !name) { free(data); free(name); close(fd); return -1; }
+  while (got < len) {
+    ssize_t r = read(fd, data + got, len - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  close(fd);
+  *out = (ux_file){ name, data, got };
+  return 0;
+}
+
+static int by_path(const void *a, const void *b) {
+  return strcmp(((const ux_file *)a)->name, ((const ux_file *)b)->name);
+}
+
+int ux_sb_collect(int dirfd, const ux_sb_list *before,
+                  const ux_sb_list *after, const ux_file *skip,
+                  size_t n_skip, ux_file **out, size_t *n_out) {
+  *out = NULL; *n_out = 0;
+  ux_file *v = calloc(UX_SB_ART_FILES, sizeof *v);
+  if (!v) return -1;
+  size_t n = 0, total = 0;
+  for (size_t i = 0; i < after->n && n < UX_SB_ART_FILES; i++) {
+    const ux_sb_entry *e = &after->v[i];
+    int is_input = 0;
+    for (size_t k = 0; k < n_skip && !is_input; k++)
+      is_input = skip[k].name && strcmp(skip[k].name, e->path) == 0;
+    if (is_input || unchanged(before, e)) continue;
+    if ((size_t)e->size > UX_SB_ART_BYTES - total) continue;
+    if (read_file(dirfd, e->path, UX_SB_ART_BYTES - total, &v[n]) == 0)
+      total += v[n++].len;
+  }
+  if (n == 0) { free(v); return 0; }
+  qsort(v, n, sizeof *v, by_path);
+  *out = v; *n_out = n;
+  return 0;
+}

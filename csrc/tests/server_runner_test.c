@@ -1,0 +1,646 @@
+/*
+** The sandbox runner, end to end: every check is a real bubblewrap run.
+** Must run as root (the runner drops to per-slot uids); otherwise the
+** whole file is skipped.
+*/
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/runner.h"
+#include "tests/tap.h"
+
+#ifndef UX_SB_UID_BASE
+#define UX_SB_UID_BASE 200000u
+#endif
+#define UID_LO UX_SB_UID_BASE
+#define UID_HI (UX_SB_UID_BASE + 256)
+
+static ux_run_spec spec_for(const char *lang, const char *code) {
+  ux_run_spec s;
+  memset(&s, 0, sizeof s);
+  s.language = lang;
+  s.code = code;
+  s.code_len = strlen(code);
+  s.ttl_s = 20;
+  s.vcpu = 1;
+  return s;
+}
+
+/* Runs a spec to its end; 0, or -1 when it could not start (err set). */
+static int run(const ux_run_spec *s, ux_run_result *res, char *err, size_t errlen) {
+  ux_run *r = ux_run_start(s, err, errlen);
+  if (!r) { memset(res, 0, sizeof *res); return -1; }
+  ux_run_wait(r, res);
+  return 0;
+}
+
+static int run_code(const char *lang, const char *code, ux_run_result *res) {
+  ux_run_spec s = spec_for(lang, code);
+  char err[256] = "";
+  int rc = run(&s, res, err, sizeof err);
+  if (rc != 0) printf("# start failed: %s\n", err);
+  return rc;
+}
+
+static int has_lang(const char *name) { return ux_language_known(name); }
+
+/* Live processes (not zombies) of host uid `uid`, or of any slot uid
+** when uid is 0. */
+static int uid_procs(unsigned long uid) {
+  DIR *d = opendir("/proc");
+  int n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    char path[300], buf[2048];
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    snprintf(path, sizeof path, "/proc/%s/status", e->d_name);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) continue;
+    ssize_t k = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (k <= 0) continue;
+    buf[k] = '\0';
+    char *u = strstr(buf, "\nUid:"), *st = strstr(buf, "\nState:");
+    unsigned long a, b, c, f;
+    if (st && st[8] && strncmp(st + 8, "\tZ", 2) == 0) continue;
+    if (!u || sscanf(u + 5, "%lu %lu %lu %lu", &a, &b, &c, &f) != 4) continue;
+    if (uid ? (a == uid || b == uid || c == uid || f == uid)
+            : ((a >= UID_LO && a < UID_HI) || (b >= UID_LO && b < UID_HI)))
+      n++;
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+/* The host uid of the run in progress: that of our child process (the
+** outer bwrap), seen after it had time to start. */
+static unsigned long running_uid(void) {
+  struct timespec ts = { 0, 300 * 1000000L };
+  nanosleep(&ts, NULL);
+  DIR *d = opendir("/proc");
+  unsigned long found = 0;
+  struct dirent *e;
+  while (d && !found && (e = readdir(d))) {
+    char path[300], buf[2048];
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    snprintf(path, sizeof path, "/proc/%s/status", e->d_name);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) continue;
+    ssize_t k = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (k <= 0) continue;
+    buf[k] = '\0';
+    char *pp = strstr(buf, "\nPPid:"), *u = strstr(buf, "\nUid:");
+    unsigned long ppid, uid;
+    if (pp && u && sscanf(pp + 6, "%lu", &ppid) == 1 && ppid == (unsigned long)getpid() &&
+        sscanf(u + 5, "%lu", &uid) == 1 && uid >= UID_LO && uid < UID_HI)
+      found = uid;
+  }
+  if (d) closedir(d);
+  return found;
+}
+
+/* Starts, notes the uid, waits. */
+static int run_uid(const ux_run_spec *s, ux_run_result *res, unsigned long *uid) {
+  char err[256];
+  ux_run *r = ux_run_start(s, err, sizeof err);
+  if (!r) { printf("# start failed: %s\n", err); return -1; }
+  *uid = running_uid();
+  ux_run_wait(r, res);
+  return 0;
+}
+
+static void show(const ux_run_result *r) {
+  printf("#   exit=%d timed_out=%d cancelled=%d elapsed=%ld error='%s'\n",
+         r->exit_code, r->timed_out, r->cancelled, r->elapsed_ms, r->error);
+  printf("#   stdout: %.300s\n#   stderr: %.300s\n",
+         r->out ? r->out : "", r->err ? r->err : "");
+}
+
+/* ---------------------------------------------------------------------
+** Hello in each language
+** ------------------------------------------------------------------- */
+
+static void hello(const char *lang, const char *code, int want_exit) {
+  if (!has_lang(lang)) { ok(1, "# SKIP %s not installed", lang); return; }
+  ux_run_result r;
+  if (run_code(lang, code, &r) != 0) { ok(0, "%s starts", lang); return; }
+  int good = r.out && strcmp(r.out, "hello\n") == 0 && r.exit_code == want_exit &&
+             !r.error[0] && !r.timed_out;
+  ok(good, "%s: prints hello and exits %d", lang, want_exit);
+  if (!good) show(&r);
+  ux_run_result_free(&r);
+}
+
+static void test_languages(void) {
+  size_t n = 0;
+  const char *const *names = ux_languages(&n);
+  int sorted = 1, py = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i && strcmp(names[i - 1], names[i]) >= 0) sorted = 0;
+    if (!strcmp(names[i], "python")) py = 1;
+    printf("# language: %s\n", names[i]);
+  }
+  ok(n >= 6 && sorted && names[n] == NULL, "ux_languages: %zu names, sorted", n);
+  ok(py && ux_language_known("bash") && !ux_language_known("cobolx") &&
+     !ux_language_known(NULL), "ux_language_known");
+
+  char err[512] = "";
+  int rc = ux_runner_check(err, sizeof err);
+  ok(rc == 0, "ux_runner_check passes");
+  if (rc) printf("#   %s\n", err);
+
+  hello("python", "print('hello')\nimport sys; sys.exit(3)\n", 3);
+  hello("bash", "echo hello; exit 4", 4);
+  hello("sh", "echo hello", 0);
+  hello("lua", "print('hello') os.exit(5)", 5);
+  hello("javascript", "console.log('hello'); process.exitCode = 6;", 6);
+  hello("perl", "print \"hello\\n\"; exit 7;", 7);
+  hello("tcl", "puts hello", 0);
+  hello("c", "#include <stdio.h>\nint main(void){puts(\"hello\");return 8;}\n", 8);
+  hello("cpp", "#include <iostream>\nint main(){std::cout<<\"hello\"<<std::endl;return 9;}\n", 9);
+  hello("fortran", "program h\n  print '(a)', 'hello'\nend program h\n", 0);
+  hello("java", "public class Main { public static void main(String[] a) {"
+        " System.out.println(\"hello\"); System.exit(10); } }\n", 10);
+}
+
+static void test_compile_error(void) {
+  ux_run_result r;
+  if (run_code("c", "int main(void) { return undefined_thing; }\n", &r) != 0) {
+    ok(0, "compile error run starts"); return;
+  }
+  ok(r.exit_code != 0 && r.err && strstr(r.err, "undefined_thing") && !r.error[0],
+     "a compile error is a normal run: compiler stderr, non-zero exit");
+  ux_run_result_free(&r);
+}
+
+/* ---------------------------------------------------------------------
+** Limits
+** ------------------------------------------------------------------- */
+
+static void test_ttl(void) {
+  ux_run_spec s = spec_for("bash",
+    "for i in 1 2 3 4; do (while true; do :; done) & done\n"
+    "sleep 1000 &\nwhile true; do :; done\n");
+  s.ttl_s = 2;
+  ux_run_result r;
+  unsigned long uid;
+  if (run_uid(&s, &r, &uid) != 0) { ok(0, "ttl run starts"); return; }
+  ok(r.timed_out && !r.cancelled && r.elapsed_ms >= 1900 && r.elapsed_ms < 3500,
+     "ttl 2: timed out after %ld ms", r.elapsed_ms);
+  ok(r.exit_code == 137, "killed: exit code 137 (got %d)", r.exit_code);
+  ok(uid >= UID_LO && uid < UID_HI && uid_procs(uid) == 0,
+     "no process of the run's uid %lu survives the ttl", uid);
+  ux_run_result_free(&r);
+}
+
+static void test_fork_bomb(void) {
+  ux_run_spec s = spec_for("bash", ":(){ :|:& };:\nwait\nsleep 100\n");
+  s.ttl_s = 3;
+  ux_run_result r;
+  unsigned long uid;
+  long long t0 = time(NULL);
+  if (run_uid(&s, &r, &uid) != 0) { ok(0, "fork bomb starts"); return; }
+  ok(r.elapsed_ms < 4500 && time(NULL) - t0 < 8,
+     "fork bomb contained: ended after %ld ms (ttl 3 s)", r.elapsed_ms);
+  ok(uid >= UID_LO && uid_procs(uid) == 0, "no process of the fork bomb (uid %lu) remains", uid);
+  ux_run_result_free(&r);
+  /* the host still forks fine and the next run works */
+  hello("bash", "echo hello", 0);
+}
+
+static void test_memory(void) {
+  ux_run_result r;
+  if (run_code("python", "b = bytearray(8 << 30)\nprint('allocated')\n", &r) != 0) {
+    ok(0, "memory hog starts"); return;
+  }
+  ok(r.exit_code != 0 && r.out && !strstr(r.out, "allocated") &&
+     r.err && strstr(r.err, "MemoryError"), "python cannot allocate 8 GiB");
+  ux_run_result_free(&r);
+
+  /* the limits as the program sees them; a vcpu more is a GiB more */
+  ux_run_spec s = spec_for("bash", "ulimit -u; ulimit -n; ulimit -f; ulimit -c; ulimit -d; ulimit -t");
+  char err[256];
+  s.vcpu = 2;
+  s.ttl_s = 7;
+  if (run(&s, &r, err, sizeof err) == 0) {
+    /* -f in 1024-byte blocks; -d in KiB; -t = ttl x cpus + 5 */
+    char want[128];
+    snprintf(want, sizeof want, "128\n256\n65536\n0\n2097152\n%ld\n",
+             7 * sysconf(_SC_NPROCESSORS_ONLN) + 5);
+    is_str(r.out, want, "rlimits: nproc 128, nofile 256, fsize 64 MiB, core 0, "
+           "data 2 GiB at vcpu 2, cpu ttl x cpus + 5");
+    ux_run_result_free(&r);
+  }
+}
+
+static void test_output_cap(void) {
+  ux_run_result r;
+  if (run_code("python", "import sys\nsys.stdout.write('x' * (10 << 20))\n"
+               "sys.stderr.write('done')\n", &r) != 0) {
+    ok(0, "big output starts"); return;
+  }
+  ok(r.out_len == (1u << 20) && r.out_truncated && r.exit_code == 0,
+     "10 MiB of stdout kept to 1 MiB, truncated flag set (len %zu)", r.out_len);
+  ok(r.err && !strcmp(r.err, "done") && !r.err_truncated, "stderr intact beside it");
+  ux_run_result_free(&r);
+
+  ux_run_spec s = spec_for("bash", "head -c 5000 /dev/zero | tr '\\0' y; echo -n abc >&2");
+  s.output_cap = 100;
+  char err[256];
+  if (run(&s, &r, err, sizeof err) == 0) {
+    ok(r.out_len == 100 && r.out_truncated && r.err_len == 3 && !r.err_truncated,
+       "output_cap 100 applies per stream");
+    ux_run_result_free(&r);
+  }
+}
+
+static void test_file_size(void) {
+  ux_run_result r;
+  if (run_code("bash", "head -c 100000000 /dev/zero > big; echo rc=$?; stat -c %s big", &r) == 0) {
+    ok(r.out && strstr(r.out, "67108864"), "RLIMIT_FSIZE caps a file at 64 MiB");
+    ux_run_result_free(&r);
+  }
+}
+
+/* ---------------------------------------------------------------------
+** Isolation
+** ------------------------------------------------------------------- */
+
+static void test_canary(void) {
+  char vdir[] = "/var/tmp/unsb-canary-XXXXXX";
+  char rdir[] = "/root/unsb-canary-XXXXXX";
+  if (!mkdtemp(vdir) || !mkdtemp(rdir)) { ok(0, "canary dirs"); return; }
+  chmod(vdir, 0755);
+  chmod(rdir, 0755);
+  char vfile[128], rfile[128], code[1024];
+  snprintf(vfile, sizeof vfile, "%s/secret", vdir);
+  snprintf(rfile, sizeof rfile, "%s/secret", rdir);
+  FILE *f = fopen(vfile, "w"); fputs("CANARY-VAR-7f3a", f); fclose(f);
+  f = fopen(rfile, "w"); fputs("CANARY-ROOT-7f3a", f); fclose(f);
+  chmod(vfile, 0644); chmod(rfile, 0644);
+  snprintf(code, sizeof code,
+           "cat %s %s 2>/dev/null; ls / ; ls /work /home /root /var 2>/dev/null;"
+           " cat /etc/shadow 2>/dev/null; ls /etc; true",
+           vfile, rfile);
+  ux_run_result r;
+  if (run_code("bash", code, &r) == 0) {
+    ok(r.out && !strstr(r.out, "CANARY"), "host files outside the sandbox are unreadable");
+    ok(r.out && !strstr(r.out, "work\n") && !strstr(r.out, "home\n") &&
+       !strstr(r.out, "root\n") && !strstr(r.out, "var\n") && strstr(r.out, "sandbox\n"),
+       "the root holds no /work, /home, /root or /var");
+    ok(r.out && !strstr(r.out, "shadow") && strstr(r.out, "passwd"),
+       "/etc is minimal");
+    if (strstr(r.out ? r.out : "", "CANARY")) show(&r);
+    ux_run_result_free(&r);
+  }
+  unlink(vfile); unlink(rfile); rmdir(vdir); rmdir(rdir);
+}
+
+static void test_network(void) {
+  int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+  socklen_t alen = sizeof a;
+  if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof a) != 0 || listen(ls, 8) != 0 ||
+      getsockname(ls, (struct sockaddr *)&a, &alen) != 0) {
+    ok(0, "listening socket"); return;
+  }
+  char code[512];
+  snprintf(code, sizeof code,
+           "import socket\ns = socket.socket()\ns.settimeout(3)\n"
+           "try:\n  s.connect(('127.0.0.1', %d)); print('connected')\n"
+           "except OSError as e:\n  print('refused', e)\n", ntohs(a.sin_port));
+  ux_run_spec s = spec_for("python", code);
+  ux_run_result r;
+  char err[256];
+  if (run(&s, &r, err, sizeof err) == 0) {
+    ok(r.out && strstr(r.out, "refused"), "zerotrust cannot reach 127.0.0.1 of the host");
+    ux_run_result_free(&r);
+  }
+  s.network = 1;
+  if (run(&s, &r, err, sizeof err) == 0) {
+    ok(r.out && strstr(r.out, "connected"), "semitrusted can");
+    if (!r.out || !strstr(r.out, "connected")) show(&r);
+    ux_run_result_free(&r);
+  }
+  close(ls);
+}
+
+static void test_readonly(void) {
+  ux_run_result r;
+  const char *code =
+    "for p in /usr/unsb-x /etc/unsb-x /unsb-x /code/unsb-x /bin/unsb-x /proc/unsb-x; do\n"
+    "  if touch $p 2>/dev/null; then echo WROTE $p; fi\n"
+    "done\n"
+    "touch /sandbox/ok /tmp/ok && echo writable\n"
+    "id -u; id -g; hostname; ls /proc/self/fd | tr '\\n' ' '; echo\n"
+    "cat; echo stdin-done\n";
+  if (run_code("bash", code, &r) != 0) { ok(0, "readonly run starts"); return; }
+  ok(r.out && !strstr(r.out, "WROTE") && strstr(r.out, "writable"),
+     "only /sandbox and /tmp are writable");
+  ok(access("/usr/unsb-x", F_OK) != 0 && access("/etc/unsb-x", F_OK) != 0,
+     "nothing appeared on the host");
+  ok(r.out && strstr(r.out, "\n1000\n1000\nsandbox\n"), "uid/gid 1000, hostname sandbox");
+  ok(r.out && strstr(r.out, "\n0 1 2 3 \n"), "no inherited fds beyond 0-2");
+  ok(r.out && strstr(r.out, "stdin-done"), "stdin is /dev/null");
+  if (r.out && !strstr(r.out, "\n0 1 2 3 \n")) show(&r);
+  ux_run_result_free(&r);
+
+  if (run_code("bash", "kill -9 $$", &r) == 0) {
+    ok(r.exit_code == 137 && !r.timed_out, "killed by a signal: 128+9");
+    ux_run_result_free(&r);
+  }
+}
+
+/* ---------------------------------------------------------------------
+** Files, env, workdir, artifacts
+** ------------------------------------------------------------------- */
+
+static void test_files_env(void) {
+  ux_file files[] = {
+    { "a.txt", (unsigned char *)"alpha", 5 },
+    { "dir/sub/b.txt", (unsigned char *)"beta", 4 },
+  };
+  const char *env[] = { "FOO=bar baz", "_X1=", "LANG=C" };
+  setenv("UNSB_HOST_ONLY", "leak", 1);
+  ux_run_spec s = spec_for("bash",
+    "cat a.txt; echo; cat dir/sub/b.txt; echo; echo \"$FOO|$_X1|$LANG|$HOME|$PATH|$PWD\";"
+    " echo \"host:${UNSB_HOST_ONLY:-none}\"");
+  s.files = files; s.n_files = 2;
+  s.env = env; s.n_env = 3;
+  ux_run_result r;
+  char err[256];
+  if (run(&s, &r, err, sizeof err) != 0) { ok(0, "files run starts: %s", err); return; }
+  ok(r.out && strstr(r.out, "alpha\nbeta\n"), "input files placed by relative path");
+  ok(r.out && strstr(r.out, "bar baz||C|/sandbox|/usr/local/bin:/usr/bin:/bin|/sandbox\n"),
+     "env applied, HOME and cwd /sandbox, PATH set");
+  ok(r.out && strstr(r.out, "host:none"), "the server's environment is not inherited");
+  if (!r.out || !strstr(r.out, "host:none")) show(&r);
+  ux_run_result_free(&r);
+
+  const char *bad_env[] = { "1A=x" };
+  s.env = bad_env; s.n_env = 1;
+  ok(ux_run_start(&s, err, sizeof err) == NULL && strstr(err, "1A"),
+     "a bad env name is rejected: %s", err);
+}
+
+static void bad_name(const char *name, const char *what) {
+  ux_file f = { (char *)name, (unsigned char *)"x", 1 };
+  ux_run_spec s = spec_for("bash", "true");
+  s.files = &f; s.n_files = 1;
+  char err[512] = "";
+  ux_run *r = ux_run_start(&s, err, sizeof err);
+  ok(r == NULL && strstr(err, "bad file name"), "file name %s rejected: %s", what, err);
+  if (r) { ux_run_result res; ux_run_wait(r, &res); ux_run_result_free(&res); }
+}
+
+static void test_bad_names(void) {
+  char longc[300];
+  memset(longc, 'a', 256); longc[256] = '\0';
+  bad_name("../escape", "'..'");
+  bad_name("a/../../b", "inner '..'");
+  bad_name("/etc/passwd", "absolute");
+  bad_name("", "empty");
+  bad_name("a//b", "with an empty component");
+  bad_name("dir/", "ending in '/'");
+  bad_name(longc, "with a 256-byte component");
+  bad_name("a\nb", "with a newline");
+  bad_name(NULL, "NULL");
+
+  ux_run_spec s = spec_for("brainfudge", "+");
+  char err[256] = "";
+  ok(ux_run_start(&s, err, sizeof err) == NULL && strstr(err, "brainfudge"),
+     "unknown language rejected: %s", err);
+}
+
+static void test_workdir(void) {
+  /* below a root-only directory: the sandbox uid could not traverse it */
+  char base[] = "/var/tmp/unsb-wd-XXXXXX";
+  if (!mkdtemp(base)) { ok(0, "workdir base"); return; }
+  chmod(base, 0700);
+  char wd[128];
+  snprintf(wd, sizeof wd, "%s/session", base);
+  ux_run_spec s = spec_for("bash",
+    "echo hi > state.txt; chmod 600 state.txt; mkdir -p d; echo x > d/y;"
+    " chmod 700 d; ln -s /etc/shadow link");
+  s.workdir = wd;
+  ux_run_result r;
+  char err[256], cmd[300];
+  if (run(&s, &r, err, sizeof err) != 0) { ok(0, "workdir run 1: %s", err); goto done; }
+  ok(r.exit_code == 0, "session run 1 writes state");
+  ux_run_result_free(&r);
+
+  ux_run_spec s2 = spec_for("bash", "cat state.txt; cat d/y; echo more >> state.txt; id -u");
+  s2.workdir = wd;
+  if (run(&s2, &r, err, sizeof err) != 0) { ok(0, "workdir run 2: %s", err); goto done; }
+  ok(r.out && strstr(r.out, "hi\nx\n") && r.exit_code == 0,
+     "session run 2 (another slot uid) reads and appends what run 1 left");
+  if (r.exit_code) show(&r);
+  ux_run_result_free(&r);
+
+  struct stat st;
+  ok(stat(wd, &st) == 0 && S_ISDIR(st.st_mode), "the work directory persists");
+  char p[200];
+  snprintf(p, sizeof p, "%s/state.txt", wd);
+  FILE *fp = fopen(p, "r");
+  char line[64] = "";
+  if (fp) { if (!fgets(line, sizeof line, fp)) line[0] = 0; fclose(fp); }
+  ok(!strcmp(line, "hi\n"), "its files are on the host");
+
+  /* an input file through the symlink the sandbox left must not land in /etc */
+  ux_file via = { "link/evil", (unsigned char *)"z", 1 };
+  ux_run_spec s3 = spec_for("bash", "true");
+  s3.workdir = wd; s3.files = &via; s3.n_files = 1;
+  ux_run *run3 = ux_run_start(&s3, err, sizeof err);
+  ok(run3 == NULL && access("/etc/shadow/evil", F_OK) != 0,
+     "a symlink left in the work directory is never followed: %s", err);
+  if (run3) { ux_run_wait(run3, &r); ux_run_result_free(&r); }
+
+done:
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+  if (system(cmd) != 0) printf("# cleanup of %s failed\n", base);
+}
+
+static int art(const ux_run_result *r, const char *name, const char *data) {
+  for (size_t i = 0; i < r->n_artifacts; i++)
+    if (!strcmp(r->artifacts[i].name, name))
+      return r->artifacts[i].len == strlen(data) &&
+             !memcmp(r->artifacts[i].data, data, r->artifacts[i].len);
+  return 0;
+}
+
+static void test_artifacts(void) {
+  ux_file in = { "input.txt", (unsigned char *)"in", 2 };
+  ux_run_spec s = spec_for("python",
+    "import os\nopen('out.txt','w').write('result')\nos.makedirs('sub')\n"
+    "open('sub/r.bin','wb').write(b'\\x00\\x01')\nopen('input.txt','a').write('x')\n"
+    "os.symlink('/etc/passwd', 'ln')\n");
+  s.files = &in; s.n_files = 1;
+  s.want_artifacts = 1;
+  ux_run_result r;
+  char err[256];
+  if (run(&s, &r, err, sizeof err) != 0) { ok(0, "artifacts run: %s", err); return; }
+  ok(r.n_artifacts == 2 && art(&r, "out.txt", "result") &&
+     r.artifacts[1].len == 2 && !strcmp(r.artifacts[1].name, "sub/r.bin"),
+     "artifacts: the two files created, no source, input or symlink (%zu)", r.n_artifacts);
+  if (r.n_artifacts != 2) show(&r);
+  ux_run_result_free(&r);
+
+  s.want_artifacts = 0;
+  if (run(&s, &r, err, sizeof err) == 0) {
+    ok(r.n_artifacts == 0 && r.artifacts == NULL, "none unless asked");
+    ux_run_result_free(&r);
+  }
+}
+
+/* ---------------------------------------------------------------------
+** Threads: cancel, concurrency
+** ------------------------------------------------------------------- */
+
+typedef struct canceller { ux_run *run; unsigned long long id; int ms; } canceller;
+
+static void *cancel_later(void *arg) {
+  canceller *c = arg;
+  struct timespec ts = { c->ms / 1000, (c->ms % 1000) * 1000000L };
+  nanosleep(&ts, NULL);
+  if (c->run) ux_run_cancel(c->run);
+  else ux_run_cancel_id(c->id);
+  return NULL;
+}
+
+static void test_cancel(void) {
+  for (int by_id = 0; by_id < 2; by_id++) {
+    ux_run_spec s = spec_for("bash", "sleep 30 & while true; do sleep 1; done");
+    s.ttl_s = 30;
+    char err[256];
+    ux_run *r = ux_run_start(&s, err, sizeof err);
+    if (!r) { ok(0, "cancel run starts: %s", err); return; }
+    canceller c = { by_id ? NULL : r, ux_run_id(r), 600 };
+    pthread_t t;
+    pthread_create(&t, NULL, cancel_later, &c);
+    unsigned long uid = running_uid();
+    ux_run_result res;
+    ux_run_wait(r, &res);
+    pthread_join(t, NULL);
+    ok(res.cancelled && !res.timed_out && res.elapsed_ms < 2000,
+       "%s from another thread ends the run (%ld ms)",
+       by_id ? "ux_run_cancel_id" : "ux_run_cancel", res.elapsed_ms);
+    ok(uid >= UID_LO && uid_procs(uid) == 0, "nothing of the cancelled run (uid %lu) remains", uid);
+    ux_run_result_free(&res);
+    ok(ux_run_cancel_id(c.id) == 0, "cancelling a finished run by id is a no-op");
+  }
+}
+
+typedef struct par { int i, good; } par;
+
+static void *par_run(void *arg) {
+  par *p = arg;
+  char code[128], want[64];
+  snprintf(code, sizeof code, "import time\ntime.sleep(0.3)\nprint('run', %d)\n", p->i);
+  snprintf(want, sizeof want, "run %d\n", p->i);
+  ux_run_spec s = spec_for("python", code);
+  ux_run_result r;
+  char err[256];
+  if (run(&s, &r, err, sizeof err) == 0) {
+    p->good = r.out && !strcmp(r.out, want) && r.exit_code == 0;
+    ux_run_result_free(&r);
+  }
+  return NULL;
+}
+
+static void test_concurrent(void) {
+  enum { N = 6 };
+  pthread_t t[N];
+  par p[N];
+  int good = 0;
+  for (int i = 0; i < N; i++) { p[i] = (par){ i, 0 }; pthread_create(&t[i], NULL, par_run, &p[i]); }
+  for (int i = 0; i < N; i++) { pthread_join(t[i], NULL); good += p[i].good; }
+  ok(good == N, "%d concurrent runs from threads, each its own output (%d good)", N, good);
+}
+
+/* Zombie children of this process (the runner reaps what it orphans). */
+static int zombie_children(void) {
+  DIR *d = opendir("/proc");
+  int n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    char path[300], buf[2048];
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    snprintf(path, sizeof path, "/proc/%s/status", e->d_name);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) continue;
+    ssize_t k = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (k <= 0) continue;
+    buf[k] = '\0';
+    char *pp = strstr(buf, "\nPPid:"), *st = strstr(buf, "\nState:");
+    unsigned long ppid;
+    if (pp && st && sscanf(pp + 6, "%lu", &ppid) == 1 &&
+        ppid == (unsigned long)getpid() && strncmp(st + 8, "\tZ", 2) == 0) n++;
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+static void test_deep_tree(void) {
+  ux_run_result r;
+  if (run_code("bash", "for i in $(seq 400); do mkdir d; cd d; done; echo x > f;"
+               " echo deep; ln -s / loop; mkfifo p", &r) == 0) {
+    ok(r.out && !strcmp(r.out, "deep\n"), "a 400-level tree, a symlink and a fifo are made");
+    ux_run_result_free(&r);
+  }
+}
+
+static int count_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0;
+  while (d && readdir(d)) n++;
+  if (d) closedir(d);
+  return n;
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (geteuid() != 0 || access("/usr/bin/bwrap", X_OK) != 0) {
+    printf("1..0 # SKIP needs root and /usr/bin/bwrap\n");
+    return 0;
+  }
+  /* run directories in a private, root-only place, checked empty at the end */
+  char tmpdir[] = "/var/tmp/unsb-runtest-XXXXXX";
+  if (!mkdtemp(tmpdir)) { printf("Bail out! mkdtemp\n"); return 1; }
+  ux_runner_set_tmpdir(tmpdir);
+  int fds_before = count_fds();
+  test_languages();
+  test_compile_error();
+  test_ttl();
+  test_fork_bomb();
+  test_memory();
+  test_output_cap();
+  test_file_size();
+  test_canary();
+  test_network();
+  test_readonly();
+  test_files_env();
+  test_bad_names();
+  test_workdir();
+  test_artifacts();
+  test_cancel();
+  test_concurrent();
+  test_deep_tree();
+  ok(rmdir(tmpdir) == 0, "every run directory was removed (%s)", tmpdir);
+  ok(zombie_children() == 0, "no zombie left behind (%d)", zombie_children());
+  ok(count_fds() == fds_before, "no fd leaked by the runner (%d before, %d after)",
+     fds_before, count_fds());
+  return tap_done();
+}
