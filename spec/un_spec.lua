@@ -12,7 +12,7 @@ describe("un #integration", function()
     for k, v in pairs(env) do e[k] = v end
     for k, v in pairs(extra_env or {}) do e[k] = v end
     local errfile = dir .. "/stderr"
-    local out, code = proc.run("bin/un " .. args .. " 2>" .. errfile, e)
+    local out, code = proc.run("bin/un " .. args, e, errfile)
     local f = io.open(errfile)
     local err = f and f:read("a") or ""
     if f then f:close() end

@@ -93,6 +93,7 @@ local function parse(args)
     else o.rest[#o.rest + 1] = a end
     i = i + 1
   end
+  if (o.public_key == nil) ~= (o.secret_key == nil) then usage("-p and -k must be given together") end
   return o
 end
 

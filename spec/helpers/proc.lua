@@ -21,8 +21,10 @@ M.LUA_ENV = {
   LUA_CPATH = "lua/?.so;;",
 }
 
-function M.run(cmd, env)
-  local p = io.popen(M.env_prefix(env) .. cmd .. " 2>&1; echo \"EXIT=$?\"")
+-- errfile: send stderr there instead of merging it into the output.
+function M.run(cmd, env, errfile)
+  local redirect = errfile and (" 2>" .. q(errfile)) or " 2>&1"
+  local p = io.popen(M.env_prefix(env) .. cmd .. redirect .. "; echo \"EXIT=$?\"")
   local out = p:read("a")
   p:close()
   local code = tonumber(out:match("EXIT=(%d+)%s*$"))
