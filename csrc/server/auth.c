@@ -1,0 +1,53 @@
+/*
+** Authentication. What a failure reveals is deliberate: a skewed clock
+** gets a message naming the timestamp (clients turn it into clock-sync
+** advice); everything else gets the same "invalid key or signature", and
+** an unknown key still costs one HMAC, so neither the wording nor the
+** timing tells a prober whether a public key exists.
+*/
+#include "server/auth.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/crypto.h>
+
+#include "core/sign.h"
+#include "server/fsutil.h"
+#include "server/store.h"
+
+static int unauthorized(ux_req *r, const char *msg) {
+  return ux_reply_error(r, 401, "unauthorized", "%s", msg);
+}
+
+/* Strict decimal seconds: no sign, no spaces, at most 12 digits. */
+static int parse_ts(const char *s, long *out) {
+  size_t n = strlen(s);
+  if (n == 0 || n > 12 || strspn(s, "0123456789") != n) return -1;
+  *out = strtol(s, NULL, 10);
+  return 0;
+}
+
+int ux_auth_check(ux_req *r, const char *authz, const char *ts, const char *sig,
+                  char *owner_buf, size_t owner_len) {
+  char secret[256], want[UNSB_SIGNATURE_HEX_LEN + 1];
+  long t;
+  if (!authz || !ts || !sig)
+    return unauthorized(r, "missing Authorization, X-Timestamp or X-Signature header");
+  if (strncmp(authz, "Bearer ", 7) != 0 || !authz[7] || strlen(authz + 7) >= owner_len)
+    return unauthorized(r, "Authorization must be 'Bearer <public key>'");
+  if (parse_ts(ts, &t) < 0 || labs(ux_now() - t) > UX_AUTH_WINDOW_S)
+    return unauthorized(r, "Request timestamp expired or invalid: X-Timestamp must be "
+                           "unix seconds within 300 s of server time (check the clock)");
+
+  const char *pk = authz + 7;
+  int known = ux_store_key_secret(r->srv->store, pk, secret, sizeof secret) == 0;
+  if (!known) strcpy(secret, "unsb-sk-00000-00000-00000-00000");  /* same work */
+  int good = unsb_sign(secret, strlen(secret), ts, r->method, r->path,
+                       r->body, r->body_len, want) == 0 &&
+             unsb_signature_equal(want, sig);
+  OPENSSL_cleanse(secret, sizeof secret);
+  if (!(known && good)) return unauthorized(r, "invalid key or signature");
+  strcpy(owner_buf, pk);
+  r->owner = owner_buf;
+  return 0;
+}

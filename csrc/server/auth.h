@@ -1,0 +1,18 @@
+/*
+** Request authentication (spec §3): Bearer public key, X-Timestamp within
+** ±300 s, X-Signature = HMAC-SHA256 over "<ts>:<METHOD>:<path>:<body>"
+** with the raw received body and the path without its query string.
+*/
+#ifndef UX_AUTH_H
+#define UX_AUTH_H
+
+#include "server/reply.h"
+
+#define UX_AUTH_WINDOW_S 300
+
+/* 0 when the request is authentic (owner copied into owner_buf), else a
+** 401 reply is set and -1 returned. Header values may be NULL. */
+int ux_auth_check(ux_req *r, const char *authorization, const char *timestamp,
+                  const char *signature, char *owner_buf, size_t owner_len);
+
+#endif

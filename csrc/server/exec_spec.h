@@ -1,0 +1,40 @@
+/*
+** A runner spec that owns its memory, so a job can outlive the request
+** that described it. Built from a validated request body.
+*/
+#ifndef UX_EXEC_SPEC_H
+#define UX_EXEC_SPEC_H
+
+#include <jansson.h>
+
+#include "server/reply.h"
+#include "server/runner.h"
+
+typedef struct ux_exec_spec {
+  ux_run_spec run;        /* points into the fields below */
+  char *language, *code, *workdir;
+  char **env;
+  ux_file *files;
+} ux_exec_spec;
+
+/* Validates a POST /execute body: language, code, env, input_files,
+** network_mode, ttl (default dflt_ttl), vcpu, return_artifact(s).
+** Returns a spec, or NULL after setting a 400 reply. */
+ux_exec_spec *ux_exec_spec_from_json(ux_req *r, json_t *body, long dflt_ttl);
+
+/* A bash command in a persistent work directory (session shell, service
+** execute, service bootstrap). ttl_s 0 = no limit. */
+ux_exec_spec *ux_exec_spec_command(const char *command, const char *workdir,
+                                   int network, int vcpu, int ttl_s);
+
+/* Parses input_files [{filename, content(base64)}] into the spec.
+** Returns 0 or -1 after setting a 400 reply. */
+int ux_exec_spec_files(ux_req *r, ux_exec_spec *s, json_t *files);
+
+/* Reads network_mode ("zerotrust" default or "semitrusted"): 0/1, or -1
+** after setting a 400 reply. */
+int ux_network_mode(ux_req *r, json_t *body, const char *dflt);
+
+void ux_exec_spec_free(ux_exec_spec *s);
+
+#endif

@@ -1,0 +1,156 @@
+/*
+** Fault injection. A small fixed table of armed faults behind a mutex;
+** the first armed fault whose path prefix and mode fit the request is
+** used and its count decremented. Requests to /_faults itself are never
+** faulted unless a fault names that prefix explicitly.
+*/
+#include "server/faults.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_FAULTS 16
+
+typedef enum { F_LATENCY, F_STATUS, F_MALFORMED, F_POLL404, F_DROP, F_DEFER } fmode;
+static const char *const MODES[] = {
+  "latency", "status", "malformed", "poll404", "drop", "defer", NULL
+};
+
+typedef struct fault {
+  fmode mode;
+  long count, ms;
+  int status;
+  char path[256];         /* "" = any path but /_faults */
+} fault;
+
+struct ux_faults {
+  pthread_mutex_t mu;
+  fault armed[MAX_FAULTS];
+  int n;
+};
+
+ux_faults *ux_faults_new(void) {
+  ux_faults *f = calloc(1, sizeof *f);
+  if (f) pthread_mutex_init(&f->mu, NULL);
+  return f;
+}
+
+void ux_faults_free(ux_faults *f) {
+  if (!f) return;
+  pthread_mutex_destroy(&f->mu);
+  free(f);
+}
+
+int ux_faults_route(ux_req *r, ux_faults *f) {
+  const char *mode, *path;
+  long count, ms, status;
+  json_t *body = ux_body_object(r, 0);
+  if (!body) return -1;
+  if (ux_get_str(r, body, "mode", 1, NULL, &mode) < 0 ||
+      ux_get_int(r, body, "count", 1, 1000000, 1, &count) < 0 ||
+      ux_get_int(r, body, "ms", 0, 600000, 1000, &ms) < 0 ||
+      ux_get_int(r, body, "status", 100, 599, 503, &status) < 0 ||
+      ux_get_str(r, body, "path", 0, "", &path) < 0) {
+    json_decref(body);
+    return -1;
+  }
+  int m = -1;
+  for (int i = 0; MODES[i]; i++) if (!strcmp(mode, MODES[i])) m = i;
+  if (strcmp(mode, "off") != 0 && m < 0) {
+    json_decref(body);
+    return ux_reply_error(r, 400, "bad_request", "unknown fault mode");
+  }
+  if (strlen(path) >= sizeof f->armed[0].path) {
+    json_decref(body);
+    return ux_reply_error(r, 400, "bad_request", "path too long");
+  }
+  pthread_mutex_lock(&f->mu);
+  if (m < 0) f->n = 0;
+  else if (f->n < MAX_FAULTS) {
+    fault *a = &f->armed[f->n++];
+    a->mode = (fmode)m;
+    a->count = count;
+    a->ms = ms;
+    a->status = (int)status;
+    snprintf(a->path, sizeof a->path, "%s", path);
+  } else {
+    pthread_mutex_unlock(&f->mu);
+    json_decref(body);
+    return ux_reply_error(r, 409, "too_many_faults", "at most %d faults may be armed", MAX_FAULTS);
+  }
+  pthread_mutex_unlock(&f->mu);
+  json_t *j = json_object();
+  json_object_set_new(j, "armed", json_string(mode));
+  json_object_set_new(j, "count", json_integer(m < 0 ? 0 : count));
+  json_decref(body);
+  return ux_reply_json(r, 200, j);
+}
+
+/* GET /jobs/<id>: the only requests poll404 applies to. */
+static int is_job_poll(const ux_req *r) {
+  return !strcmp(r->method, "GET") && !strncmp(r->path, "/jobs/", 6) &&
+         r->path[6] && !strchr(r->path + 6, '/');
+}
+
+static int fits(const fault *a, const ux_req *r) {
+  if (a->path[0] ? strncmp(r->path, a->path, strlen(a->path)) != 0
+                 : !strcmp(r->path, "/_faults")) return 0;
+  if (a->mode == F_POLL404) return is_job_poll(r);
+  if (a->mode == F_DEFER) return !strcmp(r->method, "POST") && !strcmp(r->path, "/execute");
+  return 1;
+}
+
+int ux_faults_apply(ux_faults *f, ux_req *r) {
+  fault hit;
+  int found = 0;
+  pthread_mutex_lock(&f->mu);
+  for (int i = 0; i < f->n && !found; i++) {
+    if (!fits(&f->armed[i], r)) continue;
+    hit = f->armed[i];
+    found = 1;
+    if (--f->armed[i].count <= 0) {
+      memmove(&f->armed[i], &f->armed[i + 1], (size_t)(f->n - i - 1) * sizeof f->armed[0]);
+      f->n--;
+    }
+  }
+  pthread_mutex_unlock(&f->mu);
+  if (!found) return 0;
+
+  json_t *j;
+  switch (hit.mode) {
+  case F_LATENCY: {
+    struct timespec ts = { hit.ms / 1000, (hit.ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+    return 0;
+  }
+  case F_DEFER:
+    r->defer = 1;
+    return 0;
+  case F_STATUS:
+    j = json_object();
+    json_object_set_new(j, "error", json_string("injected"));
+    ux_reply_json(r, hit.status, j);
+    if (hit.status == 429 || hit.status == 503) r->reply.retry_after = 1;
+    return 1;
+  case F_POLL404:
+    ux_reply_error(r, 404, "not_found", "job not found (injected)");
+    return 1;
+  case F_MALFORMED:
+    r->reply.status = 200;
+    r->reply.raw = strdup("<html>this is not JSON {\"job_id\":");
+    r->reply.raw_len = strlen(r->reply.raw);
+    return 1;
+  case F_DROP:
+    j = json_object();
+    json_object_set_new(j, "error", json_string("injected"));
+    json_object_set_new(j, "message", json_string("this reply is cut short on purpose, "
+                                                  "the connection closes before its end"));
+    ux_reply_json(r, 200, j);
+    r->reply.drop = 1;
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,56 @@
+/*
+** Identifiers. Randomness comes from OpenSSL's RAND_bytes, never rand():
+** job ids are capabilities of sorts (whoever knows one may poll it), and
+** key secrets are generated through the same code path.
+*/
+#include "server/ids.h"
+
+#include <string.h>
+#include <openssl/rand.h>
+
+int ux_random_id(char *out, size_t outlen, const char *prefix, size_t nbytes) {
+  static const char hex[] = "0123456789abcdef";
+  unsigned char raw[64];
+  size_t plen = strlen(prefix);
+  if (nbytes > sizeof raw || plen + 2 * nbytes + 1 > outlen) return -1;
+  if (RAND_bytes(raw, (int)nbytes) != 1) return -1;
+  memcpy(out, prefix, plen);
+  for (size_t i = 0; i < nbytes; i++) {
+    out[plen + 2 * i] = hex[raw[i] >> 4];
+    out[plen + 2 * i + 1] = hex[raw[i] & 15];
+  }
+  out[plen + 2 * nbytes] = '\0';
+  return 0;
+}
+
+static int id_char(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+}
+
+int ux_valid_id(const char *s) {
+  size_t n = 0;
+  if (!s || !*s) return 0;
+  for (; s[n]; n++)
+    if (n >= 128 || !id_char((unsigned char)s[n])) return 0;
+  /* "." and ".." pass the character rule but name directories */
+  return strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+}
+
+int ux_valid_relpath(const char *name) {
+  const char *p = name;
+  size_t n = name ? strlen(name) : 0;
+  if (n == 0 || n > 1024 || name[0] == '/' || name[n - 1] == '/') return 0;
+  while (*p) {
+    const char *end = strchr(p, '/');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == 0) return 0;                          /* "a//b", trailing '/' */
+    if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+      return 0;
+    for (size_t i = 0; i < len; i++)
+      if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f) return 0;
+    p += len;
+    if (*p == '/') p++;
+  }
+  return 1;
+}

@@ -1,0 +1,351 @@
+/*
+** The job pool. One mutex guards the queue and the list of active jobs;
+** one condition wakes workers, another wakes anyone waiting for a job to
+** end (POST /execute's sync wait, session shells, cancels). A job is
+** reference-counted because a waiter may still hold it after the worker
+** has finished and dropped it from the active list.
+*/
+#include "server/jobs.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/b64.h"
+#include "server/fsutil.h"
+#include "server/ids.h"
+#include "server/reply.h"
+
+typedef enum { J_PENDING, J_RUNNING, J_COMPLETED, J_FAILED, J_TIMEOUT, J_CANCELLED } jstate;
+static const char *const STATE[] = {
+  "pending", "running", "completed", "failed", "timeout", "cancelled"
+};
+
+struct ux_job {
+  char id[40];
+  char owner[96];
+  jstate state;
+  long created_at;
+  ux_exec_spec *spec;
+  unsigned long long run_id; /* set while the runner owns the sandbox */
+  int cancel;             /* DELETE /jobs/{id} asked for it */
+  json_t *doc;            /* final document once terminal */
+  int refs;
+  ux_job *qnext;          /* the pending queue */
+  ux_job *anext;          /* all active jobs, newest first */
+};
+
+struct ux_jobs {
+  ux_store *st;
+  pthread_mutex_t mu;
+  pthread_cond_t work, done;
+  ux_job *qhead, *qtail, *active;
+  int queued, running, workers, queue_limit, stopping;
+  pthread_t *threads;
+};
+
+static const char *state_name(jstate s) { return STATE[s]; }
+
+/* {job_id, status, language, created_at, completed_at, error}: the
+** scalar head every job document starts with. */
+static json_t *doc_head(const ux_job *j, jstate s, long completed_at, const char *error) {
+  json_t *d = json_object();
+  json_object_set_new(d, "job_id", json_string(j->id));
+  json_object_set_new(d, "status", json_string(state_name(s)));
+  json_object_set_new(d, "language", json_string(j->spec->language));
+  json_object_set_new(d, "created_at", json_integer(j->created_at));
+  json_object_set_new(d, "completed_at", completed_at ? json_integer(completed_at) : json_null());
+  json_object_set_new(d, "error", error && *error ? ux_json_bytes(error, strlen(error)) : json_null());
+  return d;
+}
+
+static json_t *doc_final(const ux_job *j, jstate s, const char *error, const ux_run_result *res) {
+  json_t *d = doc_head(j, s, ux_now(), error);
+  json_object_set_new(d, "exit_code", json_integer(res->exit_code));
+  json_object_set_new(d, "stdout", ux_json_bytes(res->out ? res->out : "", res->out_len));
+  json_object_set_new(d, "stderr", ux_json_bytes(res->err ? res->err : "", res->err_len));
+  json_object_set_new(d, "stdout_truncated", json_boolean(res->out_truncated));
+  json_object_set_new(d, "stderr_truncated", json_boolean(res->err_truncated));
+  json_object_set_new(d, "execution_time_ms", json_integer(res->elapsed_ms));
+  json_object_set_new(d, "execution_time", json_integer((json_int_t)res->elapsed_ms * 1000));
+  if (j->spec->run.want_artifacts) {                 /* nested values last */
+    json_t *arts = json_array();
+    for (size_t i = 0; i < res->n_artifacts; i++) {
+      json_t *a = json_object();
+      char *b = ux_b64_encode(res->artifacts[i].data, res->artifacts[i].len);
+      json_object_set_new(a, "filename", ux_json_bytes(res->artifacts[i].name,
+                                                       strlen(res->artifacts[i].name)));
+      json_object_set_new(a, "content_base64", json_string(b ? b : ""));
+      free(b);
+      json_array_append_new(arts, a);
+    }
+    json_object_set_new(d, "artifacts", arts);
+  }
+  return d;
+}
+
+static void unref_locked(ux_job *j) {
+  if (--j->refs > 0) return;
+  ux_exec_spec_free(j->spec);
+  json_decref(j->doc);
+  free(j);
+}
+
+static void unlink_active(ux_jobs *js, ux_job *j) {
+  for (ux_job **p = &js->active; *p; p = &(*p)->anext)
+    if (*p == j) { *p = j->anext; return; }
+}
+
+/* Makes j terminal with its final document: stored first, then visible,
+** so a poll never sees a terminal status the store does not have yet. */
+static void finish(ux_jobs *js, ux_job *j, jstate s, json_t *doc) {
+  ux_store_put(js->st, "jobs", j->id, j->owner, state_name(s), doc);
+  pthread_mutex_lock(&js->mu);
+  j->state = s;
+  j->doc = doc;
+  unlink_active(js, j);
+  pthread_cond_broadcast(&js->done);
+  unref_locked(j);                                   /* the active list's ref */
+  pthread_mutex_unlock(&js->mu);
+}
+
+static void run_one(ux_jobs *js, ux_job *j) {
+  char err[256] = "";
+  ux_run_result res;
+  memset(&res, 0, sizeof res);
+  json_t *running = doc_head(j, J_RUNNING, 0, NULL);
+  ux_store_put(js->st, "jobs", j->id, j->owner, "running", running);
+  json_decref(running);
+
+  ux_run *run = ux_run_start(&j->spec->run, err, sizeof err);
+  if (!run) {
+    finish(js, j, J_FAILED, doc_final(j, J_FAILED, err[0] ? err : "sandbox failed to start", &res));
+    return;
+  }
+  pthread_mutex_lock(&js->mu);
+  j->run_id = ux_run_id(run);
+  int cancel_now = j->cancel || js->stopping;
+  pthread_mutex_unlock(&js->mu);
+  if (cancel_now) ux_run_cancel(run);
+
+  ux_run_wait(run, &res);                            /* frees run */
+  pthread_mutex_lock(&js->mu);
+  j->run_id = 0;
+  int user_cancel = j->cancel;
+  pthread_mutex_unlock(&js->mu);
+
+  jstate s = J_COMPLETED;
+  const char *error = NULL;
+  if (res.error[0]) { s = J_FAILED; error = res.error; }
+  else if (res.cancelled || user_cancel) {
+    /* a run killed by the shutdown was not cancelled by its owner */
+    if (user_cancel) s = J_CANCELLED;
+    else { s = J_FAILED; error = "server shutting down"; }
+  } else if (res.timed_out) { s = J_TIMEOUT; error = "execution exceeded its ttl"; }
+  finish(js, j, s, doc_final(j, s, error, &res));
+  ux_run_result_free(&res);
+}
+
+static void *worker(void *arg) {
+  ux_jobs *js = arg;
+  pthread_mutex_lock(&js->mu);
+  for (;;) {
+    while (!js->qhead && !js->stopping) pthread_cond_wait(&js->work, &js->mu);
+    if (!js->qhead) break;                           /* stopping, queue empty */
+    ux_job *j = js->qhead;
+    js->qhead = j->qnext;
+    if (!js->qhead) js->qtail = NULL;
+    js->queued--;
+    js->running++;
+    j->state = J_RUNNING;
+    pthread_mutex_unlock(&js->mu);
+    run_one(js, j);
+    pthread_mutex_lock(&js->mu);
+    js->running--;
+  }
+  pthread_mutex_unlock(&js->mu);
+  return NULL;
+}
+
+ux_jobs *ux_jobs_new(ux_store *st, int workers, int queue) {
+  ux_jobs *js = calloc(1, sizeof *js);
+  if (!js) return NULL;
+  js->st = st;
+  js->workers = workers;
+  js->queue_limit = queue;
+  pthread_mutex_init(&js->mu, NULL);
+  pthread_cond_init(&js->work, NULL);
+  pthread_cond_init(&js->done, NULL);
+  js->threads = calloc((size_t)workers, sizeof *js->threads);
+  for (int i = 0; i < workers; i++)
+    if (pthread_create(&js->threads[i], NULL, worker, js) != 0) {
+      js->workers = i;
+      break;
+    }
+  return js;
+}
+
+int ux_jobs_submit(ux_jobs *js, const char *owner, ux_exec_spec *spec,
+                   ux_job **out, int *active, int *limit) {
+  pthread_mutex_lock(&js->mu);
+  /* capacity counts running and queued together, so two quick submits
+  ** are judged the same whether or not a worker already picked one up */
+  *active = js->queued + js->running;
+  *limit = js->workers + js->queue_limit;
+  if (js->stopping || *active >= *limit) {
+    int rc = js->stopping ? UX_JOBS_STOPPING : UX_JOBS_FULL;
+    pthread_mutex_unlock(&js->mu);
+    return rc;
+  }
+  ux_job *j = calloc(1, sizeof *j);
+  ux_random_id(j->id, sizeof j->id, "job_", 12);
+  snprintf(j->owner, sizeof j->owner, "%s", owner);
+  j->created_at = ux_now();
+  j->spec = spec;
+  j->refs = 2;                                       /* active list + caller */
+  j->anext = js->active;
+  js->active = j;
+  if (js->qtail) js->qtail->qnext = j; else js->qhead = j;
+  js->qtail = j;
+  js->queued++;
+  json_t *d = doc_head(j, J_PENDING, 0, NULL);
+  ux_store_put(js->st, "jobs", j->id, j->owner, "pending", d);
+  json_decref(d);
+  pthread_cond_signal(&js->work);
+  pthread_mutex_unlock(&js->mu);
+  *out = j;
+  return UX_JOBS_OK;
+}
+
+const char *ux_job_id(const ux_job *job) { return job->id; }
+
+json_t *ux_jobs_wait(ux_jobs *js, ux_job *j, long timeout_ms, int *terminal) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  if (timeout_ms > 0) {
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
+  }
+  pthread_mutex_lock(&js->mu);
+  while (!j->doc && timeout_ms != 0) {
+    if (timeout_ms < 0) pthread_cond_wait(&js->done, &js->mu);
+    else if (pthread_cond_timedwait(&js->done, &js->mu, &until) != 0) break;
+  }
+  json_t *d = j->doc ? json_deep_copy(j->doc) : doc_head(j, j->state, 0, NULL);
+  *terminal = j->doc != NULL;
+  pthread_mutex_unlock(&js->mu);
+  return d;
+}
+
+void ux_jobs_release(ux_jobs *js, ux_job *j) {
+  pthread_mutex_lock(&js->mu);
+  unref_locked(j);
+  pthread_mutex_unlock(&js->mu);
+}
+
+static ux_job *find_active(ux_jobs *js, const char *id, const char *owner) {
+  for (ux_job *j = js->active; j; j = j->anext)
+    if (!strcmp(j->id, id) && !strcmp(j->owner, owner)) return j;
+  return NULL;
+}
+
+json_t *ux_jobs_get(ux_jobs *js, const char *id, const char *owner) {
+  pthread_mutex_lock(&js->mu);
+  ux_job *j = find_active(js, id, owner);
+  json_t *d = j ? doc_head(j, j->state, 0, NULL) : NULL;
+  pthread_mutex_unlock(&js->mu);
+  return d ? d : ux_store_get(js->st, "jobs", id, owner);
+}
+
+json_t *ux_jobs_list(ux_jobs *js, const char *owner) {
+  json_t *arr = json_array();
+  pthread_mutex_lock(&js->mu);
+  for (ux_job *j = js->active; j; j = j->anext)      /* newest first: insert at 0 */
+    if (!strcmp(j->owner, owner)) json_array_insert_new(arr, 0, doc_head(j, j->state, 0, NULL));
+  pthread_mutex_unlock(&js->mu);
+  json_t *o = json_object();
+  json_object_set_new(o, "count", json_integer((json_int_t)json_array_size(arr)));
+  json_object_set_new(o, "jobs", arr);
+  return o;
+}
+
+/* Removes a queued job from the queue; 1 if it was there. Locked. */
+static int dequeue(ux_jobs *js, ux_job *j) {
+  ux_job *prev = NULL;
+  for (ux_job *q = js->qhead; q; prev = q, q = q->qnext) {
+    if (q != j) continue;
+    if (prev) prev->qnext = q->qnext; else js->qhead = q->qnext;
+    if (js->qtail == q) js->qtail = prev;
+    js->queued--;
+    return 1;
+  }
+  return 0;
+}
+
+static void finish_unrun(ux_jobs *js, ux_job *j, jstate s, const char *error) {
+  ux_run_result res;
+  memset(&res, 0, sizeof res);
+  res.exit_code = -1;
+  finish(js, j, s, doc_final(j, s, error, &res));
+}
+
+int ux_jobs_cancel(ux_jobs *js, const char *id, const char *owner) {
+  pthread_mutex_lock(&js->mu);
+  ux_job *j = find_active(js, id, owner);
+  if (!j) {
+    pthread_mutex_unlock(&js->mu);
+    json_t *d = ux_store_get(js->st, "jobs", id, owner);
+    json_decref(d);
+    return d ? 1 : -1;
+  }
+  j->refs++;
+  j->cancel = 1;
+  if (dequeue(js, j)) {
+    pthread_mutex_unlock(&js->mu);
+    finish_unrun(js, j, J_CANCELLED, NULL);
+    pthread_mutex_lock(&js->mu);
+  } else if (j->run_id) {
+    ux_run_cancel_id(j->run_id);                     /* safe even if it just ended */
+  }
+  /* answer once the job really is terminal, so the next poll agrees */
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 5;
+  while (!j->doc)
+    if (pthread_cond_timedwait(&js->done, &js->mu, &until) != 0) break;
+  unref_locked(j);
+  pthread_mutex_unlock(&js->mu);
+  return 0;
+}
+
+void ux_jobs_stop(ux_jobs *js) {
+  pthread_mutex_lock(&js->mu);
+  js->stopping = 1;
+  while (js->qhead) {
+    ux_job *j = js->qhead;
+    dequeue(js, j);
+    j->refs++;
+    pthread_mutex_unlock(&js->mu);
+    finish_unrun(js, j, J_FAILED, "server shutting down");
+    pthread_mutex_lock(&js->mu);
+    unref_locked(j);
+  }
+  for (ux_job *j = js->active; j; j = j->anext)
+    if (j->run_id) ux_run_cancel_id(j->run_id);
+  pthread_cond_broadcast(&js->work);
+  pthread_mutex_unlock(&js->mu);
+  for (int i = 0; i < js->workers; i++) pthread_join(js->threads[i], NULL);
+  js->workers = 0;
+}
+
+void ux_jobs_free(ux_jobs *js) {
+  if (!js) return;
+  free(js->threads);
+  pthread_mutex_destroy(&js->mu);
+  pthread_cond_destroy(&js->work);
+  pthread_cond_destroy(&js->done);
+  free(js);
+}

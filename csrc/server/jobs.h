@@ -1,0 +1,46 @@
+/*
+** Jobs: a bounded pool of worker threads running sandbox runs. A job is
+** in memory while pending or running; once terminal its final document
+** is written to the store and memory forgets it, so finished results
+** survive a restart and memory stays bounded by workers + queue.
+*/
+#ifndef UX_JOBS_H
+#define UX_JOBS_H
+
+#include <jansson.h>
+
+#include "server/exec_spec.h"
+#include "server/store.h"
+
+typedef struct ux_jobs ux_jobs;
+typedef struct ux_job ux_job;
+
+enum { UX_JOBS_OK = 0, UX_JOBS_FULL = 1, UX_JOBS_STOPPING = 2 };
+
+ux_jobs *ux_jobs_new(ux_store *st, int workers, int queue);
+
+/* Queues spec (ownership passes to the pool on success). On success *out
+** holds a reference the caller must release; on UX_JOBS_FULL *active and
+** *limit say how busy the pool is. */
+int ux_jobs_submit(ux_jobs *js, const char *owner, ux_exec_spec *spec,
+                   ux_job **out, int *active, int *limit);
+
+/* Waits up to timeout_ms (< 0: until terminal) and returns the job's
+** document: the final one when it finished, else {job_id, status, ...}. */
+json_t *ux_jobs_wait(ux_jobs *js, ux_job *job, long timeout_ms, int *terminal);
+void ux_jobs_release(ux_jobs *js, ux_job *job);
+const char *ux_job_id(const ux_job *job);
+
+/* The document of a job of owner, active or finished; NULL if unknown. */
+json_t *ux_jobs_get(ux_jobs *js, const char *id, const char *owner);
+/* {"jobs":[...],"count":N}: owner's pending and running jobs. */
+json_t *ux_jobs_list(ux_jobs *js, const char *owner);
+
+/* 0 cancelled, 1 already terminal, -1 unknown. */
+int ux_jobs_cancel(ux_jobs *js, const char *id, const char *owner);
+
+/* Refuses new jobs, cancels queued and running ones, joins the workers. */
+void ux_jobs_stop(ux_jobs *js);
+void ux_jobs_free(ux_jobs *js);
+
+#endif

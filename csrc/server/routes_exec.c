@@ -1,0 +1,124 @@
+/*
+** Routes for executing code and managing jobs, plus the small fixed
+** ones: health, key validation, languages.
+*/
+#include <stdio.h>
+#include <string.h>
+
+#include "server/fsutil.h"
+#include "server/jobs.h"
+#include "server/routes.h"
+
+int ux_h_health(ux_req *r, const char *id) {
+  (void)id;
+  json_t *j = json_object();
+  json_object_set_new(j, "status", json_string("ok"));
+  json_object_set_new(j, "version", json_string(UX_VERSION));
+  return ux_reply_json(r, 200, j);
+}
+
+int ux_h_keys_validate(ux_req *r, const char *id) {
+  (void)id;
+  /* reaching a handler means the key authenticated: it is valid */
+  int capacity = r->srv->cfg.workers + r->srv->cfg.queue;
+  json_t *j = json_object();
+  json_object_set_new(j, "valid", json_true());
+  json_object_set_new(j, "public_key", json_string(r->owner));
+  json_object_set_new(j, "tier", json_integer(1));
+  json_object_set_new(j, "status", json_string("active"));
+  json_object_set_new(j, "valid_through_datetime", json_null());
+  json_object_set_new(j, "valid_for_human", json_string("forever (local server)"));
+  json_object_set_new(j, "rate_per_minute", json_integer(6000));
+  json_object_set_new(j, "burst", json_integer(capacity));
+  json_object_set_new(j, "concurrency", json_integer(capacity));
+  return ux_reply_json(r, 200, j);
+}
+
+int ux_h_languages(ux_req *r, const char *id) {
+  (void)id;
+  size_t n = 0;
+  const char *const *names = ux_languages(&n);
+  json_t *arr = json_array();
+  for (size_t i = 0; i < n; i++) json_array_append_new(arr, json_string(names[i]));
+  json_t *j = json_object();
+  json_object_set_new(j, "count", json_integer((json_int_t)n));
+  json_object_set_new(j, "languages", arr);
+  return ux_reply_json(r, 200, j);
+}
+
+ux_job *ux_submit(ux_req *r, ux_exec_spec *spec) {
+  ux_job *job = NULL;
+  int active = 0, limit = 0;
+  int rc = ux_jobs_submit(r->srv->jobs, r->owner, spec, &job, &active, &limit);
+  if (rc == UX_JOBS_OK) return job;
+  ux_exec_spec_free(spec);
+  if (rc == UX_JOBS_STOPPING) {
+    ux_reply_error(r, 503, "shutting_down", "the server is shutting down");
+    r->reply.retry_after = 1;
+    return NULL;
+  }
+  json_t *j = json_object();
+  json_object_set_new(j, "error", json_string("concurrency_limit_reached"));
+  json_object_set_new(j, "message", json_string("too many executions in progress; retry shortly"));
+  json_object_set_new(j, "active_executions", json_integer(active));
+  json_object_set_new(j, "concurrency_limit", json_integer(limit));
+  ux_reply_json(r, 429, j);
+  r->reply.retry_after = 1;
+  return NULL;
+}
+
+/* {"job_id":..,"status":..} for a job not finished yet. */
+static json_t *pending_doc(json_t *doc) {
+  json_t *j = json_object();
+  json_object_set(j, "job_id", json_object_get(doc, "job_id"));
+  json_object_set(j, "status", json_object_get(doc, "status"));
+  return j;
+}
+
+static int execute(ux_req *r, int async) {
+  json_t *body = ux_body_object(r, 0);
+  if (!body) return -1;
+  ux_exec_spec *spec = ux_exec_spec_from_json(r, body, 60);
+  json_decref(body);
+  if (!spec) return -1;
+  ux_job *job = ux_submit(r, spec);
+  if (!job) return -1;
+  int terminal = 0;
+  long wait_ms = (async || r->defer) ? 0 : r->srv->cfg.sync_ms;
+  json_t *doc = ux_jobs_wait(r->srv->jobs, job, wait_ms, &terminal);
+  ux_jobs_release(r->srv->jobs, job);
+  if (terminal) return ux_reply_json(r, 200, doc);
+  json_t *j = pending_doc(doc);
+  json_decref(doc);
+  /* /execute/async promises "pending" (spec §8); /execute tells the truth */
+  if (async) json_object_set_new(j, "status", json_string("pending"));
+  return ux_reply_json(r, async ? 202 : 200, j);
+}
+
+int ux_h_execute(ux_req *r, const char *id) { (void)id; return execute(r, 0); }
+int ux_h_execute_async(ux_req *r, const char *id) { (void)id; return execute(r, 1); }
+
+int ux_h_jobs_list(ux_req *r, const char *id) {
+  (void)id;
+  return ux_reply_json(r, 200, ux_jobs_list(r->srv->jobs, r->owner));
+}
+
+int ux_h_job_get(ux_req *r, const char *id) {
+  json_t *doc = ux_jobs_get(r->srv->jobs, id, r->owner);
+  if (!doc) return ux_reply_error(r, 404, "not_found", "no such job");
+  return ux_reply_json(r, 200, doc);
+}
+
+int ux_h_job_cancel(ux_req *r, const char *id) {
+  int rc = ux_jobs_cancel(r->srv->jobs, id, r->owner);
+  if (rc < 0) return ux_reply_error(r, 404, "not_found", "no such job");
+  if (rc > 0) return ux_reply_error(r, 409, "job_finished", "the job has already finished");
+  json_t *j = json_object();
+  json_object_set_new(j, "job_id", json_string(id));
+  json_object_set_new(j, "status", json_string("cancelled"));
+  return ux_reply_json(r, 200, j);
+}
+
+int ux_workdir(const ux_server *srv, const char *kind, const char *id, char *out, size_t outlen) {
+  return ux_path(out, outlen, "%s/%ss/%s/work", srv->cfg.data, kind, id);
+}

@@ -1,0 +1,218 @@
+/*
+** Services: a persistent work directory like a session, plus a bootstrap
+** script kept running in the background (svc.c). Commands sent to a
+** running service become jobs (202, polled on /jobs/{id}). Bootstraps are
+** restarted when the server starts again.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/fsutil.h"
+#include "server/ids.h"
+#include "server/jobs.h"
+#include "server/routes.h"
+#include "server/store.h"
+#include "server/svc.h"
+
+/* The wire form: live state, scalars first, arrays last; the stored
+** bootstrap script stays private. */
+static json_t *present(ux_server *srv, json_t *doc) {
+  static const char *const KEYS[] = {
+    "id", "service_id", "name", NULL
+  };
+  const char *id = json_string_value(json_object_get(doc, "id"));
+  const char *state = ux_svcs_running(srv->svcs, id) ? "running" : "stopped";
+  json_t *j = json_object();
+  for (int i = 0; KEYS[i]; i++) json_object_set(j, KEYS[i], json_object_get(doc, KEYS[i]));
+  json_object_set_new(j, "state", json_string(state));
+  json_object_set_new(j, "status", json_string(state));
+  json_object_set(j, "container_name", json_object_get(doc, "container_name"));
+  json_object_set(j, "network_mode", json_object_get(doc, "network_mode"));
+  json_object_set(j, "vcpu", json_object_get(doc, "vcpu"));
+  json_object_set(j, "locked", json_object_get(doc, "locked"));
+  json_object_set(j, "created_at", json_object_get(doc, "created_at"));
+  json_object_set(j, "last_activity", json_object_get(doc, "last_activity"));
+  json_object_set(j, "ports", json_object_get(doc, "ports"));
+  json_object_set(j, "domains", json_object_get(doc, "domains"));
+  return j;
+}
+
+/* Checks an optional array whose items all pass ok(); 0 or -1 (400). */
+static int check_array(ux_req *r, json_t *v, const char *key, int ints) {
+  size_t i;
+  json_t *x;
+  if (!v || json_is_null(v)) return 0;
+  if (!json_is_array(v)) return ux_reply_error(r, 400, "bad_request", "field '%s' must be an array", key);
+  json_array_foreach(v, i, x) {
+    if (ints ? !(json_is_integer(x) && json_integer_value(x) >= 1 && json_integer_value(x) <= 65535)
+             : !json_is_string(x))
+      return ux_reply_error(r, 400, "bad_request", "field '%s' has a bad item", key);
+  }
+  return 0;
+}
+
+int ux_h_services_list(ux_req *r, const char *id) {
+  (void)id;
+  json_t *docs = ux_store_list(r->srv->store, "services", r->owner), *doc;
+  json_t *arr = json_array();
+  size_t i;
+  json_array_foreach(docs, i, doc) json_array_append_new(arr, present(r->srv, doc));
+  json_decref(docs);
+  json_t *j = json_object();
+  json_object_set_new(j, "count", json_integer((json_int_t)json_array_size(arr)));
+  json_object_set_new(j, "services", arr);
+  return ux_reply_json(r, 200, j);
+}
+
+int ux_h_service_create(ux_req *r, const char *unused) {
+  (void)unused;
+  const char *name, *boot, *content;
+  long vcpu;
+  int net;
+  char id[64], vm[64], workdir[4200];
+  json_t *body = ux_body_object(r, 0);
+  if (!body) return -1;
+  json_t *ports = json_object_get(body, "ports");
+  json_t *domains = json_object_get(body, "custom_domains");
+  if (ux_get_str(r, body, "name", 0, NULL, &name) < 0 ||
+      ux_get_str(r, body, "bootstrap", 0, NULL, &boot) < 0 ||
+      ux_get_str(r, body, "bootstrap_content", 0, NULL, &content) < 0 ||
+      ux_get_int(r, body, "vcpu", 1, 8, 1, &vcpu) < 0 ||
+      (net = ux_network_mode(r, body, "zerotrust")) < 0 ||
+      check_array(r, ports, "ports", 1) < 0 || check_array(r, domains, "custom_domains", 0) < 0)
+    goto bad;
+  if (name && !ux_valid_id(name)) {
+    ux_reply_error(r, 400, "bad_request", "name may only use A-Z a-z 0-9 . _ -");
+    goto bad;
+  }
+  if (boot && (!strncmp(boot, "http://", 7) || !strncmp(boot, "https://", 8))) {
+    ux_reply_error(r, 400, "bad_request",
+                   "bootstrap URLs are not fetched by unsandboxd; send bootstrap_content");
+    goto bad;
+  }
+  const char *script = content ? content : boot;
+  ux_random_id(id, sizeof id, "unsb-service-", 12);
+  ux_random_id(vm, sizeof vm, "unsb-vm-", 8);
+  if (ux_make_workdir(r, "service", id, json_object_get(body, "input_files"),
+                      workdir, sizeof workdir) < 0)
+    goto bad;
+  long now = ux_now();
+  json_t *doc = json_object();
+  json_object_set_new(doc, "id", json_string(id));
+  json_object_set_new(doc, "service_id", json_string(id));
+  json_object_set_new(doc, "name", json_string(name ? name : id));
+  json_object_set_new(doc, "container_name", json_string(vm));
+  json_object_set_new(doc, "network_mode", json_string(net ? "semitrusted" : "zerotrust"));
+  json_object_set_new(doc, "vcpu", json_integer(vcpu));
+  json_object_set_new(doc, "locked", json_false());
+  json_object_set_new(doc, "created_at", json_integer(now));
+  json_object_set_new(doc, "last_activity", json_integer(now));
+  json_object_set_new(doc, "bootstrap", script ? json_string(script) : json_null());
+  json_object_set_new(doc, "ports", ports ? json_deep_copy(ports) : json_array());
+  json_object_set_new(doc, "domains", domains ? json_deep_copy(domains) : json_array());
+  json_decref(body);                                 /* script dangles from here on */
+  if (ux_store_put(r->srv->store, "services", id, r->owner, "created", doc) < 0 ||
+      ux_svcs_start(r->srv->svcs, id, json_string_value(json_object_get(doc, "bootstrap")),
+                    workdir, net, (int)vcpu) < 0) {
+    json_decref(doc);
+    return ux_reply_error(r, 500, "internal_error", "cannot start the service");
+  }
+  ux_reply_json(r, 201, present(r->srv, doc));
+  json_decref(doc);
+  return 0;
+bad:
+  json_decref(body);
+  return -1;
+}
+
+int ux_h_service_get(ux_req *r, const char *id) {
+  json_t *doc = ux_store_get(r->srv->store, "services", id, r->owner);
+  if (!doc) return ux_reply_error(r, 404, "not_found", "no such service");
+  ux_reply_json(r, 200, present(r->srv, doc));
+  json_decref(doc);
+  return 0;
+}
+
+int ux_h_service_delete(ux_req *r, const char *id) {
+  char dir[4200];
+  json_t *doc = ux_store_get(r->srv->store, "services", id, r->owner);
+  if (!doc) return ux_reply_error(r, 404, "not_found", "no such service");
+  json_decref(doc);
+  ux_svcs_stop(r->srv->svcs, id);
+  ux_store_delete(r->srv->store, "services", id, r->owner);
+  if (ux_path(dir, sizeof dir, "%s/services/%s", r->srv->cfg.data, id) == 0) ux_rm_rf(dir);
+  json_t *j = json_object();
+  json_object_set_new(j, "service_id", json_string(id));
+  json_object_set_new(j, "status", json_string("deleted"));
+  return ux_reply_json(r, 200, j);
+}
+
+int ux_h_service_execute(ux_req *r, const char *id) {
+  const char *command;
+  long timeout;
+  char workdir[4200];
+  json_t *doc = ux_store_get(r->srv->store, "services", id, r->owner);
+  if (!doc) return ux_reply_error(r, 404, "not_found", "no such service");
+  json_t *body = ux_body_object(r, 0);
+  ux_exec_spec *spec = NULL;
+  if (!body || ux_get_str(r, body, "command", 1, NULL, &command) < 0 ||
+      ux_get_int(r, body, "timeout", 1, 900000, 30000, &timeout) < 0)
+    goto out;
+  if (!ux_svcs_running(r->srv->svcs, id)) {
+    ux_reply_error(r, 409, "service_not_running", "the service is not running");
+    goto out;
+  }
+  ux_workdir(r->srv, "service", id, workdir, sizeof workdir);
+  int net = !strcmp(json_string_value(json_object_get(doc, "network_mode")), "semitrusted");
+  int vcpu = (int)json_integer_value(json_object_get(doc, "vcpu"));
+  spec = ux_exec_spec_command(command, workdir, net, vcpu, (int)((timeout + 999) / 1000));
+  if (!spec || ux_exec_spec_files(r, spec, json_object_get(body, "input_files")) < 0) {
+    if (!r->reply.status) ux_reply_error(r, 500, "internal_error", "out of memory");
+    ux_exec_spec_free(spec);
+    goto out;
+  }
+  spec->run.files = spec->files;
+  ux_job *job = ux_submit(r, spec);
+  if (job) {
+    json_t *j = json_object();
+    json_object_set_new(j, "job_id", json_string(ux_job_id(job)));
+    json_object_set_new(j, "status", json_string("pending"));
+    ux_jobs_release(r->srv->jobs, job);
+    ux_reply_json(r, 202, j);
+  }
+out:
+  json_decref(body);
+  json_decref(doc);
+  return 0;
+}
+
+int ux_h_service_logs(ux_req *r, const char *id) {
+  size_t len = 0;
+  json_t *doc = ux_store_get(r->srv->store, "services", id, r->owner);
+  if (!doc) return ux_reply_error(r, 404, "not_found", "no such service");
+  json_decref(doc);
+  char *log = ux_svcs_log(r->srv->svcs, id, &len);
+  json_t *j = json_object();
+  json_object_set_new(j, "log", ux_json_bytes(log ? log : "", len));
+  free(log);
+  return ux_reply_json(r, 200, j);
+}
+
+int ux_h_service_snapshot(ux_req *r, const char *id) {
+  return ux_snapshot_take(r, "service", id);
+}
+
+void ux_services_resume(ux_server *srv) {
+  json_t *docs = ux_store_list(srv->store, "services", NULL), *doc;
+  size_t i;
+  char workdir[4200];
+  json_array_foreach(docs, i, doc) {
+    const char *id = json_string_value(json_object_get(doc, "id"));
+    if (!id || ux_workdir(srv, "service", id, workdir, sizeof workdir) < 0) continue;
+    int net = !strcmp(json_string_value(json_object_get(doc, "network_mode")), "semitrusted");
+    ux_svcs_start(srv->svcs, id, json_string_value(json_object_get(doc, "bootstrap")), workdir,
+                  net, (int)json_integer_value(json_object_get(doc, "vcpu")));
+  }
+  json_decref(docs);
+}

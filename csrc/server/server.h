@@ -1,0 +1,39 @@
+/*
+** unsandboxd: a faithful local emulation of the unsandbox execution API.
+** This header holds what every part of the server shares: the parsed
+** command line and the one server context passed to every handler, so
+** no part keeps its own process-global state (the signal flag and the
+** fault table are the only exceptions, each explained where it lives).
+*/
+#ifndef UX_SERVER_H
+#define UX_SERVER_H
+
+#include <stddef.h>
+
+#define UX_VERSION "0.1.0"
+
+typedef struct ux_store ux_store;
+typedef struct ux_jobs ux_jobs;
+typedef struct ux_svcs ux_svcs;
+typedef struct ux_faults ux_faults;
+
+typedef struct ux_config {
+  const char *listen;     /* "HOST:PORT", "[V6]:PORT" */
+  char data[4096];        /* absolute data directory */
+  int dev_keys;
+  long sync_ms;           /* how long POST /execute waits for the result */
+  int workers;
+  int queue;
+  size_t max_body;
+  int enable_faults;
+} ux_config;
+
+typedef struct ux_server {
+  ux_config cfg;
+  ux_store *store;
+  ux_jobs *jobs;
+  ux_svcs *svcs;
+  ux_faults *faults;      /* NULL unless --enable-faults */
+} ux_server;
+
+#endif

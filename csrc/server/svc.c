@@ -1,0 +1,174 @@
+/*
+** Service bootstraps. The registry is a list behind one mutex; each entry
+** with a bootstrap has its own thread blocked in ux_run_wait. Stopping an
+** entry cancels its run and joins its thread outside the lock, so other
+** services stay usable while one is being torn down.
+*/
+#include "server/svc.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/exec_spec.h"
+#include "server/fsutil.h"
+
+typedef struct entry {
+  char id[128];
+  char log_path[4200];
+  ux_exec_spec *spec;     /* NULL: no bootstrap */
+  unsigned long long run_id;
+  int running, stopping, has_thread;
+  char tail[512];         /* the runner's own error, if it could not run */
+  pthread_t thread;
+  struct ux_svcs *owner;
+  struct entry *next;
+} entry;
+
+struct ux_svcs {
+  pthread_mutex_t mu;
+  entry *list;
+};
+
+ux_svcs *ux_svcs_new(void) {
+  ux_svcs *s = calloc(1, sizeof *s);
+  if (s) pthread_mutex_init(&s->mu, NULL);
+  return s;
+}
+
+static void *bootstrap_thread(void *arg) {
+  entry *e = arg;
+  ux_svcs *s = e->owner;
+  char err[256] = "";
+  ux_run_result res;
+  memset(&res, 0, sizeof res);
+  ux_run *run = ux_run_start(&e->spec->run, err, sizeof err);
+  pthread_mutex_lock(&s->mu);
+  e->run_id = run ? ux_run_id(run) : 0;
+  if (!run) {
+    snprintf(e->tail, sizeof e->tail, "bootstrap could not start: %s\n", err);
+    e->running = 0;
+  }
+  int stop_now = e->stopping;
+  pthread_mutex_unlock(&s->mu);
+  if (!run) return NULL;
+  if (stop_now) ux_run_cancel(run);
+  ux_run_wait(run, &res);
+  pthread_mutex_lock(&s->mu);
+  e->run_id = 0;
+  e->running = 0;
+  if (res.error[0]) snprintf(e->tail, sizeof e->tail, "bootstrap failed: %s\n", res.error);
+  pthread_mutex_unlock(&s->mu);
+  ux_run_result_free(&res);
+  return NULL;
+}
+
+int ux_svcs_start(ux_svcs *s, const char *id, const char *bootstrap,
+                  const char *workdir, int network, int vcpu) {
+  entry *e = calloc(1, sizeof *e);
+  if (!e) return -1;
+  snprintf(e->id, sizeof e->id, "%s", id);
+  if (ux_path(e->log_path, sizeof e->log_path, "%s/%s", workdir, UX_SVC_LOG) < 0) {
+    free(e);
+    return -1;
+  }
+  e->owner = s;
+  e->running = 1;
+  if (bootstrap && *bootstrap) {
+    /* the script's own output goes to the log file in its work directory,
+    ** where it can be read while the service runs */
+    size_t n = strlen(bootstrap) + 64;
+    char *code = malloc(n);
+    snprintf(code, n, "exec >>%s 2>&1\n%s\n", UX_SVC_LOG, bootstrap);
+    e->spec = ux_exec_spec_command(code, workdir, network, vcpu, 0);
+    free(code);
+    if (!e->spec) { free(e); return -1; }
+    e->spec->run.output_cap = UX_SVC_LOG_CAP;
+  }
+  pthread_mutex_lock(&s->mu);
+  e->next = s->list;
+  s->list = e;
+  if (e->spec) {
+    if (pthread_create(&e->thread, NULL, bootstrap_thread, e) == 0) e->has_thread = 1;
+    else { e->running = 0; snprintf(e->tail, sizeof e->tail, "cannot start bootstrap thread\n"); }
+  }
+  pthread_mutex_unlock(&s->mu);
+  return 0;
+}
+
+static entry *find(ux_svcs *s, const char *id) {
+  for (entry *e = s->list; e; e = e->next)
+    if (!strcmp(e->id, id)) return e;
+  return NULL;
+}
+
+int ux_svcs_running(ux_svcs *s, const char *id) {
+  pthread_mutex_lock(&s->mu);
+  entry *e = find(s, id);
+  int r = e && e->running;
+  pthread_mutex_unlock(&s->mu);
+  return r;
+}
+
+char *ux_svcs_log(ux_svcs *s, const char *id, size_t *len) {
+  char path[4200] = "", tail[512] = "";
+  pthread_mutex_lock(&s->mu);
+  entry *e = find(s, id);
+  if (e) {
+    snprintf(path, sizeof path, "%s", e->log_path);
+    snprintf(tail, sizeof tail, "%s", e->tail);
+  }
+  pthread_mutex_unlock(&s->mu);
+  char *log = ux_read_tail(path, UX_SVC_LOG_CAP, len);
+  if (log && tail[0]) {
+    size_t t = strlen(tail);
+    char *both = realloc(log, *len + t + 1);
+    if (both) { memcpy(both + *len, tail, t + 1); *len += t; log = both; }
+  }
+  return log;
+}
+
+static void stop_entry(ux_svcs *s, entry *e) {
+  pthread_mutex_lock(&s->mu);
+  e->stopping = 1;
+  if (e->run_id) ux_run_cancel_id(e->run_id);
+  pthread_mutex_unlock(&s->mu);
+  if (e->has_thread) pthread_join(e->thread, NULL);
+  ux_exec_spec_free(e->spec);
+  free(e);
+}
+
+void ux_svcs_stop(ux_svcs *s, const char *id) {
+  pthread_mutex_lock(&s->mu);
+  entry *e = NULL;
+  for (entry **p = &s->list; *p; p = &(*p)->next)
+    if (!strcmp((*p)->id, id)) { e = *p; *p = e->next; break; }
+  pthread_mutex_unlock(&s->mu);
+  if (e) stop_entry(s, e);
+}
+
+void ux_svcs_stop_all(ux_svcs *s) {
+  pthread_mutex_lock(&s->mu);
+  entry *all = s->list;
+  s->list = NULL;
+  /* cancel every run first so they die in parallel, then join */
+  for (entry *e = all; e; e = e->next) {
+    e->stopping = 1;
+    if (e->run_id) ux_run_cancel_id(e->run_id);
+  }
+  pthread_mutex_unlock(&s->mu);
+  while (all) {
+    entry *next = all->next;
+    if (all->has_thread) pthread_join(all->thread, NULL);
+    ux_exec_spec_free(all->spec);
+    free(all);
+    all = next;
+  }
+}
+
+void ux_svcs_free(ux_svcs *s) {
+  if (!s) return;
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+}

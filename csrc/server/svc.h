@@ -1,0 +1,33 @@
+/*
+** Running services: each service's bootstrap is one long sandbox run
+** (no ttl) on a background thread. A service is "running" while its
+** bootstrap runs, or always when it has none; "stopped" once the
+** bootstrap has exited. The bootstrap's output goes to a log file in the
+** service's work directory, so logs can be read while it still runs.
+*/
+#ifndef UX_SVC_H
+#define UX_SVC_H
+
+#include <stddef.h>
+
+typedef struct ux_svcs ux_svcs;
+
+#define UX_SVC_LOG ".unsandbox-service.log"
+#define UX_SVC_LOG_CAP (64 * 1024)
+
+ux_svcs *ux_svcs_new(void);
+
+/* Starts service id (bootstrap NULL or "" = none) in workdir. 0 or -1. */
+int ux_svcs_start(ux_svcs *s, const char *id, const char *bootstrap,
+                  const char *workdir, int network, int vcpu);
+/* 1 running, 0 stopped or unknown. */
+int ux_svcs_running(ux_svcs *s, const char *id);
+/* The bootstrap's output so far (the last UX_SVC_LOG_CAP bytes): malloc'd. */
+char *ux_svcs_log(ux_svcs *s, const char *id, size_t *len);
+/* Kills the bootstrap and forgets the service. */
+void ux_svcs_stop(ux_svcs *s, const char *id);
+/* Kills every bootstrap and joins every thread (shutdown). */
+void ux_svcs_stop_all(ux_svcs *s);
+void ux_svcs_free(ux_svcs *s);
+
+#endif

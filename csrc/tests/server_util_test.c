@@ -1,0 +1,85 @@
+/*
+** Unit tests of unsandboxd's pure helpers: base64, id and file-name
+** checks, UTF-8 repair of program output.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/b64.h"
+#include "server/ids.h"
+#include "server/reply.h"
+#include "tests/tap.h"
+
+static void test_b64(void) {
+  const char *plain[] = { "", "f", "fo", "foo", "foob", "fooba", "foobar" };
+  const char *coded[] = { "", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy" };
+  for (int i = 0; i < 7; i++) {
+    char *e = ux_b64_encode((const unsigned char *)plain[i], strlen(plain[i]));
+    is_str(e, coded[i], "b64 encode '%s'", plain[i]);
+    size_t n = 0;
+    unsigned char *d = ux_b64_decode(coded[i], strlen(coded[i]), &n);
+    ok(d && n == strlen(plain[i]) && memcmp(d, plain[i], n) == 0, "b64 decode '%s'", coded[i]);
+    free(e);
+    free(d);
+  }
+  size_t n;
+  unsigned char *d = ux_b64_decode("Zm9vYg", 6, &n);
+  ok(d && n == 4, "b64 padding is optional");
+  free(d);
+  ok(ux_b64_decode("Zm9v!", 5, &n) == NULL, "b64 rejects stray characters");
+  ok(ux_b64_decode("Z", 1, &n) == NULL, "b64 rejects an impossible length");
+  ok(ux_b64_decode("Zm 9v", 5, &n) == NULL, "b64 rejects whitespace");
+}
+
+static void test_ids(void) {
+  ok(ux_valid_id("job_0123abcd"), "plain id is valid");
+  ok(ux_valid_id("unsb-session-1.x"), "dots and dashes are valid");
+  ok(!ux_valid_id(""), "empty id is invalid");
+  ok(!ux_valid_id("."), "'.' is invalid");
+  ok(!ux_valid_id(".."), "'..' is invalid");
+  ok(!ux_valid_id("a/b"), "slash is invalid");
+  ok(!ux_valid_id("a%2Fb"), "percent is invalid");
+  char big[200];
+  memset(big, 'a', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  ok(!ux_valid_id(big), "ids over 128 bytes are invalid");
+  char id[64];
+  ok(ux_random_id(id, sizeof id, "job_", 12) == 0 && strlen(id) == 28 &&
+     strspn(id + 4, "0123456789abcdef") == 24, "job ids are job_ + 24 hex");
+}
+
+static void test_relpath(void) {
+  ok(ux_valid_relpath("a.txt"), "simple name");
+  ok(ux_valid_relpath("dir/sub/a.txt"), "nested name");
+  ok(!ux_valid_relpath("/etc/passwd"), "absolute path");
+  ok(!ux_valid_relpath("../x"), "leading ..");
+  ok(!ux_valid_relpath("a/../../x"), "inner ..");
+  ok(!ux_valid_relpath("a//b"), "empty component");
+  ok(!ux_valid_relpath("a/"), "trailing slash");
+  ok(!ux_valid_relpath("./a"), "'.' component");
+  ok(!ux_valid_relpath("a\nb"), "control character");
+  ok(!ux_valid_relpath(""), "empty name");
+}
+
+static void test_utf8(void) {
+  json_t *j = ux_json_bytes("ok \xc3\xa9", 5);
+  is_str(json_string_value(j), "ok \xc3\xa9", "valid UTF-8 is kept");
+  json_decref(j);
+  j = ux_json_bytes("a\xff" "b\xc3", 4);
+  is_str(json_string_value(j), "a\xef\xbf\xbd" "b\xef\xbf\xbd", "invalid bytes become U+FFFD");
+  json_decref(j);
+  j = ux_json_bytes("a\0b", 3);
+  ok(json_string_length(j) == 3, "NUL bytes survive");
+  json_decref(j);
+  j = ux_json_bytes("\xed\xa0\x80", 3);
+  is_str(json_string_value(j), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", "surrogates are invalid");
+  json_decref(j);
+}
+
+int main(void) {
+  test_b64();
+  test_ids();
+  test_relpath();
+  test_utf8();
+  return tap_done();
+}
