@@ -45,8 +45,8 @@ $(UNLUA): $(HOST_OBJ) $(CORE_OBJ) $(BIND_OBJ)
 	@mkdir -p bin
 	$(CC) -Wl,-E -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
 
-# the server shares the signing and base64 code with the client core
-SERVER_CORE := build/core/sign.o build/core/base64.o
+# the server shares signing, base64 and the id rule with the client core
+SERVER_CORE := build/core/sign.o build/core/base64.o build/core/ids.o
 
 $(UNSANDBOXD): $(SERVER_OBJ) $(SERVER_CORE)
 	@mkdir -p bin

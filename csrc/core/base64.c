@@ -2,14 +2,14 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 #include <openssl/evp.h>
 
 char *unsb_base64_encode(const unsigned char *in, size_t len, size_t *out_len) {
   char *out;
-  size_t n = 4 * ((len + 2) / 3);
   int written;
   if (len > (size_t)INT_MAX / 4 * 3 - 3) return NULL;
-  out = malloc(n + 1);
+  out = malloc(4 * ((len + 2) / 3) + 1);
   if (!out) return NULL;
   written = EVP_EncodeBlock((unsigned char *)out, in, (int)len);
   if (written < 0) { free(out); return NULL; }
@@ -17,24 +17,32 @@ char *unsb_base64_encode(const unsigned char *in, size_t len, size_t *out_len) {
   return out;
 }
 
+static int b64_char(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+         c == '+' || c == '/';
+}
+
 unsigned char *unsb_base64_decode(const char *in, size_t len, size_t *out_len) {
+  size_t data = len, pad;
+  char *padded;
   unsigned char *out;
-  size_t pad = 0;
   int n;
-  if (len % 4 != 0 || len > (size_t)INT_MAX) return NULL;
-  /* EVP_DecodeBlock keeps the padding bytes as zeros; count them to trim,
-  ** and reject '=' anywhere but the last two places. */
-  for (size_t i = 0; i < len; i++)
-    if (in[i] == '=' && i < len - 2) return NULL;
-  if (len >= 1 && in[len - 1] == '=') pad++;
-  if (len >= 2 && in[len - 2] == '=') {
-    if (pad == 0) return NULL;
-    pad++;
-  }
-  out = malloc(len / 4 * 3 + 1);
-  if (!out) return NULL;
-  n = EVP_DecodeBlock(out, (const unsigned char *)in, (int)len);
-  if (n < 0 || (size_t)n < pad) { free(out); return NULL; }
+  if (len > (size_t)INT_MAX - 4) return NULL;
+  /* up to two '=' at the very end; every other byte from the alphabet
+  ** (EVP_DecodeBlock alone would skip whitespace and accept '=' inside) */
+  while (data > 0 && len - data < 2 && in[data - 1] == '=') data--;
+  for (size_t i = 0; i < data; i++)
+    if (!b64_char((unsigned char)in[i])) return NULL;
+  if (data % 4 == 1 || (len != data && len % 4 != 0)) return NULL;
+  pad = (4 - data % 4) % 4;            /* padding is optional on input */
+  if (!(padded = malloc(data + pad + 1))) return NULL;
+  memcpy(padded, in, data);
+  memset(padded + data, '=', pad);
+  out = malloc((data + pad) / 4 * 3 + 1);
+  n = out ? EVP_DecodeBlock(out, (unsigned char *)padded, (int)(data + pad)) : -1;
+  free(padded);
+  if (n < 0) { free(out); return NULL; }
+  /* EVP_DecodeBlock counts the padding as zero bytes; drop them */
   if (out_len) *out_len = (size_t)n - pad;
   return out;
 }

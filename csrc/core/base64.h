@@ -10,8 +10,9 @@
 /* Returns a malloc'd NUL-terminated encoding and its length, or NULL. */
 char *unsb_base64_encode(const unsigned char *in, size_t len, size_t *out_len);
 
-/* Returns malloc'd bytes, or NULL for invalid input (bad characters, bad
-** length or padding). Whitespace is not accepted. */
+/* Returns malloc'd bytes, or NULL for invalid input (a character outside
+** the alphabet, whitespace, '=' anywhere but the last two places, an
+** impossible length). Padding is optional. */
 unsigned char *unsb_base64_decode(const char *in, size_t len, size_t *out_len);
 
 #endif

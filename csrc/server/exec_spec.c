@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/b64.h"
+#include "core/base64.h"
 #include "server/ids.h"
 
 #define MAX_ENV 256
@@ -89,7 +89,7 @@ int ux_exec_spec_files(ux_req *r, ux_exec_spec *s, json_t *files) {
     if (!ux_valid_relpath(json_string_value(name)))
       return ux_reply_error(r, 400, "bad_request", "input_files[%zu]: bad file name", i);
     ux_file *uf = &s->files[s->run.n_files];
-    uf->data = ux_b64_decode(json_string_value(content), json_string_length(content), &uf->len);
+    uf->data = unsb_base64_decode(json_string_value(content), json_string_length(content), &uf->len);
     if (!uf->data)
       return ux_reply_error(r, 400, "bad_request",
                             "input_files[%zu]: content is not valid base64", i);

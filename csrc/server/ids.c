@@ -5,6 +5,8 @@
 */
 #include "server/ids.h"
 
+#include "core/ids.h"
+
 #include <string.h>
 #include <openssl/rand.h>
 
@@ -23,18 +25,9 @@ int ux_random_id(char *out, size_t outlen, const char *prefix, size_t nbytes) {
   return 0;
 }
 
-static int id_char(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-}
-
 int ux_valid_id(const char *s) {
-  size_t n = 0;
-  if (!s || !*s) return 0;
-  for (; s[n]; n++)
-    if (n >= 128 || !id_char((unsigned char)s[n])) return 0;
-  /* "." and ".." pass the character rule but name directories */
-  return strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+  /* the client's rule exactly: one function for both sides */
+  return s && unsb_valid_id(s, strlen(s));
 }
 
 int ux_valid_relpath(const char *name) {

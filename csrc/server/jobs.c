@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "server/b64.h"
+#include "core/base64.h"
 #include "server/fsutil.h"
 #include "server/ids.h"
 #include "server/reply.h"
@@ -74,7 +74,7 @@ static json_t *doc_final(const ux_job *j, jstate s, const char *error, const ux_
     json_t *arts = json_array();
     for (size_t i = 0; i < res->n_artifacts; i++) {
       json_t *a = json_object();
-      char *b = ux_b64_encode(res->artifacts[i].data, res->artifacts[i].len);
+      char *b = unsb_base64_encode(res->artifacts[i].data, res->artifacts[i].len, NULL);
       json_object_set_new(a, "filename", ux_json_bytes(res->artifacts[i].name,
                                                        strlen(res->artifacts[i].name)));
       json_object_set_new(a, "content_base64", json_string(b ? b : ""));

@@ -1,35 +1,13 @@
 /*
-** Unit tests of unsandboxd's pure helpers: base64, id and file-name
+** Unit tests of unsandboxd's pure helpers: id and file-name
 ** checks, UTF-8 repair of program output.
 */
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/b64.h"
 #include "server/ids.h"
 #include "server/reply.h"
 #include "tests/tap.h"
-
-static void test_b64(void) {
-  const char *plain[] = { "", "f", "fo", "foo", "foob", "fooba", "foobar" };
-  const char *coded[] = { "", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy" };
-  for (int i = 0; i < 7; i++) {
-    char *e = ux_b64_encode((const unsigned char *)plain[i], strlen(plain[i]));
-    is_str(e, coded[i], "b64 encode '%s'", plain[i]);
-    size_t n = 0;
-    unsigned char *d = ux_b64_decode(coded[i], strlen(coded[i]), &n);
-    ok(d && n == strlen(plain[i]) && memcmp(d, plain[i], n) == 0, "b64 decode '%s'", coded[i]);
-    free(e);
-    free(d);
-  }
-  size_t n;
-  unsigned char *d = ux_b64_decode("Zm9vYg", 6, &n);
-  ok(d && n == 4, "b64 padding is optional");
-  free(d);
-  ok(ux_b64_decode("Zm9v!", 5, &n) == NULL, "b64 rejects stray characters");
-  ok(ux_b64_decode("Z", 1, &n) == NULL, "b64 rejects an impossible length");
-  ok(ux_b64_decode("Zm 9v", 5, &n) == NULL, "b64 rejects whitespace");
-}
 
 static void test_ids(void) {
   ok(ux_valid_id("job_0123abcd"), "plain id is valid");
@@ -77,7 +55,6 @@ static void test_utf8(void) {
 }
 
 int main(void) {
-  test_b64();
   test_ids();
   test_relpath();
   test_utf8();
