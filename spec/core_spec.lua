@@ -2,30 +2,13 @@
 -- files and credential lookup. No network, no server.
 local cjson = require "cjson"
 local core = require "unsandbox.core"
+local fs = require "spec.helpers.fs"
+local read, write, rm_rf = fs.read, fs.write, fs.rm_rf
+local function tmpdir() return fs.tmpdir("unsb-core") end
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
 
-local function tmpdir()
-  local p = io.popen("mktemp -d /tmp/unsb-core.XXXXXX")
-  local d = p:read("l")
-  p:close()
-  return d
-end
 
-local function rm_rf(dir)
-  if dir and dir:match("^/tmp/unsb%-core%.") then os.execute("rm -rf '" .. dir .. "'") end
-end
 
 -- Runs f and returns the error message it raised.
 local function raised(f, ...)

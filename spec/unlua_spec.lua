@@ -1,7 +1,9 @@
 -- bin/unlua as a process: the stock-lua conventions (options, arg, exit
 -- statuses, messages), the built-in modules, `--local` (a private
 -- unsandboxd that must never outlive unlua), and the embedding example.
-local helper = require "helpers.unsandboxd"
+local helper = require "spec.helpers.unsandboxd"
+local fs = require "spec.helpers.fs"
+local read, write = fs.read, fs.write
 
 local q = helper.sh_quote
 -- absolute, so that tests may run commands from other directories
@@ -11,20 +13,7 @@ local EMBED = ROOT .. "/examples/embed/embed_demo"
 
 local tmp  -- a fresh directory per test
 
-local function write(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-  return path
-end
 
-local function read(path)
-  local f = io.open(path)
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
 -- Runs a shell command line; returns its stdout+stderr and exit status.
 local function sh(cmdline)

@@ -1,25 +1,11 @@
 -- #unit specs of the public module: everything that needs no server.
 local cjson = require "cjson"
+local fs = require "spec.helpers.fs"
+local read, write = fs.read, fs.write
+local function tmpdir() return fs.tmpdir("unsb-unit") end
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
 
-local function tmpdir()
-  local p = io.popen("mktemp -d /tmp/unsb-unit.XXXXXX")
-  local d = p:read("l")
-  p:close()
-  return d
-end
 
 -- Fake HOME for a spec: os.getenv is wrapped, the module reloaded.
 local real_getenv = os.getenv

@@ -7,6 +7,8 @@ local server = require "spec.helpers.unsandboxd"
 local core = require "unsandbox.core"
 local json = require "cjson"
 local socket = require "socket"
+local fs = require "spec.helpers.fs"
+local read, alive = fs.read, fs.alive
 
 local q = server.sh_quote
 
@@ -81,13 +83,6 @@ local function wait_job(c, id, seconds)
   return doc
 end
 
-local function read(path)
-  local f = io.open(path)
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
 local function mode_of(path)
   local p = io.popen("stat -c %a " .. q(path) .. " 2>/dev/null")
@@ -96,10 +91,6 @@ local function mode_of(path)
   return m
 end
 
-local function alive(pid)
-  local st = read("/proc/" .. pid .. "/status")
-  return st ~= nil and not st:match("\nState:%s*Z")
-end
 
 -- pids of processes whose parent is ppid, or whose cmdline contains marker
 local function leftovers(ppid, marker)

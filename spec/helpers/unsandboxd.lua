@@ -6,26 +6,9 @@ local M = {}
 local ROOT = os.getenv("UNSANDBOX_ROOT") or "."
 M.bin = ROOT .. "/bin/unsandboxd"
 
-local function sh_quote(s)
-  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-M.sh_quote = sh_quote
-
-function M.tmpdir(prefix)
-  local p = io.popen("mktemp -d /tmp/" .. (prefix or "unsb") .. ".XXXXXX")
-  local dir = p:read("l")
-  p:close()
-  return dir
-end
-
-function M.rm_rf(dir)
-  if dir and dir:match("^/tmp/") then os.execute("rm -rf " .. sh_quote(dir)) end
-end
-
-local function alive(pid)
-  return os.execute("kill -0 " .. pid .. " 2>/dev/null") == true
-end
-M.alive = alive
+local fs = require "spec.helpers.fs"
+local sh_quote, alive = fs.quote, fs.alive
+M.sh_quote, M.tmpdir, M.rm_rf, M.alive = fs.quote, fs.tmpdir, fs.rm_rf, fs.alive
 
 -- Starts unsandboxd. opts.args: extra command-line arguments (list);
 -- opts.data: reuse a data directory (restart tests). Returns a server
