@@ -54,13 +54,21 @@ end
 -- Execution and jobs
 ------------------------------------------------------------------------
 
+-- The arguments of execute_code and execute_async, checked. Returns the
+-- options table and the request body, or the options, nil and an Error
+-- when an input file cannot be read.
+local function execute_args(fname, language, code, opts)
+  check.nonempty(fname, "language", language)
+  check.type(fname, "code", code, "string")
+  opts = check.type(fname, "opts", opts, "table", true) or {}
+  return opts, execute.body(fname, language, code, opts)
+end
+
 --- Runs code and returns its result once finished (polling when the
 -- service answers with a pending job).
 function Client:execute_code(language, code, opts)
-  check.nonempty("execute_code", "language", language)
-  check.type("execute_code", "code", code, "string")
-  opts = check.type("execute_code", "opts", opts, "table", true) or {}
-  local body, err = execute.body("execute_code", language, code, opts)
+  local body, err
+  opts, body, err = execute_args("execute_code", language, code, opts)
   if not body then return nil, err end
   local started = core.monotonic_ms()
   local ttl = body.ttl or 60
@@ -78,10 +86,8 @@ end
 
 --- Submits code as a job and returns its id (and the request id).
 function Client:execute_async(language, code, opts)
-  check.nonempty("execute_async", "language", language)
-  check.type("execute_async", "code", code, "string")
-  opts = check.type("execute_async", "opts", opts, "table", true) or {}
-  local body, err = execute.body("execute_async", language, code, opts)
+  local body, err
+  opts, body, err = execute_args("execute_async", language, code, opts)
   if not body then return nil, err end
   local doc, rid = api.call(self, "POST", "/execute/async", body, { timeout = opts.timeout })
   if not doc then return nil, rid end
