@@ -1,0 +1,72 @@
+-- #integration: every example runs against a real unsandboxd, and
+-- `make demo` (the README's first command) works end to end.
+local server = require "spec.helpers.unsandboxd"
+local proc = require "spec.helpers.proc"
+local fs = require "spec.helpers.fs"
+
+describe("examples #integration", function()
+  local srv, env, home
+
+  setup(function()
+    srv = server.start()
+    home = fs.tmpdir("unsb-home")
+    env = { UNSANDBOX_URL = srv.url, UNSANDBOX_PUBLIC_KEY = srv.public_key,
+            UNSANDBOX_SECRET_KEY = srv.secret_key, HOME = home }
+  end)
+  teardown(function()
+    srv.stop()
+    fs.rm_rf(home)
+  end)
+
+  it("hello.lua prints the sandbox's greeting", function()
+    local out, code = proc.run("bin/unlua examples/hello.lua", env)
+    assert.are.equal(0, code, out)
+    assert.matches("^Hello from a sandbox!\nexit code 0 in %d+ ms %(job job_%x+%)\n$", out)
+  end)
+
+  it("async_jobs.lua submits three jobs and reports their polls and results", function()
+    local out, code = proc.run("bin/unlua examples/async_jobs.lua", env)
+    assert.are.equal(0, code, out)
+    assert.matches("python finished: completed %-> 45", out)
+    assert.matches("bash finished: completed %-> 42", out)
+    assert.matches("lua finished: completed %-> job%-job%-job", out)
+    assert.matches("poll 1 of job_", out)
+  end)
+
+  it("snapshot.lua restores the session's file", function()
+    local out, code = proc.run("bin/unlua examples/snapshot.lua", env)
+    assert.are.equal(0, code, out)
+    assert.matches("after the change:  broken\n", out, 1, true)
+    assert.matches("after the restore: version 1\n", out, 1, true)
+    assert.matches("cleaned up", out)
+  end)
+
+  it("the examples also run under stock lua5.4 with the library's paths", function()
+    local e = {}
+    for k, v in pairs(env) do e[k] = v end
+    for k, v in pairs(proc.LUA_ENV) do e[k] = v end
+    local out, code = proc.run("lua5.4 examples/hello.lua", e)
+    assert.are.equal(0, code, out)
+    assert.matches("^Hello from a sandbox!", out)
+  end)
+end)
+
+describe("make demo #integration", function()
+  it("runs the quickstart on a private local backend and leaves nothing running", function()
+    local home = fs.tmpdir("unsb-home")
+    local out, code = proc.run("make --no-print-directory demo", { HOME = home,
+      UNSANDBOX_URL = false, UNSANDBOX_PUBLIC_KEY = false, UNSANDBOX_SECRET_KEY = false })
+    fs.rm_rf(home)
+    assert.are.equal(0, code, out)
+    assert.matches("[python] stdout: Python 3", out, 1, true)
+    assert.matches("[lua] stdout: Lua 5.4 says hi", out, 1, true)
+    assert.matches("[bash] exit code 3", out, 1, true)
+    assert.matches("step 2\n", out, 1, true)
+    assert.matches("python, ", out, 1, true)
+    assert.matches("Hello from Python 3", out, 1, true)
+    assert.matches("un exited 0", out, 1, true)
+    -- the private server printed its pid nowhere; its data directory is gone
+    local left = proc.run("ls -d /tmp/unlua-local.* 2>/dev/null | wc -l")
+    assert.are.equal("0", left:match("%d+"))
+  end)
+end)
