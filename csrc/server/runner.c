@@ -4,28 +4,61 @@
 **
 ** Life of a run (ux_run_start, then ux_run_wait on the same thread):
 **   1. check the spec (language, file names, env) before touching disk;
-**   2. take a slot: uid/gid UX_SB_UID_BASE + slot, so RLIMIT_NPROC counts
-**      this run alone and every process it made can be found and killed
-**      by uid afterwards;
-**   3. make a private run directory (0700, root): code/ holds the source,
+**   2. make a private run directory (0700, root): code/ holds the source,
 **      work/ the work directory unless the spec brings a persistent one;
-**      the work directory and its whole tree are chowned to the slot uid;
+**   3. take a slot: uid/gid UX_SB_UID_BASE + slot, so RLIMIT_NPROC counts
+**      this run (and the runs sharing its work directory, below) and
+**      whatever the slot's runs left can be found and killed by uid once
+**      the last of them has ended; the run that takes a slot chowns the
+**      work directory and its whole tree to the slot uid, then the input
+**      files are placed;
 **   4. fork; the child becomes a session leader, sets the fds, rlimits,
 **      drops to the slot uid and execs bwrap;
-**   5. the waiter polls stdout, stderr, a pidfd of the child and a cancel
-**      eventfd until the child is reaped; the ttl or a cancel kill the
-**      process group, and since bwrap runs with --die-with-parent in its
-**      own pid namespace the whole tree goes with it;
-**   6. every process still owned by the slot uid is SIGKILLed (a belt
-**      over the namespace's braces), artifacts are collected, the run
-**      directory removed and the slot released.
+**   5. the waiter polls stdout, stderr, bwrap's --info-fd, a pidfd of the
+**      child and a cancel eventfd until the child is reaped. The info
+**      names bwrap's inner process, the init of the run's own pid
+**      namespace, which the waiter pins with a pidfd. The ttl or a cancel
+**      SIGKILL that init: the kernel then kills every process of the
+**      namespace, and the outer bwrap sees its child die and exits (137);
+**   6. once the outer bwrap is reaped the inner init is killed as well (a
+**      program that left background processes keeps its namespace alive
+**      after its main process exited) and reaped; artifacts are collected,
+**      the run directory removed and the slot released. The last run to
+**      leave a slot SIGKILLs every process still owned by the slot uid (a
+**      belt over the namespace's braces).
 **
-** Why a persistent work directory is chowned before each run (rather
-** than made world-writable): the next run of a session may get another
-** slot uid, and a program can always chmod 0600 what it creates, so
-** only an ownership change is correct. The walk never follows symlinks
+** Runs that share a persistent work directory (a service's bootstrap and
+** its execute commands, concurrent commands of one session) share one
+** slot, and so one uid, for as long as any of them runs. Were each run to
+** chown the tree to a uid of its own, the second would take the files,
+** and the 0700 directory itself, from the first: bwrap of whichever
+** started later than the other's chown could not even chdir into it, and
+** the first program loses access to everything it wrote. Group or ACL
+** permissions would not do: a program may chmod what it creates. So the
+** slot table records, per slot, the work directory (its device and inode,
+** read from the open directory: aliases of one path agree, the open fd
+** pins the inode so the key cannot be recycled while a sharer runs, and a
+** directory swapped in by a snapshot restore is another tree and gets its
+** own slot) and a count of the runs using it. The first run chowns the
+** tree; the others wait until it has, then start as the same uid. Only
+** when the count drops to 0 is the slot swept and released.
+**
+** Sharing a uid means a run can no longer be killed by uid: that would
+** kill its sharers (a service's bootstrap, when one of its commands hits
+** its ttl). Hence step 5: each run has its own pid namespace, and killing
+** its init kills exactly that run, race-free through the pidfd. The
+** sharers are otherwise as apart as any two runs (separate pid, ipc and
+** user namespaces); they share their files, which they share anyway, and
+** RLIMIT_NPROC, which counts per uid. Should the inner process not be
+** known (a kernel without pidfds), a kill falls back to every process of
+** the uid but the outer bwrap, sharers included.
+**
+** Why a persistent work directory is chowned when its slot is taken
+** (rather than made world-writable): the next run of a session may get
+** another slot uid, and a program can always chmod 0600 what it creates,
+** so only an ownership change is correct. The walk never follows symlinks
 ** (see workdir.c). Between runs the files stay owned by the last slot
-** uid, which no process holds once its run has ended.
+** uid, which no process holds once its last run has ended.
 */
 #include <dirent.h>
 #include <errno.h>
@@ -69,6 +102,10 @@ struct ux_run {
   pid_t pid;
   int pidfd;                  /* -1 when the kernel has no pidfd_open */
   int out_fd, err_fd, started_fd;
+  int info_fd;                /* bwrap's --info-fd, until EOF */
+  char info[512]; size_t info_len;
+  pid_t inner;                /* bwrap's inner process (0: not known yet) */
+  int inner_fd;               /* its pidfd, -1 when not pinned */
   long long t0_ms;
   int ttl_s;
   size_t cap;
@@ -129,10 +166,25 @@ static int owned_by(const char *pid, uid_t uid) {
   return 0;
 }
 
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+static int pidfd_kill(int fd) {
+#ifdef SYS_pidfd_send_signal
+  return (int)syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
+#else
+  (void)fd; errno = ENOSYS; return -1;
+#endif
+}
+
 /*
 ** SIGKILLs every live process of `uid` but `spare` and reaps those that
 ** are (or became, see subreaper()) our children; returns how many live
 ** ones were seen. Zombies do not count: they are dead already.
+** Each process is checked again once a pidfd holds it, and signalled and
+** reaped through that pidfd: a process that ended (and was reaped) since
+** /proc was read is then never confused with the next owner of its pid.
 */
 static int kill_uid(uid_t uid, pid_t spare) {
   DIR *d = opendir("/proc");
@@ -144,8 +196,23 @@ static int kill_uid(uid_t uid, pid_t spare) {
     pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
     if (pid == spare) continue;
     int kind = owned_by(e->d_name, uid);
+    if (!kind) continue;
+#ifdef SYS_pidfd_open
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (fd >= 0) {
+      kind = owned_by(e->d_name, uid);
+      if (kind == 1) { seen++; pidfd_kill(fd); }
+      if (kind) {
+        siginfo_t si;
+        waitid((idtype_t)P_PIDFD, (id_t)fd, &si, WEXITED | WNOHANG);
+      }
+      close(fd);
+      continue;
+    }
+    if (errno != ENOSYS) continue;      /* gone (and reaped) already */
+#endif
     if (kind == 1) { seen++; kill(pid, SIGKILL); }
-    if (kind) waitpid(pid, &status, WNOHANG);
+    waitpid(pid, &status, WNOHANG);
   }
   closedir(d);
   return seen;
@@ -177,17 +244,28 @@ static int sweep_uid(uid_t uid) {
 ** Slots. Within the process a table under a mutex; across processes (two
 ** servers, a server and the tests) an flock on /run/unsandboxd/uid-UID,
 ** which the kernel drops when a process dies. A slot just taken is swept:
-** whatever still runs as its uid belongs to nobody.
+** whatever still runs as its uid belongs to nobody. A slot taken for a
+** persistent work directory is shared by every run of that directory
+** until the last one ends (see the top of this file).
 ** ------------------------------------------------------------------- */
 
 #define LOCK_DIR "/run/unsandboxd"
 
+enum { TREE_NONE, TREE_PREPARING, TREE_READY };
+
 static struct {
   pthread_mutex_t lock;
+  pthread_cond_t ready;       /* a tree was handed over (or not) */
   unsigned char busy[UX_SB_SLOTS];
   int lockfd[UX_SB_SLOTS];
+  int refs[UX_SB_SLOTS];      /* runs using the slot */
+  unsigned char keyed[UX_SB_SLOTS];  /* joinable by runs of the workdir */
+  dev_t dev[UX_SB_SLOTS];
+  ino_t ino[UX_SB_SLOTS];
+  unsigned char tree[UX_SB_SLOTS];   /* TREE_*: is the workdir the uid's? */
   int cursor;
-} slots = { PTHREAD_MUTEX_INITIALIZER, {0}, {0}, 0 };
+} slots = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+            {0}, {0}, {0}, {0}, {0}, {0}, {0}, 0 };
 
 static int slot_lock(int i) {
   char path[64];
@@ -198,8 +276,28 @@ static int slot_lock(int i) {
   return fd;
 }
 
-static int slot_take(void) {
+/*
+** A slot for a run whose persistent work directory is `wd` (NULL for a
+** temporary one): the slot already held for that directory, else a fresh
+** one. *prepare is set when the caller must hand the work directory to
+** the slot uid and then call slot_prepared; a run joining a slot returns
+** only once the tree is the slot's. -1 when every slot is taken.
+*/
+static int slot_take(const struct stat *wd, int *prepare) {
+  *prepare = 1;
   pthread_mutex_lock(&slots.lock);
+  if (wd)
+    for (int i = 0; i < UX_SB_SLOTS; i++) {
+      if (!slots.busy[i] || !slots.keyed[i] || slots.dev[i] != wd->st_dev ||
+          slots.ino[i] != wd->st_ino) continue;
+      slots.refs[i]++;
+      while (slots.tree[i] == TREE_PREPARING) pthread_cond_wait(&slots.ready, &slots.lock);
+      /* the run that took it could not hand the tree over: try again */
+      if (slots.tree[i] == TREE_READY) *prepare = 0;
+      else slots.tree[i] = TREE_PREPARING;
+      pthread_mutex_unlock(&slots.lock);
+      return i;
+    }
   if (mkdir(LOCK_DIR, 0700) != 0 && errno != EEXIST) {
     pthread_mutex_unlock(&slots.lock);
     return -1;
@@ -211,6 +309,11 @@ static int slot_take(void) {
     if (sweep_uid(UX_SB_UID_BASE + (uid_t)i) != 0) { close(fd); continue; }
     slots.busy[i] = 1;
     slots.lockfd[i] = fd;
+    slots.refs[i] = 1;
+    slots.keyed[i] = wd != NULL;
+    slots.dev[i] = wd ? wd->st_dev : 0;
+    slots.ino[i] = wd ? wd->st_ino : 0;
+    slots.tree[i] = TREE_PREPARING;
     slots.cursor = i + 1;
     got = i;
   }
@@ -218,13 +321,38 @@ static int slot_take(void) {
   return got;
 }
 
+/* Ends the hand-over slot_take asked for; lets the waiting sharers go. */
+static void slot_prepared(int slot, int ok) {
+  pthread_mutex_lock(&slots.lock);
+  slots.tree[slot] = ok ? TREE_READY : TREE_NONE;
+  pthread_cond_broadcast(&slots.ready);
+  pthread_mutex_unlock(&slots.lock);
+}
+
+/* Drops the caller's use of the slot; the last user sweeps and frees it.
+** A slot being swept is no longer joinable: a new run of its work
+** directory takes a fresh slot (and chowns the tree to it). */
 static void slot_give(int slot) {
   if (slot < 0) return;
+  pthread_mutex_lock(&slots.lock);
+  int last = --slots.refs[slot] == 0;
+  if (last) slots.keyed[slot] = 0;
+  pthread_mutex_unlock(&slots.lock);
+  if (!last) return;
   sweep_uid(UX_SB_UID_BASE + (uid_t)slot);
   pthread_mutex_lock(&slots.lock);
   slots.busy[slot] = 0;
   close(slots.lockfd[slot]);
   pthread_mutex_unlock(&slots.lock);
+}
+
+/* 1 when another run still uses the slot (so its uid is not ours alone). */
+static int slot_shared(int slot) {
+  if (slot < 0) return 0;
+  pthread_mutex_lock(&slots.lock);
+  int shared = slots.refs[slot] > 1;
+  pthread_mutex_unlock(&slots.lock);
+  return shared;
 }
 
 /* ---------------------------------------------------------------------
@@ -402,12 +530,16 @@ static void add_limit(child_plan *p, int res, rlim_t soft, rlim_t hard) {
 
 static void run_free(ux_run *r) {
   close_fd(&r->out_fd); close_fd(&r->err_fd); close_fd(&r->started_fd);
-  close_fd(&r->pidfd); close_fd(&r->cancel_fd); close_fd(&r->work_fd);
+  close_fd(&r->pidfd); close_fd(&r->cancel_fd);
+  close_fd(&r->info_fd); close_fd(&r->inner_fd);
   if (r->base_fd >= 0) {
     if (r->run_name[0]) ux_sb_remove_tree(r->base_fd, r->run_name);
     close_fd(&r->base_fd);
   }
+  /* the work directory stays open until the slot is given back: its
+  ** inode, the slot's key, cannot be recycled while the slot is joinable */
   slot_give(r->slot);
+  close_fd(&r->work_fd);
   ux_sb_list_free(&r->before);
   for (size_t i = 0; i < r->n_inputs; i++) free(r->inputs[i]);
   free(r->inputs);
@@ -465,10 +597,35 @@ static int prepare_dirs(ux_run *r, const ux_run_spec *spec, const ux_lang *lang,
     snprintf(err, errlen, "cannot open the work directory: %s", strerror(errno));
     return -1;
   }
-  if (r->slot >= 0 && ux_sb_chown_tree(r->work_fd, r->uid, r->gid) != 0) {
-    snprintf(err, errlen, "cannot hand the work directory to the sandbox user: %s",
-             strerror(errno));
-    return -1;
+  return 0;
+}
+
+/* Takes the run's slot (as root) and hands it the work directory: the
+** whole tree when the slot is new to it, then the input files. */
+static int take_slot(ux_run *r, const ux_run_spec *spec, char *err, size_t errlen) {
+  int prepare = 1;
+  if (privileged()) {
+    struct stat wd;
+    if (spec->workdir && fstat(r->work_fd, &wd) != 0) {
+      snprintf(err, errlen, "cannot stat the work directory: %s", strerror(errno));
+      return -1;
+    }
+    if ((r->slot = slot_take(spec->workdir ? &wd : NULL, &prepare)) < 0) {
+      snprintf(err, errlen, "too many concurrent runs (%d)", UX_SB_SLOTS);
+      return -1;
+    }
+    r->uid = UX_SB_UID_BASE + (uid_t)r->slot;
+    r->gid = UX_SB_UID_BASE + (gid_t)r->slot;
+    if (prepare) {
+      int rc = ux_sb_chown_tree(r->work_fd, r->uid, r->gid);
+      int e = errno;
+      slot_prepared(r->slot, rc == 0);
+      if (rc != 0) {
+        snprintf(err, errlen, "cannot hand the work directory to the sandbox user: %s",
+                 strerror(e));
+        return -1;
+      }
+    }
   }
   for (size_t i = 0; i < spec->n_files; i++)
     if (ux_sb_place_file(r->work_fd, spec->files[i].name, spec->files[i].data,
@@ -503,6 +660,7 @@ static ux_run *start(const ux_run_spec *spec, const ux_lang *lang,
   ux_run *r = calloc(1, sizeof *r);
   if (!r) { snprintf(err, errlen, "out of memory"); ux_sb_argv_free(&argv); return NULL; }
   r->out_fd = r->err_fd = r->started_fd = r->pidfd = r->cancel_fd = -1;
+  r->info_fd = r->inner_fd = -1;
   r->work_fd = r->base_fd = -1;
   r->slot = -1;
   r->uid = getuid(); r->gid = getgid();
@@ -512,22 +670,16 @@ static ux_run *start(const ux_run_spec *spec, const ux_lang *lang,
 
   int code_fd = -1, pw = -1, gr = -1, devnull = -1, wtree = -1, ctree = -1;
   int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, st[2] = { -1, -1 }, ex[2] = { -1, -1 };
+  int info[2] = { -1, -1 };
 
-  if (privileged()) {
-    pthread_once(&subreaper_once, subreaper_set);
-    if ((r->slot = slot_take()) < 0) {
-      snprintf(err, errlen, "too many concurrent runs (%d)", UX_SB_SLOTS);
-      goto fail;
-    }
-    r->uid = UX_SB_UID_BASE + (uid_t)r->slot;
-    r->gid = UX_SB_UID_BASE + (gid_t)r->slot;
-  }
+  if (privileged()) pthread_once(&subreaper_once, subreaper_set);
   if (spec->n_files) {
     if (!(r->inputs = calloc(spec->n_files, sizeof *r->inputs))) goto oom;
     for (; r->n_inputs < spec->n_files; r->n_inputs++)
       if (!(r->inputs[r->n_inputs] = strdup(spec->files[r->n_inputs].name))) goto oom;
   }
-  if (prepare_dirs(r, spec, lang, &code_fd, err, errlen) != 0) goto fail;
+  if (prepare_dirs(r, spec, lang, &code_fd, err, errlen) != 0 ||
+      take_slot(r, spec, err, errlen) != 0) goto fail;
   if (r->want_artifacts) ux_sb_list_files(r->work_fd, &r->before);
 
   char passwd[256], group[256];
@@ -539,7 +691,7 @@ static ux_run *start(const ux_run_spec *spec, const ux_lang *lang,
   snprintf(group, sizeof group, "root:x:0:\nsandbox:x:%u:\nnogroup:x:65534:\n",
            UX_SB_INNER_ID);
   if ((pw = data_pipe(passwd)) < 0 || (gr = data_pipe(group)) < 0 ||
-      xpipe(out) || xpipe(errp) || xpipe(st) || xpipe(ex) ||
+      xpipe(out) || xpipe(errp) || xpipe(st) || xpipe(ex) || xpipe(info) ||
       (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0 ||
       (r->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
     snprintf(err, errlen, "cannot set up the run: %s", strerror(errno));
@@ -561,6 +713,7 @@ static ux_run *start(const ux_run_spec *spec, const ux_lang *lang,
   plan.fds[UX_FD_CODE] = ctree >= 0 ? ctree : code_fd;
   plan.fds[UX_FD_PASSWD] = pw;
   plan.fds[UX_FD_GROUP] = gr; plan.fds[UX_FD_EXECERR] = ex[1];
+  plan.fds[UX_FD_INFO] = info[1];
   int vcpu = spec->vcpu < 1 ? 1 : spec->vcpu > 8 ? 8 : spec->vcpu;
   rlim_t mem = (rlim_t)UX_SB_MEM_PER_VCPU * (rlim_t)vcpu;
   add_limit(&plan, RLIMIT_NPROC, UX_SB_NPROC, UX_SB_NPROC);
@@ -591,11 +744,13 @@ static ux_run *start(const ux_run_spec *spec, const ux_lang *lang,
   if (r->pid == 0) child(&plan);
 
   close_fd(&out[1]); close_fd(&errp[1]); close_fd(&st[1]); close_fd(&ex[1]);
+  close_fd(&info[1]);
   close_fd(&pw); close_fd(&gr); close_fd(&devnull); close_fd(&code_fd);
   close_fd(&wtree); close_fd(&ctree);
-  r->out_fd = out[0]; r->err_fd = errp[0]; r->started_fd = st[0];
-  out[0] = errp[0] = st[0] = -1;
+  r->out_fd = out[0]; r->err_fd = errp[0]; r->started_fd = st[0]; r->info_fd = info[0];
+  out[0] = errp[0] = st[0] = info[0] = -1;
   fcntl(r->out_fd, F_SETFL, O_NONBLOCK);
+  fcntl(r->info_fd, F_SETFL, O_NONBLOCK);
   fcntl(r->err_fd, F_SETFL, O_NONBLOCK);
   fcntl(r->started_fd, F_SETFL, O_NONBLOCK);
 
@@ -626,6 +781,7 @@ oom:
 fail:
   close_fd(&out[0]); close_fd(&out[1]); close_fd(&errp[0]); close_fd(&errp[1]);
   close_fd(&st[0]); close_fd(&st[1]); close_fd(&ex[0]); close_fd(&ex[1]);
+  close_fd(&info[0]); close_fd(&info[1]);
   close_fd(&pw); close_fd(&gr); close_fd(&devnull); close_fd(&code_fd);
   close_fd(&wtree); close_fd(&ctree);
   ux_sb_argv_free(&argv);
@@ -674,16 +830,129 @@ static void pump(int *fd, outbuf *b) {
   b->len += keep;
 }
 
+/* ---------------------------------------------------------------------
+** The run's pid namespace. bwrap's outer process (our child) clones the
+** inner one into new user and pid namespaces, writes {"child-pid": N} to
+** --info-fd and only then lets it go on: by the time the program runs,
+** the waiter can know N. The inner process is the namespace's init;
+** SIGKILL from an ancestor namespace always reaches it, and its death
+** makes the kernel kill every other process of the namespace. A pidfd
+** keeps the kill and the reap from ever hitting a reused pid.
+** ------------------------------------------------------------------- */
+
+/* 1 when /proc says `pid` is bwrap's inner process of run r: a child of
+** its outer bwrap (or of this process, which inherits it as subreaper
+** once the outer one exited) and pid 1 of a namespace of its own. */
+static int is_inner(const ux_run *r, pid_t pid) {
+  char path[64], buf[2048];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  char *pp = strstr(buf, "\nPPid:"), *ns = strstr(buf, "\nNSpid:");
+  long ppid;
+  if (!pp || !ns || sscanf(pp + 6, "%ld", &ppid) != 1) return 0;
+  if (ppid != (long)r->pid && ppid != (long)getpid()) return 0;
+  char *eol = strchr(ns + 1, '\n');
+  if (eol) *eol = '\0';
+  char *last = strrchr(ns, '\t'), *first = strchr(ns, '\t');
+  return last && first && last != first && strtol(last + 1, NULL, 10) == 1;
+}
+
+/* Pins the inner process named by the info: open a pidfd, check that it
+** is the right process, then that it still is (not reaped since), so the
+** check applied to the pidfd's process rather than to a successor. */
+static void pin_inner(ux_run *r) {
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_send_signal)
+  int fd = (int)syscall(SYS_pidfd_open, r->inner, 0);
+  if (fd < 0) return;
+  if (is_inner(r, r->inner) && syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) == 0) {
+    r->inner_fd = fd;
+    return;
+  }
+  close(fd);
+#endif
+}
+
+/* Reads what bwrap wrote to the info fd so far; pins the inner process
+** once its pid is complete. */
+static void read_info(ux_run *r) {
+  while (r->info_fd >= 0) {
+    size_t room = sizeof r->info - 1 - r->info_len;
+    ssize_t n = room ? read(r->info_fd, r->info + r->info_len, room) : 0;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) break;
+    if (n <= 0) { close_fd(&r->info_fd); break; }
+    r->info_len += (size_t)n;
+  }
+  r->info[r->info_len] = '\0';
+  if (r->inner) return;
+  const char *k = strstr(r->info, "\"child-pid\"");
+  if (!k || !(k = strchr(k, ':'))) return;
+  char *end;
+  long pid = strtol(k + 1, &end, 10);
+  if (end == k + 1 || pid <= 0 || pid > INT_MAX) return;
+  if (*end == '\0' && r->info_fd >= 0) return;    /* more digits may follow */
+  r->inner = (pid_t)pid;
+  pin_inner(r);
+}
+
 /*
-** Kills everything of the run but the outer bwrap, which then reaps its
-** child (the namespace's init, whose death takes the whole pid namespace
-** with it) and exits. Killing the outer one first would orphan the
-** inner one to the host's init, which in a container may never reap it.
-** Without a slot uid (not root) the process group is all there is.
+** Kills the run: its pid namespace, through the pinned inner process;
+** the outer bwrap then reaps it and exits. Killing the outer one as well
+** (`all`, the waiter's escalation after a second) is never needed then,
+** but harmless: the inner one, orphaned, comes to this process (child
+** subreaper), and ux_run_wait reaps it.
+** Without a pinned inner process: a run alone on its slot uid still
+** kills every process of the uid but the outer bwrap; one that shares
+** its uid must not. It waits (the waiter calls again every 50 ms) for
+** the info, which comes within milliseconds of the start (killing the
+** outer bwrap between its clone and that write would strand the inner
+** one, waiting forever for a go-ahead), and once there is none to wait
+** for kills the outer bwrap, whose death takes the namespace along
+** (--die-with-parent). Without a slot uid (not root) the process group
+** is all there is.
 */
 static void kill_tree(ux_run *r, int all) {
-  if (r->slot >= 0 && !all) kill_uid(r->uid, r->pid);
-  else { kill(-r->pid, SIGKILL); kill(r->pid, SIGKILL); }
+  read_info(r);
+  if (r->inner_fd >= 0) pidfd_kill(r->inner_fd);
+  else if (r->slot >= 0 && !slot_shared(r->slot)) kill_uid(r->uid, r->pid);
+  else if (r->slot < 0 || r->info_fd < 0) all = 1;
+  if (all) { kill(-r->pid, SIGKILL); kill(r->pid, SIGKILL); }
+}
+
+/*
+** After the outer bwrap was reaped: the namespace can outlive the
+** program's main process (a program that left a background process
+** behind), so the inner process is killed, then reaped once the kernel
+** has emptied the namespace (it is our child by now, unless the outer
+** bwrap reaped it already: ECHILD). Without a pinned inner process, a
+** run alone on its slot sweeps the uid as before; one that shares it
+** leaves any straggler to the sweep of the slot's last run.
+*/
+static void end_inner(ux_run *r) {
+  read_info(r);
+  if (r->inner_fd < 0) {
+    if (r->slot >= 0 && !slot_shared(r->slot)) sweep_uid(r->uid);
+    return;
+  }
+  pidfd_kill(r->inner_fd);
+  long long end = now_ms() + SWEEP_MS;
+  for (;;) {
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    int rc = waitid((idtype_t)P_PIDFD, (id_t)r->inner_fd, &si, WEXITED | WNOHANG);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0 || si.si_pid != 0) break;        /* reaped, or not ours */
+    long long left = end - now_ms();
+    if (left <= 0) break;                        /* the slot's sweep reaps it */
+    struct pollfd pf = { r->inner_fd, POLLIN, 0 };
+    if (poll(&pf, 1, left > 50 ? 50 : (int)left) < 0 && errno != EINTR) break;
+  }
+  close_fd(&r->inner_fd);
 }
 
 static char *finish_buf(outbuf *b) {
@@ -707,8 +976,8 @@ void ux_run_wait(ux_run *r, ux_run_result *res) {
       if (w == r->pid || (w < 0 && errno == ECHILD)) {
         reaped = 1;
         res->elapsed_ms = (long)(now_ms() - r->t0_ms);
-        if (r->slot >= 0) sweep_uid(r->uid);   /* stragglers, if any */
-        else kill_tree(r, 1);
+        end_inner(r);                          /* stragglers, if any */
+        if (r->slot < 0) { kill(-r->pid, SIGKILL); }
         drain_end = now_ms() + DRAIN_MS;
         close_fd(&r->pidfd);
       }
@@ -722,9 +991,10 @@ void ux_run_wait(ux_run *r, ux_run_result *res) {
     if (!reaped && !killed && deadline >= 0 && now >= deadline) {
       res->timed_out = 1; killed = now; kill_tree(r, 0);
     }
-    struct pollfd pf[4];
-    int np = 0, io = -1, ie = -1, ip = -1, ic = -1;
+    struct pollfd pf[5];
+    int np = 0, io = -1, ie = -1, ip = -1, ic = -1, ii = -1;
     if (r->out_fd >= 0) { io = np; pf[np++] = (struct pollfd){ r->out_fd, POLLIN, 0 }; }
+    if (!reaped && r->info_fd >= 0) { ii = np; pf[np++] = (struct pollfd){ r->info_fd, POLLIN, 0 }; }
     if (r->err_fd >= 0) { ie = np; pf[np++] = (struct pollfd){ r->err_fd, POLLIN, 0 }; }
     if (r->pidfd >= 0) { ip = np; pf[np++] = (struct pollfd){ r->pidfd, POLLIN, 0 }; }
     if (!reaped && !killed) { ic = np; pf[np++] = (struct pollfd){ r->cancel_fd, POLLIN, 0 }; }
@@ -739,6 +1009,7 @@ void ux_run_wait(ux_run *r, ux_run_result *res) {
     if (n <= 0) continue;
     if (io >= 0 && pf[io].revents) pump(&r->out_fd, &ob);
     if (ie >= 0 && pf[ie].revents) pump(&r->err_fd, &eb);
+    if (ii >= 0 && pf[ii].revents) read_info(r);
     if (ic >= 0 && pf[ic].revents && atomic_load(&r->cancel)) {
       res->cancelled = 1; killed = now_ms(); kill_tree(r, 0);
     }
@@ -748,6 +1019,7 @@ void ux_run_wait(ux_run *r, ux_run_result *res) {
     kill_tree(r, 1);
     while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR) {}
     res->elapsed_ms = (long)(now_ms() - r->t0_ms);
+    end_inner(r);
   }
 
   if (WIFEXITED(status)) res->exit_code = WEXITSTATUS(status);

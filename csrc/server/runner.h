@@ -10,10 +10,12 @@
 ** so a crashed or stopped server never leaves programs running.
 **
 ** Process-wide effects (when running as root): runs use uids 200000+slot
-** (slots coordinated across processes by flocks in /run/unsandboxd), and
-** the first run makes the process a child subreaper (PR_SET_CHILD_SUBREAPER)
-** so it can reap bwrap's orphaned inner process. Never call waitpid(-1, ..)
-** or wait() elsewhere in the server: it could steal a run's status.
+** (slots coordinated across processes by flocks in /run/unsandboxd; runs
+** of one persistent work directory share a slot while any of them runs),
+** and the first run makes the process a child subreaper
+** (PR_SET_CHILD_SUBREAPER) so it can reap bwrap's orphaned inner process.
+** Never call waitpid(-1, ..) or wait() elsewhere in the server: it could
+** steal a run's status.
 */
 #ifndef UX_RUNNER_H
 #define UX_RUNNER_H
@@ -40,7 +42,10 @@ typedef struct ux_run_spec {
   size_t output_cap;      /* per stream, bytes; 0 = default (1 MiB) */
   const char *workdir;    /* persistent host directory mounted as the work
                              directory (sessions, services); NULL = a fresh
-                             temporary one, removed after the run */
+                             temporary one, removed after the run. Runs
+                             may share one concurrently (a service's
+                             bootstrap and its commands): they then run as
+                             one uid, and killing one spares the others */
   int want_artifacts;     /* collect files the program created */
 } ux_run_spec;
 

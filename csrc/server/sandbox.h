@@ -109,7 +109,9 @@ enum {
   UX_FD_PASSWD  = 6,    /* pipe holding /etc/passwd */
   UX_FD_GROUP   = 7,    /* pipe holding /etc/group */
   UX_FD_EXECERR = 8,    /* close-on-exec; errno if execve failed */
-  UX_FD_COUNT   = 9
+  UX_FD_INFO    = 9,    /* bwrap --info-fd: {"child-pid": N}, the pid of
+                           its inner process (the pid namespace's init) */
+  UX_FD_COUNT   = 10
 };
 
 typedef struct ux_argv {

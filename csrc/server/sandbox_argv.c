@@ -127,6 +127,9 @@ int ux_sb_build_argv(ux_argv *a, const ux_run_spec *spec, int mounted,
   push(a, "--disable-userns");       /* no nested user namespaces */
   push(a, "--die-with-parent");
   push(a, "--new-session");          /* no TIOCSTI on a terminal */
+  snprintf(num, sizeof num, "%d", UX_FD_INFO);
+  push2(a, "--info-fd", num);        /* the runner kills a run by its pid
+                                        namespace: see runner.c */
   push2(a, "--cap-drop", "ALL");
   snprintf(num, sizeof num, "%u", UX_SB_INNER_ID);
   push2(a, "--uid", num);

@@ -467,6 +467,17 @@ static void test_workdir(void) {
      "a symlink left in the work directory is never followed: %s", err);
   if (run3) { ux_run_wait(run3, &r); ux_run_result_free(&r); }
 
+  /* a later run (another slot uid) owns what earlier ones left: it can
+  ** rewrite, delete and replace files and directories made 0600/0700 */
+  ux_run_spec s4 = spec_for("bash",
+    "echo new > state.txt && rm -r d link && mkdir d && echo z > d/y && cat state.txt d/y");
+  s4.workdir = wd;
+  if (run(&s4, &r, err, sizeof err) != 0) { ok(0, "workdir run 4: %s", err); goto done; }
+  ok(r.exit_code == 0 && r.out && !strcmp(r.out, "new\nz\n"),
+     "session run 4 rewrites and deletes what runs 1 and 2 left");
+  if (r.exit_code) show(&r);
+  ux_run_result_free(&r);
+
 done:
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
   if (system(cmd) != 0) printf("# cleanup of %s failed\n", base);
@@ -540,6 +551,206 @@ static void test_cancel(void) {
     ux_run_result_free(&res);
     ok(ux_run_cancel_id(c.id) == 0, "cancelling a finished run by id is a no-op");
   }
+}
+
+/* ---------------------------------------------------------------------
+** Runs sharing one work directory (a service's bootstrap and its
+** commands, concurrent commands of a session) share one slot uid
+** ------------------------------------------------------------------- */
+
+typedef struct bg_run {
+  ux_run_spec spec;
+  ux_run_result res;
+  int started;
+  volatile int done;
+  char err[256];
+} bg_run;
+
+static void *bg_wait(void *arg) {
+  bg_run *b = arg;
+  ux_run *r = ux_run_start(&b->spec, b->err, sizeof b->err);
+  b->started = r != NULL;
+  if (r) ux_run_wait(r, &b->res);
+  else memset(&b->res, 0, sizeof b->res);
+  __atomic_store_n(&b->done, 1, __ATOMIC_SEQ_CST);
+  return NULL;
+}
+
+static int bg_done(bg_run *b) { return __atomic_load_n(&b->done, __ATOMIC_SEQ_CST); }
+
+static void sleep_ms(int ms) {
+  struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+  nanosleep(&ts, NULL);
+}
+
+/* Live processes of `uid` running `sleep ARG` (cmdline "sleep\0ARG"). */
+static int sleeps_of(unsigned long uid, const char *arg) {
+  DIR *d = opendir("/proc");
+  int n = 0;
+  struct dirent *e;
+  char want[64];
+  int wlen = snprintf(want, sizeof want, "sleep%c%s", 0, arg) + 1;
+  while (d && (e = readdir(d))) {
+    char path[300], buf[256];
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) continue;
+    ssize_t k = read(fd, buf, sizeof buf);
+    close(fd);
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%s", e->d_name);
+    if (k == wlen && !memcmp(buf, want, (size_t)wlen) && stat(path, &st) == 0 &&
+        st.st_uid == uid) n++;
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+static unsigned long owner_of(const char *dir, const char *name) {
+  char p[300];
+  struct stat st;
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  return stat(p, &st) == 0 ? (unsigned long)st.st_uid : 0;
+}
+
+static void test_shared_workdir(void) {
+  char base[] = "/var/tmp/unsb-shared-XXXXXX";
+  if (!mkdtemp(base)) { ok(0, "shared workdir base"); return; }
+  chmod(base, 0700);
+  char wd[128], cmd[300], err[256], p[300];
+  snprintf(wd, sizeof wd, "%s/service", base);
+  ux_run_result r;
+
+  /* the "bootstrap": writes a.txt, waits for b.txt from the other run,
+  ** then lives on until the host creates `stop` */
+  bg_run a;
+  memset(&a, 0, sizeof a);
+  a.spec = spec_for("bash",
+    "echo from-a > a.txt; chmod 600 a.txt; mkdir -p priv; chmod 700 priv\n"
+    "for i in $(seq 400); do [ -f b.txt ] && break; sleep 0.05; done\n"
+    "echo \"a read: $(cat b.txt)\"\n"
+    "for i in $(seq 1200); do [ -f stop ] && break; sleep 0.05; done\n"
+    "echo a still here; cat c.txt 2>&1\n");
+  a.spec.workdir = wd;
+  a.spec.ttl_s = 90;
+  pthread_t ta;
+  pthread_create(&ta, NULL, bg_wait, &a);
+  snprintf(p, sizeof p, "%s/a.txt", wd);
+  for (int i = 0; i < 200 && access(p, F_OK) != 0 && !bg_done(&a); i++) sleep_ms(50);
+  sleep_ms(100);
+  unsigned long uid = owner_of(wd, "a.txt");
+  ok(!bg_done(&a) && uid >= UID_LO && uid < UID_HI,
+     "a long run in a work directory is up (uid %lu)", uid);
+
+  /* a second run in the same directory, meanwhile: reads what the first
+  ** wrote (0600, in a 0700 directory), writes what it reads next, and
+  ** leaves a background process that must go when it ends */
+  ux_run_spec b = spec_for("bash",
+    "cat a.txt && ls priv && echo from-b > b.txt && touch priv/b && (sleep 31 &) && echo b-ok");
+  b.workdir = wd;
+  if (run(&b, &r, err, sizeof err) != 0) { ok(0, "concurrent run starts: %s", err); goto stop; }
+  ok(r.exit_code == 0 && !r.error[0] && r.out && !strcmp(r.out, "from-a\nb-ok\n"),
+     "a concurrent run in the same work directory reads the first one's files");
+  if (r.exit_code || r.error[0]) show(&r);
+  ux_run_result_free(&r);
+  ok(owner_of(wd, "b.txt") == uid && owner_of(wd, "a.txt") == uid && owner_of(wd, ".") == uid,
+     "both run as the same slot uid; nothing changed hands (%lu, %lu)",
+     owner_of(wd, "b.txt"), owner_of(wd, "a.txt"));
+  ok(sleeps_of(uid, "31") == 0, "the second run's background process ended with it");
+
+  /* a run that hits its ttl, then one that is cancelled: the first lives on */
+  ux_run_spec c = spec_for("bash", "echo c > c.txt; sleep 32 & sleep 32");
+  c.workdir = wd;
+  c.ttl_s = 1;
+  if (run(&c, &r, err, sizeof err) != 0) { ok(0, "ttl run starts: %s", err); goto stop; }
+  ok(r.timed_out && r.exit_code == 137, "a sharing run is killed at its ttl (%d)", r.exit_code);
+  ux_run_result_free(&r);
+  sleep_ms(200);
+  ok(!bg_done(&a) && sleeps_of(uid, "32") == 0 && uid_procs(uid) > 0,
+     "its ttl kill took its own processes, and left the first run running");
+
+  for (int by_id = 0; by_id < 2; by_id++) {
+    ux_run_spec d = spec_for("bash", "sleep 33 & sleep 33");
+    d.workdir = wd;
+    d.ttl_s = 30;
+    ux_run *dr = ux_run_start(&d, err, sizeof err);
+    if (!dr) { ok(0, "cancelled run starts: %s", err); goto stop; }
+    canceller cc = { by_id ? NULL : dr, ux_run_id(dr), 400 };
+    pthread_t tc;
+    pthread_create(&tc, NULL, cancel_later, &cc);
+    ux_run_wait(dr, &r);
+    pthread_join(tc, NULL);
+    ok(r.cancelled && r.elapsed_ms < 2000, "a sharing run is cancelled (%s, %ld ms)",
+       by_id ? "by id" : "by pointer", r.elapsed_ms);
+    ux_run_result_free(&r);
+    sleep_ms(200);
+    ok(!bg_done(&a) && sleeps_of(uid, "33") == 0 && uid_procs(uid) > 0,
+       "the cancel took its own processes, and left the first run running");
+  }
+
+stop:
+  snprintf(p, sizeof p, "%s/stop", wd);
+  FILE *f = fopen(p, "w");
+  if (f) fclose(f);
+  pthread_join(ta, NULL);
+  ok(a.started && a.res.exit_code == 0 && !a.res.timed_out && !a.res.cancelled && a.res.out &&
+     strstr(a.res.out, "a read: from-b\n") && strstr(a.res.out, "a still here\nc\n"),
+     "the first run read the second's file and ran to its end");
+  if (!a.res.out || !strstr(a.res.out, "a still here")) show(&a.res);
+  ux_run_result_free(&a.res);
+  ok(uid_procs(uid) == 0, "after both ended no process of uid %lu remains", uid);
+
+  /* the next run of the directory starts afresh: its own slot, whatever
+  ** uid that is, and every file is handed to it */
+  ux_run_spec e = spec_for("bash", "rm -r a.txt b.txt priv && echo after > a.txt && cat a.txt");
+  e.workdir = wd;
+  if (run(&e, &r, err, sizeof err) == 0) {
+    ok(r.exit_code == 0 && r.out && !strcmp(r.out, "after\n"),
+       "a later run owns and removes what the sharers left");
+    if (r.exit_code) show(&r);
+    ux_run_result_free(&r);
+  } else ok(0, "later run starts: %s", err);
+
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+  if (system(cmd) != 0) printf("# cleanup of %s failed\n", base);
+}
+
+/* Several runs start at once in a fresh work directory whose files the
+** host made (root, 0600): one hands the tree over, the others wait for it. */
+static void test_shared_first_take(void) {
+  enum { N = 5 };
+  char base[] = "/var/tmp/unsb-shared-XXXXXX";
+  if (!mkdtemp(base)) { ok(0, "shared workdir base"); return; }
+  chmod(base, 0700);
+  char wd[128], p[300], cmd[300];
+  snprintf(wd, sizeof wd, "%s/session", base);
+  mkdir(wd, 0700);
+  snprintf(p, sizeof p, "%s/seed", wd);
+  FILE *f = fopen(p, "w");
+  if (f) { fputs("seed", f); fclose(f); }
+  chmod(p, 0600);
+  bg_run b[N];
+  pthread_t t[N];
+  for (int i = 0; i < N; i++) {
+    memset(&b[i], 0, sizeof b[i]);
+    b[i].spec = spec_for("bash", "cat seed && echo $$ >> log && sleep 0.5 && id -u");
+    b[i].spec.workdir = wd;
+    pthread_create(&t[i], NULL, bg_wait, &b[i]);
+  }
+  int good = 0;
+  for (int i = 0; i < N; i++) {
+    pthread_join(t[i], NULL);
+    int g = b[i].started && b[i].res.exit_code == 0 && !b[i].res.error[0] && b[i].res.out &&
+            !strcmp(b[i].res.out, "seed1000\n");
+    if (!g) { printf("# run %d: %s\n", i, b[i].err); show(&b[i].res); }
+    good += g;
+    ux_run_result_free(&b[i].res);
+  }
+  ok(good == N, "%d runs started together in one fresh work directory all work (%d good)",
+     N, good);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+  if (system(cmd) != 0) printf("# cleanup of %s failed\n", base);
 }
 
 typedef struct par { int i, good; } par;
@@ -636,6 +847,8 @@ int main(void) {
   test_workdir();
   test_artifacts();
   test_cancel();
+  test_shared_workdir();
+  test_shared_first_take();
   test_concurrent();
   test_deep_tree();
   ok(rmdir(tmpdir) == 0, "every run directory was removed (%s)", tmpdir);
