@@ -22,8 +22,9 @@ M.LUA_ENV = {
 }
 
 -- errfile: send stderr there instead of merging it into the output.
+-- Standard input is /dev/null: CI may run with none at all.
 function M.run(cmd, env, errfile)
-  local redirect = errfile and (" 2>" .. q(errfile)) or " 2>&1"
+  local redirect = " </dev/null" .. (errfile and (" 2>" .. q(errfile)) or " 2>&1")
   local p = io.popen(M.env_prefix(env) .. cmd .. redirect .. "; echo \"EXIT=$?\"")
   local out = p:read("a")
   p:close()
