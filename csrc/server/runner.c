@@ -145,18 +145,26 @@ static int privileged(void) { return geteuid() == 0; }
 ** Processes by uid
 ** ------------------------------------------------------------------- */
 
+/* The start of /proc/PID/status (where State:, PPid:, Uid: and NSpid:
+** stand) as a string in buf; 0, or -1 when the process is gone. */
+static int proc_status(long pid, char *buf, size_t size) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%ld/status", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, size - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  return 0;
+}
+
 /* Reads the State: and Uid: lines of /proc/PID/status (real, effective,
 ** saved, fs uid) rather than the owner of /proc/PID, which a non-dumpable
 ** process hides: 0 not of uid, 1 a live process of uid, 2 a zombie. */
 static int owned_by(const char *pid, uid_t uid) {
-  char path[64], buf[2048];
-  snprintf(path, sizeof path, "/proc/%s/status", pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
+  char buf[2048];
+  if (proc_status(strtol(pid, NULL, 10), buf, sizeof buf) != 0) return 0;
   char *st = strstr(buf, "\nState:"), *u = strstr(buf, "\nUid:");
   unsigned long ids[4];
   if (!u || sscanf(u + 5, "%lu %lu %lu %lu", &ids[0], &ids[1], &ids[2], &ids[3]) != 4)
@@ -844,14 +852,8 @@ static void pump(int *fd, outbuf *b) {
 ** its outer bwrap (or of this process, which inherits it as subreaper
 ** once the outer one exited) and pid 1 of a namespace of its own. */
 static int is_inner(const ux_run *r, pid_t pid) {
-  char path[64], buf[2048];
-  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
+  char buf[2048];
+  if (proc_status((long)pid, buf, sizeof buf) != 0) return 0;
   char *pp = strstr(buf, "\nPPid:"), *ns = strstr(buf, "\nNSpid:");
   long ppid;
   if (!pp || !ns || sscanf(pp + 6, "%ld", &ppid) != 1) return 0;
