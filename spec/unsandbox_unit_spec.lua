@@ -265,10 +265,19 @@ describe("unsandbox #unit", function()
     end
 
     it("returns a validation error for an unreadable input file", function()
-      local r, err = c:execute_code("python", "x", { input_files = { "/nonexistent/file.txt" } })
-      assert.is_nil(r)
-      assert.are.equal("validation", err.kind)
-      assert.matches("/nonexistent/file.txt", err.message, 1, true)
+      local missing = { input_files = { "/nonexistent/file.txt" } }
+      local calls = {
+        function() return c:execute_code("python", "x", missing) end,
+        function() return c:execute_async("python", "x", missing) end,
+        function() return c:create_session(missing) end,
+        function() return c:create_service { name = "s", bootstrap = "true", input_files = missing.input_files } end,
+      }
+      for _, call in ipairs(calls) do
+        local r, err = call()
+        assert.is_nil(r)
+        assert.are.equal("validation", err.kind)
+        assert.matches("/nonexistent/file.txt", err.message, 1, true)
+      end
     end)
   end)
 end)

@@ -81,21 +81,31 @@ local function encode_env(fname, env)
   return n > 0 and out or nil
 end
 
---- The JSON body of POST /execute and /execute/async, or nil, Error when
--- an input file cannot be read.
-function M.body(fname, language, code, opts)
-  M.check_options(fname, opts, M.OPTIONS)
-  local body = { language = language, code = code }
-  if opts.env ~= nil then body.env = encode_env(fname, opts.env) end
+--- The fields every request that makes a sandbox shares: network_mode,
+-- vcpu (sent only when > 1) and input_files, added to body. Returns body,
+-- or nil, Error when an input file cannot be read.
+function M.sandbox_fields(fname, opts, body)
+  body = body or {}
   if opts.input_files ~= nil then
     local files, err = encode_files(fname, opts.input_files)
     if not files then return nil, err end
     if #files > 0 then body.input_files = files end
   end
   body.network_mode = check.oneof(fname, "network_mode", opts.network_mode, NETWORK)
-  body.ttl = check.int_range(fname, "ttl", opts.ttl, 1, 900)
   local vcpu = check.int_range(fname, "vcpu", opts.vcpu, 1, 8)
-  if vcpu and vcpu > 1 then body.vcpu = vcpu end            -- sent only when > 1
+  if vcpu and vcpu > 1 then body.vcpu = vcpu end
+  return body
+end
+
+--- The JSON body of POST /execute and /execute/async, or nil, Error when
+-- an input file cannot be read.
+function M.body(fname, language, code, opts)
+  M.check_options(fname, opts, M.OPTIONS)
+  local body = { language = language, code = code }
+  if opts.env ~= nil then body.env = encode_env(fname, opts.env) end
+  local _, err = M.sandbox_fields(fname, opts, body)
+  if err then return nil, err end
+  body.ttl = check.int_range(fname, "ttl", opts.ttl, 1, 900)
   check.positive(fname, "timeout", opts.timeout)
   check.type(fname, "on_poll", opts.on_poll, "function", true)
   if opts.return_artifacts then body.return_artifact = true end  -- the C SDK's key

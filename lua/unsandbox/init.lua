@@ -188,9 +188,8 @@ local SESSION_OPTIONS = { network_mode = true, ttl = true, shell = true, vcpu = 
 function Client:create_session(opts)
   opts = check.type("create_session", "opts", opts, "table", true) or {}
   execute.check_options("create_session", opts, SESSION_OPTIONS)
-  local body = execute.body("create_session", "bash", "", {
-    network_mode = opts.network_mode, vcpu = opts.vcpu, input_files = opts.input_files })
-  body.language, body.code = nil, nil
+  local body, err = execute.sandbox_fields("create_session", opts)
+  if not body then return nil, err end
   body.ttl = check.int_range("create_session", "ttl", opts.ttl, 1, 86400)
   body.shell = check.type("create_session", "shell", opts.shell, "string", true)
   local doc, rid = api.call(self, "POST", "/sessions", body)
@@ -227,9 +226,8 @@ function Client:create_service(opts)
   if opts.bootstrap == nil and opts.bootstrap_content == nil then
     check.fail("create_service", "bootstrap", "a bootstrap command or bootstrap_content is required")
   end
-  local body = execute.body("create_service", "bash", "", {
-    network_mode = opts.network_mode, vcpu = opts.vcpu, input_files = opts.input_files })
-  body.language, body.code = nil, nil
+  local body, err = execute.sandbox_fields("create_service", opts)
+  if not body then return nil, err end
   body.name = opts.name
   body.bootstrap = check.type("create_service", "bootstrap", opts.bootstrap, "string", true)
   body.bootstrap_content = check.type("create_service", "bootstrap_content", opts.bootstrap_content, "string", true)
