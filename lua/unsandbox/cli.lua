@@ -231,16 +231,19 @@ local function resource(kind, actions)
   end
 end
 
+-- Passes a command's output through; its exit code becomes un's.
+local function relay(r)
+  io.stdout:write(r.stdout)
+  io.stderr:write(r.stderr)
+  return r.exit_code
+end
+
 commands.session = resource("session", {
   list = function(_, c) list(check(c:list_sessions()), { "id", "status", "shell", "network_mode" }) end,
   create = function(o, c) print(check(c:create_session { shell = o.shell, network_mode = o.network, ttl = o.ttl }).id) end,
   get = function(o, c) show_table(check(c:get_session(need(o, 3, "session id")))) end,
   delete = function(o, c) check(c:delete_session(need(o, 3, "session id"))) end,
-  exec = function(o, c)
-    local r = check(c:session_execute(need(o, 3, "session id"), need(o, 4, "command")))
-    io.stdout:write(r.stdout); io.stderr:write(r.stderr)
-    return r.exit_code
-  end,
+  exec = function(o, c) return relay(check(c:session_execute(need(o, 3, "session id"), need(o, 4, "command")))) end,
   snapshot = function(o, c) print(check(c:session_snapshot(need(o, 3, "session id"), { name = o.rest[4] })).id) end,
 })
 
@@ -253,11 +256,7 @@ commands.service = resource("service", {
   get = function(o, c) show_table(check(c:get_service(need(o, 3, "service id")))) end,
   delete = function(o, c) check(c:delete_service(need(o, 3, "service id"))) end,
   logs = function(o, c) io.stdout:write(check(c:service_logs(need(o, 3, "service id")))) end,
-  exec = function(o, c)
-    local r = check(c:service_execute(need(o, 3, "service id"), need(o, 4, "command")))
-    io.stdout:write(r.stdout); io.stderr:write(r.stderr)
-    return r.exit_code
-  end,
+  exec = function(o, c) return relay(check(c:service_execute(need(o, 3, "service id"), need(o, 4, "command")))) end,
   snapshot = function(o, c) print(check(c:service_snapshot(need(o, 3, "service id"), { name = o.rest[4] })).id) end,
 })
 
