@@ -64,6 +64,12 @@ ux_job *ux_submit(ux_req *r, ux_exec_spec *spec);
 int ux_make_workdir(ux_req *r, const char *kind, const char *id, json_t *input_files,
                     char *workdir, size_t wlen);
 
+/* One command run in a session's or service's directory: `command` and
+** `timeout` (ms, default_ms) from the body, the network mode and vcpu from
+** the resource's stored document. NULL after setting a 400/500 reply. */
+ux_exec_spec *ux_command_spec(ux_req *r, const char *kind, const char *id,
+                              json_t *doc, json_t *body, long default_ms);
+
 /* DATA/<kind>s/<id>/work */
 int ux_workdir(const ux_server *srv, const char *kind, const char *id, char *out, size_t outlen);
 

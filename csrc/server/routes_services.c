@@ -149,25 +149,17 @@ int ux_h_service_delete(ux_req *r, const char *id) {
 }
 
 int ux_h_service_execute(ux_req *r, const char *id) {
-  const char *command;
-  long timeout;
-  char workdir[4200];
   json_t *doc = ux_store_get(r->srv->store, "services", id, r->owner);
   if (!doc) return ux_reply_error(r, 404, "not_found", "no such service");
   json_t *body = ux_body_object(r, 0);
-  ux_exec_spec *spec = NULL;
-  if (!body || ux_get_str(r, body, "command", 1, NULL, &command) < 0 ||
-      ux_get_int(r, body, "timeout", 1, 900000, 30000, &timeout) < 0)
-    goto out;
+  ux_exec_spec *spec = body ? ux_command_spec(r, "service", id, doc, body, 30000) : NULL;
+  if (!spec) goto out;
   if (!ux_svcs_running(r->srv->svcs, id)) {
     ux_reply_error(r, 409, "service_not_running", "the service is not running");
+    ux_exec_spec_free(spec);
     goto out;
   }
-  ux_workdir(r->srv, "service", id, workdir, sizeof workdir);
-  int net = !strcmp(json_string_value(json_object_get(doc, "network_mode")), "semitrusted");
-  int vcpu = (int)json_integer_value(json_object_get(doc, "vcpu"));
-  spec = ux_exec_spec_command(command, workdir, net, vcpu, (int)((timeout + 999) / 1000));
-  if (!spec || ux_exec_spec_files(r, spec, json_object_get(body, "input_files")) < 0) {
+  if (ux_exec_spec_files(r, spec, json_object_get(body, "input_files")) < 0) {
     if (!r->reply.status) ux_reply_error(r, 500, "internal_error", "out of memory");
     ux_exec_spec_free(spec);
     goto out;

@@ -60,6 +60,27 @@ fail:
   return -1;
 }
 
+ux_exec_spec *ux_command_spec(ux_req *r, const char *kind, const char *id,
+                              json_t *doc, json_t *body, long default_ms) {
+  const char *command, *mode;
+  long timeout;
+  char workdir[4200];
+  if (ux_get_str(r, body, "command", 1, NULL, &command) < 0 ||
+      ux_get_int(r, body, "timeout", 1, 900000, default_ms, &timeout) < 0)
+    return NULL;
+  if (ux_workdir(r->srv, kind, id, workdir, sizeof workdir) < 0) {
+    ux_reply_error(r, 500, "internal_error", "work directory path too long");
+    return NULL;
+  }
+  mode = json_string_value(json_object_get(doc, "network_mode"));
+  int net = mode && !strcmp(mode, "semitrusted");
+  int vcpu = (int)json_integer_value(json_object_get(doc, "vcpu"));
+  ux_exec_spec *spec = ux_exec_spec_command(command, workdir, net, vcpu,
+                                            (int)((timeout + 999) / 1000));
+  if (!spec) ux_reply_error(r, 500, "internal_error", "out of memory");
+  return spec;
+}
+
 /* The stored document plus the computed remaining_ttl, in wire order. */
 static json_t *present(json_t *doc) {
   static const char *const KEYS[] = {
@@ -159,28 +180,19 @@ int ux_h_session_delete(ux_req *r, const char *id) {
 }
 
 int ux_h_session_shell(ux_req *r, const char *id) {
-  const char *command;
-  long timeout;
-  char workdir[4200];
   json_t *doc = ux_store_get(r->srv->store, "sessions", id, r->owner);
   if (!doc) return ux_reply_error(r, 404, "not_found", "no such session");
   json_t *body = ux_body_object(r, 0);
-  if (!body || ux_get_str(r, body, "command", 1, NULL, &command) < 0 ||
-      ux_get_int(r, body, "timeout", 1, 900000, 60000, &timeout) < 0) {
-    json_decref(body);
+  ux_exec_spec *spec = body ? ux_command_spec(r, "session", id, doc, body, 60000) : NULL;
+  json_decref(body);
+  if (!spec) {
     json_decref(doc);
     return -1;
   }
-  ux_workdir(r->srv, "session", id, workdir, sizeof workdir);
-  int net = !strcmp(json_string_value(json_object_get(doc, "network_mode")), "semitrusted");
-  int vcpu = (int)json_integer_value(json_object_get(doc, "vcpu"));
-  ux_exec_spec *spec = ux_exec_spec_command(command, workdir, net, vcpu,
-                                            (int)((timeout + 999) / 1000));
-  json_decref(body);
   json_object_set_new(doc, "last_activity", json_integer(ux_now()));
   ux_store_put(r->srv->store, "sessions", id, r->owner, "running", doc);
   json_decref(doc);
-  ux_job *job = spec ? ux_submit(r, spec) : NULL;
+  ux_job *job = ux_submit(r, spec);
   if (!job) return r->reply.status ? -1 : ux_reply_error(r, 500, "internal_error", "out of memory");
   int terminal;
   json_t *res = ux_jobs_wait(r->srv->jobs, job, -1, &terminal);
