@@ -386,6 +386,53 @@ describe("unlua with a running unsandboxd #integration", function()
   end)
 end)
 
+describe("unlua interrupted while waiting on the network #integration", function()
+  local srv
+  setup(function() srv = helper.start { args = { "--enable-faults" } } end)
+  teardown(function() if srv then srv.stop() end end)
+
+  -- Starts `script` under unlua in the background, waits for READY, sends
+  -- SIGINT and returns the output, exit status and seconds it took.
+  local function interrupt(body)
+    local s = script(string.format([[
+      local u = require "unsandbox"
+      local c = u.client { url = %q, public_key = %q, secret_key = %q }
+      %s]], srv.url, srv.public_key, srv.secret_key, body))
+    local out, status = tmp .. "/out", tmp .. "/status"
+    os.execute(string.format("(%s %s >%s 2>&1 & echo $! >%s/pid; wait $!; echo $? >%s) "
+      .. ">/dev/null 2>&1 &", q(UNLUA), q(s), q(out), q(tmp), q(status)))
+    assert.is_true(wait_for(function() return (read(out) or ""):match("READY") end, 10))
+    os.execute("sleep 0.3")
+    local pid = assert(tonumber(read(tmp .. "/pid")))
+    local t0 = os.time()
+    os.execute("kill -INT " .. pid)
+    assert.is_true(wait_for(function() return read(status) ~= nil and read(status) ~= "" end, 5))
+    return read(out), read(status), os.time() - t0
+  end
+
+  it("stops a script blocked in a slow HTTP reply", function()
+    local out, status, took = interrupt([[
+      assert(c:call("POST", "/_faults", { mode = "latency", ms = 10000, count = 1, path = "/execute" }))
+      print("READY"); io.stdout:flush()
+      print(c:execute_code("bash", "echo NOT INTERRUPTED"))]])
+    assert.equal("1\n", status)
+    assert.is_true(took <= 3)
+    assert.matches("interrupted", out)
+    assert.not_matches("NOT INTERRUPTED", out)
+  end)
+
+  it("stops a script waiting for a job", function()
+    local out, status, took = interrupt([[
+      local id = assert(c:execute_async("bash", "sleep 20; echo NOT INTERRUPTED", { ttl = 30 }))
+      print("READY"); io.stdout:flush()
+      print(c:wait_for_job(id))]])
+    assert.equal("1\n", status)
+    assert.is_true(took <= 3)
+    assert.matches("interrupted", out)
+    assert.not_matches("NOT INTERRUPTED", out)
+  end)
+end)
+
 describe("examples/embed/embed_demo #unit", function()
   it("detects a language without a server", function()
     local out, code = sh("cd " .. q(ROOT) .. " && make --no-print-directory -s examples/embed/embed_demo"
