@@ -86,10 +86,11 @@
 #include <unistd.h>
 
 #include "server/runner.h"
+#include "server/fsutil.h"
 #include "server/sandbox.h"
+#include "server/slots.h"
 
 #define BWRAP        "/usr/bin/bwrap"
-#define SWEEP_MS     2000     /* how long to wait for a slot's processes to go */
 #define DRAIN_MS     1000     /* output still read after the child is reaped */
 #define CHUNK        65536
 
@@ -133,235 +134,7 @@ static struct {
   char tmpdir[PATH_MAX];
 } reg = { PTHREAD_MUTEX_INITIALIZER, NULL, 1, "" };
 
-static long long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int privileged(void) { return geteuid() == 0; }
-
-/* ---------------------------------------------------------------------
-** Processes by uid
-** ------------------------------------------------------------------- */
-
-/* The start of /proc/PID/status (where State:, PPid:, Uid: and NSpid:
-** stand) as a string in buf; 0, or -1 when the process is gone. */
-static int proc_status(long pid, char *buf, size_t size) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%ld/status", pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  ssize_t n = read(fd, buf, size - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  buf[n] = '\0';
-  return 0;
-}
-
-/* Reads the State: and Uid: lines of /proc/PID/status (real, effective,
-** saved, fs uid) rather than the owner of /proc/PID, which a non-dumpable
-** process hides: 0 not of uid, 1 a live process of uid, 2 a zombie. */
-static int owned_by(const char *pid, uid_t uid) {
-  char buf[2048];
-  if (proc_status(strtol(pid, NULL, 10), buf, sizeof buf) != 0) return 0;
-  char *st = strstr(buf, "\nState:"), *u = strstr(buf, "\nUid:");
-  unsigned long ids[4];
-  if (!u || sscanf(u + 5, "%lu %lu %lu %lu", &ids[0], &ids[1], &ids[2], &ids[3]) != 4)
-    return 0;
-  for (int i = 0; i < 4; i++)
-    if (ids[i] == uid) return st && strncmp(st + 8, "\tZ", 2) == 0 ? 2 : 1;
-  return 0;
-}
-
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
-
-static int pidfd_kill(int fd) {
-#ifdef SYS_pidfd_send_signal
-  return (int)syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
-#else
-  (void)fd; errno = ENOSYS; return -1;
-#endif
-}
-
-/*
-** SIGKILLs every live process of `uid` but `spare` and reaps those that
-** are (or became, see subreaper()) our children; returns how many live
-** ones were seen. Zombies do not count: they are dead already.
-** Each process is checked again once a pidfd holds it, and signalled and
-** reaped through that pidfd: a process that ended (and was reaped) since
-** /proc was read is then never confused with the next owner of its pid.
-*/
-static int kill_uid(uid_t uid, pid_t spare) {
-  DIR *d = opendir("/proc");
-  if (!d) return 0;
-  int seen = 0, status;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-    pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
-    if (pid == spare) continue;
-    int kind = owned_by(e->d_name, uid);
-    if (!kind) continue;
-#ifdef SYS_pidfd_open
-    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (fd >= 0) {
-      kind = owned_by(e->d_name, uid);
-      if (kind == 1) { seen++; pidfd_kill(fd); }
-      if (kind) {
-        siginfo_t si;
-        waitid((idtype_t)P_PIDFD, (id_t)fd, &si, WEXITED | WNOHANG);
-      }
-      close(fd);
-      continue;
-    }
-    if (errno != ENOSYS) continue;      /* gone (and reaped) already */
-#endif
-    if (kind == 1) { seen++; kill(pid, SIGKILL); }
-    waitpid(pid, &status, WNOHANG);
-  }
-  closedir(d);
-  return seen;
-}
-
-/*
-** bwrap's outer process exits as soon as it has the program's status,
-** and its inner one (the pid namespace's init) is then orphaned. Its
-** zombie would go to the host's init, which in a container may never
-** reap it: zombies pile up, count against RLIMIT_NPROC of the slot uid
-** and eat pids. As a child subreaper this process gets them instead and
-** kill_uid reaps them.
-*/
-static pthread_once_t subreaper_once = PTHREAD_ONCE_INIT;
-static void subreaper_set(void) { prctl(PR_SET_CHILD_SUBREAPER, 1); }
-
-/* Kills until none is left, or gives up after SWEEP_MS: 0 when clean. */
-static int sweep_uid(uid_t uid) {
-  long long end = now_ms() + SWEEP_MS;
-  while (kill_uid(uid, 0) > 0) {
-    if (now_ms() > end) return -1;
-    struct timespec ts = { 0, 10 * 1000000 };
-    nanosleep(&ts, NULL);
-  }
-  return 0;
-}
-
-/* ---------------------------------------------------------------------
-** Slots. Within the process a table under a mutex; across processes (two
-** servers, a server and the tests) an flock on /run/unsandboxd/uid-UID,
-** which the kernel drops when a process dies. A slot just taken is swept:
-** whatever still runs as its uid belongs to nobody. A slot taken for a
-** persistent work directory is shared by every run of that directory
-** until the last one ends (see the top of this file).
-** ------------------------------------------------------------------- */
-
-#define LOCK_DIR "/run/unsandboxd"
-
-enum { TREE_NONE, TREE_PREPARING, TREE_READY };
-
-static struct {
-  pthread_mutex_t lock;
-  pthread_cond_t ready;       /* a tree was handed over (or not) */
-  unsigned char busy[UX_SB_SLOTS];
-  int lockfd[UX_SB_SLOTS];
-  int refs[UX_SB_SLOTS];      /* runs using the slot */
-  unsigned char keyed[UX_SB_SLOTS];  /* joinable by runs of the workdir */
-  dev_t dev[UX_SB_SLOTS];
-  ino_t ino[UX_SB_SLOTS];
-  unsigned char tree[UX_SB_SLOTS];   /* TREE_*: is the workdir the uid's? */
-  int cursor;
-} slots = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-            {0}, {0}, {0}, {0}, {0}, {0}, {0}, 0 };
-
-static int slot_lock(int i) {
-  char path[64];
-  snprintf(path, sizeof path, LOCK_DIR "/uid-%u", UX_SB_UID_BASE + (unsigned)i);
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return -1;
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) { close(fd); return -1; }
-  return fd;
-}
-
-/*
-** A slot for a run whose persistent work directory is `wd` (NULL for a
-** temporary one): the slot already held for that directory, else a fresh
-** one. *prepare is set when the caller must hand the work directory to
-** the slot uid and then call slot_prepared; a run joining a slot returns
-** only once the tree is the slot's. -1 when every slot is taken.
-*/
-static int slot_take(const struct stat *wd, int *prepare) {
-  *prepare = 1;
-  pthread_mutex_lock(&slots.lock);
-  if (wd)
-    for (int i = 0; i < UX_SB_SLOTS; i++) {
-      if (!slots.busy[i] || !slots.keyed[i] || slots.dev[i] != wd->st_dev ||
-          slots.ino[i] != wd->st_ino) continue;
-      slots.refs[i]++;
-      while (slots.tree[i] == TREE_PREPARING) pthread_cond_wait(&slots.ready, &slots.lock);
-      /* the run that took it could not hand the tree over: try again */
-      if (slots.tree[i] == TREE_READY) *prepare = 0;
-      else slots.tree[i] = TREE_PREPARING;
-      pthread_mutex_unlock(&slots.lock);
-      return i;
-    }
-  if (mkdir(LOCK_DIR, 0700) != 0 && errno != EEXIST) {
-    pthread_mutex_unlock(&slots.lock);
-    return -1;
-  }
-  int got = -1;
-  for (int k = 0; k < UX_SB_SLOTS && got < 0; k++) {
-    int i = (slots.cursor + k) % UX_SB_SLOTS, fd;
-    if (slots.busy[i] || (fd = slot_lock(i)) < 0) continue;
-    if (sweep_uid(UX_SB_UID_BASE + (uid_t)i) != 0) { close(fd); continue; }
-    slots.busy[i] = 1;
-    slots.lockfd[i] = fd;
-    slots.refs[i] = 1;
-    slots.keyed[i] = wd != NULL;
-    slots.dev[i] = wd ? wd->st_dev : 0;
-    slots.ino[i] = wd ? wd->st_ino : 0;
-    slots.tree[i] = TREE_PREPARING;
-    slots.cursor = i + 1;
-    got = i;
-  }
-  pthread_mutex_unlock(&slots.lock);
-  return got;
-}
-
-/* Ends the hand-over slot_take asked for; lets the waiting sharers go. */
-static void slot_prepared(int slot, int ok) {
-  pthread_mutex_lock(&slots.lock);
-  slots.tree[slot] = ok ? TREE_READY : TREE_NONE;
-  pthread_cond_broadcast(&slots.ready);
-  pthread_mutex_unlock(&slots.lock);
-}
-
-/* Drops the caller's use of the slot; the last user sweeps and frees it.
-** A slot being swept is no longer joinable: a new run of its work
-** directory takes a fresh slot (and chowns the tree to it). */
-static void slot_give(int slot) {
-  if (slot < 0) return;
-  pthread_mutex_lock(&slots.lock);
-  int last = --slots.refs[slot] == 0;
-  if (last) slots.keyed[slot] = 0;
-  pthread_mutex_unlock(&slots.lock);
-  if (!last) return;
-  sweep_uid(UX_SB_UID_BASE + (uid_t)slot);
-  pthread_mutex_lock(&slots.lock);
-  slots.busy[slot] = 0;
-  close(slots.lockfd[slot]);
-  pthread_mutex_unlock(&slots.lock);
-}
-
-/* 1 when another run still uses the slot (so its uid is not ours alone). */
-static int slot_shared(int slot) {
-  if (slot < 0) return 0;
-  pthread_mutex_lock(&slots.lock);
-  int shared = slots.refs[slot] > 1;
-  pthread_mutex_unlock(&slots.lock);
-  return shared;
-}
 
 /* ---------------------------------------------------------------------
 ** Configuration and the registry
@@ -546,7 +319,7 @@ static void run_free(ux_run *r) {
   }
   /* the work directory stays open until the slot is given back: its
   ** inode, the slot's key, cannot be recycled while the slot is joinable */
-  slot_give(r->slot);
+  ux_slot_give(r->slot);
   close_fd(&r->work_fd);
   ux_sb_list_free(&r->before);
   for (size_t i = 0; i < r->n_inputs; i++) free(r->inputs[i]);
@@ -618,7 +391,7 @@ static int take_slot(ux_run *r, const ux_run_spec *spec, char *err, size_t errle
       snprintf(err, errlen, "cannot stat the work directory: %s", strerror(errno));
       return -1;
     }
-    if ((r->slot = slot_take(spec->workdir ? &wd : NULL, &prepare)) < 0) {
+    if ((r->slot = ux_slot_take(spec->workdir ? &wd : NULL, &prepare)) < 0) {
       snprintf(err, errlen, "too many concurrent runs (%d)", UX_SB_SLOTS);
       return -1;
     }
@@ -627,7 +400,7 @@ static int take_slot(ux_run *r, const ux_run_spec *spec, char *err, size_t errle
     if (prepare) {
       int rc = ux_sb_chown_tree(r->work_fd, r->uid, r->gid);
       int e = errno;
-      slot_prepared(r->slot, rc == 0);
+      ux_slot_prepared(r->slot, rc == 0);
       if (rc != 0) {
         snprintf(err, errlen, "cannot hand the work directory to the sandbox user: %s",
                  strerror(e));
@@ -680,7 +453,7 @@ static ux_run *start(const ux_run_spec *spec, const ux_lang *lang,
   int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, st[2] = { -1, -1 }, ex[2] = { -1, -1 };
   int info[2] = { -1, -1 };
 
-  if (privileged()) pthread_once(&subreaper_once, subreaper_set);
+  if (privileged()) ux_become_subreaper();
   if (spec->n_files) {
     if (!(r->inputs = calloc(spec->n_files, sizeof *r->inputs))) goto oom;
     for (; r->n_inputs < spec->n_files; r->n_inputs++)
@@ -743,7 +516,7 @@ static ux_run *start(const ux_run_spec *spec, const ux_lang *lang,
   plan.parent = getpid();
   plan.argv = argv.v;
 
-  r->t0_ms = now_ms();
+  r->t0_ms = ux_now_ms();
   r->pid = fork();
   if (r->pid < 0) {
     snprintf(err, errlen, "cannot fork: %s", strerror(errno));
@@ -853,7 +626,7 @@ static void pump(int *fd, outbuf *b) {
 ** once the outer one exited) and pid 1 of a namespace of its own. */
 static int is_inner(const ux_run *r, pid_t pid) {
   char buf[2048];
-  if (proc_status((long)pid, buf, sizeof buf) != 0) return 0;
+  if (ux_proc_status((long)pid, buf, sizeof buf) != 0) return 0;
   char *pp = strstr(buf, "\nPPid:"), *ns = strstr(buf, "\nNSpid:");
   long ppid;
   if (!pp || !ns || sscanf(pp + 6, "%ld", &ppid) != 1) return 0;
@@ -920,8 +693,8 @@ static void read_info(ux_run *r) {
 */
 static void kill_tree(ux_run *r, int all) {
   read_info(r);
-  if (r->inner_fd >= 0) pidfd_kill(r->inner_fd);
-  else if (r->slot >= 0 && !slot_shared(r->slot)) kill_uid(r->uid, r->pid);
+  if (r->inner_fd >= 0) ux_pidfd_kill(r->inner_fd);
+  else if (r->slot >= 0 && !ux_slot_shared(r->slot)) ux_kill_uid(r->uid, r->pid);
   else if (r->slot < 0 || r->info_fd < 0) all = 1;
   if (all) { kill(-r->pid, SIGKILL); kill(r->pid, SIGKILL); }
 }
@@ -938,18 +711,18 @@ static void kill_tree(ux_run *r, int all) {
 static void end_inner(ux_run *r) {
   read_info(r);
   if (r->inner_fd < 0) {
-    if (r->slot >= 0 && !slot_shared(r->slot)) sweep_uid(r->uid);
+    if (r->slot >= 0 && !ux_slot_shared(r->slot)) ux_sweep_uid(r->uid);
     return;
   }
-  pidfd_kill(r->inner_fd);
-  long long end = now_ms() + SWEEP_MS;
+  ux_pidfd_kill(r->inner_fd);
+  long long end = ux_now_ms() + SWEEP_MS;
   for (;;) {
     siginfo_t si;
     memset(&si, 0, sizeof si);
     int rc = waitid((idtype_t)P_PIDFD, (id_t)r->inner_fd, &si, WEXITED | WNOHANG);
     if (rc < 0 && errno == EINTR) continue;
     if (rc < 0 || si.si_pid != 0) break;        /* reaped, or not ours */
-    long long left = end - now_ms();
+    long long left = end - ux_now_ms();
     if (left <= 0) break;                        /* the slot's sweep reaps it */
     struct pollfd pf = { r->inner_fd, POLLIN, 0 };
     if (poll(&pf, 1, left > 50 ? 50 : (int)left) < 0 && errno != EINTR) break;
@@ -977,16 +750,16 @@ void ux_run_wait(ux_run *r, ux_run_result *res) {
       pid_t w = waitpid(r->pid, &status, WNOHANG);
       if (w == r->pid || (w < 0 && errno == ECHILD)) {
         reaped = 1;
-        res->elapsed_ms = (long)(now_ms() - r->t0_ms);
+        res->elapsed_ms = (long)(ux_now_ms() - r->t0_ms);
         end_inner(r);                          /* stragglers, if any */
         if (r->slot < 0) { kill(-r->pid, SIGKILL); }
-        drain_end = now_ms() + DRAIN_MS;
+        drain_end = ux_now_ms() + DRAIN_MS;
         close_fd(&r->pidfd);
       }
     }
     if (reaped && (r->out_fd < 0 || ob.eof) && (r->err_fd < 0 || eb.eof)) break;
 
-    long long now = now_ms();
+    long long now = ux_now_ms();
     if (reaped && now >= drain_end) break;
     if (!reaped && killed) /* new processes, then the outer bwrap too */
       kill_tree(r, now - killed > 1000);
@@ -1013,14 +786,14 @@ void ux_run_wait(ux_run *r, ux_run_result *res) {
     if (ie >= 0 && pf[ie].revents) pump(&r->err_fd, &eb);
     if (ii >= 0 && pf[ii].revents) read_info(r);
     if (ic >= 0 && pf[ic].revents && atomic_load(&r->cancel)) {
-      res->cancelled = 1; killed = now_ms(); kill_tree(r, 0);
+      res->cancelled = 1; killed = ux_now_ms(); kill_tree(r, 0);
     }
     (void)ip;  /* a readable pidfd just ends the poll; waitpid above reaps */
   }
   if (!reaped) {  /* poll failed: never leave the sandbox behind */
     kill_tree(r, 1);
     while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR) {}
-    res->elapsed_ms = (long)(now_ms() - r->t0_ms);
+    res->elapsed_ms = (long)(ux_now_ms() - r->t0_ms);
     end_inner(r);
   }
 
