@@ -392,3 +392,61 @@ describe("concurrency limit #integration", function()
     assert.are.equal(1, err.retry_after)
   end)
 end)
+
+describe("execute_many() #integration", function()
+  local srv, c
+  setup(function()
+    srv = server.start { args = { "--workers", "4" } }
+    c = unsandbox.client(srv.client_opts())
+  end)
+  teardown(function()
+    c:close()
+    srv.stop()
+  end)
+
+  it("runs programs at once and returns their results in order", function()
+    local polled = {}
+    local t0 = core.monotonic_ms()
+    local results, errors = c:execute_many({
+      { "bash", "sleep 1; echo one" },
+      { "python", "import time; time.sleep(1); print('two')" },
+      { "lua", "print('three')", { env = { X = "1" } } },
+    }, { timeout = 30, on_poll = function(job, attempt, i) polled[i] = attempt end })
+    local took = elapsed_since(t0)
+    assert.same({}, errors)
+    assert.are.equal("one\n", results[1].stdout)
+    assert.are.equal("two\n", results[2].stdout)
+    assert.are.equal("three\n", results[3].stdout)
+    assert.is_number(polled[1])
+    -- two one-second programs side by side, not one after the other
+    assert.is_true(took < 2.0 + 1.5, "took " .. took)
+  end)
+
+  it("reports per program what could not run, and still runs the rest", function()
+    local results, errors = c:execute_many {
+      { "bash", "echo fine" },
+      { "brainfuck", "+" },
+      { "python", "x", { input_files = { "/nonexistent/in.txt" } } },
+    }
+    assert.are.equal("fine\n", results[1].stdout)
+    assert.are.equal(400, errors[2].status)
+    assert.are.equal("validation", errors[3].kind)
+    assert.is_nil(results[2])
+    assert.is_nil(errors[1])
+  end)
+
+  it("times out the programs still running at its deadline", function()
+    local results, errors = c:execute_many({ { "bash", "echo quick" }, { "bash", "sleep 20", { ttl = 30 } } },
+      { timeout = 2 })
+    assert.are.equal("quick\n", results[1].stdout)
+    assert.are.equal("timeout", errors[2].kind)
+  end)
+
+  it("raises for misuse", function()
+    assert.has_error(function() c:execute_many("bash") end)
+    assert.has_error(function() c:execute_many { { "bash" } } end)
+    assert.has_error(function() c:execute_many { "bash" } end)
+    assert.has_error(function() c:execute_many({ { "bash", "true", { timeout = 1 } } }) end)
+    assert.has_error(function() c:execute_many({}, { bogus = true }) end)
+  end)
+end)

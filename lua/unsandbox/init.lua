@@ -44,8 +44,8 @@ end
 -- (default 60 s) plus a minute of queueing, never forever.
 local function default_wait(ttl) return (ttl or 60) + 60 end
 
-local function wait_result(self, job_id, opts, want_artifacts)
-  local job, rid = poll.wait(self, job_id, opts)
+local function wait_result(self, job_id, timeout, on_poll, want_artifacts)
+  local job, rid = poll.wait(self, job_id, timeout, on_poll)
   if not job then return nil, rid end
   return results.normalise(job, rid, want_artifacts)
 end
@@ -78,8 +78,7 @@ function Client:execute_code(language, code, opts)
   if results.is_pending(doc) then
     local budget = opts.timeout and opts.timeout - (core.monotonic_ms() - started) / 1000
                    or default_wait(ttl)
-    return wait_result(self, doc.job_id,
-      { timeout = math.max(budget, 0.001), on_poll = opts.on_poll }, opts.return_artifacts)
+    return wait_result(self, doc.job_id, math.max(budget, 0.001), opts.on_poll, opts.return_artifacts)
   end
   return results.normalise(doc, rid, opts.return_artifacts)
 end
@@ -115,9 +114,56 @@ function Client:wait_for_job(job_id, opts)
   execute.check_options("wait_for_job", opts, WAIT_OPTIONS)
   check.positive("wait_for_job", "timeout", opts.timeout)
   check.type("wait_for_job", "on_poll", opts.on_poll, "function", true)
-  return wait_result(self, job_id,
-    { timeout = opts.timeout or default_wait(900), on_poll = opts.on_poll },
+  return wait_result(self, job_id, opts.timeout or default_wait(900), opts.on_poll,
     opts.return_artifacts)
+end
+
+--- Runs several programs at once: each is submitted as a job, then all
+-- are polled together on one connection. list: {{language, code [, opts]}, ...}
+-- (opts as for execute_code, less timeout and on_poll). opts.timeout: the
+-- overall deadline in seconds (default: the largest ttl plus a minute);
+-- opts.on_poll(job, attempt, index). Returns two tables indexed like list:
+-- results[i] for each program that ran, errors[i] (an unsandbox.Error) for
+-- each that could not be submitted or waited for.
+function Client:execute_many(list, opts)
+  check.type("execute_many", "list", list, "table")
+  opts = check.type("execute_many", "opts", opts, "table", true) or {}
+  execute.check_options("execute_many", opts, { timeout = true, on_poll = true })
+  check.positive("execute_many", "timeout", opts.timeout)
+  check.type("execute_many", "on_poll", opts.on_poll, "function", true)
+  local bodies, longest = {}, 0
+  for i, item in ipairs(list) do
+    local where = "list[" .. i .. "]"
+    check.type("execute_many", where, item, "table")
+    if type(item[3]) == "table" and (item[3].timeout or item[3].on_poll) then
+      check.fail("execute_many", where, "timeout and on_poll belong to the options of execute_many")
+    end
+    local _, body, err = execute_args("execute_many", item[1], item[2], item[3])
+    bodies[i] = body or err
+    longest = math.max(longest, body and body.ttl or 60)
+  end
+  local out, errors, pollers, artifacts = {}, {}, {}, {}
+  for i, body in ipairs(bodies) do
+    pollers[i] = false
+    if Error.is(body) then
+      errors[i] = body
+    else
+      local doc, rid = api.call(self, "POST", "/execute/async", body)
+      if not doc then errors[i] = rid
+      elseif type(doc.job_id) ~= "string" then
+        errors[i] = Error.new { kind = "protocol", request_id = rid, message = "no job_id in the reply to /execute/async" }
+      else
+        artifacts[i] = body.return_artifact
+        pollers[i] = poll.poller(self, doc.job_id, opts.on_poll and function(job, attempt)
+          return opts.on_poll(job, attempt, i)
+        end)
+      end
+    end
+  end
+  poll.wait_all(pollers, opts.timeout or default_wait(longest),
+    function(i, job, rid) out[i] = results.normalise(job, rid, artifacts[i]) end,
+    function(i, err) errors[i] = err end)
+  return out, errors
 end
 
 function Client:cancel_job(job_id)
@@ -262,7 +308,7 @@ function Client:service_execute(id, command, opts)
   if not doc then return nil, rid end
   -- the service answers 202 {job_id}, usually without a status
   if doc.job_id == nil or results.TERMINAL[doc.status] then return results.normalise(doc, rid) end
-  return wait_result(self, doc.job_id, { timeout = timeout + 30, on_poll = opts.on_poll })
+  return wait_result(self, doc.job_id, timeout + 30, opts.on_poll)
 end
 
 local SNAPSHOT_OPTIONS = { name = true, hot = true }
@@ -333,7 +379,7 @@ end
 -- For module functions: options that name a connection make a one-off
 -- client for that call; everything else goes to the default client.
 local OPTS_POSITION = {
-  execute_code = 3, execute_async = 3, wait_for_job = 2, get_languages = 1,
+  execute_code = 3, execute_async = 3, wait_for_job = 2, get_languages = 1, execute_many = 2,
   create_session = 1, create_service = 1, session_execute = 3, service_execute = 3,
 }
 
