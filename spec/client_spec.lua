@@ -160,6 +160,15 @@ describe("unsandbox client #integration", function()
       assert(c:cancel_job(id))
     end)
 
+    it("wait_for_job() stops when on_poll returns false", function()
+      local id = assert(c:execute_async("bash", "sleep 20", { ttl = 30 }))
+      local r, err = c:wait_for_job(id, { on_poll = function(_, attempt) return attempt < 2 end })
+      assert.is_nil(r)
+      assert.are.equal("validation", err.kind)
+      assert.matches("on_poll", err.message)
+      assert(c:cancel_job(id))
+    end)
+
     it("get_job(), list_jobs() and cancel_job()", function()
       local id = assert(c:execute_async("bash", "sleep 20", { ttl = 30 }))
       local listed = false
