@@ -11,6 +11,16 @@ CJSON_LIB = -llua5.4-cjson
 NET_LIBS  = -lcurl -lcrypto
 SRV_LIBS  = -lmicrohttpd -ljansson -lsqlite3 -larchive -lcrypto -lcurl -lpthread
 
+# `make V=1` shows the full compiler command lines
+V ?= 0
+ifeq ($(V),0)
+  Q = @
+  say = @printf '  %-6s %s\n' $(1) $(2)
+else
+  Q =
+  say = @:
+endif
+
 CORE_SRC   := $(wildcard csrc/core/*.c)
 BIND_SRC   := $(wildcard csrc/lua/*.c)
 HOST_SRC   := $(wildcard csrc/host/*.c)
@@ -35,33 +45,40 @@ all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(EMBED) $(TEST_BIN)
 
 build/%.o: csrc/%.c $(wildcard csrc/*/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(MODULE): $(CORE_OBJ) $(BIND_OBJ)
-	$(CC) -shared -o $@ $^ $(NET_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) -shared -o $@ $^ $(NET_LIBS)
 
 # -Wl,-E exports the Lua API so C modules loaded by scripts link against it
 $(UNLUA): $(HOST_OBJ) $(CORE_OBJ) $(BIND_OBJ)
 	@mkdir -p bin
-	$(CC) -Wl,-E -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
+	$(call say,LD,$@)
+	$(Q)$(CC) -Wl,-E -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
 
 # the server shares signing, base64 and the id rule with the client core
 SERVER_CORE := build/core/sign.o build/core/base64.o build/core/ids.o
 
 $(UNSANDBOXD): $(SERVER_OBJ) $(SERVER_CORE)
 	@mkdir -p bin
-	$(CC) -o $@ $^ $(SRV_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $^ $(SRV_LIBS)
 
 $(EMBED): examples/embed/embed_demo.c $(CORE_OBJ) $(BIND_OBJ)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
+	$(call say,LD,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
 
 build/tests/core_%: csrc/tests/core_%.c $(CORE_OBJ) csrc/tests/tap.h
 	@mkdir -p build/tests
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_OBJ) $(NET_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_OBJ) $(NET_LIBS)
 
 build/tests/server_%: csrc/tests/server_%.c $(SERVER_LIB) $(SERVER_CORE) csrc/tests/tap.h
 	@mkdir -p build/tests
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(SERVER_LIB) $(SERVER_CORE) $(SRV_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(SERVER_LIB) $(SERVER_CORE) $(SRV_LIBS)
 
 deps:
 	@scripts/deps.sh
@@ -69,7 +86,7 @@ deps:
 # The README's test command: installs what is missing, builds, runs the C
 # unit tests and every busted spec, ends with "N passed, N failed".
 test: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) -s --no-print-directory all
 	@scripts/run-tests.sh
 
 check-c: all
@@ -77,11 +94,11 @@ check-c: all
 
 # The README's first command: the quickstart on a private local backend.
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) -s --no-print-directory all
 	$(UNLUA) --local examples/quickstart.lua
 
 bench: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) -s --no-print-directory all
 	@bench/run.sh
 
 # Proves the rockspec: builds and installs into a temporary tree, then

@@ -9,7 +9,8 @@ local function section(title) print("\n== " .. title) end
 
 section("Where am I talking to?")
 local creds = assert(unsandbox.credentials())
-print("service: " .. (os.getenv("UNSANDBOX_URL") or "https://api.unsandbox.com"))
+print("service: " .. (os.getenv("UNSANDBOX_URL") or "https://api.unsandbox.com")
+  .. (os.getenv("UNSANDBOX_LOCAL") and "  (a private unsandboxd started by unlua --local)" or ""))
 print("public key: " .. creds.public_key .. " (from " .. creds.source .. ")")
 
 section("Three languages, three sandboxes")
