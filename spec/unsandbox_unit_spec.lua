@@ -254,6 +254,7 @@ describe("unsandbox #unit", function()
       { "session_execute", { "s/1", "ls" }, "id" },
       { "create_service", { { name = "x" } }, "bootstrap" },
       { "session_snapshot", { "unsb-session-1", { hot = "yes" } }, "hot" },
+      { "get_languages", { { fresh = true } }, "fresh" },
     }
     for _, case in ipairs(cases) do
       it(case[1] .. " raises naming '" .. case[3] .. "'", function()

@@ -185,8 +185,9 @@ end
 -- ~/.unsandbox/languages.json. opts.refresh = true skips the cache.
 function Client:get_languages(opts)
   opts = check.type("get_languages", "opts", opts, "table", true) or {}
-  local info = self:endpoint()
-  return languages.get(self, info, opts)
+  execute.check_options("get_languages", opts, { refresh = true, timeout = true })
+  check.positive("get_languages", "timeout", opts.timeout)
+  return languages.get(self, self:url(), opts)
 end
 
 function Client:validate_keys()
@@ -339,8 +340,6 @@ Client.unlock_snapshot = by_id("POST", "/snapshots/", "unlock_snapshot", "/unloc
 --- detect_language as a method too, for symmetry; no network.
 function Client.detect_language(_, filename) return unsandbox.detect_language(filename) end
 
---- The base URL this client talks to (no credentials needed).
-function Client:endpoint() return self:url() end
 
 ------------------------------------------------------------------------
 -- Module functions
