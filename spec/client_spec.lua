@@ -343,6 +343,36 @@ describe("unsandbox client #integration", function()
     end)
   end)
 
+  describe("sudo challenges", function()
+    it("a deletion answers 428 with a challenge, then goes through with the one-time password", function()
+      local s = assert(c:create_session())
+      local snap = assert(c:session_snapshot(s.id))
+      arm { mode = "sudo", otp = "424242", count = 1, path = "/snapshots/" }
+
+      local ok, err = c:delete_snapshot(snap.id)
+      assert.is_nil(ok)
+      assert.are.equal(428, err.status)
+      assert.matches("^chal_%x+$", err.challenge_id)
+
+      ok, err = c:delete_snapshot(snap.id, { challenge_id = err.challenge_id, otp = "000000" })
+      assert.is_nil(ok)
+      assert.are.equal(403, err.status)
+      assert.are.equal("invalid_otp", err.code)
+
+      local asked
+      ok, err = c:delete_snapshot(snap.id, { on_sudo = function(e) asked = e.challenge_id; return "" end })
+      assert.is_nil(ok)
+      assert.are.equal(428, err.status)
+      assert.are.equal(asked, err.challenge_id)
+      assert.is_not_nil(assert(c:get_snapshot(snap.id)).id)
+
+      assert(c:delete_snapshot(snap.id, { on_sudo = function() return "424242" end }))
+      assert.are.equal(404, select(2, c:get_snapshot(snap.id)).status)
+      -- the armed challenge is used up: the next deletion needs none
+      assert(c:delete_session(s.id))
+    end)
+  end)
+
   describe("services", function()
     it("keeps a bootstrap running, executes commands in it and snapshots it", function()
       local svc = assert(c:create_service { name = "web", bootstrap = "echo started; echo data > served.txt; sleep 600" })

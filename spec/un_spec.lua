@@ -27,7 +27,7 @@ describe("un #integration", function()
   end
 
   setup(function()
-    srv = server.start()
+    srv = server.start { args = { "--enable-faults" } }
     dir = server.tmpdir("unsb-un")
     env = { UNSANDBOX_URL = srv.url, UNSANDBOX_PUBLIC_KEY = srv.public_key,
             UNSANDBOX_SECRET_KEY = srv.secret_key, HOME = dir }
@@ -148,6 +148,22 @@ describe("un #integration", function()
     assert.are.equal(0, select(3, un("snapshot restore " .. snap)))
     assert.are.equal(0, select(3, un("snapshot delete " .. snap)))
     assert.are.equal(0, select(3, un("session delete " .. id)))
+  end)
+
+  it("answers a sudo challenge with the one-time password from standard input", function()
+    local c = require("unsandbox").client(srv.client_opts())
+    local s = assert(c:create_session())
+    local snap = assert(c:session_snapshot(s.id)).id
+    assert(c:call("POST", "/_faults", { mode = "sudo", otp = "424242", count = 1, path = "/snapshots/" }))
+    local _, err, code = un("snapshot delete " .. snap)  -- stdin is empty: cancelled
+    assert.are.equal(4, code)
+    assert.matches("428", err)
+    local out
+    out, code = proc.run("sh -c " .. proc.quote("echo 424242 | bin/un snapshot delete " .. snap), env)
+    assert.are.equal(0, code, out)
+    assert.are.equal(404, select(2, c:get_snapshot(snap)).status)
+    assert(c:delete_session(s.id))
+    c:close()
   end)
 
   it("validates the key", function()

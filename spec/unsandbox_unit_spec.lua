@@ -255,6 +255,8 @@ describe("unsandbox #unit", function()
       { "create_service", { { name = "x" } }, "bootstrap" },
       { "session_snapshot", { "unsb-session-1", { hot = "yes" } }, "hot" },
       { "get_languages", { { fresh = true } }, "fresh" },
+      { "delete_snapshot", { "unsb-snapshot-1", { otp = "123456" } }, "challenge_id" },
+      { "unlock_snapshot", { "unsb-snapshot-1", { on_sudo = "123456" } }, "on_sudo" },
     }
     for _, case in ipairs(cases) do
       it(case[1] .. " raises naming '" .. case[3] .. "'", function()

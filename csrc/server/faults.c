@@ -6,6 +6,9 @@
 */
 #include "server/faults.h"
 
+#include "core/sign.h"
+#include "server/ids.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,9 +17,9 @@
 
 #define MAX_FAULTS 16
 
-typedef enum { F_LATENCY, F_STATUS, F_MALFORMED, F_POLL404, F_DROP, F_DEFER } fmode;
+typedef enum { F_LATENCY, F_STATUS, F_MALFORMED, F_POLL404, F_DROP, F_DEFER, F_SUDO } fmode;
 static const char *const MODES[] = {
-  "latency", "status", "malformed", "poll404", "drop", "defer", NULL
+  "latency", "status", "malformed", "poll404", "drop", "defer", "sudo", NULL
 };
 
 typedef struct fault {
@@ -24,6 +27,8 @@ typedef struct fault {
   long count, ms;
   int status;
   char path[256];         /* "" = any path but /_faults */
+  char otp[64];           /* sudo: the one-time password that answers */
+  char challenge[64];     /* sudo: the challenge last issued, "" = none */
 } fault;
 
 struct ux_faults {
@@ -45,7 +50,7 @@ void ux_faults_free(ux_faults *f) {
 }
 
 int ux_faults_route(ux_req *r, ux_faults *f) {
-  const char *mode, *path;
+  const char *mode, *path, *otp;
   long count, ms, status;
   json_t *body = ux_body_object(r, 0);
   if (!body) return -1;
@@ -53,7 +58,8 @@ int ux_faults_route(ux_req *r, ux_faults *f) {
       ux_get_int(r, body, "count", 1, 1000000, 1, &count) < 0 ||
       ux_get_int(r, body, "ms", 0, 600000, 1000, &ms) < 0 ||
       ux_get_int(r, body, "status", 100, 599, 503, &status) < 0 ||
-      ux_get_str(r, body, "path", 0, "", &path) < 0) {
+      ux_get_str(r, body, "path", 0, "", &path) < 0 ||
+      ux_get_str(r, body, "otp", 0, "123456", &otp) < 0) {
     json_decref(body);
     return -1;
   }
@@ -63,9 +69,9 @@ int ux_faults_route(ux_req *r, ux_faults *f) {
     json_decref(body);
     return ux_reply_error(r, 400, "bad_request", "unknown fault mode");
   }
-  if (strlen(path) >= sizeof f->armed[0].path) {
+  if (strlen(path) >= sizeof f->armed[0].path || strlen(otp) >= sizeof f->armed[0].otp) {
     json_decref(body);
-    return ux_reply_error(r, 400, "bad_request", "path too long");
+    return ux_reply_error(r, 400, "bad_request", "path or otp too long");
   }
   pthread_mutex_lock(&f->mu);
   if (m < 0) f->n = 0;
@@ -76,6 +82,8 @@ int ux_faults_route(ux_req *r, ux_faults *f) {
     a->ms = ms;
     a->status = (int)status;
     snprintf(a->path, sizeof a->path, "%s", path);
+    snprintf(a->otp, sizeof a->otp, "%s", otp);
+    a->challenge[0] = '\0';
   } else {
     pthread_mutex_unlock(&f->mu);
     json_decref(body);
@@ -95,11 +103,50 @@ static int is_job_poll(const ux_req *r) {
          r->path[6] && !strchr(r->path + 6, '/');
 }
 
+/* What the real service guards with a sudo challenge: deletions and
+** unlocks (spec §5.3). */
+static int is_destructive(const ux_req *r) {
+  size_t n = strlen(r->path);
+  return !strcmp(r->method, "DELETE") ||
+         (!strcmp(r->method, "POST") && n > 7 && !strcmp(r->path + n - 7, "/unlock"));
+}
+
 static int fits(const fault *a, const ux_req *r) {
   if (a->path[0] ? strncmp(r->path, a->path, strlen(a->path)) != 0
                  : !strcmp(r->path, "/_faults")) return 0;
   if (a->mode == F_POLL404) return is_job_poll(r);
   if (a->mode == F_DEFER) return !strcmp(r->method, "POST") && !strcmp(r->path, "/execute");
+  if (a->mode == F_SUDO) return is_destructive(r);
+  return 1;
+}
+
+/*
+** The sudo challenge, decided under the lock: a request that answers the
+** challenge last issued with the right OTP goes on (and uses up one
+** count); a wrong OTP is 403; anything else gets a new challenge (428).
+** Returns 1 when the reply is set, 0 to route the request.
+*/
+static int sudo(ux_faults *f, int i, ux_req *r) {
+  fault *a = &f->armed[i];
+  if (a->challenge[0] && r->sudo_challenge && !strcmp(r->sudo_challenge, a->challenge)) {
+    if (!r->sudo_otp || !unsb_signature_equal(r->sudo_otp, a->otp)) {
+      ux_reply_error(r, 403, "invalid_otp", "the one-time password is wrong");
+      return 1;
+    }
+    if (--a->count <= 0) {
+      memmove(a, a + 1, (size_t)(f->n - i - 1) * sizeof *a);
+      f->n--;
+    } else {
+      a->challenge[0] = '\0';
+    }
+    return 0;
+  }
+  ux_random_id(a->challenge, sizeof a->challenge, "chal_", 8);
+  json_t *j = json_object();
+  json_object_set_new(j, "error", json_string("sudo_required"));
+  json_object_set_new(j, "message", json_string("confirm with the one-time password sent to you"));
+  json_object_set_new(j, "challenge_id", json_string(a->challenge));
+  ux_reply_json(r, 428, j);
   return 1;
 }
 
@@ -109,6 +156,11 @@ int ux_faults_apply(ux_faults *f, ux_req *r) {
   pthread_mutex_lock(&f->mu);
   for (int i = 0; i < f->n && !found; i++) {
     if (!fits(&f->armed[i], r)) continue;
+    if (f->armed[i].mode == F_SUDO) {
+      int replied = sudo(f, i, r);
+      pthread_mutex_unlock(&f->mu);
+      return replied;
+    }
     hit = f->armed[i];
     found = 1;
     if (--f->armed[i].count <= 0) {
@@ -143,6 +195,8 @@ int ux_faults_apply(ux_faults *f, ux_req *r) {
     r->reply.raw = strdup("<html>this is not JSON {\"job_id\":");
     r->reply.raw_len = strlen(r->reply.raw);
     return 1;
+  case F_SUDO:             /* decided under the lock above */
+    return 0;
   case F_DROP:
     j = json_object();
     json_object_set_new(j, "error", json_string("injected"));

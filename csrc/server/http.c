@@ -190,6 +190,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   r.body = p->body ? p->body : "";
   r.body_len = p->len;
   r.request_id = p->request_id;
+  r.sudo_challenge = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Sudo-Challenge");
+  r.sudo_otp = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Sudo-OTP");
   ux_route(&r, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
            MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Timestamp"),
            MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Signature"));

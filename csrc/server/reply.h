@@ -31,6 +31,8 @@ typedef struct ux_req {
   char owner_buf[128];
   const char *request_id;
   int defer;              /* fault "defer": answer /execute at once */
+  const char *sudo_challenge;  /* X-Sudo-Challenge, or NULL */
+  const char *sudo_otp;        /* X-Sudo-OTP, or NULL */
   ux_reply reply;
 } ux_req;
 

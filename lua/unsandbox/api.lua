@@ -60,13 +60,13 @@ function M.decode(resp)
 end
 
 --- Sends one request. body: a Lua table (encoded here, once) or nil.
--- opts: timeout (seconds), auth (false for unsigned routes).
+-- opts: timeout (seconds), auth (false for unsigned routes), headers.
 -- Returns the decoded document and the request id, or nil, Error.
 function M.call(client, method, path, body, opts)
   local payload = body ~= nil and M.encode(body) or nil
   local copts
   if opts then
-    copts = { auth = opts.auth }
+    copts = { auth = opts.auth, headers = opts.headers }
     if opts.timeout then copts.timeout = math.max(1, math.floor(opts.timeout * 1000)) end
   end
   local resp, kind, msg = client:request(method, path, payload, copts)

@@ -231,6 +231,18 @@ local function resource(kind, actions)
   end
 end
 
+-- A sudo challenge's one-time password (spec: "check your email"), read
+-- from standard input, with a prompt when that is a terminal. The CLI may
+-- read the terminal; the library never does.
+local SUDO = { on_sudo = function(err)
+  if core.isatty(0) then
+    io.stderr:write("[un] ", err.message, "; one-time password (empty cancels): ")
+    io.stderr:flush()
+  end
+  local line = io.stdin:read("l")
+  return line and line:match("^%s*(.-)%s*$") or nil
+end }
+
 -- Passes a command's output through; its exit code becomes un's.
 local function relay(r)
   io.stdout:write(r.stdout)
@@ -242,7 +254,7 @@ commands.session = resource("session", {
   list = function(_, c) list(check(c:list_sessions()), { "id", "status", "shell", "network_mode" }) end,
   create = function(o, c) print(check(c:create_session { shell = o.shell, network_mode = o.network, ttl = o.ttl }).id) end,
   get = function(o, c) show_table(check(c:get_session(need(o, 3, "session id")))) end,
-  delete = function(o, c) check(c:delete_session(need(o, 3, "session id"))) end,
+  delete = function(o, c) check(c:delete_session(need(o, 3, "session id"), SUDO)) end,
   exec = function(o, c) return relay(check(c:session_execute(need(o, 3, "session id"), need(o, 4, "command")))) end,
   snapshot = function(o, c) print(check(c:session_snapshot(need(o, 3, "session id"), { name = o.rest[4] })).id) end,
 })
@@ -254,7 +266,7 @@ commands.service = resource("service", {
       network_mode = o.network }).id)
   end,
   get = function(o, c) show_table(check(c:get_service(need(o, 3, "service id")))) end,
-  delete = function(o, c) check(c:delete_service(need(o, 3, "service id"))) end,
+  delete = function(o, c) check(c:delete_service(need(o, 3, "service id"), SUDO)) end,
   logs = function(o, c) io.stdout:write(check(c:service_logs(need(o, 3, "service id")))) end,
   exec = function(o, c) return relay(check(c:service_execute(need(o, 3, "service id"), need(o, 4, "command")))) end,
   snapshot = function(o, c) print(check(c:service_snapshot(need(o, 3, "service id"), { name = o.rest[4] })).id) end,
@@ -264,9 +276,9 @@ commands.snapshot = resource("snapshot", {
   list = function(_, c) list(check(c:list_snapshots()), { "id", "name", "source_type", "source_id", "size_bytes" }) end,
   get = function(o, c) show_table(check(c:get_snapshot(need(o, 3, "snapshot id")))) end,
   restore = function(o, c) check(c:restore_snapshot(need(o, 3, "snapshot id"))) end,
-  delete = function(o, c) check(c:delete_snapshot(need(o, 3, "snapshot id"))) end,
+  delete = function(o, c) check(c:delete_snapshot(need(o, 3, "snapshot id"), SUDO)) end,
   lock = function(o, c) check(c:lock_snapshot(need(o, 3, "snapshot id"))) end,
-  unlock = function(o, c) check(c:unlock_snapshot(need(o, 3, "snapshot id"))) end,
+  unlock = function(o, c) check(c:unlock_snapshot(need(o, 3, "snapshot id"), SUDO)) end,
 })
 
 --- Runs the CLI with an argument list; returns the exit code.

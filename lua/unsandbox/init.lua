@@ -229,6 +229,37 @@ local function by_id(method, prefix, fname, suffix)
   end
 end
 
+local SUDO_OPTIONS = { otp = true, challenge_id = true, on_sudo = true }
+
+-- Deletions and unlocks may meet a sudo challenge (428 {challenge_id}).
+-- opts.on_sudo(err) is then asked for the one-time password (nil or ""
+-- cancels) and the request is sent again, freshly signed, with it; or the
+-- caller answers a challenge it already has with opts.challenge_id and
+-- opts.otp. The library itself never reads a terminal.
+local function destructive(method, prefix, fname, suffix)
+  return function(self, id, opts)
+    check.id(fname, "id", id)
+    opts = check.type(fname, "opts", opts, "table", true) or {}
+    execute.check_options(fname, opts, SUDO_OPTIONS)
+    check.type(fname, "on_sudo", opts.on_sudo, "function", true)
+    if opts.challenge_id ~= nil or opts.otp ~= nil then
+      check.nonempty(fname, "challenge_id", opts.challenge_id)
+      check.nonempty(fname, "otp", opts.otp)
+    end
+    local path = prefix .. id .. (suffix or "")
+    local body = method == "POST" and {} or nil
+    local function send(challenge, otp)
+      return api.call(self, method, path, body,
+        challenge and { headers = { ["X-Sudo-Challenge"] = challenge, ["X-Sudo-OTP"] = otp } })
+    end
+    local doc, err = send(opts.challenge_id, opts.otp)
+    if doc or not (opts.on_sudo and err.status == 428 and err.challenge_id) then return doc, err end
+    local otp = opts.on_sudo(err)
+    if otp == nil or otp == "" then return nil, err end
+    return send(err.challenge_id, tostring(otp))
+  end
+end
+
 local SESSION_OPTIONS = { network_mode = true, ttl = true, shell = true, vcpu = true, input_files = true }
 
 --- Creates a session: a persistent sandbox that runs commands.
@@ -246,7 +277,7 @@ end
 
 Client.list_sessions = list_of("sessions")
 Client.get_session = by_id("GET", "/sessions/", "get_session")
-Client.delete_session = by_id("DELETE", "/sessions/", "delete_session")
+Client.delete_session = destructive("DELETE", "/sessions/", "delete_session")
 
 --- Runs a shell command in a session; returns a result like execute_code.
 function Client:session_execute(id, command, opts)
@@ -287,7 +318,7 @@ end
 
 Client.list_services = list_of("services")
 Client.get_service = by_id("GET", "/services/", "get_service")
-Client.delete_service = by_id("DELETE", "/services/", "delete_service")
+Client.delete_service = destructive("DELETE", "/services/", "delete_service")
 
 --- The service's bootstrap output.
 function Client:service_logs(id)
@@ -332,10 +363,10 @@ Client.session_snapshot = snapshot_of("session")
 Client.service_snapshot = snapshot_of("service")
 Client.list_snapshots = list_of("snapshots")
 Client.get_snapshot = by_id("GET", "/snapshots/", "get_snapshot")
-Client.delete_snapshot = by_id("DELETE", "/snapshots/", "delete_snapshot")
+Client.delete_snapshot = destructive("DELETE", "/snapshots/", "delete_snapshot")
 Client.restore_snapshot = by_id("POST", "/snapshots/", "restore_snapshot", "/restore")
 Client.lock_snapshot = by_id("POST", "/snapshots/", "lock_snapshot", "/lock")
-Client.unlock_snapshot = by_id("POST", "/snapshots/", "unlock_snapshot", "/unlock")
+Client.unlock_snapshot = destructive("POST", "/snapshots/", "unlock_snapshot", "/unlock")
 
 --- detect_language as a method too, for symmetry; no network.
 function Client.detect_language(_, filename) return unsandbox.detect_language(filename) end
