@@ -55,13 +55,13 @@ static int run_code(const char *lang, const char *code, ux_run_result *res) {
 
 static int has_lang(const char *name) { return ux_language_known(name); }
 
-/* Live processes (not zombies) of host uid `uid`, or of any slot uid
-** when uid is 0. */
-static int uid_procs(unsigned long uid) {
+/* Calls visit(text of /proc/PID/status, ctx) for each process; returns
+** how many visits answered 1. A visit answering 2 stops the walk. */
+static int each_status(int (*visit)(const char *status, void *ctx), void *ctx) {
   DIR *d = opendir("/proc");
-  int n = 0;
+  int n = 0, v = 0;
   struct dirent *e;
-  while (d && (e = readdir(d))) {
+  while (d && v != 2 && (e = readdir(d))) {
     char path[300], buf[2048];
     if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
     snprintf(path, sizeof path, "/proc/%s/status", e->d_name);
@@ -71,43 +71,52 @@ static int uid_procs(unsigned long uid) {
     close(fd);
     if (k <= 0) continue;
     buf[k] = '\0';
-    char *u = strstr(buf, "\nUid:"), *st = strstr(buf, "\nState:");
-    unsigned long a, b, c, f;
-    if (st && st[8] && strncmp(st + 8, "\tZ", 2) == 0) continue;
-    if (!u || sscanf(u + 5, "%lu %lu %lu %lu", &a, &b, &c, &f) != 4) continue;
-    if (uid ? (a == uid || b == uid || c == uid || f == uid)
-            : ((a >= UID_LO && a < UID_HI) || (b >= UID_LO && b < UID_HI)))
-      n++;
+    v = visit(buf, ctx);
+    if (v) n++;
   }
   if (d) closedir(d);
   return n;
+}
+
+static int is_zombie(const char *status) {
+  const char *st = strstr(status, "\nState:");
+  return st && st[8] && strncmp(st + 8, "\tZ", 2) == 0;
+}
+
+static int child_of_ours(const char *status) {
+  const char *pp = strstr(status, "\nPPid:");
+  unsigned long ppid;
+  return pp && sscanf(pp + 6, "%lu", &ppid) == 1 && ppid == (unsigned long)getpid();
+}
+
+static int live_of_uid(const char *status, void *ctx) {
+  unsigned long uid = *(unsigned long *)ctx, a, b, c, f;
+  const char *u = strstr(status, "\nUid:");
+  if (is_zombie(status) || !u || sscanf(u + 5, "%lu %lu %lu %lu", &a, &b, &c, &f) != 4) return 0;
+  return uid ? (a == uid || b == uid || c == uid || f == uid)
+             : ((a >= UID_LO && a < UID_HI) || (b >= UID_LO && b < UID_HI));
+}
+
+/* Live processes (not zombies) of host uid `uid`, or of any slot uid
+** when uid is 0. */
+static int uid_procs(unsigned long uid) { return each_status(live_of_uid, &uid); }
+
+static int slot_child(const char *status, void *ctx) {
+  const char *u = strstr(status, "\nUid:");
+  unsigned long uid;
+  if (!child_of_ours(status) || !u || sscanf(u + 5, "%lu", &uid) != 1 ||
+      uid < UID_LO || uid >= UID_HI) return 0;
+  *(unsigned long *)ctx = uid;
+  return 2;
 }
 
 /* The host uid of the run in progress: that of our child process (the
 ** outer bwrap), seen after it had time to start. */
 static unsigned long running_uid(void) {
   struct timespec ts = { 0, 300 * 1000000L };
-  nanosleep(&ts, NULL);
-  DIR *d = opendir("/proc");
   unsigned long found = 0;
-  struct dirent *e;
-  while (d && !found && (e = readdir(d))) {
-    char path[300], buf[2048];
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-    snprintf(path, sizeof path, "/proc/%s/status", e->d_name);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) continue;
-    ssize_t k = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (k <= 0) continue;
-    buf[k] = '\0';
-    char *pp = strstr(buf, "\nPPid:"), *u = strstr(buf, "\nUid:");
-    unsigned long ppid, uid;
-    if (pp && u && sscanf(pp + 6, "%lu", &ppid) == 1 && ppid == (unsigned long)getpid() &&
-        sscanf(u + 5, "%lu", &uid) == 1 && uid >= UID_LO && uid < UID_HI)
-      found = uid;
-  }
-  if (d) closedir(d);
+  nanosleep(&ts, NULL);
+  each_status(slot_child, &found);
   return found;
 }
 
@@ -780,29 +789,13 @@ static void test_concurrent(void) {
   ok(good == N, "%d concurrent runs from threads, each its own output (%d good)", N, good);
 }
 
-/* Zombie children of this process (the runner reaps what it orphans). */
-static int zombie_children(void) {
-  DIR *d = opendir("/proc");
-  int n = 0;
-  struct dirent *e;
-  while (d && (e = readdir(d))) {
-    char path[300], buf[2048];
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-    snprintf(path, sizeof path, "/proc/%s/status", e->d_name);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) continue;
-    ssize_t k = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (k <= 0) continue;
-    buf[k] = '\0';
-    char *pp = strstr(buf, "\nPPid:"), *st = strstr(buf, "\nState:");
-    unsigned long ppid;
-    if (pp && st && sscanf(pp + 6, "%lu", &ppid) == 1 &&
-        ppid == (unsigned long)getpid() && strncmp(st + 8, "\tZ", 2) == 0) n++;
-  }
-  if (d) closedir(d);
-  return n;
+static int zombie_child(const char *status, void *ctx) {
+  (void)ctx;
+  return child_of_ours(status) && is_zombie(status);
 }
+
+/* Zombie children of this process (the runner reaps what it orphans). */
+static int zombie_children(void) { return each_status(zombie_child, NULL); }
 
 static void test_deep_tree(void) {
   ux_run_result r;
