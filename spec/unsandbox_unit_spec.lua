@@ -248,6 +248,8 @@ describe("unsandbox #unit", function()
       { "execute_code", { "python", "x", { env = { ["1BAD"] = "x" } } }, "env" },
       { "execute_code", { "python", "x", { input_files = { "/etc/hostname", 5 } } }, "input_files" },
       { "execute_code", { "python", "x", { bogus = 1 } }, "bogus" },
+      -- a Client has its own connection: a per-call url would be ignored
+      { "execute_code", { "python", "x", { url = "http://elsewhere" } }, "url" },
       { "get_job", { "../etc" }, "job_id" },
       { "get_job", { 5 }, "job_id" },
       { "wait_for_job", { "job_1", { timeout = -1 } }, "timeout" },

@@ -281,6 +281,12 @@ commands.snapshot = resource("snapshot", {
   unlock = function(o, c) check(c:unlock_snapshot(need(o, 3, "snapshot id"), SUDO)) end,
 })
 
+local function is_file(path)
+  local f = io.open(path, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
 --- Runs the CLI with an argument list; returns the exit code.
 function M.main(args)
   local ok, result = pcall(function()
@@ -288,7 +294,7 @@ function M.main(args)
     if o.help then print(USAGE); return 0 end
     local cmd = not o.language and commands[o.rest[1]]
     -- a file of that name wins over a subcommand
-    if cmd and not io.open(o.rest[1]) then
+    if cmd and not is_file(o.rest[1]) then
       local c = client(o)
       -- id arguments are checked by the library, which raises on misuse
       local ok2, code = pcall(cmd, o, c)

@@ -13,9 +13,10 @@ local MAX_FILES = 1000
 M.OPTIONS = {
   env = true, input_files = true, network_mode = true, ttl = true, vcpu = true,
   return_artifacts = true, timeout = true, on_poll = true,
-  -- connection options, used by the module functions for a one-off client
-  public_key = true, secret_key = true, account = true, url = true, ca_file = true,
 }
+-- (public_key, url and the other connection options are taken out by the
+-- module functions, which make a one-off client of them; a Client's own
+-- methods refuse them, since they would be ignored there)
 
 function M.check_options(fname, opts, allowed)
   for k in pairs(opts) do

@@ -6,6 +6,7 @@
 local core = require "unsandbox.core"
 local cjson = require "cjson.safe"
 local api = require "unsandbox.api"
+local Error = require "unsandbox.errors"
 
 local M = {}
 
@@ -41,13 +42,13 @@ function M.get(client, url, opts)
     local cached = read_cache(path, url)
     if cached then return cached, "cache" end
   end
-  local doc, err = api.call(client, "GET", "/languages", nil, opts)
-  if not doc then return nil, err end
+  local doc, rid = api.call(client, "GET", "/languages", nil, opts)
+  if not doc then return nil, rid end
   -- the C SDK also accepts a bare array
   local list = doc.languages or doc
   if not valid_list(list) then
-    return nil, require("unsandbox.errors").new {
-      kind = "protocol", request_id = err, message = "the service returned no languages" }
+    return nil, Error.new {
+      kind = "protocol", request_id = rid, message = "the service returned no languages" }
   end
   if path then
     core.cache_write(path, cjson.encode { languages = list, url = url, timestamp = core.now() })
