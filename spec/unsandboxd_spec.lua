@@ -584,7 +584,10 @@ describe("unsandboxd #integration", function()
       local rd, del = call(c, "DELETE", "/services/" .. id)
       assert.are.equal(200, rd.status)
       assert.are.equal("deleted", del.status)
+      assert.are.equal(id, del.service_id)
       assert.are.equal(404, st(c, "GET", "/services/" .. id))
+      -- its directory goes with it
+      assert.is_nil(io.open(srv.data .. "/services/" .. id))
     end)
 
     it("a service whose bootstrap ended is stopped and refuses execute with 409", function()

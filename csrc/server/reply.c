@@ -136,3 +136,10 @@ char *ux_json_dump(const json_t *j, size_t *len) {
   *len = s ? strlen(s) : 0;
   return s;
 }
+
+int ux_reply_deleted(ux_req *r, const char *id_key, const char *id) {
+  json_t *j = json_object();
+  json_object_set_new(j, id_key, json_string(id));
+  json_object_set_new(j, "status", json_string("deleted"));
+  return ux_reply_json(r, 200, j);
+}

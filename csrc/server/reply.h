@@ -44,6 +44,9 @@ int ux_reply_json(ux_req *r, int status, json_t *json);
 int ux_reply_error(ux_req *r, int status, const char *code, const char *fmt, ...)
   __attribute__((format(printf, 4, 5)));
 
+/* 200 {"<id_key>": id, "status": "deleted"}, the answer to every DELETE. */
+int ux_reply_deleted(ux_req *r, const char *id_key, const char *id);
+
 /* Parses the body as a JSON object. An empty body is {} when empty_ok.
 ** On failure sets a 400 reply and returns NULL. */
 json_t *ux_body_object(ux_req *r, int empty_ok);

@@ -70,6 +70,10 @@ int ux_make_workdir(ux_req *r, const char *kind, const char *id, json_t *input_f
 ux_exec_spec *ux_command_spec(ux_req *r, const char *kind, const char *id,
                               json_t *doc, json_t *body, long default_ms);
 
+/* Removes DATA/<kind>s/<id>, the whole directory of a deleted session
+** or service. */
+void ux_remove_resource_dir(const ux_server *srv, const char *kind, const char *id);
+
 /* DATA/<kind>s/<id>/work */
 int ux_workdir(const ux_server *srv, const char *kind, const char *id, char *out, size_t outlen);
 

@@ -135,17 +135,13 @@ int ux_h_service_get(ux_req *r, const char *id) {
 }
 
 int ux_h_service_delete(ux_req *r, const char *id) {
-  char dir[4200];
   json_t *doc = ux_store_get(r->srv->store, "services", id, r->owner);
   if (!doc) return ux_reply_error(r, 404, "not_found", "no such service");
   json_decref(doc);
   ux_svcs_stop(r->srv->svcs, id);
   ux_store_delete(r->srv->store, "services", id, r->owner);
-  if (ux_path(dir, sizeof dir, "%s/services/%s", r->srv->cfg.data, id) == 0) ux_rm_rf(dir);
-  json_t *j = json_object();
-  json_object_set_new(j, "service_id", json_string(id));
-  json_object_set_new(j, "status", json_string("deleted"));
-  return ux_reply_json(r, 200, j);
+  ux_remove_resource_dir(r->srv, "service", id);
+  return ux_reply_deleted(r, "service_id", id);
 }
 
 int ux_h_service_execute(ux_req *r, const char *id) {

@@ -60,6 +60,11 @@ fail:
   return -1;
 }
 
+void ux_remove_resource_dir(const ux_server *srv, const char *kind, const char *id) {
+  char dir[4200];
+  if (ux_path(dir, sizeof dir, "%s/%ss/%s", srv->cfg.data, kind, id) == 0) ux_rm_rf(dir);
+}
+
 ux_exec_spec *ux_command_spec(ux_req *r, const char *kind, const char *id,
                               json_t *doc, json_t *body, long default_ms) {
   const char *command, *mode;
@@ -169,14 +174,10 @@ int ux_h_session_get(ux_req *r, const char *id) {
 }
 
 int ux_h_session_delete(ux_req *r, const char *id) {
-  char dir[4200];
   if (ux_store_delete(r->srv->store, "sessions", id, r->owner) != 1)
     return ux_reply_error(r, 404, "not_found", "no such session");
-  if (ux_path(dir, sizeof dir, "%s/sessions/%s", r->srv->cfg.data, id) == 0) ux_rm_rf(dir);
-  json_t *j = json_object();
-  json_object_set_new(j, "session_id", json_string(id));
-  json_object_set_new(j, "status", json_string("deleted"));
-  return ux_reply_json(r, 200, j);
+  ux_remove_resource_dir(r->srv, "session", id);
+  return ux_reply_deleted(r, "session_id", id);
 }
 
 int ux_h_session_shell(ux_req *r, const char *id) {

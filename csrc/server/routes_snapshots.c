@@ -89,10 +89,7 @@ int ux_h_snapshot_delete(ux_req *r, const char *id) {
   if (locked) return ux_reply_error(r, 409, "locked", "the snapshot is locked; unlock it first");
   ux_store_delete(r->srv->store, "snapshots", id, r->owner);
   if (archive_path(r, id, arch, sizeof arch) == 0) unlink(arch);
-  json_t *j = json_object();
-  json_object_set_new(j, "id", json_string(id));
-  json_object_set_new(j, "status", json_string("deleted"));
-  return ux_reply_json(r, 200, j);
+  return ux_reply_deleted(r, "id", id);
 }
 
 int ux_h_snapshot_restore(ux_req *r, const char *id) {
