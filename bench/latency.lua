@@ -35,7 +35,9 @@ end
 local srv = server.start()
 local ok, err = pcall(function()
   local c = unsandbox.client(srv.client_opts())
-  print(string.format("unsandboxd at %s, %d cores", srv.url, tonumber(io.popen("nproc"):read("l"))))
+  local nproc = io.popen("nproc")
+  print(string.format("unsandboxd at %s, %s cores", srv.url, nproc:read("l")))
+  nproc:close()
 
   local health = measure(N, function() assert(c:health()) end)
   local spawn = measure(math.min(N, 20), function()
