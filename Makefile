@@ -4,8 +4,9 @@
 
 CC       ?= cc
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fPIC
-CPPFLAGS += -Icsrc -I/usr/include/lua5.4 -I/usr/include/x86_64-linux-gnu
+# required flags stay even when a user sets CFLAGS on the command line
+override CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fPIC -MMD -MP
+override CPPFLAGS += -Icsrc -I/usr/include/lua5.4 -I/usr/include/x86_64-linux-gnu
 LUA_LIBS  = -llua5.4
 CJSON_LIB = -llua5.4-cjson
 NET_LIBS  = -lcurl -lcrypto
@@ -24,7 +25,7 @@ endif
 CORE_SRC   := $(wildcard csrc/core/*.c)
 BIND_SRC   := $(wildcard csrc/lua/*.c)
 HOST_SRC   := $(wildcard csrc/host/*.c)
-SERVER_SRC := $(wildcard csrc/server/*.c)
+SERVER_SRC := $(wildcard csrc/server/*.c csrc/server/*/*.c)
 TEST_SRC   := $(wildcard csrc/tests/*_test.c)
 
 CORE_OBJ   := $(CORE_SRC:csrc/%.c=build/%.o)
@@ -43,20 +44,20 @@ EMBED     = examples/embed/embed_demo
 .PHONY: all deps test check-c demo bench rock-check clean
 all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(EMBED) $(TEST_BIN)
 
-build/%.o: csrc/%.c $(wildcard csrc/*/*.h)
+build/%.o: csrc/%.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(MODULE): $(CORE_OBJ) $(BIND_OBJ)
 	$(call say,LD,$@)
-	$(Q)$(CC) -shared -o $@ $^ $(NET_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -shared -o $@ $^ $(NET_LIBS)
 
 # -Wl,-E exports the Lua API so C modules loaded by scripts link against it
 $(UNLUA): $(HOST_OBJ) $(CORE_OBJ) $(BIND_OBJ)
 	@mkdir -p bin
 	$(call say,LD,$@)
-	$(Q)$(CC) -Wl,-E -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
+	$(Q)$(CC) $(LDFLAGS) -Wl,-E -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
 
 # the server shares signing, base64 and the id rule with the client core
 SERVER_CORE := build/core/sign.o build/core/base64.o build/core/ids.o
@@ -64,21 +65,21 @@ SERVER_CORE := build/core/sign.o build/core/base64.o build/core/ids.o
 $(UNSANDBOXD): $(SERVER_OBJ) $(SERVER_CORE)
 	@mkdir -p bin
 	$(call say,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(SRV_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(SRV_LIBS)
 
 $(EMBED): examples/embed/embed_demo.c $(CORE_OBJ) $(BIND_OBJ)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
 
 build/tests/core_%: csrc/tests/core_%.c $(CORE_OBJ) csrc/tests/tap.h
 	@mkdir -p build/tests
 	$(call say,LD,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_OBJ) $(NET_LIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(CORE_OBJ) $(NET_LIBS)
 
 build/tests/server_%: csrc/tests/server_%.c $(SERVER_LIB) $(SERVER_CORE) csrc/tests/tap.h
 	@mkdir -p build/tests
 	$(call say,LD,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(SERVER_LIB) $(SERVER_CORE) $(SRV_LIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(SERVER_LIB) $(SERVER_CORE) $(SRV_LIBS)
 
 deps:
 	@scripts/deps.sh
@@ -105,6 +106,8 @@ bench: deps
 # stock lua5.4 requires the module from that tree.
 rock-check: deps
 	@scripts/rock-check.sh
+
+-include $(shell find build -name '*.d' 2>/dev/null)
 
 clean:
 	rm -rf build $(MODULE) $(UNLUA) $(UNSANDBOXD) $(EMBED)

@@ -21,15 +21,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "server/faults.h"
+#include "server/http/faults.h"
 #include "server/fsutil.h"
-#include "server/http.h"
-#include "server/jobs.h"
-#include "server/keys.h"
-#include "server/routes.h"
-#include "server/runner.h"
-#include "server/store.h"
-#include "server/svc.h"
+#include "server/http/http.h"
+#include "server/exec/jobs.h"
+#include "server/store/keys.h"
+#include "server/http/routes.h"
+#include "server/sandbox/runner.h"
+#include "server/store/store.h"
+#include "server/exec/svc.h"
 
 /* The one process-global: the signal handler can reach nothing else. */
 static int signal_pipe[2] = { -1, -1 };

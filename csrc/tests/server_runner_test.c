@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/runner.h"
+#include "server/sandbox/runner.h"
 #include "tests/tap.h"
 
 #ifndef UX_SB_UID_BASE

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "server/ids.h"
-#include "server/reply.h"
+#include "server/http/reply.h"
 #include "tests/tap.h"
 
 static void test_ids(void) {

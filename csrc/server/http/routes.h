@@ -6,9 +6,9 @@
 #ifndef UX_ROUTES_H
 #define UX_ROUTES_H
 
-#include "server/exec_spec.h"
-#include "server/jobs.h"
-#include "server/reply.h"
+#include "server/exec/exec_spec.h"
+#include "server/exec/jobs.h"
+#include "server/http/reply.h"
 
 typedef int (*ux_handler)(ux_req *r, const char *id);
 

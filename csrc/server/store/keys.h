@@ -2,7 +2,7 @@
 #ifndef UX_KEYS_H
 #define UX_KEYS_H
 
-#include "server/store.h"
+#include "server/store/store.h"
 
 #define UX_PK_LEN 27   /* "unsb-pk-" + 4 groups of 4 + 3 dashes */
 #define UX_SK_LEN 31   /* "unsb-sk-" + 4 groups of 5 + 3 dashes */

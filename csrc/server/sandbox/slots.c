@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "server/fsutil.h"
-#include "server/sandbox.h"
-#include "server/slots.h"
+#include "server/sandbox/sandbox.h"
+#include "server/sandbox/slots.h"
 
 /* ---------------------------------------------------------------------
 ** Processes by uid

@@ -10,9 +10,9 @@
 
 #include "server/fsutil.h"
 #include "server/ids.h"
-#include "server/routes.h"
-#include "server/snapshot.h"
-#include "server/store.h"
+#include "server/http/routes.h"
+#include "server/sandbox/snapshot.h"
+#include "server/store/store.h"
 
 static const char *table_of(const char *source_type) {
   return !strcmp(source_type, "session") ? "sessions" : "services";

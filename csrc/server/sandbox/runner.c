@@ -85,10 +85,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/runner.h"
+#include "server/sandbox/runner.h"
 #include "server/fsutil.h"
-#include "server/sandbox.h"
-#include "server/slots.h"
+#include "server/sandbox/sandbox.h"
+#include "server/sandbox/slots.h"
 
 #define BWRAP        "/usr/bin/bwrap"
 #define DRAIN_MS     1000     /* output still read after the child is reaped */

@@ -3,7 +3,7 @@
 ** (a stable code clients branch on) and message (for humans), so the
 ** client's error mapping needs one rule.
 */
-#include "server/reply.h"
+#include "server/http/reply.h"
 
 #include <stdarg.h>
 #include <stdio.h>

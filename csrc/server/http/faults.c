@@ -4,7 +4,7 @@
 ** used and its count decremented. Requests to /_faults itself are never
 ** faulted unless a fault names that prefix explicitly.
 */
-#include "server/faults.h"
+#include "server/http/faults.h"
 
 #include "core/sign.h"
 #include "server/ids.h"

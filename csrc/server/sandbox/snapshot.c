@@ -13,7 +13,7 @@
 ** trade places atomically, then the old one (now at the temporary name)
 ** is removed. A crash in between leaves the target complete, old or new.
 */
-#include "server/snapshot.h"
+#include "server/sandbox/snapshot.h"
 
 #include <archive.h>
 #include <archive_entry.h>

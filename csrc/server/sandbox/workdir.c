@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "server/sandbox.h"
+#include "server/sandbox/sandbox.h"
 
 #define MAX_DEPTH   64
 #define MAX_ENTRIES 100000   /* a listing stops here (artifacts only) */

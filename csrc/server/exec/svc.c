@@ -4,14 +4,14 @@
 ** entry cancels its run and joins its thread outside the lock, so other
 ** services stay usable while one is being torn down.
 */
-#include "server/svc.h"
+#include "server/exec/svc.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/exec_spec.h"
+#include "server/exec/exec_spec.h"
 #include "server/fsutil.h"
 
 typedef struct entry {

@@ -5,7 +5,7 @@
 ** reference-counted because a waiter may still hold it after the worker
 ** has finished and dropped it from the active list.
 */
-#include "server/jobs.h"
+#include "server/exec/jobs.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -16,7 +16,7 @@
 #include "core/base64.h"
 #include "server/fsutil.h"
 #include "server/ids.h"
-#include "server/reply.h"
+#include "server/http/reply.h"
 
 typedef enum { J_PENDING, J_RUNNING, J_COMPLETED, J_FAILED, J_TIMEOUT, J_CANCELLED } jstate;
 static const char *const STATE[] = {

@@ -4,12 +4,12 @@
 ** learns nothing, not even which routes exist), then faults are applied,
 ** then the matching route runs, or 404/405 is answered.
 */
-#include "server/routes.h"
+#include "server/http/routes.h"
 
 #include <string.h>
 
-#include "server/auth.h"
-#include "server/faults.h"
+#include "server/exec/auth.h"
+#include "server/http/faults.h"
 #include "server/ids.h"
 
 typedef struct route {

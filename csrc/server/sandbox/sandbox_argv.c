@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "server/sandbox.h"
+#include "server/sandbox/sandbox.h"
 
 static void push(ux_argv *a, const char *s) {
   if (a->oom) return;

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "server/fsutil.h"
-#include "server/jobs.h"
-#include "server/routes.h"
+#include "server/exec/jobs.h"
+#include "server/http/routes.h"
 
 int ux_h_health(ux_req *r, const char *id) {
   (void)id;

@@ -4,7 +4,7 @@
 ** modulo would favour the first few letters). The secret has 20 such
 ** characters, about 103 bits.
 */
-#include "server/keys.h"
+#include "server/store/keys.h"
 
 #include <string.h>
 #include <openssl/crypto.h>

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "server/runner.h"
+#include "server/sandbox/runner.h"
 
 /* ---------------------------------------------------------------------
 ** Limits (one place, so the report and the code agree)

@@ -15,7 +15,7 @@
 ** The path handed to routes is the raw one (no percent-decoding), which
 ** is exactly what the client signed.
 */
-#include "server/http.h"
+#include "server/http/http.h"
 
 #include <arpa/inet.h>
 #include <stdatomic.h>
@@ -30,8 +30,8 @@
 
 #include "server/fsutil.h"
 #include "server/ids.h"
-#include "server/reply.h"
-#include "server/routes.h"
+#include "server/http/reply.h"
+#include "server/http/routes.h"
 
 #define UX_MAX_CONNECTIONS 256
 #define UX_IDLE_TIMEOUT_S 30

@@ -10,10 +10,10 @@
 
 #include "server/fsutil.h"
 #include "server/ids.h"
-#include "server/jobs.h"
-#include "server/routes.h"
-#include "server/store.h"
-#include "server/svc.h"
+#include "server/exec/jobs.h"
+#include "server/http/routes.h"
+#include "server/store/store.h"
+#include "server/exec/svc.h"
 
 /* The wire form: live state, scalars first, arrays last; the stored
 ** bootstrap script stays private. */

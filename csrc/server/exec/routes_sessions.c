@@ -15,9 +15,9 @@
 
 #include "server/fsutil.h"
 #include "server/ids.h"
-#include "server/jobs.h"
-#include "server/routes.h"
-#include "server/store.h"
+#include "server/exec/jobs.h"
+#include "server/http/routes.h"
+#include "server/store/store.h"
 
 static int write_file(const char *dir, const ux_file *f) {
   char path[8192];

@@ -9,8 +9,8 @@
 
 #include <jansson.h>
 
-#include "server/exec_spec.h"
-#include "server/store.h"
+#include "server/exec/exec_spec.h"
+#include "server/store/store.h"
 
 typedef struct ux_jobs ux_jobs;
 typedef struct ux_job ux_job;

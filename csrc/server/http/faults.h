@@ -6,7 +6,7 @@
 #ifndef UX_FAULTS_H
 #define UX_FAULTS_H
 
-#include "server/reply.h"
+#include "server/http/reply.h"
 
 typedef struct ux_faults ux_faults;
 

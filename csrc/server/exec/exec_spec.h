@@ -7,8 +7,8 @@
 
 #include <jansson.h>
 
-#include "server/reply.h"
-#include "server/runner.h"
+#include "server/http/reply.h"
+#include "server/sandbox/runner.h"
 
 typedef struct ux_exec_spec {
   ux_run_spec run;        /* points into the fields below */

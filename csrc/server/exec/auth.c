@@ -5,7 +5,7 @@
 ** an unknown key still costs one HMAC, so neither the wording nor the
 ** timing tells a prober whether a public key exists.
 */
-#include "server/auth.h"
+#include "server/exec/auth.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +13,7 @@
 
 #include "core/sign.h"
 #include "server/fsutil.h"
-#include "server/store.h"
+#include "server/store/store.h"
 
 static int unauthorized(ux_req *r, const char *msg) {
   return ux_reply_error(r, 401, "unauthorized", "%s", msg);

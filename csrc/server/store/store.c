@@ -3,7 +3,7 @@
 ** 0600 before SQLite opens it: SQLite gives its -wal and -shm files the
 ** mode of the database, so the secrets never become world-readable.
 */
-#include "server/store.h"
+#include "server/store/store.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
 ** get wrong is answered here with a 400 that names the field, before a
 ** job exists; the runner then only sees well-formed specs.
 */
-#include "server/exec_spec.h"
+#include "server/exec/exec_spec.h"
 
 #include <stdlib.h>
 #include <string.h>

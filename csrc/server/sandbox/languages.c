@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "server/sandbox.h"
+#include "server/sandbox/sandbox.h"
 
 /* Compiled programs are built in the sandbox's private /tmp, never in the
 ** work directory (where they would come back as artifacts). */

@@ -6,7 +6,7 @@
 #ifndef UX_AUTH_H
 #define UX_AUTH_H
 
-#include "server/reply.h"
+#include "server/http/reply.h"
 
 #define UX_AUTH_WINDOW_S 300
 
