@@ -25,6 +25,7 @@ struct ux_run {
   int cancel_fd;              /* eventfd */
 
   pid_t pid;
+  atomic_int reaped;          /* the waiter has reaped pid */
   int pidfd;                  /* -1 when the kernel has no pidfd_open */
   int out_fd, err_fd, started_fd;
   int info_fd;                /* bwrap's --info-fd, until EOF */

@@ -176,7 +176,7 @@ static struct {
 static void describe(const char *why) {
   ux_isolation *i = &lim.iso;
   const ux_cg_layout *c = &lim.cg;
-  char net[96];
+  char net[160];
   snprintf(net, sizeof net, "; own network namespace per run, semitrusted via %s",
            ux_net_available() ? "slirp4netns" : "nothing (slirp4netns missing: semitrusted runs fail)");
   if (c->version == UX_CG_V2)

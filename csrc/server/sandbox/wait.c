@@ -221,6 +221,7 @@ static void try_reap(waiter *w) {
   pid_t p = waitpid(r->pid, &w->status, WNOHANG);
   if (p != r->pid && !(p < 0 && errno == ECHILD)) return;
   w->reaped = 1;
+  atomic_store(&r->reaped, 1);
   w->res->elapsed_ms = (long)(ux_now_ms() - r->t0_ms);
   end_inner(r);                          /* stragglers, if any */
   if (r->slot < 0) kill(-r->pid, SIGKILL);
