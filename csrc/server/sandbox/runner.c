@@ -3,7 +3,7 @@
 ** per-slot uid, in a cgroup of its own, with a wall-clock ttl and capped
 ** output. This file: the spec checks, the set-up and the start; the
 ** choice of limits is isolation.c,
-** waiter is wait.c, the forked child spawn.c, slirp4netns net.c, the
+** waiter wait.c, the forked child spawn.c, slirp4netns net.c, the
 ** cgroups cgroup*.c, freeze and kill by work directory workgroup.c.
 **
 ** Life of a run (ux_run_start, then ux_run_wait on the same thread):
