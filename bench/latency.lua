@@ -48,6 +48,25 @@ local ok, err = pcall(function()
   report("baseline bwrap /bin/true spawn", spawn)
   local bash = measure(N, function() assert(c:execute_code("bash", "true")) end)
   report('execute_code("bash", "true")', bash, spawn)
+  -- the cost of the run's cgroup: the same call against a server limited
+  -- by rlimits only (--cgroups off), the two measured alternately
+  local srv2 = server.start { args = { "--cgroups", "off" } }
+  local ok2, err2 = pcall(function()
+    local c2 = unsandbox.client(srv2.client_opts())
+    assert(c:execute_code("bash", "true")); assert(c2:execute_code("bash", "true"))
+    local with, without = {}, {}
+    for i = 1, N do
+      local t0 = now_ms(); assert(c:execute_code("bash", "true")); with[i] = now_ms() - t0
+      t0 = now_ms(); assert(c2:execute_code("bash", "true")); without[i] = now_ms() - t0
+    end
+    local w, wo = stats(with), stats(without)
+    report('bash "true", rlimits only', wo)
+    report('bash "true", own cgroup', w, wo)
+    print(string.format("%-34s %+7.2f ms median", "cost of the cgroup", w.median - wo.median))
+    c2:close()
+  end)
+  srv2.stop()
+  if not ok2 then error(err2, 0) end
   local py = measure(N, function() assert(c:execute_code("python", "print(1)")) end)
   report('execute_code("python", "print(1)")', py, spawn)
 

@@ -7,16 +7,20 @@ local fs = require "spec.helpers.fs"
 local core = require "unsandbox.core"
 local socket = require "socket"
 
--- pids of live processes running as one of the sandbox slot uids
+-- pids of live processes running as one of the sandbox slot uids; with
+-- `server_pid`, only those in that server's cgroups (other servers on the
+-- machine use the same uids)
 local SLOT_UID_MIN, SLOT_UID_MAX = 200000, 200255
-local function sandbox_processes()
+local function sandbox_processes(server_pid)
   local pids = {}
   local p = io.popen("ls /proc")
   for name in p:lines() do
     if name:match("^%d+$") then
       local st = fs.read("/proc/" .. name .. "/status")
       local uid = st and tonumber(st:match("\nUid:%s*(%d+)"))
-      if uid and uid >= SLOT_UID_MIN and uid <= SLOT_UID_MAX and not st:match("\nState:%s*Z") then
+      local cg = server_pid and fs.read("/proc/" .. name .. "/cgroup") or ""
+      if uid and uid >= SLOT_UID_MIN and uid <= SLOT_UID_MAX and not st:match("\nState:%s*Z") and
+         (not server_pid or cg:find("/unsandboxd-" .. server_pid .. "-", 1, true)) then
         pids[#pids + 1] = name
       end
     end
@@ -27,6 +31,11 @@ end
 
 describe("sandbox #integration", function()
   local srv, c
+
+  local function ours()
+    local h = assert(c:call("GET", "/health"))
+    return sandbox_processes(h.isolation.cgroup ~= "none" and srv.pid or nil)
+  end
 
   setup(function()
     srv = server.start()
@@ -70,22 +79,78 @@ describe("sandbox #integration", function()
     local took = (core.monotonic_ms() - t0) / 1000
     assert.are.equal("timeout", r.status)
     assert.is_true(took >= 1.9 and took < 6, "took " .. took)
-    assert.same({}, sandbox_processes())
+    assert.same({}, ours())
   end)
 
   it("a fork bomb is contained and the server still answers", function()
     local r = run("bash", ":(){ :|:& };:", { ttl = 3 })
     assert.is_truthy(r.status == "timeout" or r.status == "completed")
-    assert.same({}, sandbox_processes())
+    assert.same({}, ours())
     assert.are.equal("alive\n", run("bash", "echo alive").stdout)
   end)
 
-  it("a memory hog fails and the server still answers", function()
+  -- GET /health says how runs are limited here: the specs below expect
+  -- what it says (cgroups as root, rlimits otherwise)
+  local function isolation()
+    local h = assert(c:call("GET", "/health"))
+    return h.isolation
+  end
+
+  it("reports its isolation in GET /health", function()
+    local iso = isolation()
+    assert.is_table(iso)
+    assert.is_truthy(iso.cgroup == "v1" or iso.cgroup == "v2" or iso.cgroup == "none")
+    assert.are.equal(iso.cgroup ~= "none", iso.memory)
+    assert.are.equal(iso.cgroup ~= "none", iso.pids)
+    assert.are.equal("slirp4netns", iso.network)
+  end)
+
+  it("a memory hog fails, is reported, and the server still answers", function()
     local r = run("python", "b = bytearray(8 * 1024 ** 3)\nprint('allocated')", { ttl = 20 })
     assert.are_not.equal(0, r.exit_code)
     assert.not_matches("allocated", r.stdout)
-    assert.matches("MemoryError", r.stderr)
+    if isolation().memory then
+      assert.are.equal("completed", r.status)
+      assert.are.equal(137, r.exit_code)
+      assert.matches("out of memory: the program exceeded its memory limit %(1024 MiB%)", r.error)
+    else
+      assert.matches("MemoryError", r.stderr)
+    end
     assert.are.equal("alive\n", run("bash", "echo alive").stdout)
+  end)
+
+  describe("memory counted per run #cgroup", function()
+    local function oom(lang, code, ttl)
+      if not isolation().memory then return pending("no memory cgroup here") end
+      local t0 = core.monotonic_ms()
+      local r = run(lang, code, { ttl = ttl or 60 })
+      assert.are.equal("completed", r.status)
+      assert.are.equal(137, r.exit_code)
+      assert.matches("out of memory", r.error)
+      assert.not_matches("done", r.stdout)
+      assert.is_true(core.monotonic_ms() - t0 < 30000)
+      assert.same({}, ours())
+      assert.are.equal("alive\n", run("bash", "echo alive").stdout)
+    end
+
+    it("3 GiB of shared anonymous memory at 1 vcpu is killed and reported", function()
+      oom("python", "import mmap\nm = mmap.mmap(-1, 3 << 30, mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)\n" ..
+        "for i in range(0, 3 << 30, 4096): m[i] = 1\nprint('done')")
+    end)
+
+    it("three processes of 900 MiB are killed together", function()
+      oom("python", "import os, time\nfor k in range(3):\n  if os.fork() == 0:\n" ..
+        "    b = bytearray(900 << 20)\n    time.sleep(30)\n    os._exit(0)\n" ..
+        "for k in range(3): os.wait()\nprint('done')")
+    end)
+
+    it("filling /tmp (tmpfs) past the memory limit fails", function()
+      if not isolation().memory then return pending("no memory cgroup here") end
+      local r = run("bash", "for i in $(seq 40); do head -c 64M /dev/zero > /tmp/f$i || " ..
+        "{ echo write failed; break; }; done; echo done", { ttl = 60 })
+      assert.is_truthy(r.error and r.error:match("out of memory") or r.stdout:match("write failed"))
+      assert.are.equal("alive\n", run("bash", "echo alive").stdout)
+    end)
   end)
 
   it("a 10 MiB print is truncated at 1 MiB with the flag set", function()
@@ -132,12 +197,85 @@ except OSError as e:
     print("refused", e)
 ]], port)
     local r = run("python", code)
-    local accepted = listener:accept()
     local semi = run("python", code, { network_mode = "semitrusted" })
+    -- slirp4netns maps 10.0.2.2 to the host's loopback: refused too
+    local via_gw = run("python", code:gsub('"127%.0%.0%.1"', '"10.0.2.2"'), { network_mode = "semitrusted" })
+    local accepted = listener:accept()
     listener:close()
     assert.matches("^refused", r.stdout)
+    assert.matches("^refused", semi.stdout)
+    assert.matches("^refused", via_gw.stdout)
     assert.is_nil(accepted)
-    assert.matches("^connected", semi.stdout)
+  end)
+
+  it("semitrusted has a network of its own: an address, slirp's DNS, no host abstract sockets", function()
+    -- an abstract unix socket on the host (luasocket cannot name one):
+    -- a host python listens, proves it with a connection of its own,
+    -- then reports whether anything else connected within 8 s
+    local name = "unsb-spec-" .. tostring(core.monotonic_ms())
+    local host = io.popen("python3 -c " .. server.sh_quote(string.format([[
+import socket, sys
+l = socket.socket(socket.AF_UNIX); l.bind("\0%s"); l.listen(4)
+c = socket.socket(socket.AF_UNIX); c.connect("\0%s"); l.accept()[0].close(); c.close()
+print("ready"); sys.stdout.flush()
+l.settimeout(8)
+try:
+    l.accept(); print("accepted")
+except OSError:
+    print("nothing")
+]], name, name)), "r")
+    assert.are.equal("ready", host:read("l"))
+    local r = run("python", string.format([[
+import socket
+u = socket.socket(socket.AF_UNIX)
+try:
+    u.connect("\0%s"); print("abstract connected")
+except OSError:
+    print("abstract refused")
+print(open("/etc/resolv.conf").read().strip())
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.connect(("10.0.2.3", 53))
+print("addr", s.getsockname()[0])
+]], name), { network_mode = "semitrusted" })
+    assert.are.equal("nothing", host:read("l"))
+    host:close()
+    assert.matches("abstract refused\nnameserver 10%.0%.2%.3\naddr 10%.0%.2%.100\n", r.stdout)
+  end)
+
+  -- one hello-world per language the runner knows; a language that
+  -- GET /languages lists must have one here and must run it
+  local HELLO = {
+    bash = "echo hello", sh = "echo hello", python = "print('hello')", lua = "print('hello')",
+    javascript = "console.log('hello')", perl = "print \"hello\\n\";", tcl = "puts hello",
+    ruby = "puts 'hello'", php = "<?php echo \"hello\\n\";", r = "cat('hello\\n')",
+    c = "#include <stdio.h>\nint main(void){puts(\"hello\");return 0;}\n",
+    cpp = "#include <iostream>\nint main(){std::cout<<\"hello\"<<std::endl;}\n",
+    fortran = "program h\n  print '(a)', 'hello'\nend program h\n",
+    java = "public class Main { public static void main(String[] a) { System.out.println(\"hello\"); } }\n",
+    go = "package main\nimport \"fmt\"\nfunc main() { fmt.Println(\"hello\") }\n",
+    rust = "fn main() { println!(\"hello\"); }\n",
+    haskell = "main = putStrLn \"hello\"\n", ocaml = "print_endline \"hello\";;\n",
+    scheme = "(display \"hello\")\n(newline)\n", commonlisp = "(write-line \"hello\")\n",
+    elixir = "IO.puts \"hello\"\n", julia = "println(\"hello\")\n", raku = "say 'hello';\n",
+    d = "import std.stdio;\nvoid main() { writeln(\"hello\"); }\n",
+    cobol = "       IDENTIFICATION DIVISION.\n       PROGRAM-ID. HELLO.\n" ..
+            "       PROCEDURE DIVISION.\n           DISPLAY 'hello'.\n           STOP RUN.\n",
+  }
+
+  it("runs a hello-world in every language GET /languages lists", function()
+    local langs = assert(c:get_languages())
+    assert.is_true(#langs >= 6)
+    local jobs = {}
+    for _, lang in ipairs(langs) do
+      assert.is_string(HELLO[lang], "no hello-world for listed language " .. lang)
+      jobs[lang] = assert(c:execute_async(lang, HELLO[lang], { ttl = 60 }))
+    end
+    for _, lang in ipairs(langs) do
+      local r = assert(c:wait_for_job(jobs[lang], { timeout = 120 }))
+      assert.are.equal("completed", r.status, lang .. ": " .. tostring(r.error))
+      assert.are.equal("hello\n", r.stdout, lang .. ": " .. r.stderr)
+      assert.are.equal(0, r.exit_code, lang)
+    end
   end)
 
   it("cannot write outside its own directories", function()

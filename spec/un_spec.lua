@@ -120,6 +120,65 @@ describe("un #integration", function()
     os.remove(dir .. "/.unsandbox/accounts.csv")
   end)
 
+  it("takes the secret key from a file or standard input, and warns when it is in argv", function()
+    local bare = { UNSANDBOX_PUBLIC_KEY = false, UNSANDBOX_SECRET_KEY = false }
+    local keyfile = write("secret.key", srv.secret_key .. "\n")
+    local pk = proc.quote(srv.public_key)
+    local out, err, code = un("-p " .. pk .. " --secret-key-file " .. proc.quote(keyfile) ..
+      " -s bash 'echo from-file'", bare)
+    assert.are.equal(0, code, err)
+    assert.are.equal("from-file\n", out)
+    assert.are.equal("", err)
+
+    -- -k -: one line of standard input (proc.run gives /dev/null: use a pipe)
+    local e = {}
+    for k, v in pairs(env) do e[k] = v end
+    for k, v in pairs(bare) do e[k] = v end
+    local errfile = dir .. "/stderr-stdin"
+    out, code = proc.run("sh -c " .. proc.quote("printf '%s\\n' " .. proc.quote(srv.secret_key) ..
+      " | bin/un -p " .. pk .. " -k - -s bash 'echo from-stdin' 2>" .. proc.quote(errfile)), e)
+    assert.are.equal(0, code, out)
+    assert.are.equal("from-stdin\n", out)
+    local f = assert(io.open(errfile))
+    assert.are.equal("", f:read("a"))
+    f:close()
+
+    -- in argv: it works, with a warning that never shows the key itself
+    out, err, code = un("-p " .. pk .. " -k " .. proc.quote(srv.secret_key) .. " -s bash 'echo from-argv'", bare)
+    assert.are.equal(0, code, err)
+    assert.are.equal("from-argv\n", out)
+    assert.matches("^un: warning: a secret key on the command line is visible", err)
+    assert.matches("secret%-key%-file", err)
+    assert.is_nil(err:find(srv.secret_key, 1, true))
+
+    -- a wrong key from the file is an authentication failure, not shown
+    local wrong = write("wrong.key", "unsb-sk-wrong-key\n")
+    _, err, code = un("-p " .. pk .. " --secret-key-file " .. proc.quote(wrong) .. " -s bash true", bare)
+    assert.are.equal(3, code)
+    assert.is_nil(err:find("unsb-sk-wrong-key", 1, true))
+  end)
+
+  it("refuses a missing, empty or conflicting secret key source", function()
+    local bare = { UNSANDBOX_PUBLIC_KEY = false, UNSANDBOX_SECRET_KEY = false }
+    local pk = proc.quote(srv.public_key)
+    local empty = write("empty.key", "\n\n")
+    local keyfile = write("secret2.key", srv.secret_key)
+    local cases = {
+      { "-p " .. pk .. " --secret-key-file /nonexistent/key -s bash true", "cannot read the secret key file" },
+      { "-p " .. pk .. " --secret-key-file " .. proc.quote(empty) .. " -s bash true", "is empty" },
+      { "-p " .. pk .. " --secret-key-file " .. proc.quote(dir) .. " -s bash true", "secret key" },
+      { "-p " .. pk .. " -k - -s bash true", "no secret key on standard input" },  -- stdin is /dev/null
+      { "-p " .. pk .. " -k x --secret-key-file " .. proc.quote(keyfile) .. " -s bash true", "exclude each other" },
+      { "--secret-key-file " .. proc.quote(keyfile) .. " -s bash true", "must be given together" },
+      { "-p " .. pk .. " --secret-key-file", "needs a value" },
+    }
+    for _, c in ipairs(cases) do
+      local _, err, code = un(c[1], bare)
+      assert.are.equal(2, code, c[1] .. ": " .. err)
+      assert.matches("^un: [^\n]*" .. c[2]:gsub("%-", "%%-") .. "[^\n]*\n$", err, nil, c[1])
+    end
+  end)
+
   it("exits 4 for an API error", function()
     local _, err, code = un("jobs --get job_missing")
     assert.are.equal(4, code)

@@ -3,6 +3,7 @@
 **
 **   unsandboxd --listen 127.0.0.1:0 --data DIR [--dev-keys] [--sync-ms N]
 **              [--workers N] [--queue N] [--max-body BYTES] [--enable-faults]
+**              [--cgroups auto|off]
 **   unsandboxd keys add --data DIR
 **
 ** The UNSANDBOX_URL line is printed only once the socket accepts
@@ -57,6 +58,8 @@ static void usage(FILE *f) {
     "  --queue N            jobs that may wait for a worker (default 64)\n"
     "  --max-body BYTES     largest request body (default 8388608)\n"
     "  --enable-faults      allow POST /_faults (tests only)\n"
+    "  --cgroups auto|off   limit runs with cgroups (v2, else v1) when usable, as root\n"
+    "                       (default auto); off: rlimits only, the fallback\n"
     "  --version, --help\n"
     "\n"
     "Prints UNSANDBOX_URL=... (and the dev keys) on stdout once listening.\n");
@@ -117,7 +120,8 @@ static int keys_add(int argc, char **argv) {
 }
 
 static void parse_args(int argc, char **argv, ux_config *cfg) {
-  enum { OPT_LISTEN = 256, OPT_DATA, OPT_DEV, OPT_SYNC, OPT_WORKERS, OPT_QUEUE, OPT_BODY, OPT_FAULTS, OPT_VERSION, OPT_HELP };
+  enum { OPT_LISTEN = 256, OPT_DATA, OPT_DEV, OPT_SYNC, OPT_WORKERS, OPT_QUEUE, OPT_BODY, OPT_FAULTS,
+         OPT_CGROUPS, OPT_VERSION, OPT_HELP };
   static const struct option opts[] = {
     { "listen", required_argument, NULL, OPT_LISTEN },
     { "data", required_argument, NULL, OPT_DATA },
@@ -127,6 +131,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     { "queue", required_argument, NULL, OPT_QUEUE },
     { "max-body", required_argument, NULL, OPT_BODY },
     { "enable-faults", no_argument, NULL, OPT_FAULTS },
+    { "cgroups", required_argument, NULL, OPT_CGROUPS },
     { "version", no_argument, NULL, OPT_VERSION },
     { "help", no_argument, NULL, OPT_HELP },
     { NULL, 0, NULL, 0 },
@@ -138,6 +143,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
   cfg->workers = (int)(2 * (cores > 0 ? cores : 1));
   cfg->queue = 64;
   cfg->max_body = 8u << 20;
+  cfg->cgroups = 1;
   opterr = 0;
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -150,6 +156,11 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     case OPT_QUEUE: cfg->queue = (int)parse_num("--queue", optarg, 0, 100000); break;
     case OPT_BODY: cfg->max_body = (size_t)parse_num("--max-body", optarg, 1, 1L << 30); break;
     case OPT_FAULTS: cfg->enable_faults = 1; break;
+    case OPT_CGROUPS:
+      if (!strcmp(optarg, "auto")) cfg->cgroups = 1;
+      else if (!strcmp(optarg, "off")) cfg->cgroups = 0;
+      else die_usage("--cgroups wants auto or off, got '%s'", optarg);
+      break;
     case OPT_VERSION: printf("unsandboxd %s\n", UX_VERSION); exit(0);
     case OPT_HELP: usage(stdout); exit(0);
     default:
@@ -184,6 +195,10 @@ int main(int argc, char **argv) {
   memset(&srv, 0, sizeof srv);
   parse_args(argc, argv, &srv.cfg);
   install_signals();
+  /* before any run and any thread: may move this process to a leaf
+  ** cgroup (v2) and removes the parent cgroups of dead servers */
+  ux_isolation iso;
+  ux_runner_init(srv.cfg.cgroups, &iso);
   /* a start-up probe can fail once for a passing reason; three strikes
   ** mean the sandbox really cannot run here */
   int checked = -1;
@@ -223,9 +238,9 @@ int main(int argc, char **argv) {
   if (srv.cfg.dev_keys) printf("UNSANDBOX_PUBLIC_KEY=%s\nUNSANDBOX_SECRET_KEY=%s\n", pk, sk);
   fflush(stdout);
   memset(sk, 0, sizeof sk);
-  fprintf(stderr, "unsandboxd %s listening on %s (data %s, %d workers, queue %d%s)\n",
-          UX_VERSION, url, srv.cfg.data, srv.cfg.workers, srv.cfg.queue,
-          srv.cfg.enable_faults ? ", faults enabled" : "");
+  fprintf(stderr, "unsandboxd %s listening on %s (data %s, %d workers, queue %d%s); "
+          "isolation: %s\n", UX_VERSION, url, srv.cfg.data, srv.cfg.workers, srv.cfg.queue,
+          srv.cfg.enable_faults ? ", faults enabled" : "", iso.detail);
 
   char sig;
   while (read(signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {}
@@ -239,6 +254,7 @@ int main(int argc, char **argv) {
   ux_svcs_free(srv.svcs);
   ux_faults_free(srv.faults);
   ux_store_close(srv.store);
+  ux_runner_shutdown();           /* every run has ended: our cgroups go */
   fprintf(stderr, "unsandboxd: stopped\n");
   return 0;
 }

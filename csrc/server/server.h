@@ -26,6 +26,7 @@ typedef struct ux_config {
   int queue;
   size_t max_body;
   int enable_faults;
+  int cgroups;            /* limit runs with cgroups when usable (else rlimits) */
 } ux_config;
 
 typedef struct ux_server {

@@ -26,7 +26,10 @@ options:
   -s LANG        language of inline code        -e KEY=VAL   environment variable (repeatable)
   -f FILE        input file (repeatable)        -n MODE      zerotrust (default) | semitrusted
   --ttl N        time limit in seconds (1-900)  -a           return artifacts
-  -o DIR         where to save artifacts        -p KEY / -k KEY  public / secret key
+  -o DIR         where to save artifacts        -p KEY       public key
+  -k -           secret key: one line of standard input (-k KEY works, but shows the
+                 key to every local user in the process list; un warns)
+  --secret-key-file FILE   secret key: the first line of FILE
   --account N    row of accounts.csv            --url URL    service base URL
   -h, --help     this text]]
 
@@ -77,7 +80,8 @@ local function parse(args)
     elseif a == "-a" then o.artifacts = true
     elseif a == "-o" then o.outdir = value(a)
     elseif a == "-p" then o.public_key = value(a)
-    elseif a == "-k" then o.secret_key = value(a)
+    elseif a == "-k" then o.key_arg = value(a)
+    elseif a == "--secret-key-file" then o.key_file = value(a)
     elseif a == "--account" then
       o.account = math.tointeger(tonumber(value(a)))
       if not o.account or o.account < 0 then usage("--account expects a non-negative integer") end
@@ -93,13 +97,43 @@ local function parse(args)
     else o.rest[#o.rest + 1] = a end
     i = i + 1
   end
-  if (o.public_key == nil) ~= (o.secret_key == nil) then usage("-p and -k must be given together") end
+  if o.key_arg and o.key_file then usage("-k and --secret-key-file exclude each other") end
+  if (o.public_key == nil) ~= (o.key_arg == nil and o.key_file == nil) then
+    usage("-p and -k (or --secret-key-file) must be given together")
+  end
   return o
+end
+
+-- The first line of a secret, without its line ending and surrounding
+-- blanks; nil when there is none.
+local function first_line(text)
+  local line = text and text:match("^[^\r\n]*")
+  line = line and line:match("^%s*(.-)%s*$")
+  return line ~= "" and line or nil
+end
+
+-- The secret key from -k KEY, -k - (standard input) or --secret-key-file.
+-- A key in argv is readable by every local user (ps, /proc/PID/cmdline):
+-- it still works, with a warning.
+local function secret_key(o)
+  if o.key_file then
+    local f, err = io.open(o.key_file, "rb")
+    if not f then usage("cannot read the secret key file: " .. tostring(err)) end
+    local key = first_line(f:read(4096))
+    f:close()
+    return key or usage("the secret key file " .. o.key_file .. " is empty")
+  elseif o.key_arg == "-" then
+    return first_line(io.stdin:read("l")) or usage("-k -: no secret key on standard input")
+  elseif o.key_arg then
+    io.stderr:write("un: warning: a secret key on the command line is visible to every local user; ",
+      "use --secret-key-file FILE or -k - (standard input)\n")
+    return o.key_arg
+  end
 end
 
 local function client(o)
   local ok, c = pcall(unsandbox.client, { url = o.url, public_key = o.public_key,
-    secret_key = o.secret_key, account = o.account })
+    secret_key = secret_key(o), account = o.account })
   if not ok then usage(tostring(c)) end
   return c
 end

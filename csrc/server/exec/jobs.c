@@ -70,6 +70,7 @@ static json_t *doc_final(const ux_job *j, jstate s, const char *error, const ux_
   json_object_set_new(d, "stderr_truncated", json_boolean(res->err_truncated));
   json_object_set_new(d, "execution_time_ms", json_integer(res->elapsed_ms));
   json_object_set_new(d, "execution_time", json_integer((json_int_t)res->elapsed_ms * 1000));
+  json_object_set_new(d, "oom_killed", json_boolean(res->oom_killed));
   if (j->spec->run.want_artifacts) {                 /* nested values last */
     json_t *arts = json_array();
     for (size_t i = 0; i < res->n_artifacts; i++) {
@@ -144,6 +145,14 @@ static void run_one(ux_jobs *js, ux_job *j) {
     if (user_cancel) s = J_CANCELLED;
     else { s = J_FAILED; error = "server shutting down"; }
   } else if (res.timed_out) { s = J_TIMEOUT; error = "execution exceeded its ttl"; }
+  /* still "completed" with the exit code of the kill (137): the program
+  ** ran and ended; the error says why it ended */
+  char oom[160];
+  if (s == J_COMPLETED && res.oom_killed) {
+    snprintf(oom, sizeof oom, "out of memory: the program exceeded its memory limit "
+             "(%ld MiB) and was killed", res.memory_limit_mb);
+    error = oom;
+  }
   finish(js, j, s, doc_final(j, s, error, &res));
   ux_run_result_free(&res);
 }

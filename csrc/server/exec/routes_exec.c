@@ -14,6 +14,16 @@ int ux_h_health(ux_req *r, const char *id) {
   json_t *j = json_object();
   json_object_set_new(j, "status", json_string("ok"));
   json_object_set_new(j, "version", json_string(UX_VERSION));
+  /* how runs are limited here (cgroup version or rlimits, network) */
+  const ux_isolation *iso = ux_runner_isolation();
+  json_t *i = json_object();
+  json_object_set_new(i, "cgroup", json_string(iso->cgroup));
+  json_object_set_new(i, "memory", json_boolean(iso->memory));
+  json_object_set_new(i, "memsw", json_boolean(iso->memsw));
+  json_object_set_new(i, "pids", json_boolean(iso->pids));
+  json_object_set_new(i, "freezer", json_boolean(iso->freezer));
+  json_object_set_new(i, "network", json_string(iso->network));
+  json_object_set_new(j, "isolation", i);
   return ux_reply_json(r, 200, j);
 }
 

@@ -1,6 +1,7 @@
 /*
 ** The sandbox runner of unsandboxd: runs one program under bubblewrap with
-** its own user, pid, network, ipc and uts namespaces, resource limits, a
+** its own user, pid, network, ipc and uts namespaces, its own cgroup
+** (memory and process limits for all its processes together), a
 ** wall-clock ttl and capped output. It knows nothing of HTTP or JSON.
 **
 ** Thread-safety: ux_run_start/ux_run_wait are called from one worker
@@ -9,7 +10,9 @@
 ** the sandbox is killed (PR_SET_PDEATHSIG) when the starting thread exits,
 ** so a crashed or stopped server never leaves programs running.
 **
-** Process-wide effects (when running as root): runs use uids 200000+slot
+** Process-wide effects (when running as root): ux_runner_init makes the
+** parent cgroup unsandboxd-PID-START next to the server's own cgroup (and
+** removes those of dead servers); runs use uids 200000+slot
 ** (slots coordinated across processes by flocks in /run/unsandboxd; runs
 ** of one persistent work directory share a slot while any of them runs),
 ** and the first run makes the process a child subreaper
@@ -28,10 +31,25 @@ typedef struct ux_file {
   size_t len;
 } ux_file;
 
+/* A host file or directory made visible read-only inside the sandbox. */
+typedef struct ux_ro_bind {
+  int fd;                 /* > 0: an open fd of it (O_PATH will do); the
+                             runner binds what the fd refers to, so the
+                             host path need not be traversable by the
+                             sandbox's uid (e.g. under /root) */
+  const char *src;        /* else its absolute host path, opened by the
+                             runner (as root) */
+  const char *dest;       /* absolute path inside; see
+                             ux_sb_check_mount_point for what is refused */
+} ux_ro_bind;
+
 typedef struct ux_run_spec {
-  const char *language;   /* a name from ux_languages() */
+  const char *language;   /* a name from ux_languages() (unused with argv) */
   const char *code;       /* program text (for "bash": a script) */
   size_t code_len;
+  const char *const *argv;/* NULL-terminated: run this program directly
+                             instead of language + code (code must be
+                             NULL); found through PATH inside */
   const char *const *env; /* "KEY=VALUE" strings, n_env of them */
   size_t n_env;
   const ux_file *files;   /* input files placed in the work directory */
@@ -47,6 +65,14 @@ typedef struct ux_run_spec {
                              bootstrap and its commands): they then run as
                              one uid, and killing one spares the others */
   int want_artifacts;     /* collect files the program created */
+  int in_fd;              /* > 0: the program's stdin (else /dev/null) */
+  int out_fd;             /* > 0: its stdout goes straight there, not to
+                             the result (stderr is still captured) */
+  int pass_fd;            /* > 0: open as fd 10 in the program */
+  const ux_ro_bind *ro_binds;   /* at most 8 */
+  size_t n_ro_binds;
+  const char *work_mount; /* where the work directory appears inside, also
+                             the cwd and HOME; NULL = "/sandbox" */
 } ux_run_spec;
 
 typedef struct ux_run_result {
@@ -54,7 +80,10 @@ typedef struct ux_run_result {
   char *err;  size_t err_len;  int err_truncated;
   int exit_code;          /* the program's exit status; 128+N for signal N */
   int timed_out;          /* killed at its ttl */
-  int cancelled;          /* killed by ux_run_cancel */
+  int cancelled;          /* killed by ux_run_cancel (or kill_workdir) */
+  int oom_killed;         /* it outgrew its memory limit: the kernel killed
+                             a process and the runner the rest */
+  long memory_limit_mb;   /* that limit; 0 without a memory cgroup */
   long elapsed_ms;        /* wall clock of the run */
   ux_file *artifacts;  size_t n_artifacts;
   char error[256];        /* set when the sandbox itself could not run */
@@ -93,6 +122,55 @@ int ux_language_known(const char *name);
 
 /* Checked at start-up: bubblewrap present and user namespaces usable. */
 int ux_runner_check(char *err, size_t errlen);
+
+/* How runs are isolated and limited, decided once by ux_runner_init. */
+typedef struct ux_isolation {
+  const char *cgroup;     /* "v2", "v1", or "none" (rlimits only) */
+  int memory, memsw, pids, freezer;   /* what the cgroups enforce */
+  const char *network;    /* semitrusted: "slirp4netns", or "unavailable"
+                             (semitrusted runs then fail to start) */
+  char detail[640];       /* one line for the start-up message: what is in
+                             force and why nothing better was */
+} ux_isolation;
+
+/* Chooses, once, how runs are limited: with `cgroups` nonzero and as
+** root, cgroup v2 if usable, else v1 (memory + pids, freezer when
+** mounted), else rlimits (RLIMIT_DATA, RLIMIT_NPROC: the fallback). Makes
+** the server's parent cgroup. Call at start-up before any run; a first
+** run without it chooses as with cgroups = 1. Later calls only report.
+** Fills *iso (may be NULL); returns 0. */
+int ux_runner_init(int cgroups, ux_isolation *iso);
+
+/* What ux_runner_init decided (deciding now if it was not called). */
+const ux_isolation *ux_runner_isolation(void);
+
+/* Removes the server's parent cgroup once every run has ended. */
+void ux_runner_shutdown(void);
+
+/*
+** Quiescing the runs of one persistent work directory (runs that share it
+** share a slot: a session's commands, a service's bootstrap and its
+** executions). `dir_fd` is an open fd of that directory (compared by
+** device and inode). Runs still inside ux_run_start when these are called
+** are not seen: stop starting runs of the directory first. A run started
+** after a freeze is not frozen (each run has its own cgroup), so an
+** archiver can run next to a frozen service.
+*/
+
+/* Freezes (frozen = 1) or thaws (0) every run of the work directory and
+** waits until the kernel reports it done. Returns how many runs, or -1
+** (errno) when one could not be: the freeze may then be partial (thaw to
+** undo). With a cgroup freezer (v2, or v1's freezer) a frozen run cannot
+** tell; without one (rlimits mode) it falls back to SIGSTOP/SIGCONT of
+** every process of the slot uid: a quiescing aid, not a guarantee (a
+** process forked at that instant may escape, and a process of the run
+** could SIGCONT another). A run's ttl keeps running while it is frozen. */
+int ux_runner_freeze_workdir(int dir_fd, int frozen);
+
+/* Kills every run of the work directory (their results say cancelled) and
+** returns 0 once all their processes are gone, or -1 when timeout_ms
+** passed first. Frozen runs are killed too. */
+int ux_runner_kill_workdir(int dir_fd, int timeout_ms);
 
 /* Where private run directories (source, temporary work directory) are
 ** made; default /tmp. Call before the first run (e.g. with DATA/tmp). The

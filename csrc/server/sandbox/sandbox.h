@@ -1,9 +1,9 @@
 /*
-** Internals of the sandbox runner (runner.c), shared only by its
-** companion files: languages.c (what runs a language), workdir.c (safe
-** file-system work on directories a sandbox has written to) and
-** sandbox_argv.c (the bubblewrap command line). Nothing outside the
-** runner includes this header; the public interface is runner.h.
+** Internals of the sandbox runner shared by its companion files:
+** languages.c (what runs a language), workdir.c (safe file-system work on
+** directories a sandbox has written to) and sandbox_argv.c (the bubblewrap
+** command line). The run object itself is in run.h; the public interface
+** is runner.h.
 */
 #ifndef UX_SANDBOX_H
 #define UX_SANDBOX_H
@@ -22,19 +22,31 @@
 #endif
 #define UX_SB_SLOTS         256      /* concurrent runs at most */
 #define UX_SB_INNER_ID      1000u    /* uid/gid the program sees */
-#define UX_SB_NPROC         128      /* processes+threads per run */
-#define UX_SB_MEM_PER_VCPU  (1024ul << 20)  /* RLIMIT_DATA per vcpu */
+/* processes+threads per run: pids.max of its cgroup (RLIMIT_NPROC of its
+** slot uid without cgroups). 128 was too few: a loop that starts a
+** short-lived background process every iteration (`while :; do sleep 0.1 &
+** done`) keeps ~100 alive and bash exits when a fork finally fails */
+#define UX_SB_NPROC         512
+#define UX_SB_MEM_PER_VCPU  (1024ul << 20)  /* memory per vcpu: the cgroup's
+                                               limit (RLIMIT_DATA without) */
 #define UX_SB_FSIZE         (64ul << 20)    /* largest file written */
 #define UX_SB_NOFILE        256
 #define UX_SB_CPU_SLACK     5        /* RLIMIT_CPU = ttl x cpus + this, s */
-#define UX_SB_TMP_SIZE      (256ul << 20)   /* /tmp tmpfs (memory) */
-#define UX_SB_SHM_SIZE      (64ul << 20)    /* /dev/shm tmpfs (memory) */
+/* /tmp and /dev/shm are tmpfs: memory. With a memory cgroup their pages
+** count against the run's limit and each may grow to it; without one
+** (rlimits) they are capped at these sizes, uncounted */
+#define UX_SB_TMP_SIZE      (256ul << 20)
+#define UX_SB_SHM_SIZE      (64ul << 20)
 #define UX_SB_OUTPUT_CAP    (1ul << 20)     /* default per stream */
 #define UX_SB_ART_FILES     100      /* artifacts returned at most */
 #define UX_SB_ART_BYTES     (16ul << 20)    /* their total size */
 #define UX_SB_ENV_BYTES     (256ul << 10)   /* all env strings together */
+#define UX_SB_BWRAP         "/usr/bin/bwrap"
 #define UX_SB_CODE_DIR      "/code"  /* read-only, holds the source */
-#define UX_SB_WORK_DIR      "/sandbox"
+#define UX_SB_WORK_DIR      "/sandbox"  /* default ux_run_spec.work_mount */
+#define UX_SB_RO_BINDS      8        /* ux_run_spec.ro_binds at most */
+#define UX_SB_ARGV_MAX      1024     /* ux_run_spec.argv entries at most */
+#define UX_SB_NET_MS        5000     /* semitrusted: network up within */
 
 /* ---------------------------------------------------------------------
 ** languages.c
@@ -45,14 +57,16 @@ typedef struct ux_lang {
   const char *probe;    /* absolute path that must resolve under /usr */
   const char *file;     /* source file name, placed in UX_SB_CODE_DIR */
   const char *script;   /* /bin/sh script; {MEM} = heap hint in MiB */
+  const char *etc;      /* glob of /etc entries it reads, or NULL */
 } ux_lang;
 
 /* The entry for an installed language, or NULL. */
 const ux_lang *ux_sb_lang(const char *name);
 
-/* Extra read-only /etc entries some interpreter needs (/etc/java-17-openjdk
-** ...), found once; NULL-terminated. */
-const char *const *ux_sb_extra_etc(void);
+/* The /etc entries (read-only binds) a language needs, found once when
+** the table is probed (OpenJDK's /etc/java-17-openjdk, GnuCOBOL's
+** /etc/gnucobol); NULL-terminated, never NULL. */
+const char *const *ux_sb_lang_etc(const ux_lang *lang);
 
 /* ---------------------------------------------------------------------
 ** workdir.c: every walk uses directory fds with O_NOFOLLOW, so a symlink
@@ -111,7 +125,13 @@ enum {
   UX_FD_EXECERR = 8,    /* close-on-exec; errno if execve failed */
   UX_FD_INFO    = 9,    /* bwrap --info-fd: {"child-pid": N}, the pid of
                            its inner process (the pid namespace's init) */
-  UX_FD_COUNT   = 10
+  UX_FD_PASS    = 10,   /* ux_run_spec.pass_fd: stays open in the program */
+  UX_FD_BLOCK   = 11,   /* bwrap --block-fd: semitrusted runs wait on it
+                           until their network is up */
+  UX_FD_RESOLV  = 12,   /* pipe holding /etc/resolv.conf (semitrusted) */
+  UX_FD_RO      = 13,   /* ro_binds[0..UX_SB_RO_BINDS-1] (closed before
+                           exec when mounted at UX_SB_MNT_RO) */
+  UX_FD_COUNT   = UX_FD_RO + UX_SB_RO_BINDS
 };
 
 typedef struct ux_argv {
@@ -126,12 +146,19 @@ typedef struct ux_argv {
 #define UX_SB_MNT_DIR  "/tmp/ux"
 #define UX_SB_MNT_WORK "/tmp/ux/work"
 #define UX_SB_MNT_CODE "/tmp/ux/code"
+#define UX_SB_MNT_RO   "/tmp/ux/ro"   /* ro binds at /tmp/ux/ro/0 ... /7 */
 
-/* Builds the bwrap command line for `spec` running `script`; `mounted`:
-** the directories are at UX_SB_MNT_*, else passed as fds. The arguments
-** are copies (free with ux_sb_argv_free). 0 or -1 with err. */
-int ux_sb_build_argv(ux_argv *a, const ux_run_spec *spec, int mounted,
-                     const char *script, char *err, size_t errlen);
+typedef struct ux_sb_plan {
+  int mounted;                /* dirs at UX_SB_MNT_*, else passed as fds */
+  const ux_lang *lang;        /* NULL when the spec brings argv */
+  const char *script;         /* the language's script (expanded) */
+  unsigned long tmp_size, shm_size;
+} ux_sb_plan;
+
+/* Builds the bwrap command line for `spec`. The arguments are copies
+** (free with ux_sb_argv_free). 0 or -1 with err. */
+int ux_sb_build_argv(ux_argv *a, const ux_run_spec *spec, const ux_sb_plan *plan,
+                     char *err, size_t errlen);
 void ux_sb_argv_free(ux_argv *a);
 
 /* The script a language runs, with {MEM} expanded for this spec. */
@@ -139,5 +166,18 @@ char *ux_sb_script(const ux_lang *lang, const ux_run_spec *spec);
 
 /* 1 if an env entry "KEY=VALUE" has a valid key. */
 int ux_sb_env_ok(const char *kv);
+
+/* The work directory inside: spec->work_mount or UX_SB_WORK_DIR. */
+const char *ux_sb_work_mount(const ux_run_spec *spec);
+
+/* 0 when `path` is a place the runner may mount something at inside the
+** sandbox: absolute, clean (no '.', '..' or empty component), not "/",
+** and not in or over what the runner mounts itself (/usr, /proc, /dev,
+** /tmp, /code, /etc, the merged-usr links, ...). -1 with a message. */
+int ux_sb_check_mount_point(const char *what, const char *path, char *err, size_t errlen);
+
+/* Checks the spec's fields that concern the command line and the fds
+** (argv, work_mount, ro_binds, in/out/pass fds). 0 or -1 with err. */
+int ux_sb_check_spec_io(const ux_run_spec *spec, char *err, size_t errlen);
 
 #endif

@@ -3,11 +3,13 @@
 **
 ** What the program sees: /usr read-only with the merged-usr symlinks, a
 ** handful of /etc files, a fresh /proc, a minimal /dev, a private /tmp
-** and /dev/shm (sized tmpfs), its source read-only in /code and the work
-** directory read-write in /sandbox. The root itself is remounted
-** read-only, so nothing else is writable. Host paths that must not be
-** visible (/root, /home, /work, /var, the server's data directory) are
-** simply never mounted.
+** and /dev/shm (tmpfs), its source read-only in /code, the work directory
+** read-write in /sandbox (or the spec's work_mount) and the spec's
+** read-only binds. The root itself is remounted read-only, so nothing
+** else is writable. Host paths that must not be visible (/root, /home,
+** /work, /var, the server's data directory) are simply never mounted.
+** Every run has its own network namespace; a semitrusted one waits on
+** --block-fd until slirp4netns has brought its tap device up (net.c).
 **
 ** The work and code directories may live below a directory the slot uid
 ** cannot traverse (the server's 0700 data directory). Running as root,
@@ -15,6 +17,7 @@
 ** paths under a tmpfs in a private mount namespace, and bwrap binds those;
 ** otherwise (not root) they are passed with --bind-fd.
 */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,9 +101,10 @@ char *ux_sb_script(const ux_lang *lang, const ux_run_spec *spec) {
   return s;
 }
 
-int ux_sb_build_argv(ux_argv *a, const ux_run_spec *spec, int mounted,
-                     const char *script, char *err, size_t errlen) {
+int ux_sb_build_argv(ux_argv *a, const ux_run_spec *spec, const ux_sb_plan *plan,
+                     char *err, size_t errlen) {
   char num[32];
+  const char *work = ux_sb_work_mount(spec);
   size_t env_bytes = 0;
   for (size_t i = 0; i < spec->n_env; i++) {
     if (!ux_sb_env_ok(spec->env[i])) {
@@ -123,13 +127,17 @@ int ux_sb_build_argv(ux_argv *a, const ux_run_spec *spec, int mounted,
   push(a, "--unshare-ipc");
   push(a, "--unshare-uts");
   push(a, "--unshare-cgroup-try");
-  if (!spec->network) push(a, "--unshare-net");
+  push(a, "--unshare-net");          /* semitrusted: slirp4netns, below */
   push(a, "--disable-userns");       /* no nested user namespaces */
   push(a, "--die-with-parent");
   push(a, "--new-session");          /* no TIOCSTI on a terminal */
   snprintf(num, sizeof num, "%d", UX_FD_INFO);
   push2(a, "--info-fd", num);        /* the runner kills a run by its pid
-                                        namespace: see runner.c */
+                                        namespace: see wait.c */
+  if (spec->network) {
+    snprintf(num, sizeof num, "%d", UX_FD_BLOCK);
+    push2(a, "--block-fd", num);     /* until the network is up */
+  }
   push2(a, "--cap-drop", "ALL");
   snprintf(num, sizeof num, "%u", UX_SB_INNER_ID);
   push2(a, "--uid", num);
@@ -146,9 +154,12 @@ int ux_sb_build_argv(ux_argv *a, const ux_run_spec *spec, int mounted,
   etc_ro(a, "/etc/nsswitch.conf");
   etc_ro(a, "/etc/hosts");
   etc_ro(a, "/etc/perl");
-  for (const char *const *e = ux_sb_extra_etc(); *e; e++) etc_ro(a, *e);
+  if (plan->lang)
+    for (const char *const *e = ux_sb_lang_etc(plan->lang); *e; e++) etc_ro(a, *e);
   if (spec->network) {
-    etc_ro(a, "/etc/resolv.conf");
+    /* slirp4netns answers DNS at 10.0.2.3, whatever the host uses */
+    snprintf(num, sizeof num, "%d", UX_FD_RESOLV);
+    push3(a, "--ro-bind-data", num, "/etc/resolv.conf");
     etc_ro(a, "/etc/host.conf");
     etc_ro(a, "/etc/gai.conf");
     etc_ro(a, "/etc/protocols");
@@ -163,27 +174,37 @@ int ux_sb_build_argv(ux_argv *a, const ux_run_spec *spec, int mounted,
 
   push2(a, "--proc", "/proc");
   push2(a, "--dev", "/dev");
-  snprintf(num, sizeof num, "%lu", (unsigned long)UX_SB_TMP_SIZE);
+  snprintf(num, sizeof num, "%lu", plan->tmp_size);
   push2(a, "--size", num);
   push2(a, "--tmpfs", "/tmp");
-  snprintf(num, sizeof num, "%lu", (unsigned long)UX_SB_SHM_SIZE);
+  snprintf(num, sizeof num, "%lu", plan->shm_size);
   push2(a, "--size", num);
   push2(a, "--tmpfs", "/dev/shm");
-  if (mounted) {
-    push3(a, "--bind", UX_SB_MNT_WORK, UX_SB_WORK_DIR);
+  if (plan->mounted) {
+    push3(a, "--bind", UX_SB_MNT_WORK, work);
     push3(a, "--ro-bind", UX_SB_MNT_CODE, UX_SB_CODE_DIR);
   } else {
     snprintf(num, sizeof num, "%d", UX_FD_WORK);
-    push3(a, "--bind-fd", num, UX_SB_WORK_DIR);
+    push3(a, "--bind-fd", num, work);
     snprintf(num, sizeof num, "%d", UX_FD_CODE);
     push3(a, "--ro-bind-fd", num, UX_SB_CODE_DIR);
   }
+  for (size_t i = 0; i < spec->n_ro_binds; i++) {
+    char src[64];
+    if (plan->mounted) {
+      snprintf(src, sizeof src, UX_SB_MNT_RO "/%zu", i);
+      push3(a, "--ro-bind", src, spec->ro_binds[i].dest);
+    } else {
+      snprintf(num, sizeof num, "%d", UX_FD_RO + (int)i);
+      push3(a, "--ro-bind-fd", num, spec->ro_binds[i].dest);
+    }
+  }
   push2(a, "--remount-ro", "/");
-  push2(a, "--chdir", UX_SB_WORK_DIR);
+  push2(a, "--chdir", work);
 
   push(a, "--clearenv");
   push3(a, "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin");
-  push3(a, "--setenv", "HOME", UX_SB_WORK_DIR);
+  push3(a, "--setenv", "HOME", work);
   push3(a, "--setenv", "LANG", "C.UTF-8");
   push3(a, "--setenv", "USER", "sandbox");
   push3(a, "--setenv", "LOGNAME", "sandbox");
@@ -197,10 +218,124 @@ int ux_sb_build_argv(ux_argv *a, const ux_run_spec *spec, int mounted,
   }
 
   push(a, "--");
-  push3(a, "/bin/sh", "-c", script);
+  if (spec->argv) {
+    /* the started marker on fd 3 (so a bwrap failure is told apart from
+    ** the program's own exit status), then the program itself */
+    push3(a, "/bin/sh", "-c", "printf x >&3; exec 3>&-; exec \"$@\"");
+    push(a, "sh");
+    for (const char *const *v = spec->argv; *v; v++) push(a, *v);
+  } else {
+    push3(a, "/bin/sh", "-c", plan->script);
+  }
   if (a->oom) {
     snprintf(err, errlen, "out of memory building the sandbox command line");
     return -1;
+  }
+  return 0;
+}
+
+const char *ux_sb_work_mount(const ux_run_spec *spec) {
+  return spec->work_mount ? spec->work_mount : UX_SB_WORK_DIR;
+}
+
+/* First components the runner mounts (or links) itself. */
+static const char *const reserved[] = {
+  "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "proc", "dev", "tmp",
+  "code", "etc", "sys", NULL,
+};
+
+int ux_sb_check_mount_point(const char *what, const char *path, char *err, size_t errlen) {
+  char sub[300];
+  if (!path || path[0] != '/' || !path[1]) {
+    snprintf(err, errlen, "%s must be an absolute path other than /, got '%.100s'",
+             what, path ? path : "(null)");
+    return -1;
+  }
+  if (ux_sb_check_name(path + 1, sub, sizeof sub) != 0) {
+    snprintf(err, errlen, "%s: %s", what, sub);
+    return -1;
+  }
+  size_t first = strcspn(path + 1, "/");
+  for (const char *const *r = reserved; *r; r++)
+    if (strlen(*r) == first && strncmp(path + 1, *r, first) == 0) {
+      snprintf(err, errlen, "%s '%.100s' is inside /%s, which the sandbox mounts itself",
+               what, path, *r);
+      return -1;
+    }
+  return 0;
+}
+
+/* 1 when `path` is `dir` or below it. */
+static int below(const char *path, const char *dir) {
+  size_t n = strlen(dir);
+  return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* fd is open, and usable for reading (want O_RDONLY) or writing. */
+static int fd_ok(const char *what, int fd, int want, char *err, size_t errlen) {
+  if (fd == 0) return 0;
+  int fl = fd > 0 ? fcntl(fd, F_GETFL) : -1;
+  if (fl < 0) {
+    snprintf(err, errlen, "%s %d is not an open file descriptor", what, fd);
+    return -1;
+  }
+  int acc = fl & O_ACCMODE;
+  if ((want == O_RDONLY && acc == O_WRONLY) || (want == O_WRONLY && acc == O_RDONLY)) {
+    snprintf(err, errlen, "%s %d is not open for %s", what, fd,
+             want == O_RDONLY ? "reading" : "writing");
+    return -1;
+  }
+  return 0;
+}
+
+static int check_argv(const ux_run_spec *spec, char *err, size_t errlen) {
+  size_t n = 0, bytes = 0;
+  if (spec->code) {
+    snprintf(err, errlen, "argv and code exclude each other");
+    return -1;
+  }
+  for (; spec->argv[n] && n <= UX_SB_ARGV_MAX; n++) bytes += strlen(spec->argv[n]) + 1;
+  if (n == 0 || !spec->argv[0][0]) {
+    snprintf(err, errlen, "argv needs a program name");
+    return -1;
+  }
+  if (n > UX_SB_ARGV_MAX || bytes > UX_SB_ENV_BYTES) {
+    snprintf(err, errlen, "argv too large (at most %d entries and %lu bytes)",
+             UX_SB_ARGV_MAX, (unsigned long)UX_SB_ENV_BYTES);
+    return -1;
+  }
+  return 0;
+}
+
+int ux_sb_check_spec_io(const ux_run_spec *spec, char *err, size_t errlen) {
+  if (spec->argv && check_argv(spec, err, errlen) != 0) return -1;
+  if (fd_ok("in_fd", spec->in_fd, O_RDONLY, err, errlen) != 0 ||
+      fd_ok("out_fd", spec->out_fd, O_WRONLY, err, errlen) != 0 ||
+      fd_ok("pass_fd", spec->pass_fd, O_RDWR, err, errlen) != 0) return -1;
+  const char *work = ux_sb_work_mount(spec);
+  if (spec->work_mount && ux_sb_check_mount_point("work_mount", work, err, errlen) != 0) return -1;
+  if (spec->n_ro_binds > UX_SB_RO_BINDS || (spec->n_ro_binds && !spec->ro_binds)) {
+    snprintf(err, errlen, "at most %d read-only binds", UX_SB_RO_BINDS);
+    return -1;
+  }
+  for (size_t i = 0; i < spec->n_ro_binds; i++) {
+    const ux_ro_bind *b = &spec->ro_binds[i];
+    if (ux_sb_check_mount_point("ro bind destination", b->dest, err, errlen) != 0) return -1;
+    if (below(b->dest, work) || below(work, b->dest)) {
+      snprintf(err, errlen, "ro bind destination '%.100s' overlaps the work directory %s",
+               b->dest, work);
+      return -1;
+    }
+    for (size_t j = 0; j < i; j++)
+      if (below(b->dest, spec->ro_binds[j].dest) || below(spec->ro_binds[j].dest, b->dest)) {
+        snprintf(err, errlen, "ro bind destinations '%.100s' and '%.100s' overlap",
+                 spec->ro_binds[j].dest, b->dest);
+        return -1;
+      }
+    if (b->fd > 0 ? fcntl(b->fd, F_GETFD) < 0 : (!b->src || b->src[0] != '/')) {
+      snprintf(err, errlen, "ro bind %zu needs an open fd or an absolute source path", i);
+      return -1;
+    }
   }
   return 0;
 }

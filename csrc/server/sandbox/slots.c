@@ -104,6 +104,26 @@ int ux_kill_uid(uid_t uid, pid_t spare) {
   return seen;
 }
 
+int ux_signal_uid(uid_t uid, int sig) {
+  DIR *d = opendir("/proc");
+  if (!d) return 0;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9' || owned_by(e->d_name, uid) != 1) continue;
+#ifdef SYS_pidfd_open
+    int fd = (int)syscall(SYS_pidfd_open, (pid_t)strtol(e->d_name, NULL, 10), 0);
+    if (fd < 0) continue;
+    if (owned_by(e->d_name, uid) == 1 && syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0) == 0) n++;
+    close(fd);
+#else
+    if (kill((pid_t)strtol(e->d_name, NULL, 10), sig) == 0) n++;
+#endif
+  }
+  closedir(d);
+  return n;
+}
+
 /*
 ** bwrap's outer process exits as soon as it has the program's status,
 ** and its inner one (the pid namespace's init) is then orphaned. Its

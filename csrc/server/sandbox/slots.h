@@ -28,6 +28,10 @@ int ux_pidfd_kill(int fd);  /* SIGKILL through a pidfd */
 int ux_kill_uid(uid_t uid, pid_t spare);
 int ux_sweep_uid(uid_t uid);
 
+/* Sends sig to every live process of uid (through a pidfd, checked
+** again once held); returns how many. */
+int ux_signal_uid(uid_t uid, int sig);
+
 /* Makes this process a child subreaper (once): bwrap's orphaned inner
 ** processes are then reaped here rather than by the host's init. */
 void ux_become_subreaper(void);

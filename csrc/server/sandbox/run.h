@@ -1,0 +1,124 @@
+/*
+** The run object and the helpers the runner's files share: runner.c
+** (checks, set-up, start), spawn.c (the forked children), wait.c (the
+** waiter), workgroup.c (freeze and kill by work directory), net.c
+** (slirp4netns). Internal: the public interface is runner.h.
+*/
+#ifndef UX_RUN_H
+#define UX_RUN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "server/sandbox/cgroup.h"
+#include "server/sandbox/net.h"
+#include "server/sandbox/runner.h"
+#include "server/sandbox/sandbox.h"
+
+struct ux_run {
+  unsigned long long id;
+  struct ux_run *next;        /* registry, under ux_reg_lock */
+  int busy;                   /* workgroup operations using it (registry lock) */
+  atomic_int cancel;
+  int cancel_fd;              /* eventfd */
+
+  pid_t pid;
+  atomic_int reaped;          /* the waiter has reaped pid */
+  int pidfd;                  /* -1 when the kernel has no pidfd_open */
+  int out_fd, err_fd, started_fd;
+  int info_fd;                /* bwrap's --info-fd, until EOF */
+  char info[512]; size_t info_len;
+  pid_t inner;                /* bwrap's inner process (0: not known yet) */
+  int inner_fd;               /* its pidfd, -1 when not pinned */
+  long long t0_ms;
+  int ttl_s;
+  size_t cap;
+
+  int slot;                   /* -1 when not running as root */
+  uid_t uid; gid_t gid;
+  int base_fd;                /* directory holding the run directory */
+  char run_name[64];          /* its name there */
+  int work_fd;
+  dev_t wd_dev; ino_t wd_ino; /* the work directory, for workgroup.c */
+  int want_artifacts;
+  ux_sb_list before;
+  char **inputs; size_t n_inputs;   /* input file names (not artifacts) */
+
+  int has_cg;                 /* cg is the run's cgroup */
+  ux_cg_run cg;
+  long mem_mb;                /* the memory limit, MiB */
+  int oom_killed;
+  ux_net net;                 /* slirp4netns of a semitrusted run */
+};
+
+/* ---------------------------------------------------------------------
+** runner.c: process-wide state
+** ------------------------------------------------------------------- */
+
+/* The registry of started runs and the lock that guards it and every
+** run's `busy`; ux_reg_idle is signalled when a busy count drops. */
+extern pthread_mutex_t ux_reg_lock;
+extern pthread_cond_t ux_reg_idle;
+ux_run *ux_reg_first(void);         /* under ux_reg_lock */
+
+/* The cgroup layout in force (version UX_CG_NONE: rlimits). */
+const ux_cg_layout *ux_runner_cg(void);
+
+int ux_privileged(void);
+void ux_close_fd(int *fd);
+
+/* ---------------------------------------------------------------------
+** spawn.c: the forked children (async-signal-safe code only)
+** ------------------------------------------------------------------- */
+
+#define UX_MAX_LIMITS 8
+
+typedef struct ux_child_plan {
+  int fds[UX_FD_COUNT];       /* sources for fds 0..UX_FD_COUNT-1; -1 closed */
+  int cg_fds[UX_CG_NDIR];     /* cgroup.procs to join first */
+  int n_cg;
+  struct rlimit lim[UX_MAX_LIMITS];
+  int res[UX_MAX_LIMITS];
+  int nlim;
+  int drop;                   /* setuid to uid/gid */
+  int mount;                  /* bind the dirs at UX_SB_MNT_* first */
+  int ro_dir[UX_SB_RO_BINDS]; /* ro bind n is a directory (else a file) */
+  int n_ro;
+  uid_t uid; gid_t gid;
+  pid_t parent;
+  char **argv;
+} ux_child_plan;
+
+void ux_plan_limit(ux_child_plan *p, int res, rlim_t soft, rlim_t hard);
+
+/* The child of fork(): never returns. Writes {step, errno} to
+** UX_FD_EXECERR when a step fails, then _exits 127. */
+void ux_spawn_child(const ux_child_plan *p);
+
+/* Moves fds[i] to fd i for i < n (-1: close i), closes every fd >= n.
+** Async-signal-safe. 0 or -1. */
+int ux_place_fds(const int *fds, int n);
+
+/* What each step of ux_spawn_child is, for the error message. */
+const char *ux_spawn_step(int step);
+
+/* ---------------------------------------------------------------------
+** wait.c
+** ------------------------------------------------------------------- */
+
+/* Reads what bwrap wrote to the info fd so far; pins the inner process
+** once its pid is complete. */
+void ux_read_info(ux_run *r);
+
+/* Kills the run (see wait.c); `all`: the outer bwrap as well. */
+void ux_kill_tree(ux_run *r, int all);
+
+/* Takes r out of the registry once no workgroup operation uses it. */
+void ux_run_unregister(ux_run *r);
+
+/* Frees a run that never reached ux_run_wait or has finished it. */
+void ux_run_free(ux_run *r);
+
+#endif
