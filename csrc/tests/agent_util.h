@@ -1,0 +1,177 @@
+/*
+** Helpers shared by the agent_*_test.c files: where the agent binary is,
+** temporary trees, running a mode with stdin/stdout/stderr captured (every
+** wait bounded), and building hand-made (hostile) gzip tars with
+** libarchive. Static functions in a header, like tap.h, because each test
+** is one translation unit linked on its own.
+*/
+#ifndef AGENT_UTIL_H
+#define AGENT_UTIL_H
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char agent_bin[PATH_MAX + 32];
+
+/* bin/unsandboxd-agent relative to this test binary (build/tests/x). */
+static void agent_locate(void) {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  char *slash;
+  if (n <= 0) { perror("readlink /proc/self/exe"); exit(1); }
+  self[n] = '\0';
+  for (int i = 0; i < 3 && (slash = strrchr(self, '/')); i++) *slash = '\0';
+  snprintf(agent_bin, sizeof agent_bin, "%s/bin/unsandboxd-agent", self);
+  if (access(agent_bin, X_OK) != 0) { fprintf(stderr, "no agent at %s\n", agent_bin); exit(1); }
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static char *mk_tmp(const char *tag) {
+  char *p;
+  if (asprintf(&p, "/tmp/agent-test-%s-XXXXXX", tag) < 0 || !mkdtemp(p)) {
+    perror("mkdtemp");
+    exit(1);
+  }
+  return p;
+}
+
+/* Removes a test-made tree. The tests made it themselves, as root, and no
+** sandbox writes into it, so a plain rm is fine here. */
+static void rm_tree(const char *p) {
+  char *cmd;
+  if (strncmp(p, "/tmp/agent-test-", 16) != 0) return;
+  if (asprintf(&cmd, "chmod -R u+rwx '%s' 2>/dev/null; rm -rf '%s'", p, p) < 0) return;
+  if (system(cmd) != 0) fprintf(stderr, "# could not remove %s\n", p);
+  free(cmd);
+}
+
+static void write_file(const char *path, const char *data, size_t len, mode_t mode) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0 || write(fd, data, len) != (ssize_t)len) { perror(path); exit(1); }
+  fchmod(fd, mode);
+  close(fd);
+}
+
+static char *read_file(const char *path, size_t *len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat s;
+  char *buf;
+  if (fd < 0 || fstat(fd, &s) < 0) { if (fd >= 0) close(fd); return NULL; }
+  buf = malloc((size_t)s.st_size + 1);
+  if (!buf || read(fd, buf, (size_t)s.st_size) != s.st_size) { close(fd); free(buf); return NULL; }
+  buf[s.st_size] = '\0';
+  if (len) *len = (size_t)s.st_size;
+  close(fd);
+  return buf;
+}
+
+typedef struct {
+  int status;        /* exit status, or 128+signal, or -1 when it timed out */
+  char *out;         /* stdout, NUL-terminated */
+  size_t out_len;
+  char err[4096];    /* stderr */
+} run_result;
+
+/* Runs the agent with argv (argv[0] is replaced), stdin from in_fd (or
+** /dev/null), capturing stdout and stderr; killed after limit_s seconds. */
+static run_result run_agent(char *const argv[], int in_fd, double limit_s) {
+  run_result r = { 0, NULL, 0, "" };
+  int po[2], pe[2];
+  size_t cap = 65536, elen = 0;
+  double end = now_s() + limit_s;
+  pid_t pid;
+  int open_fds = 2, st;
+  if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) { perror("pipe"); exit(1); }
+  r.out = malloc(cap);
+  if ((pid = fork()) == 0) {
+    int in = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY);
+    dup2(in, 0); dup2(po[1], 1); dup2(pe[1], 2);
+    execv(agent_bin, argv);
+    _exit(127);
+  }
+  close(po[1]); close(pe[1]);
+  while (open_fds > 0) {
+    struct pollfd p[2] = { { po[0], POLLIN, 0 }, { pe[0], POLLIN, 0 } };
+    int left = (int)((end - now_s()) * 1000);
+    if (left <= 0 || poll(p, 2, left) <= 0) { kill(pid, SIGKILL); r.status = -1; break; }
+    if (p[0].revents && po[0] >= 0) {
+      if (r.out_len + 65536 > cap) { cap *= 2; r.out = realloc(r.out, cap); }
+      ssize_t n = read(po[0], r.out + r.out_len, cap - r.out_len - 1);
+      if (n <= 0) { close(po[0]); po[0] = -1; open_fds--; } else r.out_len += (size_t)n;
+    }
+    if (p[1].revents && pe[0] >= 0) {
+      ssize_t n = read(pe[0], r.err + elen, sizeof r.err - 1 - elen);
+      if (n <= 0) { close(pe[0]); pe[0] = -1; open_fds--; } else elen += (size_t)n;
+    }
+  }
+  if (po[0] >= 0) close(po[0]);
+  if (pe[0] >= 0) close(pe[0]);
+  r.out[r.out_len] = '\0';
+  r.err[elen] = '\0';
+  waitpid(pid, &st, 0);
+  if (r.status != -1)
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+/* One member of a hand-made archive. */
+typedef struct {
+  const char *name;
+  char type;            /* 'f' file, 'd' dir, 'l' symlink, 'h' hard link, 'p' fifo, 'c' char device */
+  const char *data;     /* file content, or link target */
+  long long size;       /* declared size when data is NULL (the body is zeros) */
+  mode_t mode;
+} member;
+
+/* Writes a gzip pax tar of the members to path. */
+static void make_tgz(const char *path, const member *m, size_t n) {
+  struct archive *w = archive_write_new();
+  static char zeros[65536];
+  archive_write_add_filter_gzip(w);
+  archive_write_set_format_pax_restricted(w);
+  if (archive_write_open_filename(w, path) != ARCHIVE_OK) { fprintf(stderr, "open %s\n", path); exit(1); }
+  for (size_t i = 0; i < n; i++) {
+    struct archive_entry *e = archive_entry_new();
+    long long size = m[i].data && m[i].type == 'f' ? (long long)strlen(m[i].data) : m[i].size;
+    archive_entry_set_pathname(e, m[i].name);
+    archive_entry_set_perm(e, m[i].mode ? m[i].mode : 0644);
+    archive_entry_set_mtime(e, 1000000000, 0);
+    switch (m[i].type) {
+    case 'd': archive_entry_set_filetype(e, AE_IFDIR); break;
+    case 'l': archive_entry_set_filetype(e, AE_IFLNK); archive_entry_set_symlink(e, m[i].data); break;
+    case 'h': archive_entry_set_filetype(e, AE_IFREG); archive_entry_set_hardlink(e, m[i].data); break;
+    case 'p': archive_entry_set_filetype(e, AE_IFIFO); break;
+    case 'c': archive_entry_set_filetype(e, AE_IFCHR); archive_entry_set_rdev(e, makedev(1, 3)); break;
+    default: archive_entry_set_filetype(e, AE_IFREG); archive_entry_set_size(e, size); break;
+    }
+    archive_write_header(w, e);
+    if (m[i].type == 'f') {
+      if (m[i].data) archive_write_data(w, m[i].data, strlen(m[i].data));
+      else for (long long left = size; left > 0; left -= (long long)sizeof zeros)
+        archive_write_data(w, zeros, left < (long long)sizeof zeros ? (size_t)left : sizeof zeros);
+    }
+    archive_entry_free(e);
+  }
+  archive_write_close(w);
+  archive_write_free(w);
+}
+
+#endif
