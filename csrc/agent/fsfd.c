@@ -4,9 +4,11 @@
 */
 #include "agent/fsfd.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -64,5 +66,50 @@ int ag_sha256_hex(const void *buf, size_t len, char out[65]) {
   if (!EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32) return -1;
   for (unsigned i = 0; i < 32; i++) sprintf(out + 2 * i, "%02x", md[i]);
   out[64] = '\0';
+  return 0;
+}
+
+void ag_names_free(char **v, size_t n) {
+  for (size_t i = 0; i < n; i++) free(v[i]);
+  free(v);
+}
+
+static int cmp_names(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int names_fail(DIR *d, char **v, size_t n, int err) {
+  ag_names_free(v, n);
+  if (d) closedir(d);
+  errno = err;
+  return -1;
+}
+
+int ag_dir_names(int dirfd, size_t cap, char ***out, size_t *count) {
+  int fd = dup(dirfd);
+  DIR *d;
+  struct dirent *de;
+  char **v = NULL;
+  size_t n = 0, alloc = 0;
+  if (fd < 0) return -1;
+  if (!(d = fdopendir(fd))) { close(fd); return -1; }
+  rewinddir(d);   /* the dup shares the offset with dirfd */
+  for (errno = 0; (de = readdir(d)) != NULL; errno = 0) {
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+    if (n >= cap) return names_fail(d, v, n, E2BIG);
+    if (n == alloc) {
+      size_t na = alloc ? alloc * 2 : 64;
+      char **nv = realloc(v, na * sizeof *nv);
+      if (!nv) return names_fail(d, v, n, ENOMEM);
+      v = nv; alloc = na;
+    }
+    if (!(v[n] = strdup(de->d_name))) return names_fail(d, v, n, ENOMEM);
+    n++;
+  }
+  if (errno) return names_fail(d, v, n, errno);
+  closedir(d);
+  if (n) qsort(v, n, sizeof *v, cmp_names);
+  *out = v;
+  *count = n;
   return 0;
 }

@@ -33,6 +33,12 @@ ssize_t ag_read_full(int fd, void *buf, size_t len);
 ** component is refused. Returns the fd or -1 with errno. */
 int ag_open_root(const char *dir);
 
+/* The names in a directory (not . and ..), sorted with strcmp. More than
+** cap names fails with E2BIG, so a huge directory cannot exhaust memory.
+** 0 or -1 (errno). Free with ag_names_free. */
+int ag_dir_names(int dirfd, size_t cap, char ***names, size_t *count);
+void ag_names_free(char **names, size_t count);
+
 /* The lowercase hex SHA-256 of len bytes into out[65]. 0 or -1. */
 int ag_sha256_hex(const void *buf, size_t len, char out[65]);
 

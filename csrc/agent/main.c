@@ -5,6 +5,7 @@
 **
 **   unsandboxd-agent archive DIR [--exclude NAME]... [--max-bytes N] [--max-entries N]
 **   unsandboxd-agent extract DIR [--max-bytes N] [--max-entries N] [--max-file-bytes N]
+**   unsandboxd-agent runtime --root DIR --control-fd N
 **
 ** Processes of the same uid run next to it and are hostile, so the first
 ** thing it does is make itself undumpable (no ptrace, no /proc/PID/mem).
@@ -21,6 +22,7 @@
 
 #include "agent/err.h"
 #include "agent/fsfd.h"
+#include "agent/runtime.h"
 #include "agent/tar.h"
 
 static int usage(const char *why) {
@@ -108,6 +110,19 @@ static int run_extract(int argc, char **argv) {
   return 0;
 }
 
+static int run_runtime(int argc, char **argv) {
+  const char *root = NULL;
+  unsigned long long fd = 0;
+  if (argc != 6) return usage("runtime --root DIR --control-fd N");
+  for (int i = 2; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--root")) root = argv[i + 1];
+    else if (!strcmp(argv[i], "--control-fd") && parse_count(argv[i + 1], &fd) == 0 && fd >= 3 && fd <= 65535) {}
+    else return usage("runtime --root DIR --control-fd N");
+  }
+  if (!root || fd < 3) return usage("runtime --root DIR --control-fd N");
+  return ag_runtime_main(root, (int)fd);
+}
+
 int main(int argc, char **argv) {
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
     fprintf(stderr, "unsandboxd-agent: prctl(PR_SET_DUMPABLE): %s\n", strerror(errno));
@@ -115,8 +130,9 @@ int main(int argc, char **argv) {
   }
   /* a server that goes away mid-write must not kill us with SIGPIPE */
   signal(SIGPIPE, SIG_IGN);
-  if (argc < 2) return usage("unsandboxd-agent archive|extract ...");
+  if (argc < 2) return usage("unsandboxd-agent archive|extract|runtime ...");
   if (!strcmp(argv[1], "archive")) return run_archive(argc, argv);
   if (!strcmp(argv[1], "extract")) return run_extract(argc, argv);
-  return usage("unsandboxd-agent archive|extract ...");
+  if (!strcmp(argv[1], "runtime")) return run_runtime(argc, argv);
+  return usage("unsandboxd-agent archive|extract|runtime ...");
 }

@@ -16,7 +16,6 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -74,56 +73,15 @@ static int arc_fail(walk *wk, const char *rel) {
                  why ? why : "libarchive failed");
 }
 
-static int cmp_names(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void free_names(char **v, size_t n) {
-  for (size_t i = 0; i < n; i++) free(v[i]);
-  free(v);
-}
-
-/* The sorted names of a directory (without . and ..). At most `cap` names:
-** one more fails, so a huge directory cannot exhaust memory. */
+/* The sorted names of a directory; more than cap fails. */
 static int list_dir(int dirfd, const char *rel, unsigned long long cap,
                     char ***out, size_t *count, ag_err *e) {
   char shown[AG_SHOW_MAX];
-  int fd = dup(dirfd);
-  DIR *d;
-  struct dirent *de;
-  char **v = NULL;
-  size_t n = 0, alloc = 0;
-  if (fd < 0) return ag_sysfail(e, "%s: dup", ag_show(rel, shown, sizeof shown));
-  if (!(d = fdopendir(fd))) {
-    close(fd);
-    return ag_sysfail(e, "%s: fdopendir", ag_show(rel, shown, sizeof shown));
-  }
-  rewinddir(d);
-  for (errno = 0; (de = readdir(d)) != NULL; errno = 0) {
-    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-    if (n >= cap) {
-      free_names(v, n); closedir(d);
-      return ag_fail(e, AG_INVALID, "%s: more than %llu entries",
-                     ag_show(rel, shown, sizeof shown), cap);
-    }
-    if (n == alloc) {
-      size_t na = alloc ? alloc * 2 : 64;
-      char **nv = realloc(v, na * sizeof *nv);
-      if (!nv) { free_names(v, n); closedir(d); return ag_fail(e, AG_INTERNAL, "out of memory"); }
-      v = nv; alloc = na;
-    }
-    if (!(v[n] = strdup(de->d_name))) { free_names(v, n); closedir(d); return ag_fail(e, AG_INTERNAL, "out of memory"); }
-    n++;
-  }
-  if (errno) {
-    int saved = errno;
-    free_names(v, n); closedir(d); errno = saved;
-    return ag_sysfail(e, "%s: readdir", ag_show(rel, shown, sizeof shown));
-  }
-  closedir(d);
-  if (n) qsort(v, n, sizeof *v, cmp_names);
-  *out = v; *count = n;
-  return 0;
+  if (ag_dir_names(dirfd, cap > (1ULL << 40) ? (size_t)1 << 40 : (size_t)cap, out, count) == 0) return 0;
+  if (errno == E2BIG)
+    return ag_fail(e, AG_INVALID, "%s: more entries than --max-entries allows",
+                   ag_show(rel, shown, sizeof shown));
+  return ag_sysfail(e, "%s: reading the directory", ag_show(rel, shown, sizeof shown));
 }
 
 static struct archive_entry *header(const char *rel, const struct stat *s) {
@@ -278,7 +236,7 @@ static int walk_dir(walk *wk, int dirfd, const char *prefix, int depth) {
     else rc = add_entry(wk, dirfd, names[i], rel, depth);
     free(rel);
   }
-  free_names(names, n);
+  ag_names_free(names, n);
   return rc;
 }
 

@@ -23,11 +23,15 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <jansson.h>
+#include <dirent.h>
+#include <openssl/evp.h>
+#include <sys/socket.h>
 
 static char agent_bin[PATH_MAX + 32];
 
 /* bin/unsandboxd-agent relative to this test binary (build/tests/x). */
-static void agent_locate(void) {
+static __attribute__((unused)) void agent_locate(void) {
   char self[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   char *slash;
@@ -38,13 +42,13 @@ static void agent_locate(void) {
   if (access(agent_bin, X_OK) != 0) { fprintf(stderr, "no agent at %s\n", agent_bin); exit(1); }
 }
 
-static double now_s(void) {
+static __attribute__((unused)) double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static char *mk_tmp(const char *tag) {
+static __attribute__((unused)) char *mk_tmp(const char *tag) {
   char *p;
   if (asprintf(&p, "/tmp/agent-test-%s-XXXXXX", tag) < 0 || !mkdtemp(p)) {
     perror("mkdtemp");
@@ -55,7 +59,7 @@ static char *mk_tmp(const char *tag) {
 
 /* Removes a test-made tree. The tests made it themselves, as root, and no
 ** sandbox writes into it, so a plain rm is fine here. */
-static void rm_tree(const char *p) {
+static __attribute__((unused)) void rm_tree(const char *p) {
   char *cmd;
   if (strncmp(p, "/tmp/agent-test-", 16) != 0) return;
   if (asprintf(&cmd, "chmod -R u+rwx '%s' 2>/dev/null; rm -rf '%s'", p, p) < 0) return;
@@ -63,14 +67,14 @@ static void rm_tree(const char *p) {
   free(cmd);
 }
 
-static void write_file(const char *path, const char *data, size_t len, mode_t mode) {
+static __attribute__((unused)) void write_file(const char *path, const char *data, size_t len, mode_t mode) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0 || write(fd, data, len) != (ssize_t)len) { perror(path); exit(1); }
   fchmod(fd, mode);
   close(fd);
 }
 
-static char *read_file(const char *path, size_t *len) {
+static __attribute__((unused)) char *read_file(const char *path, size_t *len) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat s;
   char *buf;
@@ -92,7 +96,7 @@ typedef struct {
 
 /* Runs the agent with argv (argv[0] is replaced), stdin from in_fd (or
 ** /dev/null), capturing stdout and stderr; killed after limit_s seconds. */
-static run_result run_agent(char *const argv[], int in_fd, double limit_s) {
+static __attribute__((unused)) run_result run_agent(char *const argv[], int in_fd, double limit_s) {
   run_result r = { 0, NULL, 0, "" };
   int po[2], pe[2];
   size_t cap = 65536, elen = 0;
@@ -142,7 +146,7 @@ typedef struct {
 } member;
 
 /* Writes a gzip pax tar of the members to path. */
-static void make_tgz(const char *path, const member *m, size_t n) {
+static __attribute__((unused)) void make_tgz(const char *path, const member *m, size_t n) {
   struct archive *w = archive_write_new();
   static char zeros[65536];
   archive_write_add_filter_gzip(w);
@@ -172,6 +176,169 @@ static void make_tgz(const char *path, const member *m, size_t n) {
   }
   archive_write_close(w);
   archive_write_free(w);
+}
+
+/* ---- runtime mode: a client like the server's ---- */
+
+typedef struct {
+  pid_t pid;
+  int control;          /* our end of the SOCK_SEQPACKET control channel */
+} agent_rt;
+
+#define RT_CONTROL_FD 7
+
+/* Starts `unsandboxd-agent runtime --root ROOT --control-fd 7`, with the
+** extra environment entries env (NULL-ended, may be NULL), in its own
+** process group. With argv_prefix (e.g. a bwrap command line, NULL-ended)
+** the agent runs under it. */
+static __attribute__((unused)) agent_rt rt_start_with(const char *root, char *const *env, char *const *argv_prefix) {
+  agent_rt a = { -1, -1 };
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) { perror("socketpair"); exit(1); }
+  if ((a.pid = fork()) == 0) {
+    char *argv[64];
+    int n = 0;
+    setpgid(0, 0);
+    if (dup2(sv[1], RT_CONTROL_FD) < 0) _exit(126);
+    for (char *const *e = env; e && *e; e++) putenv(*e);
+    for (char *const *p = argv_prefix; p && *p && n < 50; p++) argv[n++] = *p;
+    argv[n++] = agent_bin; argv[n++] = "runtime"; argv[n++] = "--root"; argv[n++] = (char *)root;
+    argv[n++] = "--control-fd"; argv[n++] = "7"; argv[n] = NULL;
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  setpgid(a.pid, a.pid);
+  close(sv[1]);
+  a.control = sv[0];
+  return a;
+}
+
+static __attribute__((unused)) agent_rt rt_start(const char *root, char *const *env) { return rt_start_with(root, env, NULL); }
+
+/* Sends a new request socket (and datafd when >= 0); returns our end. */
+static __attribute__((unused)) int rt_open(agent_rt *a, int datafd) {
+  int sv[2], fds[2];
+  char cbuf[CMSG_SPACE(2 * sizeof(int))];
+  struct iovec iov = { "r", 1 };
+  struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf };
+  struct cmsghdr *c;
+  size_t nfd = datafd >= 0 ? 2 : 1;
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) return -1;
+  fds[0] = sv[1]; fds[1] = datafd;
+  memset(cbuf, 0, sizeof cbuf);
+  m.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
+  c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET; c->cmsg_type = SCM_RIGHTS; c->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+  memcpy(CMSG_DATA(c), fds, nfd * sizeof(int));
+  if (sendmsg(a->control, &m, MSG_NOSIGNAL) < 0) { close(sv[0]); close(sv[1]); return -1; }
+  close(sv[1]);
+  return sv[0];
+}
+
+/* Reads one "\n"-terminated frame within limit_s; NULL on EOF/timeout. */
+static __attribute__((unused)) json_t *rt_frame(int fd, double limit_s, char *leftover, size_t *nleft) {
+  double end = now_s() + limit_s;
+  for (;;) {
+    char *nl = *nleft ? memchr(leftover, '\n', *nleft) : NULL;
+    if (nl) {
+      json_error_t je;
+      json_t *v = json_loadb(leftover, (size_t)(nl - leftover), 0, &je);
+      size_t used = (size_t)(nl - leftover) + 1;
+      memmove(leftover, leftover + used, *nleft - used);
+      *nleft -= used;
+      if (!v) printf("# bad frame from the agent: %s\n", je.text);
+      return v;
+    }
+    struct pollfd p = { fd, POLLIN, 0 };
+    int left = (int)((end - now_s()) * 1000);
+    if (left <= 0 || poll(&p, 1, left) <= 0) return NULL;
+    if (*nleft >= (16u << 20)) return NULL;
+    ssize_t n = read(fd, leftover + *nleft, (16u << 20) - *nleft);
+    if (n <= 0) return NULL;
+    *nleft += (size_t)n;
+  }
+}
+
+typedef struct {
+  json_t *final;        /* the final frame, or NULL */
+  json_t *events;       /* array of event frames */
+  double first_event_s; /* seconds from send to the first event (-1: none) */
+  double final_s;
+} rt_reply;
+
+/* Sends one request (raw text, "\n" added) and collects the reply. */
+static __attribute__((unused)) rt_reply rt_call_raw(agent_rt *a, const char *req, size_t len, int datafd, double limit_s) {
+  rt_reply r = { NULL, json_array(), -1, -1 };
+  static char *buf;
+  size_t nleft = 0;
+  double t0 = now_s();
+  int fd = rt_open(a, datafd);
+  if (!buf) buf = malloc(16u << 20);
+  if (fd < 0) return r;
+  if (write(fd, req, len) != (ssize_t)len || write(fd, "\n", 1) != 1) { close(fd); return r; }
+  for (;;) {
+    json_t *f = rt_frame(fd, limit_s - (now_s() - t0), buf, &nleft);
+    if (!f) break;
+    if (json_object_get(f, "event")) {
+      if (r.first_event_s < 0) r.first_event_s = now_s() - t0;
+      json_array_append_new(r.events, f);
+      continue;
+    }
+    r.final = f;
+    r.final_s = now_s() - t0;
+    break;
+  }
+  close(fd);
+  return r;
+}
+
+static __attribute__((unused)) rt_reply rt_call(agent_rt *a, const char *req) {
+  return rt_call_raw(a, req, strlen(req), -1, 60);
+}
+
+static __attribute__((unused)) void rt_free(rt_reply *r) {
+  json_decref(r->final);
+  json_decref(r->events);
+  r->final = r->events = NULL;
+}
+
+/* The result object of a successful reply, else NULL. */
+static __attribute__((unused)) json_t *rt_result(const rt_reply *r) {
+  if (!r->final || !json_is_true(json_object_get(r->final, "ok"))) return NULL;
+  return json_object_get(r->final, "result");
+}
+
+/* "kind: message" of a failed reply, or "" (a static buffer). */
+static __attribute__((unused)) const char *rt_error(const rt_reply *r) {
+  static char out[1024];
+  json_t *e = r->final ? json_object_get(r->final, "error") : NULL;
+  snprintf(out, sizeof out, "%s: %s", e ? json_string_value(json_object_get(e, "kind")) : "",
+           e ? json_string_value(json_object_get(e, "message")) : "");
+  return e ? out : "";
+}
+
+static __attribute__((unused)) const char *rs(json_t *o, const char *key) {
+  const char *v = json_string_value(json_object_get(o, key));
+  return v ? v : "(missing)";
+}
+
+static __attribute__((unused)) long long ri(json_t *o, const char *key) {
+  json_t *v = json_object_get(o, key);
+  return json_is_integer(v) ? json_integer_value(v) : -99999;
+}
+
+/* Closes the control channel and waits (bounded) for the agent to exit. */
+static __attribute__((unused)) int rt_stop(agent_rt *a) {
+  int st = -1;
+  close(a->control);
+  for (double end = now_s() + 10; now_s() < end;) {
+    pid_t p = waitpid(a->pid, &st, WNOHANG);
+    if (p == a->pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    usleep(10000);
+  }
+  kill(-a->pid, SIGKILL);
+  waitpid(a->pid, &st, 0);
+  return -1;
 }
 
 #endif
