@@ -3,16 +3,17 @@
 **
 ** One event loop (poll) in the main process owns the control socket and
 ** the request connections whose frame is still arriving. Every request
-** (ping, file ops, checkpoint, restore) is stateless: once
+** (ping, file ops, exec, checkpoint, restore) is stateless: once
 ** its frame is read, a handler process is forked for it, in its own
-** process group, and the loop goes on, so a slow grep or a big checkpoint never
+** process group, and the loop goes on, so a slow grep or a 30 s exec never
 ** delays another request. A fork per request costs well under a
 ** millisecond here and gives each request its own memory, its own
 ** failures and a kill switch (its process group).
 **
 ** SIGCHLD and SIGTERM arrive through a signalfd. EOF on the control socket
-** (the server is gone) or SIGTERM: every handler's process group is
-** killed, then the agent exits.
+** (the server is gone) or SIGTERM: every handler gets SIGTERM (an exec
+** handler kills its command's group on it), then every handler's process
+** group SIGKILL, then the agent exits.
 */
 #include "agent/runtime.h"
 
@@ -30,6 +31,7 @@
 
 #include "agent/args.h"
 #include "agent/conn.h"
+#include "agent/exec.h"
 #include "agent/files.h"
 #include "agent/tree.h"
 #include "agent/walk.h"
@@ -54,7 +56,7 @@ static struct {
   size_t nhandlers;
 } rt;
 
-enum { OP_FILE, OP_PING, OP_CHECKPOINT, OP_RESTORE };
+enum { OP_FILE, OP_PING, OP_EXEC, OP_CHECKPOINT, OP_RESTORE };
 
 static const struct {
   const char *name;
@@ -70,6 +72,7 @@ static const struct {
   { "file_write", OP_FILE, ag_op_file_write },
   { "file_write_binary", OP_FILE, ag_op_file_write_binary },
   { "file_edit", OP_FILE, ag_op_file_edit },
+  { "exec", OP_EXEC, NULL },
   { "checkpoint", OP_CHECKPOINT, NULL },
   { "restore", OP_RESTORE, NULL },
 };
@@ -104,6 +107,7 @@ static void handler(pending *p, json_t *req, int kind, ag_file_fn fn) {
   case OP_FILE: rc = fn(&rt.fs, req, &result, &e); break;
   case OP_CHECKPOINT: rc = ag_op_checkpoint(&rt.fs, req, p->datafd, &result, &e); break;
   case OP_RESTORE: rc = ag_op_restore(&rt.fs, req, p->datafd, &result, &e); break;
+  case OP_EXEC: ag_exec_serve(&rt.fs, req, &p->c); _exit(0);
   }
   if (rc == 0) ag_conn_final_ok(&p->c, result);
   else ag_conn_final_err(&p->c, &e);
@@ -218,7 +222,17 @@ static void reap(void) {
   }
 }
 
+/* Handlers first get SIGTERM (an exec handler then kills its command's
+** group), then their own groups get SIGKILL. */
 static void shutdown_all(void) {
+  for (size_t k = 0; k < rt.nhandlers; k++) kill(rt.handler[k], SIGTERM);
+  for (double end = ag_now() + 1; rt.nhandlers > 0 && ag_now() < end;) {
+    pid_t pid = waitpid(-1, NULL, WNOHANG);
+    size_t k;
+    if (pid <= 0) { usleep(5000); continue; }
+    for (k = 0; k < rt.nhandlers && rt.handler[k] != pid; k++) {}
+    if (k < rt.nhandlers) rt.handler[k] = rt.handler[--rt.nhandlers];
+  }
   for (size_t k = 0; k < rt.nhandlers; k++) kill(-rt.handler[k], SIGKILL);
   while (rt.npend) drop_pending(rt.npend - 1);
   /* bounded: SIGKILLed processes die at once */

@@ -178,6 +178,19 @@ static __attribute__((unused)) void make_tgz(const char *path, const member *m, 
   archive_write_free(w);
 }
 
+/* 1 when s (NUL-terminated) is valid UTF-8: an independent check (iconv
+** would do too), so the agent's decoder is not tested against itself. */
+static __attribute__((unused)) int ag_utf8_ok(const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    int n = *p < 0x80 ? 0 : (*p >> 5) == 6 ? 1 : (*p >> 4) == 14 ? 2 : (*p >> 3) == 30 ? 3 : -1;
+    if (n < 0) return 0;
+    for (int i = 1; i <= n; i++) if ((p[i] & 0xC0) != 0x80) return 0;
+    p += n + 1;
+  }
+  return 1;
+}
+
 /* ---- runtime mode: a client like the server's ---- */
 
 typedef struct {
@@ -242,7 +255,7 @@ static __attribute__((unused)) json_t *rt_frame(int fd, double limit_s, char *le
     char *nl = *nleft ? memchr(leftover, '\n', *nleft) : NULL;
     if (nl) {
       json_error_t je;
-      json_t *v = json_loadb(leftover, (size_t)(nl - leftover), 0, &je);
+      json_t *v = json_loadb(leftover, (size_t)(nl - leftover), JSON_ALLOW_NUL, &je);
       size_t used = (size_t)(nl - leftover) + 1;
       memmove(leftover, leftover + used, *nleft - used);
       *nleft -= used;
