@@ -1,9 +1,10 @@
 /*
 ** The runtime's scheduler.
 **
-** One event loop (poll) in the main process owns the control socket and
-** the request connections whose frame is still arriving. Every request
-** (ping, file ops, exec, checkpoint, restore) is stateless: once
+** One event loop (poll) in the main process owns the control socket, the
+** request connections whose frame is still arriving, and (sessions.c) the
+** PTY sessions, which are state shared by many requests. Every other
+** request (ping, file ops, exec, checkpoint, restore) is stateless: once
 ** its frame is read, a handler process is forked for it, in its own
 ** process group, and the loop goes on, so a slow grep or a 30 s exec never
 ** delays another request. A fork per request costs well under a
@@ -13,7 +14,7 @@
 ** SIGCHLD and SIGTERM arrive through a signalfd. EOF on the control socket
 ** (the server is gone) or SIGTERM: every handler gets SIGTERM (an exec
 ** handler kills its command's group on it), then every handler's process
-** group SIGKILL, then the agent exits.
+** group and every session's shell SIGKILL, then the agent exits.
 */
 #include "agent/runtime.h"
 
@@ -33,6 +34,7 @@
 #include "agent/conn.h"
 #include "agent/exec.h"
 #include "agent/files.h"
+#include "agent/sessions.h"
 #include "agent/tree.h"
 #include "agent/walk.h"
 
@@ -129,6 +131,7 @@ static void child_setup(pending *mine) {
       close(rt.pend[i]->c.fd);
       if (rt.pend[i]->datafd >= 0) close(rt.pend[i]->datafd);
     }
+  ag_sessions_close_fds();
 }
 
 static int op_kind(const char *name, ag_file_fn *fn) {
@@ -137,7 +140,7 @@ static int op_kind(const char *name, ag_file_fn *fn) {
   return -1;
 }
 
-/* A request frame has arrived on pend[i]: fork its handler. */
+/* A request frame has arrived on pend[i]: hand it to sessions or fork. */
 static void dispatch(size_t i, json_t *req) {
   pending *p = rt.pend[i];
   const char *op = json_string_value(json_object_get(req, "op"));
@@ -147,6 +150,13 @@ static void dispatch(size_t i, json_t *req) {
   pid_t pid;
   if (!op) {
     ag_fail(&e, AG_INVALID, json_object_get(req, "op") ? "argument 'op' must be a string" : "missing argument 'op'");
+  } else if (ag_sessions_is_op(op)) {
+    if (p->datafd >= 0) ag_fail(&e, AG_INVALID, "op '%s' takes no data fd", op);
+    else {
+      ag_sessions_request(&p->c, req);   /* takes the connection and req */
+      drop_pending(i);
+      return;
+    }
   } else if ((kind = op_kind(op, &fn)) < 0) {
     char s[AG_SHOW_MAX];
     ag_fail(&e, AG_INVALID, "unknown op '%s'", ag_show(op, s, sizeof s));
@@ -209,15 +219,18 @@ static void on_readable(size_t i) {
 
 static void reap(void) {
   struct signalfd_siginfo si;
+  int status;
   pid_t pid;
   while (read(rt.sigfd, &si, sizeof si) == sizeof si)
     if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) rt.stop = 1;
-  while ((pid = waitpid(-1, NULL, WNOHANG)) > 0) {
+  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
     size_t k;
     for (k = 0; k < rt.nhandlers && rt.handler[k] != pid; k++) {}
     if (k < rt.nhandlers) {
       kill(-pid, SIGKILL);      /* anything the handler left in its group */
       rt.handler[k] = rt.handler[--rt.nhandlers];
+    } else {
+      ag_sessions_child(pid, status);
     }
   }
 }
@@ -234,6 +247,7 @@ static void shutdown_all(void) {
     if (k < rt.nhandlers) rt.handler[k] = rt.handler[--rt.nhandlers];
   }
   for (size_t k = 0; k < rt.nhandlers; k++) kill(-rt.handler[k], SIGKILL);
+  ag_sessions_shutdown();
   while (rt.npend) drop_pending(rt.npend - 1);
   /* bounded: SIGKILLed processes die at once */
   for (double end = ag_now() + 5; ag_now() < end;) {
@@ -264,15 +278,15 @@ static int setup(const char *root, int control_fd) {
     fprintf(stderr, "unsandboxd-agent: runtime: control fd %d: %s\n", control_fd, strerror(errno));
     return -1;
   }
-  return 0;
+  return ag_sessions_init(&rt.fs);
 }
 
 int ag_runtime_main(const char *root, int control_fd) {
   if (setup(root, control_fd) < 0) return 1;
   while (!rt.stop) {
-    struct pollfd pf[2 + MAX_PENDING];
+    struct pollfd pf[2 + MAX_PENDING + AG_SESSIONS_POLLFDS];
     size_t n = 0, npend;
-    double now = ag_now(), next = now + 3600;
+    double now = ag_now(), next = ag_sessions_next_deadline(now);
     pf[n++] = (struct pollfd){ rt.control, POLLIN, 0 };
     pf[n++] = (struct pollfd){ rt.sigfd, POLLIN, 0 };
     for (size_t i = 0; i < rt.npend; i++) {
@@ -280,10 +294,15 @@ int ag_runtime_main(const char *root, int control_fd) {
       if (rt.pend[i]->deadline < next) next = rt.pend[i]->deadline;
     }
     npend = rt.npend;
+    size_t sess_at = n;
+    n += ag_sessions_fill(pf + n, AG_SESSIONS_POLLFDS);
     int wait_ms = next <= now ? 0 : next - now > 60 ? 60000 : (int)((next - now) * 1000) + 1;
     if (poll(pf, n, wait_ms) < 0 && errno != EINTR) break;
     if (pf[1].revents) reap();
     if (rt.stop) break;
+    /* sessions first: a new request below may add or kill sessions, which
+    ** would move what the session pollfds point at */
+    ag_sessions_after_poll(pf + sess_at, n - sess_at, ag_now());
     /* pending i was polled at pf[2 + i]; going down, a drop only moves an
     ** entry that was already handled (or is new) into place i */
     for (size_t i = npend; i-- > 0;)

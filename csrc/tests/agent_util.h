@@ -203,8 +203,9 @@ typedef struct {
 /* Starts `unsandboxd-agent runtime --root ROOT --control-fd 7`, with the
 ** extra environment entries env (NULL-ended, may be NULL), in its own
 ** process group. With argv_prefix (e.g. a bwrap command line, NULL-ended)
-** the agent runs under it. */
-static __attribute__((unused)) agent_rt rt_start_with(const char *root, char *const *env, char *const *argv_prefix) {
+** the agent runs under it, named agent there (NULL: agent_bin). */
+static __attribute__((unused)) agent_rt rt_start_with(const char *root, char *const *env, char *const *argv_prefix,
+                                                       const char *agent) {
   agent_rt a = { -1, -1 };
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) { perror("socketpair"); exit(1); }
@@ -215,7 +216,7 @@ static __attribute__((unused)) agent_rt rt_start_with(const char *root, char *co
     if (dup2(sv[1], RT_CONTROL_FD) < 0) _exit(126);
     for (char *const *e = env; e && *e; e++) putenv(*e);
     for (char *const *p = argv_prefix; p && *p && n < 50; p++) argv[n++] = *p;
-    argv[n++] = agent_bin; argv[n++] = "runtime"; argv[n++] = "--root"; argv[n++] = (char *)root;
+    argv[n++] = (char *)(agent ? agent : agent_bin); argv[n++] = "runtime"; argv[n++] = "--root"; argv[n++] = (char *)root;
     argv[n++] = "--control-fd"; argv[n++] = "7"; argv[n] = NULL;
     execv(argv[0], argv);
     _exit(127);
@@ -226,7 +227,7 @@ static __attribute__((unused)) agent_rt rt_start_with(const char *root, char *co
   return a;
 }
 
-static __attribute__((unused)) agent_rt rt_start(const char *root, char *const *env) { return rt_start_with(root, env, NULL); }
+static __attribute__((unused)) agent_rt rt_start(const char *root, char *const *env) { return rt_start_with(root, env, NULL, NULL); }
 
 /* Sends a new request socket (and datafd when >= 0); returns our end. */
 static __attribute__((unused)) int rt_open(agent_rt *a, int datafd) {
