@@ -99,7 +99,7 @@ build/tests/server_%: csrc/tests/server_%.c $(SERVER_LIB) $(SERVER_CORE) csrc/te
 build/tests/agent_%: csrc/tests/agent_%.c csrc/tests/agent_util.h $(AGENT_LIB) $(AGENT_CORE) $(AGENT) csrc/tests/tap.h
 	@mkdir -p build/tests
 	$(call say,LD,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(AGENT_LIB) $(AGENT_CORE) $(AGENT_LIBS) -lutil
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(AGENT_LIB) $(AGENT_CORE) $(AGENT_LIBS)
 
 deps:
 	@scripts/deps.sh

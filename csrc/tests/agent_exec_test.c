@@ -156,7 +156,7 @@ static void test_disconnect_and_concurrency(void) {
   rt_free(&r);
   char buf[65536];
   size_t n = 0;
-  json_t *f = rt_frame(slow, 10, buf, &n);
+  json_t *f = rt_frame(slow, 10, buf, sizeof buf, &n);
   ok(f && !strcmp(rs(json_object_get(f, "result"), "stdout"), "slow\n"), "the slow one finishes too");
   json_decref(f);
   close(slow);

@@ -84,7 +84,7 @@ static void test_protocol(void) {
   char buf[4096];
   size_t n = 0;
   ok(write(fd, "{\"op\":\"ping\"}", 13) == 13 && shutdown(fd, SHUT_WR) == 0, "a frame without newline is sent");
-  json_t *f = rt_frame(fd, 10, buf, &n);
+  json_t *f = rt_frame(fd, 10, buf, sizeof buf, &n);
   ok(f && strstr(json_string_value(json_object_get(json_object_get(f, "error"), "message")), "no newline"), "it gets an error final frame");
   json_decref(f); close(fd);
   /* over 8 MiB without a newline */
@@ -153,7 +153,11 @@ static void test_read(void) {
      ri(res, "next_offset") == 2 && json_is_true(json_object_get(res, "truncated")), "an over-long first line is cut at 8000 characters");
   rt_free(&r);
   free(data); free(p);
+}
 
+static void test_read_rules(void) {
+  rt_reply r;
+  json_t *res;
   fails("{\"op\":\"file_read\",\"path\":\"latin1.txt\"}", "invalid", "is not UTF-8 text");
   fails("{\"op\":\"file_read\",\"path\":\"huge.txt\"}", "invalid", "larger than the limit of 16777216 bytes");
   fails("{\"op\":\"file_read\",\"path\":\"src\"}", "invalid", "is a directory");
@@ -216,6 +220,11 @@ static void test_list_glob(void) {
   fails("{\"op\":\"file_list\",\"path\":\"link-sbdir\"}", "invalid", "resolves into .sandbox");
   fails("{\"op\":\"file_list\",\"path\":\"src/link-up\"}", "invalid", "resolves outside");
   fails("{\"op\":\"file_list\",\"path\":\"/\"}", "invalid", "not absolute");
+}
+
+static void test_glob(void) {
+  rt_reply r;
+  json_t *res;
 
   /* newest first: touch util.py into the future */
   char *p = at("src/deep/util.py");
@@ -325,7 +334,8 @@ static void test_write(void) {
   rt_free(&r); free(p);
   res = good("{\"op\":\"file_write\",\"path\":\"link-in\",\"content\":\"via link\"}", &r);
   c = read_file((p = at("src/main.py")), NULL); free(p);
-  ok(res && c && !strcmp(c, "via link") && lstat((p = at("link-in")), &st) == 0 && S_ISLNK(st.st_mode), "a symlink inside is written through");
+  p = at("link-in");
+  ok(res && c && !strcmp(c, "via link") && lstat(p, &st) == 0 && S_ISLNK(st.st_mode), "a symlink inside is written through");
   free(c); free(p); rt_free(&r);
   DIR *d = opendir(root);
   struct dirent *de;
@@ -344,6 +354,14 @@ static void test_write(void) {
   fails("{\"op\":\"file_write\",\"path\":\"x\"}", "invalid", "missing argument 'content'");
   fails("{\"op\":\"file_write\",\"path\":\"x\",\"content\":null}", "invalid", "argument 'content' must be a string");
   ok(lstat("/etc/pwned", &st) < 0, "nothing was written outside");
+}
+
+static void test_write_binary_edit(void) {
+  rt_reply r;
+  struct stat st;
+  size_t len;
+  char *p, *c;
+  json_t *res;
   char *big = malloc(1000100), *req = malloc(1000200);
   memset(big, 'a', 1000001); big[1000001] = '\0';
   snprintf(req, 1000200, "{\"op\":\"file_write\",\"path\":\"big\",\"content\":\"%s\"}", big);
@@ -356,7 +374,9 @@ static void test_write(void) {
 
   res = good("{\"op\":\"file_write_binary\",\"path\":\"bin/x.bin\",\"content_base64\":\"AAEC/w==\",\"sha256\":\"3D4F57E8DB8BC3B0E07D0D2C6A0C98F64BB8E1A14EF1DA6C0E9F0AE35CA0DE2B\"}", &r);
   ok(!res, "a wrong sha256 is refused");
-  ok(strstr(rt_error(&r), "does not match") != NULL && stat((p = at("bin/x.bin")), &st) < 0, "and nothing is written"); free(p);
+  p = at("bin/x.bin");
+  ok(strstr(rt_error(&r), "does not match") != NULL && stat(p, &st) < 0, "and nothing is written");
+  free(p);
   rt_free(&r);
   res = good("{\"op\":\"file_write_binary\",\"path\":\"bin/x.bin\",\"content_base64\":\"AAEC/w==\"}", &r);
   char sha[65] = "";
@@ -455,9 +475,12 @@ int main(void) {
   A = rt_start(root, NULL);
   test_protocol();
   test_read();
+  test_read_rules();
   test_list_glob();
+  test_glob();
   test_grep();
   test_write();
+  test_write_binary_edit();
   test_checkpoint();
   ok(rt_stop(&A) == 0, "EOF on the control socket stops the agent with status 0");
   rm_tree(root);

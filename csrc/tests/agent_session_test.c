@@ -217,7 +217,7 @@ static void test_disconnects(void) {
   usleep(200000);
   res = call(&A, "{\"op\":\"session_kill\",\"session_id\":\"dis\"}", &r);
   rt_free(&r);
-  json_t *f = rt_frame(fd, 5, buf, &n);
+  json_t *f = rt_frame(fd, 5, buf, sizeof buf, &n);
   ok(f && ri(json_object_get(f, "result"), "exit_code") == -9 && is_false(json_object_get(f, "result"), "running"),
      "session_kill answers the attached wait with exit_code -9");
   json_decref(f);
