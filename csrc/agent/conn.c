@@ -70,6 +70,16 @@ void ag_conn_watch(ag_conn *c) {
   }
 }
 
+json_t *ag_json_text(const char *s, size_t len) {
+  ag_buf clean = { 0 };
+  ag_utf8_state u = { { 0 }, 0 };
+  json_t *v = NULL;
+  if (ag_utf8_clean(&u, s, len, 1, 1, &clean) == 0)
+    v = json_stringn(clean.p ? clean.p : "", clean.len);
+  ag_buf_free(&clean);
+  return v;
+}
+
 static int queue(ag_conn *c, json_t *frame) {
   char *s = json_dumps(frame, JSON_COMPACT);
   int rc;

@@ -28,6 +28,10 @@ typedef struct {
 void ag_conn_init(ag_conn *c, int fd);   /* sets O_NONBLOCK */
 void ag_conn_close(ag_conn *c);
 
+/* A JSON string of bytes that may not be UTF-8 (file names): bad bytes
+** become U+FFFD. NULL when out of memory. */
+json_t *ag_json_text(const char *s, size_t len);
+
 /* Reads what is there. Returns 1 with *req set when a frame is complete,
 ** 0 when more is needed, -1 with e set for a bad frame (too large, not an
 ** object, not JSON), -2 on EOF before a complete frame. */

@@ -107,7 +107,7 @@ static void finish_stream(stream *s, ag_conn *c, int streaming) {
     ag_conn_event_chunk(c, s->name, s->text.p + before, s->text.len - before);
 }
 
-static int exit_code(int status) {
+int ag_exit_code(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return -WTERMSIG(status);
   return -1;
@@ -201,7 +201,7 @@ void ag_exec_serve(const ag_fs *fs, json_t *req, ag_conn *c) {
   }
   close(r.pidfd);
   if (!r.gone) {
-    json_t *res = json_pack("{s:i, s:s%, s:s%, s:b, s:b}", "exit_code", r.timed_out ? -9 : exit_code(r.status),
+    json_t *res = json_pack("{s:i, s:s%, s:s%, s:b, s:b}", "exit_code", r.timed_out ? -9 : ag_exit_code(r.status),
                             "stdout", r.s[0].text.p ? r.s[0].text.p : "", r.s[0].text.len,
                             "stderr", r.s[1].text.p ? r.s[1].text.p : "", r.s[1].text.len,
                             "timed_out", r.timed_out, "output_truncated", r.truncated);

@@ -23,4 +23,8 @@ void ag_exec_serve(const ag_fs *fs, json_t *req, ag_conn *c);
 ** signal mask. */
 void ag_exec_child_signals(void);
 
+/* A wait status as the results report it: the exit status, or -N for a
+** death by signal N. */
+int ag_exit_code(int status);
+
 #endif

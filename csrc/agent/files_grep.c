@@ -17,6 +17,7 @@
 
 #include "agent/args.h"
 #include "agent/buf.h"
+#include "agent/conn.h"
 #include "agent/files.h"
 #include "agent/fsfd.h"
 #include "agent/walk.h"
@@ -109,19 +110,13 @@ static int grep_data(grep_run *g, const char *rel, const char *d, size_t len, ag
   }
   if (count > 0) {
     if (g->file_count == (size_t)g->limit) { g->stopped = "limit"; rc = 1; goto done; }
-    ag_buf clean = { 0 };
-    ag_utf8_state u = { { 0 }, 0 };
-    json_t *entry = NULL;
-    ag_utf8_clean(&u, rel, strlen(rel), 1, 1, &clean);
-    if (!clean.oom && clean.p) {
-      if (g->mode == FILES_WITH_MATCHES) entry = json_string(clean.p);
-      else entry = json_pack("{s:s, s:I}", "path", clean.p, "count", (json_int_t)count);
-      if (entry && g->mode == CONTENT) {
-        json_t *lines = content_lines(g, d, starts, nlines, hit, len);
-        if (!lines || json_object_set_new(entry, "lines", lines) < 0) { json_decref(entry); entry = NULL; }
-      }
+    json_t *entry = ag_json_text(rel, strlen(rel));
+    if (entry && g->mode != FILES_WITH_MATCHES)
+      entry = json_pack("{s:o, s:I}", "path", entry, "count", (json_int_t)count);
+    if (entry && g->mode == CONTENT) {
+      json_t *lines = content_lines(g, d, starts, nlines, hit, len);
+      if (!lines || json_object_set_new(entry, "lines", lines) < 0) { json_decref(entry); entry = NULL; }
     }
-    ag_buf_free(&clean);
     if (!entry || json_array_append_new(g->files, entry) < 0) { rc = ag_fail(e, AG_INTERNAL, "out of memory"); goto done; }
     g->file_count++;
     g->match_count += count;

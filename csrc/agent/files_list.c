@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "agent/args.h"
-#include "agent/buf.h"
+#include "agent/conn.h"
 #include "agent/files.h"
 #include "agent/fsfd.h"
 #include "agent/walk.h"
@@ -45,15 +45,11 @@ int ag_op_file_list(const ag_fs *fs, json_t *req, json_t **result, ag_err *e) {
       type = S_ISDIR(st.st_mode) ? "directory" : S_ISREG(st.st_mode) ? "file" : "other";
     /* names are bytes; JSON needs UTF-8: a name that is not is shown
     ** with U+FFFD, as `ls` would show '?' */
-    ag_buf clean = { 0 };
-    ag_utf8_state u = { { 0 }, 0 };
-    ag_utf8_clean(&u, names[i], strlen(names[i]), 1, 1, &clean);
-    if (clean.oom || json_array_append_new(entries, json_pack("{s:s, s:s}", "name", clean.p ? clean.p : "", "type", type)) < 0) {
-      ag_buf_free(&clean);
+    json_t *name = ag_json_text(names[i], strlen(names[i]));
+    if (!name || json_array_append_new(entries, json_pack("{s:o, s:s}", "name", name, "type", type)) < 0) {
       close(fd); ag_names_free(names, n); json_decref(entries);
       return ag_fail(e, AG_INTERNAL, "out of memory");
     }
-    ag_buf_free(&clean);
     shown++;
   }
   close(fd);
@@ -100,17 +96,11 @@ static json_t *glob_result(const char *pattern, glob_run *g, const ag_walk_state
   size_t keep = g->n < (size_t)limit ? g->n : (size_t)limit;
   const char *reason = ws->stopped ? ws->stopped : g->n > keep ? "limit" : NULL;
   if (!matches) return NULL;
-  for (size_t i = 0; i < keep; i++) {
-    ag_buf clean = { 0 };
-    ag_utf8_state u = { { 0 }, 0 };
-    ag_utf8_clean(&u, g->m[i].rel, strlen(g->m[i].rel), 1, 1, &clean);
-    if (clean.oom || json_array_append_new(matches, json_string(clean.p)) < 0) {
-      ag_buf_free(&clean);
+  for (size_t i = 0; i < keep; i++)
+    if (json_array_append_new(matches, ag_json_text(g->m[i].rel, strlen(g->m[i].rel))) < 0) {
       json_decref(matches);
       return NULL;
     }
-    ag_buf_free(&clean);
-  }
   return json_pack("{s:s, s:o, s:I, s:I, s:b, s:s?}", "pattern", pattern, "matches", matches,
                    "total", (json_int_t)g->n, "scanned", (json_int_t)ws->scanned,
                    "truncated", reason != NULL, "truncated_reason", reason);

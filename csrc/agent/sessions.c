@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "agent/args.h"
+#include "agent/exec.h"
 #include "agent/session.h"
 #include "agent/walk.h"
 
@@ -311,12 +312,6 @@ void ag_sessions_request(ag_conn *c, json_t *req) {
   json_decref(req);
 }
 
-static int status_code(int st) {
-  if (WIFEXITED(st)) return WEXITSTATUS(st);
-  if (WIFSIGNALED(st)) return -WTERMSIG(st);
-  return -1;
-}
-
 size_t ag_sessions_fill(struct pollfd *pf, size_t max) {
   size_t n = 0;
   for (size_t i = 0; i < S.n && n + 2 <= max; i++) {
@@ -389,7 +384,7 @@ static void buried(ag_session *s, double now) {
     ag_session_flush_text(s);
     s->running = 0;
     s->has_exit = 1;
-    s->exit_code = status_code(s->shell_status);
+    s->exit_code = ag_exit_code(s->shell_status);
   }
   ag_shell_kill(&s->sh);
   s->dead = 1;

@@ -11,39 +11,8 @@
 static char *root;
 static agent_rt A;
 
-/* Alive and not a zombie. */
-static int proc_alive(long pid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
-  char *rp = strrchr(buf, ')');
-  return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
-}
+static long read_pid(const char *rel) { return read_pid_in(root, rel); }
 
-static long read_pid(const char *rel) {
-  char *p, *c;
-  long v;
-  if (asprintf(&p, "%s/%s", root, rel) < 0) exit(1);
-  c = read_file(p, NULL);
-  free(p);
-  v = c ? atol(c) : -1;
-  free(c);
-  return v;
-}
-
-/* Waits (bounded) until pid is gone. */
-static int gone_within(long pid, double s) {
-  for (double end = now_s() + s; now_s() < end;) {
-    if (!proc_alive(pid)) return 1;
-    usleep(20000);
-  }
-  return !proc_alive(pid);
-}
 
 static json_t *exec_ok(const char *req, rt_reply *r) {
   *r = rt_call_raw(&A, req, strlen(req), -1, 60);
@@ -162,6 +131,33 @@ static void test_disconnect_and_concurrency(void) {
   close(slow);
 }
 
+/* 64 handlers at most: the 65th request at once is busy, not queued. */
+static void test_handler_limit(void) {
+  int fds[64], sent = 0;
+  const char *req = "{\"op\":\"exec\",\"command\":\"sleep 2\"}\n";
+  for (int i = 0; i < 64; i++) {
+    fds[i] = rt_open(&A, -1);
+    if (fds[i] >= 0 && write(fds[i], req, strlen(req)) == (ssize_t)strlen(req)) sent++;
+  }
+  usleep(500000);
+  rt_reply r = rt_call(&A, "{\"op\":\"ping\"}");
+  ok(sent == 64 && !strcmp(rt_error(&r), "busy: too many requests in flight (64)"), "the 65th request in flight is busy (%s)", rt_error(&r));
+  rt_free(&r);
+  int done = 0;
+  for (int i = 0; i < 64; i++) {
+    char buf[4096];
+    size_t n = 0;
+    json_t *f = rt_frame(fds[i], 20, buf, sizeof buf, &n);
+    if (f && json_is_true(json_object_get(f, "ok"))) done++;
+    json_decref(f);
+    close(fds[i]);
+  }
+  ok(done == 64, "all 64 finish (%d)", done);
+  r = rt_call(&A, "{\"op\":\"ping\"}");
+  ok(rt_result(&r) != NULL, "and requests are served again");
+  rt_free(&r);
+}
+
 static void test_bad_args(void) {
   fails("{\"op\":\"exec\"}", "missing argument 'command'");
   fails("{\"op\":\"exec\",\"command\":[\"ls\"]}", "argument 'command' must be a string");
@@ -204,6 +200,7 @@ int main(void) {
   test_cap_and_timeout();
   test_streaming();
   test_disconnect_and_concurrency();
+  test_handler_limit();
   test_bad_args();
   test_shutdown_kills();
   rm_tree(root);

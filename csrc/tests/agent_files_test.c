@@ -100,6 +100,23 @@ static void test_protocol(void) {
   rt_reply d = rt_call_raw(&A, "{\"op\":\"ping\"}", strlen("{\"op\":\"ping\"}"), dfd, 10);
   ok(strstr(rt_error(&d), "takes no data fd") != NULL, "a data fd with ping is refused");
   rt_free(&d); close(dfd);
+  /* three fds in one message: dropped, and the fds are closed */
+  int sv[2], three[3];
+  char cbuf[CMSG_SPACE(3 * sizeof(int))];
+  struct iovec iov = { "r", 1 };
+  struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf };
+  socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
+  three[0] = three[1] = three[2] = sv[1];
+  memset(cbuf, 0, sizeof cbuf);
+  struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+  cm->cmsg_level = SOL_SOCKET; cm->cmsg_type = SCM_RIGHTS; cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
+  memcpy(CMSG_DATA(cm), three, sizeof three);
+  ok(sendmsg(A.control, &m, 0) == 1, "a control message with three fds is sent");
+  close(sv[1]);
+  char one;
+  struct pollfd pw = { sv[0], POLLIN, 0 };
+  ok(poll(&pw, 1, 5000) == 1 && read(sv[0], &one, 1) == 0, "it is dropped: the agent closed every fd it got");
+  close(sv[0]);
   /* a control message without fds is dropped, the agent stays up */
   ok(send(A.control, "x", 1, 0) == 1, "a control message without fds is sent");
   res = good("{\"op\":\"ping\"}", &r);

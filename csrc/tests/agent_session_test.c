@@ -12,37 +12,7 @@
 static char *root;
 static agent_rt A;
 
-static int proc_alive(long pid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
-  char *rp = strrchr(buf, ')');
-  return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
-}
-
-static int gone_within(long pid, double s) {
-  for (double end = now_s() + s; now_s() < end;) {
-    if (!proc_alive(pid)) return 1;
-    usleep(20000);
-  }
-  return !proc_alive(pid);
-}
-
-static long read_pid(const char *rel) {
-  char *p, *c;
-  long v;
-  if (asprintf(&p, "%s/%s", root, rel) < 0) exit(1);
-  c = read_file(p, NULL);
-  free(p);
-  v = c ? atol(c) : -1;
-  free(c);
-  return v;
-}
+static long read_pid(const char *rel) { return read_pid_in(root, rel); }
 
 static json_t *call(agent_rt *a, const char *req, rt_reply *r) {
   *r = rt_call_raw(a, req, strlen(req), -1, 150);

@@ -190,6 +190,29 @@ static void test_bad_invocations(void) {
   r = run_agent(argv2, -1, 5);
   ok(r.status == 2, "extract without DIR is a usage error");
   free(r.out);
+  /* runtime mode's own command line */
+  const char *rbad[][6] = {
+    { "unsandboxd-agent", "runtime", NULL },
+    { "unsandboxd-agent", "runtime", "--root", src, NULL },
+    { "unsandboxd-agent", "runtime", "--root", src, "--control-fd", "2" },
+    { "unsandboxd-agent", "runtime", "--root", src, "--control-fd", "x7" },
+    { "unsandboxd-agent", "runtime", "--rot", src, "--control-fd", "7" },
+  };
+  for (size_t i = 0; i < sizeof rbad / sizeof rbad[0]; i++) {
+    char *argv3[8] = { NULL };
+    for (int k = 0; k < 6 && rbad[i][k]; k++) argv3[k] = (char *)rbad[i][k];
+    r = run_agent(argv3, -1, 5);
+    ok(r.status == 2 && strstr(r.err, "usage: runtime --root DIR --control-fd N"), "runtime usage error %zu", i);
+    free(r.out);
+  }
+  char *argv4[] = { "unsandboxd-agent", "runtime", "--root", "/nonexistent-agent-root", "--control-fd", "9", NULL };
+  r = run_agent(argv4, -1, 5);
+  ok(r.status == 1 && strstr(r.err, "unsandboxd-agent: runtime: root /nonexistent-agent-root"), "runtime with a missing root exits 1 (%s)", r.err);
+  free(r.out);
+  char *argv5[] = { "unsandboxd-agent", "runtime", "--root", src, "--control-fd", "9", NULL };
+  r = run_agent(argv5, -1, 5);
+  ok(r.status == 1 && strstr(r.err, "control fd 9"), "runtime with a control fd that is not open exits 1 (%s)", r.err);
+  free(r.out);
   unlink(link); free(link);
   rm_tree(src); free(src);
 }

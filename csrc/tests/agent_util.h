@@ -199,6 +199,41 @@ static __attribute__((unused)) int ag_utf8_ok(const char *s) {
   return 1;
 }
 
+/* Alive and not a zombie. */
+static __attribute__((unused)) int proc_alive(long pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  char *rp = strrchr(buf, ')');
+  return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
+/* Waits (bounded) until pid is gone. */
+static __attribute__((unused)) int gone_within(long pid, double s) {
+  for (double end = now_s() + s; now_s() < end;) {
+    if (!proc_alive(pid)) return 1;
+    usleep(20000);
+  }
+  return !proc_alive(pid);
+}
+
+/* The number a command wrote into dir/rel, or -1. */
+static __attribute__((unused)) long read_pid_in(const char *dir, const char *rel) {
+  char *p, *c;
+  long v;
+  if (asprintf(&p, "%s/%s", dir, rel) < 0) exit(1);
+  c = read_file(p, NULL);
+  free(p);
+  v = c ? atol(c) : -1;
+  free(c);
+  return v;
+}
+
 /* ---- runtime mode: a client like the server's ---- */
 
 typedef struct {
