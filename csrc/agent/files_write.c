@@ -23,7 +23,8 @@
 #include "core/base64.h"
 
 /* Opens the directory rel (normalised, "." = root), creating what is
-** missing one level at a time, each level resolved from the root. */
+** missing one level at a time, each level resolved from the root and
+** checked (outside .sandbox) before anything is created in it. */
 static int open_dirs(const ag_fs *fs, char *rel, const char *shown, ag_err *e) {
   int fd = ag_openat2(fs->root, rel, O_RDONLY | O_DIRECTORY, 0, AG_RES_INSIDE);
   if (fd >= 0 || errno != ENOENT) return fd >= 0 ? fd : ag_path_fail(shown, errno, e);
@@ -40,8 +41,10 @@ static int open_dirs(const ag_fs *fs, char *rel, const char *shown, ag_err *e) {
       else fd = ag_openat2(fs->root, rel, O_RDONLY | O_DIRECTORY, 0, AG_RES_INSIDE);
     }
     *p = saved;
+    int err = errno;
     close(parent);
-    if (fd < 0) return ag_path_fail(shown, errno, e);
+    if (fd < 0) return ag_path_fail(shown, err, e);
+    if (ag_path_where(fs, fd, shown, NULL, e) < 0) { close(fd); return -1; }
     if (saved == '\0') return fd;
     parent = fd;
   }

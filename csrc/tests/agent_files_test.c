@@ -365,6 +365,10 @@ static void test_write(void) {
   fails("{\"op\":\"file_write\",\"path\":\".sandbox/x\",\"content\":\"x\"}", "invalid", ".sandbox is reserved");
   fails("{\"op\":\"file_write\",\"path\":\"link-sbdir/x\",\"content\":\"x\"}", "invalid", "resolves into .sandbox");
   fails("{\"op\":\"file_write\",\"path\":\"link-sb\",\"content\":\"x\"}", "invalid", "resolves into .sandbox");
+  fails("{\"op\":\"file_write\",\"path\":\"link-sbdir/new/x\",\"content\":\"x\"}", "invalid", "resolves into .sandbox");
+  p = at(".sandbox/new");
+  ok(lstat(p, &st) < 0, "and nothing is created inside .sandbox on the way");
+  free(p);
   fails("{\"op\":\"file_write\",\"path\":\"src\",\"content\":\"x\"}", "invalid", "is a directory");
   fails("{\"op\":\"file_write\",\"path\":\"fifo\",\"content\":\"x\"}", "invalid", "not a regular file");
   fails("{\"op\":\"file_write\",\"path\":\"lines.txt/x\",\"content\":\"x\"}", "invalid", "path 'lines.txt/x'");
