@@ -26,6 +26,7 @@ CORE_SRC   := $(wildcard csrc/core/*.c)
 BIND_SRC   := $(wildcard csrc/lua/*.c)
 HOST_SRC   := $(wildcard csrc/host/*.c)
 SERVER_SRC := $(wildcard csrc/server/*.c csrc/server/*/*.c)
+AGENT_SRC  := $(wildcard csrc/agent/*.c)
 TEST_SRC   := $(wildcard csrc/tests/*_test.c)
 
 CORE_OBJ   := $(CORE_SRC:csrc/%.c=build/%.o)
@@ -34,15 +35,19 @@ HOST_OBJ   := $(HOST_SRC:csrc/%.c=build/%.o)
 SERVER_OBJ := $(SERVER_SRC:csrc/%.c=build/%.o)
 # everything of the server but its main(), for the C unit tests
 SERVER_LIB := $(filter-out build/server/main.o,$(SERVER_OBJ))
+AGENT_OBJ  := $(AGENT_SRC:csrc/%.c=build/%.o)
+# everything of the agent but its main(), for the C unit tests
+AGENT_LIB  := $(filter-out build/agent/main.o,$(AGENT_OBJ))
 TEST_BIN   := $(TEST_SRC:csrc/tests/%.c=build/tests/%)
 
 MODULE    = lua/unsandbox/core.so
 UNLUA     = bin/unlua
 UNSANDBOXD = bin/unsandboxd
+AGENT     = bin/unsandboxd-agent
 EMBED     = examples/embed/embed_demo
 
 .PHONY: all deps test check-c demo bench rock-check clean
-all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(EMBED) $(TEST_BIN)
+all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(TEST_BIN)
 
 build/%.o: csrc/%.c
 	@mkdir -p $(dir $@)
@@ -67,6 +72,16 @@ $(UNSANDBOXD): $(SERVER_OBJ) $(SERVER_CORE)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(SRV_LIBS)
 
+# the agent runs inside sandboxes: jansson, libarchive and libcrypto only
+# (all under /usr, which every sandbox mounts read-only), and base64 from the core
+AGENT_CORE := build/core/base64.o
+AGENT_LIBS  = -ljansson -larchive -lcrypto
+
+$(AGENT): $(AGENT_OBJ) $(AGENT_CORE)
+	@mkdir -p bin
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(AGENT_LIBS)
+
 $(EMBED): examples/embed/embed_demo.c $(CORE_OBJ) $(BIND_OBJ)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
@@ -80,6 +95,11 @@ build/tests/server_%: csrc/tests/server_%.c $(SERVER_LIB) $(SERVER_CORE) csrc/te
 	@mkdir -p build/tests
 	$(call say,LD,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(SERVER_LIB) $(SERVER_CORE) $(SRV_LIBS)
+
+build/tests/agent_%: csrc/tests/agent_%.c csrc/tests/agent_util.h $(AGENT_LIB) $(AGENT_CORE) $(AGENT) csrc/tests/tap.h
+	@mkdir -p build/tests
+	$(call say,LD,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(AGENT_LIB) $(AGENT_CORE) $(AGENT_LIBS)
 
 deps:
 	@scripts/deps.sh
@@ -110,4 +130,4 @@ rock-check: deps
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 clean:
-	rm -rf build $(MODULE) $(UNLUA) $(UNSANDBOXD) $(EMBED)
+	rm -rf build $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED)
