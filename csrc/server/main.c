@@ -9,7 +9,10 @@
 ** connections, so a test harness can read it and connect at once.
 ** SIGTERM/SIGINT only write a byte to a pipe (async-signal-safe); main()
 ** then shuts down in order: stop accepting, cancel sandboxes, let
-** in-flight responses finish, exit 0.
+** in-flight responses finish (at most UX_HTTP_DRAIN_MS), exit 0. A
+** request handler still blocked after that is not waited for: the
+** process exits with _exit, leaving shared state to the kernel, since a
+** thread that is still running may be using it.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +27,7 @@
 #include "server/http/faults.h"
 #include "server/fsutil.h"
 #include "server/http/http.h"
+#include "server/http/limits.h"
 #include "server/exec/jobs.h"
 #include "server/store/keys.h"
 #include "server/http/routes.h"
@@ -183,6 +187,7 @@ int main(int argc, char **argv) {
   ux_server srv;
   memset(&srv, 0, sizeof srv);
   parse_args(argc, argv, &srv.cfg);
+  unsigned long long nofile = ux_http_raise_nofile();
   install_signals();
   /* a start-up probe can fail once for a passing reason; three strikes
   ** mean the sandbox really cannot run here */
@@ -214,10 +219,18 @@ int main(int argc, char **argv) {
   }
   srv.jobs = ux_jobs_new(srv.store, srv.cfg.workers, srv.cfg.queue);
   srv.svcs = ux_svcs_new();
-  if (srv.cfg.enable_faults) srv.faults = ux_faults_new();
+  if (srv.cfg.enable_faults && !(srv.faults = ux_faults_new())) {
+    fprintf(stderr, "unsandboxd: out of memory\n");
+    return 1;
+  }
   ux_services_resume(&srv);
 
-  ux_http *http = ux_http_start(&srv, url, sizeof url, err, sizeof err);
+  ux_http_config hc;
+  ux_http_config_default(&hc, nofile, 1);
+  hc.listen = srv.cfg.listen;
+  hc.max_body = srv.cfg.max_body;
+  ux_exec_router(&srv, &hc.router);
+  ux_http *http = ux_http_start(&hc, url, sizeof url, err, sizeof err);
   if (!http) { fprintf(stderr, "unsandboxd: %s\n", err); return 1; }
   printf("UNSANDBOX_URL=%s\n", url);
   if (srv.cfg.dev_keys) printf("UNSANDBOX_PUBLIC_KEY=%s\nUNSANDBOX_SECRET_KEY=%s\n", pk, sk);
@@ -226,15 +239,24 @@ int main(int argc, char **argv) {
   fprintf(stderr, "unsandboxd %s listening on %s (data %s, %d workers, queue %d%s)\n",
           UX_VERSION, url, srv.cfg.data, srv.cfg.workers, srv.cfg.queue,
           srv.cfg.enable_faults ? ", faults enabled" : "");
+  fprintf(stderr, "unsandboxd: at most %u connections (%u per address, NOFILE %llu), "
+          "%u requests handled at once\n", hc.max_connections, hc.per_ip, nofile, hc.max_handlers);
 
   char sig;
   while (read(signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {}
   fprintf(stderr, "unsandboxd: signal %d, shutting down\n", sig);
 
+  long deadline = ux_now_ms() + UX_HTTP_DRAIN_MS;
   ux_http_quiesce(http);          /* no new connections */
   ux_jobs_stop(srv.jobs);         /* cancel sandboxes; waiting handlers wake */
   ux_svcs_stop_all(srv.svcs);
-  ux_http_stop(http);             /* in-flight responses finish */
+  unsigned stuck = ux_http_stop(http, deadline);   /* in-flight responses finish */
+  if (stuck) {
+    fprintf(stderr, "unsandboxd: %u request handler(s) still blocked, not waited for\n", stuck);
+    fprintf(stderr, "unsandboxd: stopped\n");
+    fflush(NULL);
+    _exit(0);
+  }
   ux_jobs_free(srv.jobs);
   ux_svcs_free(srv.svcs);
   ux_faults_free(srv.faults);
