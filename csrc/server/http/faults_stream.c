@@ -2,10 +2,11 @@
 ** Test-only routes (with --enable-faults) that exercise the transport's
 ** streaming, since no production route streams yet:
 **   PUT  /_faults/echo-hash  a streaming-body route: reads the body piece
-**        by piece (optionally slowly, X-Fault-Read-Ms between 16 KiB
-**        reads, to make the server the bottleneck) and answers its length
-**        and SHA-256, so a test can send a body far larger than memory
-**        growth allows;
+**        by piece and answers its length and SHA-256, so a test can send a
+**        body far larger than memory growth allows; to make the server the
+**        bottleneck it can read slowly (X-Fault-Read-Ms: 0-1000 ms between
+**        16 KiB reads) or stall once after its first read
+**        (X-Fault-Stall-Ms: 0-20000);
 **   POST /_faults/stream     {"chunks","ms","size"}: a text/event-stream
 **        reply of `chunks` events of about `size` bytes, `ms` apart; the
 **        wait between events notices a client that went away;
@@ -25,12 +26,12 @@
 
 #define READ_PIECE (16 * 1024)
 
-/* X-Fault-Read-Ms: 0..1000, anything else 0. */
-static long read_delay(const ux_req *r) {
-  const char *v = ux_req_header(r, "X-Fault-Read-Ms");
-  if (!v || !*v || strspn(v, "0123456789") != strlen(v) || strlen(v) > 4) return 0;
+/* A header of milliseconds, 0..max; anything else is 0. */
+static long header_ms(const ux_req *r, const char *name, long max) {
+  const char *v = ux_req_header(r, name);
+  if (!v || !*v || strspn(v, "0123456789") != strlen(v) || strlen(v) > 6) return 0;
   long ms = atol(v);
-  return ms <= 1000 ? ms : 0;
+  return ms <= max ? ms : 0;
 }
 
 static void nap(long ms) {
@@ -39,13 +40,14 @@ static void nap(long ms) {
 }
 
 /* Reads the whole body into the digest; its length, or -1. */
-static long long digest_body(ux_req *r, EVP_MD_CTX *md, long delay) {
+static long long digest_body(ux_req *r, EVP_MD_CTX *md, long delay, long stall) {
   char *buf = malloc(READ_PIECE);
   if (!buf) return -1;
   long long total = 0;
   ssize_t n;
   while ((n = ux_req_read_body(r, buf, READ_PIECE)) > 0) {
     if (EVP_DigestUpdate(md, buf, (size_t)n) != 1) { n = -1; break; }
+    if (total == 0 && stall) nap(stall);
     total += n;
     if (delay) nap(delay);
   }
@@ -62,7 +64,8 @@ int ux_faults_echo_hash(ux_req *r, const char *id) {
     EVP_MD_CTX_free(md);
     return ux_reply_error(r, 500, "internal_error", "no digest");
   }
-  long long total = digest_body(r, md, read_delay(r));
+  long long total = digest_body(r, md, header_ms(r, "X-Fault-Read-Ms", 1000),
+                                header_ms(r, "X-Fault-Stall-Ms", 20000));
   int ok = total >= 0 && EVP_DigestFinal_ex(md, sum, &sumlen) == 1;
   EVP_MD_CTX_free(md);
   if (!ok && r->body_overflow)

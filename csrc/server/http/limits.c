@@ -1,8 +1,8 @@
 /*
 ** Deadline, rate and cap arithmetic, and the byte ring: pure functions,
 ** so csrc/tests/server_http_limits_test.c checks their edges directly.
-** Products are computed in unsigned long long: a 64 MiB body at 16 KiB/s
-** is far from overflow, a hostile clock value must not wrap either.
+** Products are computed in unsigned long long on a clamped duration, so
+** no clock value makes them wrap.
 */
 #include "server/http/limits.h"
 
@@ -21,8 +21,10 @@ long ux_limit_body_active_ms(long t0, long paused_ms, long paused_since, long no
 int ux_limit_body_slow(unsigned long long bytes, long active_ms, long grace_ms,
                        unsigned long rate) {
   if (active_ms <= grace_ms) return 0;
-  unsigned long long due = (unsigned long long)rate * (unsigned long long)(active_ms - grace_ms);
-  return bytes * 1000ull < due;
+  unsigned long long ms = (unsigned long long)(active_ms - grace_ms);
+  if (ms > 1000000000000ull) ms = 1000000000000ull;   /* 31 years: no wrap below */
+  unsigned long long due = ms / 1000 * rate + ms % 1000 * rate / 1000;
+  return bytes < due;
 }
 
 unsigned ux_limit_conn_cap(unsigned long long nofile, unsigned listeners) {
