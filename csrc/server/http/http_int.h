@@ -64,14 +64,17 @@ struct ux_xchg {
   ux_conn *cn;                /* NULL once completed */
   int refs;
   int phase;
-  unsigned suspended : 1;     /* suspended by us (under h->mu) */
-  unsigned head_ready : 1;    /* reply or stream head may be queued */
-  unsigned handler_done : 1;
-  unsigned gone : 1;          /* client gone or request over: no more I/O */
-  unsigned streaming : 1;     /* streaming-body route */
-  unsigned want_body : 1;     /* the handler started reading */
-  unsigned body_done : 1;     /* the whole body was received */
-  unsigned stream_open : 1, stream_closed : 1, stream_aborted : 1;
+  /* flags: each its own byte, never bitfields, so a flag written under
+  ** h->mu never shares a memory location with one read without it
+  ** (streaming is set before the handler thread starts and then fixed) */
+  unsigned char suspended;    /* suspended by us (under h->mu) */
+  unsigned char head_ready;   /* reply or stream head may be queued */
+  unsigned char handler_done;
+  unsigned char gone;         /* client gone or request over: no more I/O */
+  unsigned char streaming;    /* streaming-body route */
+  unsigned char want_body;    /* the handler started reading */
+  unsigned char body_done;    /* the whole body was received */
+  unsigned char stream_open, stream_closed, stream_aborted;
   long t0;
   char request_id[128];
   ux_req req;
