@@ -282,12 +282,17 @@ static enum MHD_Result first_call(ux_http *h, struct MHD_Connection *c, const ch
   cn->x = x;
   cn->phase = C_BUSY;
   x->req.stopping = h->stopping > 0;
+  int abandoned = h->stopping == 2;
   pthread_mutex_unlock(&h->mu);
   const ux_http_router *rt = &h->cfg.router;
   if (rt->request_id) rt->request_id(rt->ctx, &x->req, x->request_id, sizeof x->request_id);
   if (!x->request_id[0] && ux_random_id(x->request_id, sizeof x->request_id, "req_", 8) < 0)
     return MHD_NO;
   x->req.request_id = x->request_id;
+  if (abandoned) {                             /* the drain is over: no new handler */
+    x->phase = X_QUEUED;
+    return ux_respond_error(h, x, c, 503, "shutting_down", "the server is shutting down");
+  }
   ux_body_policy p = { 0, h->cfg.max_body };
   if (rt->admit) rt->admit(rt->ctx, &x->req, &p);
   if (x->req.reply.status) {                   /* refused before any body */

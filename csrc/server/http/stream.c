@@ -149,7 +149,7 @@ int ux_stream_write(ux_stream *x, const void *buf, size_t len) {
   const char *p = buf;
   int rc = 0;
   pthread_mutex_lock(&h->mu);
-  if (!x->stream_open || x->stream_closed ||
+  if (!x->stream_open || x->stream_closed || x->gone || h->stopping == 2 ||
       (x->out_length >= 0 && x->out_written + len > (unsigned long long)x->out_length))
     rc = -1;
   while (rc == 0 && len > 0) {
