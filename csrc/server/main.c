@@ -10,7 +10,10 @@
 ** connections, so a test harness can read it and connect at once.
 ** SIGTERM/SIGINT only write a byte to a pipe (async-signal-safe); main()
 ** then shuts down in order: stop accepting, cancel sandboxes, let
-** in-flight responses finish, exit 0.
+** in-flight responses finish (at most UX_HTTP_DRAIN_MS), exit 0. A
+** request handler still blocked after that is not waited for: the
+** process exits with _exit, leaving shared state to the kernel, since a
+** thread that is still running may be using it.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +28,7 @@
 #include "server/http/faults.h"
 #include "server/fsutil.h"
 #include "server/http/http.h"
+#include "server/http/limits.h"
 #include "server/exec/jobs.h"
 #include "server/store/keys.h"
 #include "server/http/routes.h"
@@ -185,6 +189,46 @@ static void install_signals(void) {
   sigaction(SIGINT, &sa, NULL);
 }
 
+/* The execution API's listener, with RLIMIT_NOFILE raised to its hard
+** limit first and the connection caps derived from it. */
+static ux_http *start_http(ux_server *srv, char *url, size_t urllen, char *err, size_t errlen) {
+  unsigned long long nofile = ux_http_raise_nofile();
+  ux_http_config hc;
+  ux_http_config_default(&hc, nofile, 1);
+  hc.listen = srv->cfg.listen;
+  hc.max_body = srv->cfg.max_body;
+  ux_exec_router(srv, &hc.router);
+  ux_http *http = ux_http_start(&hc, url, urllen, err, errlen);
+  if (http)
+    fprintf(stderr, "unsandboxd: at most %u connections (%u per address, NOFILE %llu), "
+            "%u requests handled at once\n", hc.max_connections, hc.per_ip, nofile,
+            hc.max_handlers);
+  return http;
+}
+
+/* Stops in order: no new connections, sandboxes cancelled (their waiting
+** handlers wake), requests in flight answered until the drain deadline.
+** A handler still blocked then may be using any shared state, so nothing
+** is freed and the process leaves with _exit. */
+static void shut_down(ux_server *srv, ux_http *http) {
+  long deadline = ux_now_ms() + UX_HTTP_DRAIN_MS;
+  ux_http_quiesce(http);
+  ux_jobs_stop(srv->jobs);
+  ux_svcs_stop_all(srv->svcs);
+  unsigned stuck = ux_http_stop(http, deadline);
+  ux_runner_shutdown();           /* every run has ended: our cgroups go */
+  if (stuck) {
+    fprintf(stderr, "unsandboxd: %u request handler(s) still blocked, not waited for\n", stuck);
+    fprintf(stderr, "unsandboxd: stopped\n");
+    fflush(NULL);
+    _exit(0);
+  }
+  ux_jobs_free(srv->jobs);
+  ux_svcs_free(srv->svcs);
+  ux_faults_free(srv->faults);
+  ux_store_close(srv->store);
+}
+
 int main(int argc, char **argv) {
   char err[512], url[400];
   if (argc >= 2 && !strcmp(argv[1], "keys")) {
@@ -229,10 +273,13 @@ int main(int argc, char **argv) {
   }
   srv.jobs = ux_jobs_new(srv.store, srv.cfg.workers, srv.cfg.queue);
   srv.svcs = ux_svcs_new();
-  if (srv.cfg.enable_faults) srv.faults = ux_faults_new();
+  if (srv.cfg.enable_faults && !(srv.faults = ux_faults_new())) {
+    fprintf(stderr, "unsandboxd: out of memory\n");
+    return 1;
+  }
   ux_services_resume(&srv);
 
-  ux_http *http = ux_http_start(&srv, url, sizeof url, err, sizeof err);
+  ux_http *http = start_http(&srv, url, sizeof url, err, sizeof err);
   if (!http) { fprintf(stderr, "unsandboxd: %s\n", err); return 1; }
   printf("UNSANDBOX_URL=%s\n", url);
   if (srv.cfg.dev_keys) printf("UNSANDBOX_PUBLIC_KEY=%s\nUNSANDBOX_SECRET_KEY=%s\n", pk, sk);
@@ -246,15 +293,7 @@ int main(int argc, char **argv) {
   while (read(signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {}
   fprintf(stderr, "unsandboxd: signal %d, shutting down\n", sig);
 
-  ux_http_quiesce(http);          /* no new connections */
-  ux_jobs_stop(srv.jobs);         /* cancel sandboxes; waiting handlers wake */
-  ux_svcs_stop_all(srv.svcs);
-  ux_http_stop(http);             /* in-flight responses finish */
-  ux_jobs_free(srv.jobs);
-  ux_svcs_free(srv.svcs);
-  ux_faults_free(srv.faults);
-  ux_store_close(srv.store);
-  ux_runner_shutdown();           /* every run has ended: our cgroups go */
+  shut_down(&srv, http);
   fprintf(stderr, "unsandboxd: stopped\n");
   return 0;
 }

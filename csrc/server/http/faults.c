@@ -1,12 +1,15 @@
 /*
 ** Fault injection. A small fixed table of armed faults behind a mutex;
 ** the first armed fault whose path prefix and mode fit the request is
-** used and its count decremented. Requests to /_faults itself are never
-** faulted unless a fault names that prefix explicitly.
+** used and its count decremented. Requests to /_faults and its test
+** routes (/_faults/...) are never faulted unless a fault names that prefix
+** explicitly. The table also keeps the counters of the streaming test
+** routes (faults_stream.c).
 */
 #include "server/http/faults.h"
 
 #include "core/sign.h"
+#include "server/fsutil.h"
 #include "server/ids.h"
 
 #include <pthread.h>
@@ -35,12 +38,38 @@ struct ux_faults {
   pthread_mutex_t mu;
   fault armed[MAX_FAULTS];
   int n;
+  long streams[UX_FAULTS_NSTATS];  /* started, completed, gone */
+  long gone_at_ms;                 /* when a writer last saw -1 (ux_now_ms) */
 };
 
 ux_faults *ux_faults_new(void) {
   ux_faults *f = calloc(1, sizeof *f);
-  if (f) pthread_mutex_init(&f->mu, NULL);
+  if (f && pthread_mutex_init(&f->mu, NULL) != 0) {
+    free(f);
+    return NULL;
+  }
   return f;
+}
+
+void ux_faults_count(ux_faults *f, int stat) {
+  if (stat < 0 || stat >= UX_FAULTS_NSTATS) return;
+  pthread_mutex_lock(&f->mu);
+  f->streams[stat]++;
+  if (stat == UX_FAULTS_GONE) f->gone_at_ms = ux_now_ms();
+  pthread_mutex_unlock(&f->mu);
+}
+
+json_t *ux_faults_stats_json(ux_faults *f) {
+  json_t *j = json_object();
+  if (!j) return NULL;
+  pthread_mutex_lock(&f->mu);
+  json_object_set_new(j, "streams_started", json_integer(f->streams[UX_FAULTS_STARTED]));
+  json_object_set_new(j, "streams_completed", json_integer(f->streams[UX_FAULTS_COMPLETED]));
+  json_object_set_new(j, "streams_gone", json_integer(f->streams[UX_FAULTS_GONE]));
+  json_object_set_new(j, "gone_at_ms", json_integer(f->gone_at_ms));
+  pthread_mutex_unlock(&f->mu);
+  json_object_set_new(j, "now_ms", json_integer(ux_now_ms()));
+  return j;
 }
 
 void ux_faults_free(ux_faults *f) {
@@ -113,7 +142,7 @@ static int is_destructive(const ux_req *r) {
 
 static int fits(const fault *a, const ux_req *r) {
   if (a->path[0] ? strncmp(r->path, a->path, strlen(a->path)) != 0
-                 : !strcmp(r->path, "/_faults")) return 0;
+                 : !strncmp(r->path, "/_faults", 8)) return 0;
   if (a->mode == F_POLL404) return is_job_poll(r);
   if (a->mode == F_DEFER) return !strcmp(r->method, "POST") && !strcmp(r->path, "/execute");
   if (a->mode == F_SUDO) return is_destructive(r);

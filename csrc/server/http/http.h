@@ -1,25 +1,79 @@
 /*
-** The HTTP layer on libmicrohttpd: listening, body accumulation with a
-** size cap, request ids, one log line per request, and turning a
-** handler's ux_reply into a response. Routing lives in routes.c.
+** The HTTP transport on libmicrohttpd, as a reusable listener: each
+** ux_http_start makes one listener with its own address, limits and
+** router, so one process can serve the execution API and the Control
+** Plane on two ports. Handlers stay synchronous and blocking: each
+** request runs on a thread of its own once its headers (streaming-body
+** routes) or its whole body (all others) are in, while idle and slow
+** sockets cost no thread. See docs/internals.md, "Connections".
 */
 #ifndef UX_HTTP_H
 #define UX_HTTP_H
 
 #include <stddef.h>
 
-#include "server/server.h"
+#include "server/http/reply.h"
 
 typedef struct ux_http ux_http;
 
-/* Starts listening on srv->cfg.listen. url gets "http://HOST:PORT" with
-** the port really bound. NULL with err set on failure. */
-ux_http *ux_http_start(ux_server *srv, char *url, size_t urllen, char *err, size_t errlen);
+/* How a route takes its body; filled by the router's admit hook. */
+typedef struct ux_body_policy {
+  int stream;                 /* 1: the handler starts when the headers are
+                              ** in and reads with ux_req_read_body */
+  unsigned long long limit;   /* largest body; a declared larger one is not
+                              ** read, a chunked one is cut: r->body_overflow */
+} ux_body_policy;
 
-/* Stops accepting new connections; requests in flight continue. */
+typedef struct ux_http_router {
+  /* Runs on the request's own thread; must leave a reply in r->reply (a
+  ** missing one becomes 500) or open a stream (stream.h). */
+  void (*handle)(void *ctx, ux_req *r);
+  /* Optional; runs on libmicrohttpd's thread when the headers are in and
+  ** must not block. Chooses the body policy (default: buffered, limit
+  ** max_body); setting r->reply answers at once, before any body. */
+  void (*admit)(void *ctx, ux_req *r, ux_body_policy *p);
+  /* Optional; the X-Request-Id of r (it can read r's headers). Default
+  ** "req_" + 16 hex. */
+  void (*request_id)(void *ctx, const ux_req *r, char *out, size_t outlen);
+  void *ctx;
+} ux_http_router;
+
+typedef struct ux_http_config {
+  const char *listen;         /* "HOST:PORT" or "[V6]:PORT" */
+  unsigned max_connections;
+  unsigned per_ip;
+  unsigned idle_timeout_s;
+  long header_deadline_ms;
+  long body_grace_ms;
+  unsigned long body_min_rate;  /* bytes per second */
+  unsigned max_handlers;
+  size_t max_body;            /* default limit of buffered bodies */
+  ux_http_router router;
+} ux_http_config;
+
+/* Fills cfg with the limits.h defaults for one of `listeners` listeners
+** under the NOFILE limit `nofile`; listen, max_body and router are left
+** for the caller. */
+void ux_http_config_default(ux_http_config *cfg, unsigned long long nofile, unsigned listeners);
+
+/* Raises RLIMIT_NOFILE's soft limit to its hard limit; returns the soft
+** limit now in force. */
+unsigned long long ux_http_raise_nofile(void);
+
+/* Starts listening. url gets "http://HOST:PORT" with the port really
+** bound. NULL with err set on failure. cfg is copied. */
+ux_http *ux_http_start(const ux_http_config *cfg, char *url, size_t urllen,
+                       char *err, size_t errlen);
+
+/* Stops accepting connections; requests in flight continue, and later
+** ones on kept-alive connections see r->stopping and get Connection: close. */
 void ux_http_quiesce(ux_http *h);
 
-/* Waits for requests in flight, then frees everything. */
-void ux_http_stop(ux_http *h);
+/* Waits for requests in flight until deadline_ms (ux_now_ms clock), then
+** cuts what is left (blocked handlers' clients get 503, streams and body
+** readers see -1) and stops. Never waits for a handler thread: returns
+** how many are still running, and then leaves h allocated for them (the
+** process is about to exit); 0 means everything was freed. */
+unsigned ux_http_stop(ux_http *h, long deadline_ms);
 
 #endif

@@ -1,7 +1,8 @@
 /*
 ** Reply and JSON helpers. Every error body has the same two keys, error
 ** (a stable code clients branch on) and message (for humans), so the
-** client's error mapping needs one rule.
+** client's error mapping needs one rule. A reply holds one body at a
+** time: setting JSON drops a raw body and the other way round.
 */
 #include "server/http/reply.h"
 
@@ -9,12 +10,97 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+/* Drops whatever body the reply had (not its headers). */
+static void drop_body(ux_reply *rep) {
+  if (rep->json) json_decref(rep->json);
+  free(rep->raw);
+  rep->json = NULL;
+  rep->raw = NULL;
+  rep->raw_len = 0;
+  rep->empty = 0;
+}
 
 int ux_reply_json(ux_req *r, int status, json_t *json) {
-  if (r->reply.json) json_decref(r->reply.json);
+  drop_body(&r->reply);
   r->reply.status = status;
   r->reply.json = json;
   return 0;
+}
+
+const char *ux_req_header(const ux_req *r, const char *name) {
+  for (size_t i = 0; i < r->req_nheaders; i++)
+    if (!strcasecmp(r->req_headers[i].name, name)) return r->req_headers[i].value;
+  return NULL;
+}
+
+/* RFC 9110 token characters. */
+static int is_token(const char *s) {
+  if (!*s) return 0;
+  for (; *s; s++)
+    if (!(*s >= '0' && *s <= '9') && !(*s >= 'a' && *s <= 'z') && !(*s >= 'A' && *s <= 'Z') &&
+        !strchr("!#$%&'*+-.^_`|~", *s)) return 0;
+  return 1;
+}
+
+static int clean_value(const char *v) {
+  return !strpbrk(v, "\r\n");
+}
+
+int ux_reply_header(ux_req *r, const char *name, const char *value) {
+  static const char *const owned[] = { "Content-Type", "Content-Length", "Transfer-Encoding",
+                                       "Connection", "X-Request-Id", NULL };
+  if (!name || !value || !is_token(name) || !clean_value(value)) return -1;
+  for (int i = 0; owned[i]; i++) if (!strcasecmp(name, owned[i])) return -1;
+  ux_kv *h = realloc(r->reply.headers, (r->reply.nheaders + 1) * sizeof *h);
+  if (!h) return -1;
+  r->reply.headers = h;
+  char *n = strdup(name), *v = strdup(value);
+  if (!n || !v) { free(n); free(v); return -1; }
+  h[r->reply.nheaders].name = n;
+  h[r->reply.nheaders].value = v;
+  r->reply.nheaders++;
+  return 0;
+}
+
+int ux_reply_content_type(ux_req *r, const char *type) {
+  if (!type || !*type || !clean_value(type)) return -1;
+  char *t = strdup(type);
+  if (!t) return -1;
+  free(r->reply.content_type);
+  r->reply.content_type = t;
+  return 0;
+}
+
+int ux_reply_raw(ux_req *r, int status, const char *type, const void *buf, size_t len) {
+  if (type && ux_reply_content_type(r, type) < 0) return -1;
+  char *copy = malloc(len ? len : 1);
+  if (!copy) return -1;
+  if (len) memcpy(copy, buf, len);
+  drop_body(&r->reply);
+  r->reply.status = status;
+  r->reply.raw = copy;
+  r->reply.raw_len = len;
+  return 0;
+}
+
+int ux_reply_empty(ux_req *r, int status) {
+  drop_body(&r->reply);
+  r->reply.status = status;
+  r->reply.empty = 1;
+  return 0;
+}
+
+void ux_reply_clear(ux_reply *rep) {
+  drop_body(rep);
+  free(rep->content_type);
+  for (size_t i = 0; i < rep->nheaders; i++) {
+    free(rep->headers[i].name);
+    free(rep->headers[i].value);
+  }
+  free(rep->headers);
+  memset(rep, 0, sizeof *rep);
 }
 
 int ux_reply_error(ux_req *r, int status, const char *code, const char *fmt, ...) {

@@ -1,7 +1,10 @@
 /*
 ** One request as the handlers see it, and the reply they fill in. The
-** HTTP layer (http.c) owns both; handlers never touch libmicrohttpd, so
-** routes can be read without knowing the HTTP library.
+** HTTP layer (http/) owns both; handlers never touch libmicrohttpd, so
+** routes can be read without knowing the HTTP library. Everything a
+** request carries (method, path, headers, peer) is copied out of
+** libmicrohttpd before a handler runs, so a handler on its own thread
+** never reads memory the library may free.
 */
 #ifndef UX_REPLY_H
 #define UX_REPLY_H
@@ -11,22 +14,42 @@
 
 #include "server/server.h"
 
+/* One request or response header. */
+typedef struct ux_kv {
+  char *name, *value;
+} ux_kv;
+
 typedef struct ux_reply {
   int status;
-  json_t *json;           /* the body (owned); NULL => raw */
-  char *raw;              /* a non-JSON body (malformed fault), owned */
+  json_t *json;           /* the body (owned); NULL => raw or empty */
+  char *raw;              /* a non-JSON body, owned */
   size_t raw_len;
+  int empty;              /* no body at all (204, 304) */
+  char *content_type;     /* owned; NULL = application/json */
+  ux_kv *headers;         /* extra response headers, owned */
+  size_t nheaders;
   int retry_after;        /* > 0 adds Retry-After */
   char allow[64];         /* 405: the Allow header */
   int drop;               /* fault "drop": send part, then close */
 } ux_reply;
 
+struct ux_xchg;
+
 typedef struct ux_req {
-  ux_server *srv;
+  ux_server *srv;         /* set by the execution API's router */
   const char *method;
   const char *path;       /* raw path, no query string */
-  const char *body;       /* exactly the received bytes (NUL-terminated) */
+  const char *body;       /* exactly the received bytes (NUL-terminated);
+                          ** "" for a streaming-body route (read it with
+                          ** ux_req_read_body, stream.h) */
   size_t body_len;
+  long long content_length;  /* declared Content-Length, -1 = none */
+  int body_overflow;      /* the body exceeded the route's limit: it was
+                          ** not read (declared) or thrown away (chunked) */
+  int stopping;           /* the server is draining for shutdown */
+  const char *peer;       /* client address, "127.0.0.1" or "::1" */
+  const ux_kv *req_headers;  /* as received; read with ux_req_header */
+  size_t req_nheaders;
   const char *owner;      /* the authenticated public key (in owner_buf) */
   char owner_buf[128];
   const char *request_id;
@@ -34,7 +57,31 @@ typedef struct ux_req {
   const char *sudo_challenge;  /* X-Sudo-Challenge, or NULL */
   const char *sudo_otp;        /* X-Sudo-OTP, or NULL */
   ux_reply reply;
+  struct ux_xchg *x;      /* the transport's state; not for handlers */
 } ux_req;
+
+/* The value of request header `name` (case-insensitive), or NULL. When a
+** header was sent several times, libmicrohttpd's first one. */
+const char *ux_req_header(const ux_req *r, const char *name);
+
+/* Adds a response header. Refuses (-1) a name that is not an HTTP token
+** or a value with CR, LF or NUL, and the headers the transport owns
+** (Content-Type, Content-Length, Transfer-Encoding, Connection,
+** X-Request-Id): use the setters below for those. */
+int ux_reply_header(ux_req *r, const char *name, const char *value);
+
+/* Content type of the reply (default application/json); -1 if it holds
+** CR/LF. */
+int ux_reply_content_type(ux_req *r, const char *type);
+
+/* A raw body (copied) with its content type (NULL keeps the current one). */
+int ux_reply_raw(ux_req *r, int status, const char *type, const void *buf, size_t len);
+
+/* A reply without a body, e.g. 204. */
+int ux_reply_empty(ux_req *r, int status);
+
+/* Frees everything the reply owns and zeroes it. */
+void ux_reply_clear(ux_reply *rep);
 
 /* Sets the reply to `json` (stolen). Returns 0 for handler tail calls. */
 int ux_reply_json(ux_req *r, int status, json_t *json);

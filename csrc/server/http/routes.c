@@ -2,7 +2,10 @@
 ** The route table and the request pipeline: health needs no auth;
 ** everything else is authenticated first (so an unauthenticated prober
 ** learns nothing, not even which routes exist), then faults are applied,
-** then the matching route runs, or 404/405 is answered.
+** then the matching route runs, or 404/405 is answered. The execution
+** API's router for the transport (http.h) is here too: it picks the body
+** policy of a request from the same table, and passes the headers the
+** handlers need.
 */
 #include "server/http/routes.h"
 
@@ -12,10 +15,13 @@
 #include "server/http/faults.h"
 #include "server/ids.h"
 
+enum { R_FAULTS = 1, R_STREAM_BODY = 2 };
+
 typedef struct route {
   const char *method;
   const char *pattern;
   ux_handler handler;
+  unsigned flags;         /* R_FAULTS: only with --enable-faults */
 } route;
 
 static int h_faults(ux_req *r, const char *id) {
@@ -24,35 +30,40 @@ static int h_faults(ux_req *r, const char *id) {
 }
 
 static const route ROUTES[] = {
-  { "GET",    "/health",               ux_h_health },
-  { "HEAD",   "/health",               ux_h_health },
-  { "POST",   "/keys/validate",        ux_h_keys_validate },
-  { "POST",   "/execute",              ux_h_execute },
-  { "POST",   "/execute/async",        ux_h_execute_async },
-  { "GET",    "/jobs",                 ux_h_jobs_list },
-  { "GET",    "/jobs/*",               ux_h_job_get },
-  { "DELETE", "/jobs/*",               ux_h_job_cancel },
-  { "GET",    "/languages",            ux_h_languages },
-  { "GET",    "/sessions",             ux_h_sessions_list },
-  { "POST",   "/sessions",             ux_h_session_create },
-  { "GET",    "/sessions/*",           ux_h_session_get },
-  { "DELETE", "/sessions/*",           ux_h_session_delete },
-  { "POST",   "/sessions/*/shell",     ux_h_session_shell },
-  { "POST",   "/sessions/*/snapshot",  ux_h_session_snapshot },
-  { "GET",    "/services",             ux_h_services_list },
-  { "POST",   "/services",             ux_h_service_create },
-  { "GET",    "/services/*",           ux_h_service_get },
-  { "DELETE", "/services/*",           ux_h_service_delete },
-  { "POST",   "/services/*/execute",   ux_h_service_execute },
-  { "GET",    "/services/*/logs",      ux_h_service_logs },
-  { "POST",   "/services/*/snapshot",  ux_h_service_snapshot },
-  { "GET",    "/snapshots",            ux_h_snapshots_list },
-  { "GET",    "/snapshots/*",          ux_h_snapshot_get },
-  { "DELETE", "/snapshots/*",          ux_h_snapshot_delete },
-  { "POST",   "/snapshots/*/restore",  ux_h_snapshot_restore },
-  { "POST",   "/snapshots/*/lock",     ux_h_snapshot_lock },
-  { "POST",   "/snapshots/*/unlock",   ux_h_snapshot_unlock },
-  { "POST",   "/_faults",              h_faults },
+  { "GET",    "/health",               ux_h_health, 0 },
+  { "HEAD",   "/health",               ux_h_health, 0 },
+  { "POST",   "/keys/validate",        ux_h_keys_validate, 0 },
+  { "POST",   "/execute",              ux_h_execute, 0 },
+  { "POST",   "/execute/async",        ux_h_execute_async, 0 },
+  { "GET",    "/jobs",                 ux_h_jobs_list, 0 },
+  { "GET",    "/jobs/*",               ux_h_job_get, 0 },
+  { "DELETE", "/jobs/*",               ux_h_job_cancel, 0 },
+  { "GET",    "/languages",            ux_h_languages, 0 },
+  { "GET",    "/sessions",             ux_h_sessions_list, 0 },
+  { "POST",   "/sessions",             ux_h_session_create, 0 },
+  { "GET",    "/sessions/*",           ux_h_session_get, 0 },
+  { "DELETE", "/sessions/*",           ux_h_session_delete, 0 },
+  { "POST",   "/sessions/*/shell",     ux_h_session_shell, 0 },
+  { "POST",   "/sessions/*/snapshot",  ux_h_session_snapshot, 0 },
+  { "GET",    "/services",             ux_h_services_list, 0 },
+  { "POST",   "/services",             ux_h_service_create, 0 },
+  { "GET",    "/services/*",           ux_h_service_get, 0 },
+  { "DELETE", "/services/*",           ux_h_service_delete, 0 },
+  { "POST",   "/services/*/execute",   ux_h_service_execute, 0 },
+  { "GET",    "/services/*/logs",      ux_h_service_logs, 0 },
+  { "POST",   "/services/*/snapshot",  ux_h_service_snapshot, 0 },
+  { "GET",    "/snapshots",            ux_h_snapshots_list, 0 },
+  { "GET",    "/snapshots/*",          ux_h_snapshot_get, 0 },
+  { "DELETE", "/snapshots/*",          ux_h_snapshot_delete, 0 },
+  { "POST",   "/snapshots/*/restore",  ux_h_snapshot_restore, 0 },
+  { "POST",   "/snapshots/*/lock",     ux_h_snapshot_lock, 0 },
+  { "POST",   "/snapshots/*/unlock",   ux_h_snapshot_unlock, 0 },
+  { "POST",   "/_faults",              h_faults, R_FAULTS },
+  /* test-only routes of the transport (faults_stream.c); a streamed
+  ** body is signed as if it were empty: it is read after the check */
+  { "PUT",    "/_faults/echo-hash",    ux_faults_echo_hash, R_FAULTS | R_STREAM_BODY },
+  { "POST",   "/_faults/stream",       ux_faults_stream, R_FAULTS },
+  { "GET",    "/_faults/stats",        ux_faults_stats, R_FAULTS },
 };
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
@@ -81,7 +92,7 @@ void ux_route(ux_req *r, const char *authz, const char *ts, const char *sig) {
   const route *found = NULL;
   char allow[64] = "";
   for (size_t i = 0; i < N_ROUTES; i++) {
-    if (ROUTES[i].handler == h_faults && !r->srv->faults) continue;
+    if ((ROUTES[i].flags & R_FAULTS) && !r->srv->faults) continue;
     if (!match(ROUTES[i].pattern, r->path, id, sizeof id)) continue;
     if (!strcmp(ROUTES[i].method, r->method)) { found = &ROUTES[i]; break; }
     if (strlen(allow) + strlen(ROUTES[i].method) + 3 < sizeof allow) {
@@ -104,4 +115,55 @@ void ux_route(ux_req *r, const char *authz, const char *ts, const char *sig) {
   }
   found->handler(r, id);
   if (!r->reply.status) ux_reply_error(r, 500, "internal_error", "no reply");
+}
+
+/* ------------------------------------------- the transport's router */
+
+/* The body limit of r's route: a streaming route's own, or --max-body. */
+static unsigned long long body_limit(const ux_server *srv, const ux_req *r, int *stream) {
+  char id[1024];
+  *stream = 0;
+  for (size_t i = 0; i < N_ROUTES; i++) {
+    if (!(ROUTES[i].flags & R_STREAM_BODY) || ((ROUTES[i].flags & R_FAULTS) && !srv->faults))
+      continue;
+    if (!strcmp(ROUTES[i].method, r->method) && match(ROUTES[i].pattern, r->path, id, sizeof id)) {
+      *stream = 1;
+      return UX_FAULTS_STREAM_MAX;
+    }
+  }
+  return srv->cfg.max_body;
+}
+
+static void too_big(ux_req *r, unsigned long long limit) {
+  ux_reply_error(r, 413, "payload_too_large", "request body exceeds %llu bytes", limit);
+}
+
+/* On libmicrohttpd's thread, headers in: never blocks. */
+static void exec_admit(void *ctx, ux_req *r, ux_body_policy *p) {
+  ux_server *srv = ctx;
+  r->srv = srv;
+  p->limit = body_limit(srv, r, &p->stream);
+  if (r->content_length >= 0 && (unsigned long long)r->content_length > p->limit)
+    too_big(r, p->limit);                      /* before reading the body */
+}
+
+static void exec_handle(void *ctx, ux_req *r) {
+  ux_server *srv = ctx;
+  int stream;
+  r->srv = srv;
+  if (r->body_overflow) {                      /* a chunked body grew too large */
+    too_big(r, body_limit(srv, r, &stream));
+    return;
+  }
+  r->sudo_challenge = ux_req_header(r, "X-Sudo-Challenge");
+  r->sudo_otp = ux_req_header(r, "X-Sudo-OTP");
+  ux_route(r, ux_req_header(r, "Authorization"), ux_req_header(r, "X-Timestamp"),
+           ux_req_header(r, "X-Signature"));
+}
+
+void ux_exec_router(ux_server *srv, ux_http_router *out) {
+  memset(out, 0, sizeof *out);
+  out->handle = exec_handle;
+  out->admit = exec_admit;
+  out->ctx = srv;
 }

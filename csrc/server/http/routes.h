@@ -8,9 +8,15 @@
 
 #include "server/exec/exec_spec.h"
 #include "server/exec/jobs.h"
+#include "server/http/http.h"
 #include "server/http/reply.h"
 
 typedef int (*ux_handler)(ux_req *r, const char *id);
+
+/* The execution API as a listener's router (http.h), serving srv: it
+** fills r->srv, the body policy (--max-body; 413 payload_too_large for a
+** larger body, before reading a declared one) and the auth headers. */
+void ux_exec_router(ux_server *srv, ux_http_router *out);
 
 /* Authenticates (except /health), applies faults, then runs the route's
 ** handler or answers 404/405. Always leaves a reply in r->reply. */
