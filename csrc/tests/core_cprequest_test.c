@@ -66,8 +66,12 @@ static void headers(void) {
   is_str(h.lines[2], "Content-Type: application/json", "MCP body is always JSON");
   is_str(h.lines[7], "traceparent: " TPV, "streams carry the trace too");
   unsb_cp_headers_free(&h);
+}
 
-  /* refused before anything is sent */
+/* refused before anything is sent */
+static void headers_refused(void) {
+  unsb_cp_headers h;
+  unsb_error err;
   static const struct { unsb_cp_header_opts o; const char *why; } BAD[] = {
     {{.token = NULL}, "no token"},
     {{.token = ""}, "empty token"},
@@ -244,6 +248,7 @@ static void paths(void) {
 
 int main(void) {
   headers();
+  headers_refused();
   object_calls();
   mcp();
   forms();

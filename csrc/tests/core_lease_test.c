@@ -58,8 +58,16 @@ static void workspace_rules(void) {
   ok(unsb_lease_workspace_action(&l, NULL, 0, T0 + 11, 60) == UNSB_LEASE_REUSE, "no owner asked: reuse");
   ok(unsb_lease_workspace_action(&l, "acme/bob", 0, T0 + 11, 60) == UNSB_LEASE_CREATE,
      "another owner: create");
+  unsb_lease_clear(&l);
+}
 
-  /* malformed replies change nothing */
+/* malformed workspace replies change nothing */
+static void workspace_replies(void) {
+  unsb_lease l;
+  unsb_error err;
+  unsb_workspace_reply r = ws_reply("acme/alice", -1, 0);
+  unsb_lease_init(&l);
+  unsb_lease_set_workspace(&l, &r, T0 + 10, &err);
   const char *bad_ids[] = {NULL, "", "ws-0123456789AB", "ws-0123456789a", "ws-0123456789abc",
                            "sb-0123456789ab", "ws-../../admin", "ws-0123456789a\n"};
   int unchanged = 1;
@@ -121,6 +129,17 @@ static void runtime_rules(void) {
   ok(strcmp(l.template_id, "python") == 0, "template kept by a refresh");
   ok(l.sb_expires_at == T0 + 840 + 600, "missing expiry: 600 s");
   ok(unsb_lease_runtime_action(&l, NULL, T0 + 841, 60, &err) == UNSB_LEASE_REUSE, "reuse after refresh");
+  unsb_lease_clear(&l);
+}
+
+static void runtime_changes(void) {
+  unsb_lease l;
+  unsb_error err;
+  unsb_workspace_reply w = ws_reply(NULL, 900, 1);
+  unsb_runtime_reply r = rt_reply("python", 900);
+  unsb_lease_init(&l);
+  unsb_lease_set_workspace(&l, &w, T0, &err);
+  unsb_lease_set_runtime(&l, &r, T0, &err);
 
   /* 404 on refresh: the caller forgets and creates */
   unsb_lease_forget_runtime(&l);
@@ -258,7 +277,9 @@ static void cache(void) {
 
 int main(void) {
   workspace_rules();
+  workspace_replies();
   runtime_rules();
+  runtime_changes();
   status();
   refresh_period();
   cache();
