@@ -294,10 +294,12 @@ static int drive(unsb_http *h, const unsb_http_stream *stream) {
   for (;;) {
     if (curl_multi_perform(h->multi, &running) != CURLM_OK) return CURLE_FAILED_INIT;
     if (!running) break;
+    /* right after each round, outside any libcurl callback: the tick can
+    ** hand what on_data queued to code that may not run inside libcurl */
+    if (stream && stream->on_tick && stream->on_tick(stream->ud) != 0) return DRIVE_CANCELLED;
     if (curl_multi_poll(h->multi, NULL, 0, UNSB_SLICE_MS, NULL) != CURLM_OK)
       return CURLE_FAILED_INIT;
     if (unsb_interrupt_take()) return DRIVE_INTERRUPTED;
-    if (stream && stream->on_tick && stream->on_tick(stream->ud) != 0) return DRIVE_CANCELLED;
   }
   int left;
   CURLMsg *m;

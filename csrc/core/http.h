@@ -11,8 +11,8 @@
 **
 ** A transfer may stream instead of buffering (SSE, large downloads): the
 ** caller's callbacks see the status and content type once the headers are
-** in, then the body bytes as they arrive, and a tick between waits; any of
-** them can cancel, which aborts the transfer and closes its connection (a
+** in, then the body bytes as they arrive, and a tick after each round of
+** the engine (outside libcurl); any of them can cancel, which aborts the transfer and closes its connection (a
 ** connection with an unread body is never reused). The callbacks run
 ** inside libcurl: they must not longjmp (no Lua error may cross them) and
 ** must not start another transfer on the same engine (refused: "busy").
@@ -43,7 +43,10 @@ typedef struct {
   int (*on_head)(void *ud, long status, const char *content_type);
   /* Body bytes as they arrive; a non-zero return cancels. */
   int (*on_data)(void *ud, const char *data, size_t len);
-  /* Called between waits of at most UNSB_SLICE_MS; non-zero cancels. May be NULL. */
+  /* Called after each round of the engine (at least every UNSB_SLICE_MS),
+  ** outside libcurl: the place to hand what on_data queued to code that
+  ** must not run inside a libcurl callback (a binding's protected Lua
+  ** call). Non-zero cancels. May be NULL. */
   int (*on_tick)(void *ud);
   void *ud;
 } unsb_http_stream;
