@@ -15,6 +15,8 @@ const char *unsb_kind_name(unsb_kind kind) {
     case UNSB_EPROTOCOL: return "protocol";
     case UNSB_EVALIDATION: return "validation";
     case UNSB_EINTERRUPTED: return "interrupted";
+    case UNSB_ECANCELLED: return "cancelled";
+    case UNSB_ENOMEM: return "memory";
   }
   return "protocol";
 }

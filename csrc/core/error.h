@@ -14,7 +14,9 @@ typedef enum {
   UNSB_ETIMEOUT,
   UNSB_EPROTOCOL,
   UNSB_EVALIDATION,
-  UNSB_EINTERRUPTED
+  UNSB_EINTERRUPTED,
+  UNSB_ECANCELLED,    /* a caller's callback asked a transfer to stop */
+  UNSB_ENOMEM         /* the binding raises on it, as lauxlib does */
 } unsb_kind;
 
 /* Big enough for a message naming two full paths (credential lookups). */

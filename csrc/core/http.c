@@ -1,5 +1,8 @@
 /*
-** HTTP engine on libcurl (see http.h).
+** HTTP engine on libcurl (see http.h). Buffered and streamed transfers
+** share one path: the body callback either appends to the response or
+** hands the bytes to the caller's stream, decided once when the headers
+** are complete.
 */
 #include "core/http.h"
 #include "core/clock.h"
@@ -20,6 +23,7 @@ struct unsb_http {
   long connect_timeout_ms;
   char *ca_file;
   size_t max_response;
+  int busy;                     /* a transfer is running (callbacks may not start one) */
 };
 
 /* ---------------------------------------------------------------------
@@ -84,12 +88,25 @@ typedef struct {
   size_t cap;
   size_t max;
   int too_big;
+  CURL *easy;
+  const unsb_http_stream *stream;   /* NULL = buffered transfer */
+  int head_done;                    /* the final response's headers were seen */
+  int streaming;                    /* body goes to stream->on_data */
+  int cancelled;                    /* a stream callback said stop */
 } transfer;
 
 static size_t on_body(char *data, size_t size, size_t n, void *ud) {
   transfer *t = ud;
   unsb_http_response *r = t->resp;
   size_t len = size * n;
+  if (t->streaming) {
+    if (t->stream->on_data(t->stream->ud, data, len) != 0) {
+      t->cancelled = 1;
+      return 0;                       /* aborts the transfer */
+    }
+    r->streamed += len;
+    return len;
+  }
   if (len > t->max - r->body_len) {   /* abort: the cap is a refusal, not a cut */
     t->too_big = 1;
     return 0;
@@ -135,12 +152,34 @@ static long long parse_retry_after(const char *v, size_t len) {
   return s < 0 ? 0 : s;
 }
 
+/* The blank line after the final response's headers: the stream decides
+** what happens to the body. Returns 0 to go on, -1 to cancel. */
+static int end_of_head(transfer *t) {
+  long status = 0;
+  char *ctype = NULL;
+  int mode;
+  curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+  if (status < 200 || t->head_done) return 0;     /* 1xx, or trailers */
+  t->head_done = 1;
+  curl_easy_getinfo(t->easy, CURLINFO_CONTENT_TYPE, &ctype);
+  if (t->stream->on_head) mode = t->stream->on_head(t->stream->ud, status, ctype);
+  else mode = status >= 200 && status < 300 ? UNSB_HTTP_STREAM : UNSB_HTTP_BUFFER;
+  if (mode == UNSB_HTTP_CANCEL) {
+    t->cancelled = 1;
+    return -1;
+  }
+  t->streaming = mode == UNSB_HTTP_STREAM;
+  return 0;
+}
+
 static size_t on_header(char *line, size_t size, size_t n, void *ud) {
   transfer *t = ud;
   unsb_http_response *r = t->resp;
   size_t len = size * n, vlen;
   const char *v;
-  if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
+  if (t->stream && (len == 2 || len == 1) && (line[0] == '\r' || line[0] == '\n')) {
+    if (end_of_head(t) != 0) return 0;   /* aborts the transfer */
+  } else if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
     /* a new response (after a 100 Continue): forget the previous headers */
     free(r->request_id);
     r->request_id = NULL;
@@ -173,6 +212,14 @@ static int has_header(const unsb_http_request *req, const char *name) {
   size_t nl = strlen(name);
   for (size_t i = 0; i < req->n_headers; i++)
     if (strncasecmp(req->headers[i], name, nl) == 0 && req->headers[i][nl] == ':') return 1;
+  return 0;
+}
+
+/* CR or LF in a header line would let a value start a new header. */
+static int check_headers(const unsb_http_request *req, unsb_error *err) {
+  for (size_t i = 0; i < req->n_headers; i++)
+    if (!req->headers[i] || strpbrk(req->headers[i], "\r\n"))
+      return unsb_fail(err, UNSB_EVALIDATION, "header line %zu contains CR or LF", i + 1);
   return 0;
 }
 
@@ -237,16 +284,22 @@ static int setup(unsb_http *h, const unsb_http_request *req, transfer *t,
   return bad ? -1 : 0;
 }
 
+#define DRIVE_INTERRUPTED (-1)
+#define DRIVE_CANCELLED (-2)
+
 /* Drives the multi handle until the transfer ends; CURLE_OK or its code,
-** or -1 when interrupted. */
-static int drive(unsb_http *h) {
+** DRIVE_INTERRUPTED or DRIVE_CANCELLED (by the stream's tick). */
+static int drive(unsb_http *h, const unsb_http_stream *stream) {
   int running = 1;
   for (;;) {
     if (curl_multi_perform(h->multi, &running) != CURLM_OK) return CURLE_FAILED_INIT;
     if (!running) break;
+    /* right after each round, outside any libcurl callback: the tick can
+    ** hand what on_data queued to code that may not run inside libcurl */
+    if (stream && stream->on_tick && stream->on_tick(stream->ud) != 0) return DRIVE_CANCELLED;
     if (curl_multi_poll(h->multi, NULL, 0, UNSB_SLICE_MS, NULL) != CURLM_OK)
       return CURLE_FAILED_INIT;
-    if (unsb_interrupt_take()) return -1;
+    if (unsb_interrupt_take()) return DRIVE_INTERRUPTED;
   }
   int left;
   CURLMsg *m;
@@ -260,8 +313,10 @@ static int map_error(int rc, const transfer *t, const unsb_http_request *req,
   char host[256];
   const char *detail = errbuf[0] ? errbuf : curl_easy_strerror((CURLcode)rc);
   url_host(req->url, host, sizeof host);
-  if (rc == -1)
+  if (rc == DRIVE_INTERRUPTED)
     return unsb_fail(err, UNSB_EINTERRUPTED, "request to %s interrupted", host);
+  if (rc == DRIVE_CANCELLED || t->cancelled)
+    return unsb_fail(err, UNSB_ECANCELLED, "request to %s cancelled", host);
   if (t->too_big)
     return unsb_fail(err, UNSB_EPROTOCOL,
                      "response from %s is larger than max_response (%zu bytes); refused",
@@ -279,26 +334,15 @@ static int map_error(int rc, const transfer *t, const unsb_http_request *req,
   }
 }
 
-int unsb_http_perform(unsb_http *h, const unsb_http_request *req,
-                      unsb_http_response *resp, unsb_error *err) {
-  char errbuf[CURL_ERROR_SIZE];
-  transfer t = {resp, 0, h->max_response, 0};
-  int body_method = strcmp(req->method, "POST") == 0 || strcmp(req->method, "PUT") == 0 ||
-                    strcmp(req->method, "PATCH") == 0;
-  struct curl_slist *headers;
-  int rc;
-
-  memset(resp, 0, sizeof *resp);
-  resp->retry_after = -1;
-  errbuf[0] = '\0';
-  if (unsb_interrupt_take()) {
-    char host[256];
-    url_host(req->url, host, sizeof host);
-    return unsb_fail(err, UNSB_EINTERRUPTED, "request to %s interrupted", host);
-  }
-  headers = build_headers(req, body_method);
+/* Adds the prepared transfer, drives it to its end and removes it again
+** (mid-transfer, that closes its connection). 0 with *rc = a CURLcode or
+** DRIVE_*, or -1 with err when the transfer could not be set up. */
+static int run(unsb_http *h, const unsb_http_request *req, transfer *t, char *errbuf,
+               int body_method, int *rc, unsb_error *err) {
+  struct curl_slist *headers = build_headers(req, body_method);
+  /* out of memory stays a transport error here, as the execution client had it */
   if (!headers) return unsb_fail(err, UNSB_ETRANSPORT, "out of memory");
-  if (setup(h, req, &t, headers, errbuf, body_method) != 0) {
+  if (setup(h, req, t, headers, errbuf, body_method) != 0) {
     curl_slist_free_all(headers);
     return unsb_fail(err, UNSB_ETRANSPORT, "libcurl refused an option");
   }
@@ -306,10 +350,37 @@ int unsb_http_perform(unsb_http *h, const unsb_http_request *req,
     curl_slist_free_all(headers);
     return unsb_fail(err, UNSB_ETRANSPORT, "libcurl refused the transfer");
   }
-  rc = drive(h);
+  h->busy = 1;
+  *rc = drive(h, req->stream);
   curl_multi_remove_handle(h->multi, h->easy);
+  h->busy = 0;
   curl_slist_free_all(headers);
+  return 0;
+}
 
+int unsb_http_perform(unsb_http *h, const unsb_http_request *req,
+                      unsb_http_response *resp, unsb_error *err) {
+  char errbuf[CURL_ERROR_SIZE];
+  transfer t = {resp, 0, h->max_response, 0, h->easy, req->stream, 0, 0, 0};
+  int body_method = strcmp(req->method, "POST") == 0 || strcmp(req->method, "PUT") == 0 ||
+                    strcmp(req->method, "PATCH") == 0;
+  int rc = CURLE_FAILED_INIT;
+
+  memset(resp, 0, sizeof *resp);
+  resp->retry_after = -1;
+  errbuf[0] = '\0';
+  if (h->busy)
+    return unsb_fail(err, UNSB_EVALIDATION,
+                     "the HTTP engine is busy with another transfer (a request from a stream callback?)");
+  if (check_headers(req, err) != 0) return -1;
+  if (req->stream && !req->stream->on_data)
+    return unsb_fail(err, UNSB_EVALIDATION, "a streamed request needs on_data");
+  if (unsb_interrupt_take()) {
+    char host[256];
+    url_host(req->url, host, sizeof host);
+    return unsb_fail(err, UNSB_EINTERRUPTED, "request to %s interrupted", host);
+  }
+  if (run(h, req, &t, errbuf, body_method, &rc, err) != 0) return -1;
   if (rc != CURLE_OK) {
     map_error(rc, &t, req, errbuf, err);
     unsb_http_response_free(resp);
@@ -321,7 +392,7 @@ int unsb_http_perform(unsb_http *h, const unsb_http_request *req,
   if (curl_easy_getinfo(h->easy, CURLINFO_CONTENT_TYPE, &ctype) == CURLE_OK && ctype)
     resp->content_type = strdup(ctype);
   if (!resp->body) resp->body = calloc(1, 1);   /* always a string, maybe empty */
-  if (!resp->body) {
+  if (!resp->body || (ctype && !resp->content_type)) {
     unsb_http_response_free(resp);
     return unsb_fail(err, UNSB_ETRANSPORT, "out of memory");
   }

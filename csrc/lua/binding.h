@@ -17,6 +17,8 @@
 
 #define UB_CLIENT "unsandbox.Client"
 #define UB_TRACKER "unsandbox.PollTracker"
+#define UB_SSE "unsandbox.SseParser"
+#define UB_BOX "unsandbox.Box"
 
 /* Raises "bad argument #arg to 'f' (name: <what> expected, got <type>)"
 ** about the value at stack index idx. */
@@ -42,13 +44,26 @@ lua_Integer ub_field_count(lua_State *L, int t, int arg, const char *field, lua_
 ** account, home, cwd, env) with the process environment as default. */
 void ub_cred_opts(lua_State *L, int t, int arg, unsb_cred_opts *o);
 
-/* Pushes nil, kind, message; returns 3. */
+/* Pushes nil, kind, message; returns 3. Out of memory (UNSB_ENOMEM) is
+** not an expected failure: it raises, as lauxlib does. */
 int ub_push_error(lua_State *L, const unsb_error *err);
+
+/* A slot for one malloc'd result of a core call, made BEFORE the call: a
+** userdata whose __gc frees what it holds, left on the stack. So a Lua
+** error while the result is pushed (out of memory) leaks nothing.
+** ub_box_push (the box on top of the stack) pushes *box as a string in
+** its place and frees it. */
+char **ub_box_new(lua_State *L);
+void ub_box_push(lua_State *L, char **box, size_t len);
 
 /* Registration of each part into the module table at the top. */
 void ub_open_functions(lua_State *L);
 void ub_open_files(lua_State *L);
 void ub_open_tracker(lua_State *L);
 void ub_open_client(lua_State *L);
+void ub_open_cp_functions(lua_State *L);
+/* core.form_encode(t[, max_len]) (cp_form.c), registered by cp_functions.c */
+int ub_form_encode(lua_State *L);
+void ub_open_sse_parser(lua_State *L);
 
 #endif

@@ -137,8 +137,39 @@ void ub_cred_opts(lua_State *L, int t, int arg, unsb_cred_opts *o) {
 }
 
 int ub_push_error(lua_State *L, const unsb_error *err) {
+  if (err->kind == UNSB_ENOMEM) return luaL_error(L, "not enough memory");
   lua_pushnil(L);
   lua_pushstring(L, unsb_kind_name(err->kind));
   lua_pushstring(L, err->message);
   return 3;
+}
+
+/* ---------------------------------------------------------------------
+** boxes for malloc'd results
+** ------------------------------------------------------------------- */
+
+static int box_gc(lua_State *L) {
+  char **box = luaL_checkudata(L, 1, UB_BOX);
+  free(*box);
+  *box = NULL;
+  return 0;
+}
+
+char **ub_box_new(lua_State *L) {
+  char **box = lua_newuserdatauv(L, sizeof *box, 0);
+  *box = NULL;
+  if (luaL_newmetatable(L, UB_BOX)) {   /* first use in this state */
+    lua_pushcfunction(L, box_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_setmetatable(L, -2);
+  return box;
+}
+
+void ub_box_push(lua_State *L, char **box, size_t len) {
+  int at = lua_gettop(L);               /* the box is on top */
+  lua_pushlstring(L, *box ? *box : "", *box ? len : 0);
+  free(*box);
+  *box = NULL;
+  lua_remove(L, at);
 }

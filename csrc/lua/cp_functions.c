@@ -1,0 +1,226 @@
+/*
+** Pure Control Plane functions of unsandbox.core: the acting subject,
+** identifiers, argv quoting, trace context, workspace paths, query
+** strings and MCP request ids. Marshalling only; every rule is in
+** csrc/core. Misuse (a short salt, a path outside /workspace, an argv that
+** is not a list of strings) raises at the caller's line naming the
+** argument; a header value that does not parse is not misuse and gives nil.
+*/
+#include "lua/binding.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cprequest.h"
+#include "core/cpids.h"
+#include "core/form.h"
+#include "core/lease.h"
+#include "core/mcp.h"
+#include "core/pseudonym.h"
+#include "core/quote.h"
+#include "core/trace.h"
+#include "core/wspath.h"
+
+/* Raises a validation failure as an argument error, or memory as lauxlib. */
+static int arg_fail(lua_State *L, int arg, const unsb_error *err) {
+  if (err->kind == UNSB_ENOMEM) return luaL_error(L, "not enough memory");
+  return luaL_argerror(L, arg, err->message);
+}
+
+/* core.acting_subject(salt, tenant, subject) */
+static int l_acting_subject(lua_State *L) {
+  size_t sl, tl, jl;
+  char out[UNSB_SUBJECT_LEN + 1];
+  unsb_error err;
+  const char *salt = ub_check_string(L, 1, "salt", &sl);
+  const char *tenant = ub_check_string(L, 2, "tenant", &tl);
+  const char *subject = ub_check_string(L, 3, "subject", &jl);
+  if (unsb_acting_subject(salt, sl, tenant, tl, subject, jl, out, &err) != 0) {
+    int arg = strncmp(err.message, "salt", 4) == 0 ? 1 : strncmp(err.message, "tenant", 6) == 0 ? 2 : 3;
+    return arg_fail(L, arg, &err);
+  }
+  lua_pushstring(L, out);
+  return 1;
+}
+
+static int l_valid_subject(lua_State *L) {
+  size_t len;
+  const char *s = ub_check_string(L, 1, "subject", &len);
+  lua_pushboolean(L, unsb_valid_subject(s, len));
+  return 1;
+}
+
+static int l_session_id(lua_State *L) {
+  size_t len;
+  char out[UNSB_SESSION_ID_LEN + 1];
+  unsb_error err;
+  const char *key = ub_check_string(L, 1, "key", &len);
+  if (unsb_session_id(key, len, out, &err) != 0) return arg_fail(L, 1, &err);
+  lua_pushstring(L, out);
+  return 1;
+}
+
+static int l_object_id(lua_State *L) {
+  size_t len;
+  char out[UNSB_OBJECT_ID_MAX + 1];
+  unsb_error err;
+  const char *s = ub_check_string(L, 1, "id", &len);
+  if (unsb_object_id(s, len, out, &err) != 0) return luaL_error(L, "%s", err.message);
+  lua_pushstring(L, out);
+  return 1;
+}
+
+/* core.shell_quote(argv[, max_len]): argv a non-empty list of strings. */
+static int l_shell_quote(lua_State *L) {
+  unsb_error err;
+  size_t len, count = 0;
+  if (!lua_istable(L, 1)) return ub_type_error(L, 1, 1, "argv", "table");
+  lua_Integer max = luaL_optinteger(L, 2, 0);
+  if (max < 0) return luaL_argerror(L, 2, "max_len: must not be negative");
+  lua_Unsigned n = lua_rawlen(L, 1);
+  for (lua_pushnil(L); lua_next(L, 1); lua_pop(L, 1)) count++;
+  if (n == 0) return luaL_argerror(L, 1, "argv: at least the command expected");
+  if (count != n) return luaL_argerror(L, 1, "argv: a list (1..n) of strings expected");
+  if (n > 65536) return luaL_argerror(L, 1, "argv: too many arguments");
+  /* pointer arrays as userdata: collected by Lua whatever happens */
+  const char **args = lua_newuserdatauv(L, n * sizeof *args, 0);
+  size_t *lens = lua_newuserdatauv(L, n * sizeof *lens, 0);
+  for (lua_Unsigned i = 1; i <= n; i++) {
+    if (lua_rawgeti(L, 1, (lua_Integer)i) != LUA_TSTRING)
+      return luaL_argerror(L, 1, lua_pushfstring(L, "argv[%I]: string expected, got %s",
+                                                 (lua_Integer)i, luaL_typename(L, -1)));
+    args[i - 1] = lua_tolstring(L, -1, &lens[i - 1]);   /* anchored by argv */
+    lua_pop(L, 1);
+  }
+  char **box = ub_box_new(L);
+  *box = unsb_shell_quote(args, lens, n, (size_t)max, &len, &err);
+  if (!*box) return arg_fail(L, err.kind == UNSB_EVALIDATION && strstr(err.message, "longer") ? 2 : 1, &err);
+  ub_box_push(L, box, len);
+  return 1;
+}
+
+static int l_trace_from_request_id(lua_State *L) {
+  size_t len;
+  char out[UNSB_TRACE_ID_LEN + 1];
+  const char *s = ub_check_string(L, 1, "request_id", &len);
+  int rc = unsb_trace_from_request_id(s, len, out);
+  if (rc < 0) return luaL_error(L, "SHA-256 failed (OpenSSL)");
+  if (rc == 0) lua_pushnil(L);
+  else lua_pushstring(L, out);
+  return 1;
+}
+
+static int l_parse_traceparent(lua_State *L) {
+  size_t len;
+  unsb_traceparent tp;
+  const char *s = ub_check_string(L, 1, "traceparent", &len);
+  if (!unsb_trace_parse(s, len, &tp)) {
+    lua_pushnil(L);
+    return 1;
+  }
+  lua_createtable(L, 0, 3);
+  lua_pushstring(L, tp.trace_id);
+  lua_setfield(L, -2, "trace_id");
+  lua_pushstring(L, tp.span_id);
+  lua_setfield(L, -2, "span_id");
+  lua_pushstring(L, tp.flags);
+  lua_setfield(L, -2, "flags");
+  return 1;
+}
+
+/* core.resolve_trace(traceparent, x_request_id) -> trace_id, flags, source */
+static int l_resolve_trace(lua_State *L) {
+  static const char *const SOURCES[] = {"traceparent", "x_request_id", "random"};
+  size_t tl, rl;
+  char trace[UNSB_TRACE_ID_LEN + 1], flags[UNSB_TRACE_FLAGS_LEN + 1];
+  unsb_trace_source src;
+  unsb_error err;
+  const char *tp = ub_opt_string(L, 1, "traceparent", &tl);
+  const char *rid = ub_opt_string(L, 2, "x_request_id", &rl);
+  if (unsb_trace_resolve(tp, tl, rid, rl, trace, flags, &src, &err) != 0)
+    return luaL_error(L, "%s", err.message);
+  lua_pushstring(L, trace);
+  lua_pushstring(L, flags);
+  lua_pushstring(L, SOURCES[src]);
+  return 3;
+}
+
+/* core.new_traceparent([trace_id[, flags]]) */
+static int l_new_traceparent(lua_State *L) {
+  char out[UNSB_TRACEPARENT_LEN + 1];
+  unsb_error err;
+  const char *trace = ub_opt_string(L, 1, "trace_id", NULL);
+  const char *flags = ub_opt_string(L, 2, "flags", NULL);
+  if (unsb_trace_outbound(trace, flags, out, &err) != 0) {
+    if (err.kind != UNSB_EVALIDATION) return luaL_error(L, "%s", err.message);
+    return luaL_argerror(L, strncmp(err.message, "trace flags", 11) == 0 ? 2 : 1, err.message);
+  }
+  lua_pushstring(L, out);
+  return 1;
+}
+
+static int l_workspace_path(lua_State *L) {
+  size_t len, off;
+  unsb_error err;
+  const char *p = ub_check_string(L, 1, "path", &len);
+  if (unsb_workspace_path(p, len, &off, &err) != 0) return arg_fail(L, 1, &err);
+  lua_pushlstring(L, p + off, len - off);
+  return 1;
+}
+
+static int l_is_object_call(lua_State *L) {
+  const char *path = ub_check_string(L, 1, "path", NULL);
+  lua_pushboolean(L, unsb_cp_is_object_call(path));
+  return 1;
+}
+
+static int l_mcp_request_id(lua_State *L) {
+  char out[UNSB_MCP_ID_MAX];
+  unsb_error err;
+  if (!lua_isinteger(L, 1)) return ub_type_error(L, 1, 1, "n", "integer");
+  lua_Integer n = lua_tointeger(L, 1);
+  if (n < 1) return luaL_argerror(L, 1, "n: must be at least 1");
+  if (unsb_mcp_format_id((uint64_t)n, out, &err) != 0) return luaL_error(L, "%s", err.message);
+  lua_pushstring(L, out);
+  return 1;
+}
+
+/* core.refresh_period(value): the SANDBOX_LIFECYCLE_REFRESH_SECONDS rule. */
+static int l_refresh_period(lua_State *L) {
+  int64_t out;
+  unsb_error err;
+  const char *v = ub_opt_string(L, 1, "value", NULL);
+  if (unsb_lease_refresh_period(v, &out, &err) != 0) return arg_fail(L, 1, &err);
+  lua_pushinteger(L, (lua_Integer)out);
+  return 1;
+}
+
+static const luaL_Reg FUNCTIONS[] = {
+  {"acting_subject", l_acting_subject},
+  {"valid_subject", l_valid_subject},
+  {"session_id", l_session_id},
+  {"object_id", l_object_id},
+  {"shell_quote", l_shell_quote},
+  {"trace_from_request_id", l_trace_from_request_id},
+  {"parse_traceparent", l_parse_traceparent},
+  {"resolve_trace", l_resolve_trace},
+  {"new_traceparent", l_new_traceparent},
+  {"workspace_path", l_workspace_path},
+  {"is_object_call", l_is_object_call},
+  {"mcp_request_id", l_mcp_request_id},
+  {"refresh_period", l_refresh_period},
+  {"form_encode", ub_form_encode},
+  {NULL, NULL},
+};
+
+void ub_open_cp_functions(lua_State *L) {
+  luaL_setfuncs(L, FUNCTIONS, 0);
+  lua_createtable(L, 0, 3);
+  lua_pushliteral(L, UNSB_MCP_PROTOCOL_VERSION);
+  lua_setfield(L, -2, "protocol_version");
+  lua_pushliteral(L, UNSB_MCP_CLIENT_NAME);
+  lua_setfield(L, -2, "client_name");
+  lua_pushliteral(L, UNSB_MCP_CLIENT_VERSION);
+  lua_setfield(L, -2, "client_version");
+  lua_setfield(L, -2, "MCP");
+}
