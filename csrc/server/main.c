@@ -28,6 +28,7 @@
 #include "server/store/keys.h"
 #include "server/http/routes.h"
 #include "server/sandbox/runner.h"
+#include "server/sandbox/volume.h"
 #include "server/store/store.h"
 #include "server/exec/svc.h"
 
@@ -56,6 +57,10 @@ static void usage(FILE *f) {
     "  --workers N          sandboxes run at once (default 2 x cores)\n"
     "  --queue N            jobs that may wait for a worker (default 64)\n"
     "  --max-body BYTES     largest request body (default 8388608)\n"
+    "  --disk-mb N          disk of every session and service, and the size of an\n"
+    "                       execute run's work directory (default 1024)\n"
+    "  --disk-budget-mb N   most disk all sessions and services may claim together\n"
+    "                       (default: half the free space of the data directory)\n"
     "  --enable-faults      allow POST /_faults (tests only)\n"
     "  --version, --help\n"
     "\n"
@@ -117,7 +122,8 @@ static int keys_add(int argc, char **argv) {
 }
 
 static void parse_args(int argc, char **argv, ux_config *cfg) {
-  enum { OPT_LISTEN = 256, OPT_DATA, OPT_DEV, OPT_SYNC, OPT_WORKERS, OPT_QUEUE, OPT_BODY, OPT_FAULTS, OPT_VERSION, OPT_HELP };
+  enum { OPT_LISTEN = 256, OPT_DATA, OPT_DEV, OPT_SYNC, OPT_WORKERS, OPT_QUEUE, OPT_BODY,
+         OPT_DISK, OPT_BUDGET, OPT_FAULTS, OPT_VERSION, OPT_HELP };
   static const struct option opts[] = {
     { "listen", required_argument, NULL, OPT_LISTEN },
     { "data", required_argument, NULL, OPT_DATA },
@@ -126,6 +132,8 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     { "workers", required_argument, NULL, OPT_WORKERS },
     { "queue", required_argument, NULL, OPT_QUEUE },
     { "max-body", required_argument, NULL, OPT_BODY },
+    { "disk-mb", required_argument, NULL, OPT_DISK },
+    { "disk-budget-mb", required_argument, NULL, OPT_BUDGET },
     { "enable-faults", no_argument, NULL, OPT_FAULTS },
     { "version", no_argument, NULL, OPT_VERSION },
     { "help", no_argument, NULL, OPT_HELP },
@@ -138,6 +146,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
   cfg->workers = (int)(2 * (cores > 0 ? cores : 1));
   cfg->queue = 64;
   cfg->max_body = 8u << 20;
+  cfg->disk_mb = 1024;
   opterr = 0;
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -149,6 +158,8 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     case OPT_WORKERS: cfg->workers = (int)parse_num("--workers", optarg, 1, 256); break;
     case OPT_QUEUE: cfg->queue = (int)parse_num("--queue", optarg, 0, 100000); break;
     case OPT_BODY: cfg->max_body = (size_t)parse_num("--max-body", optarg, 1, 1L << 30); break;
+    case OPT_DISK: cfg->disk_mb = parse_num("--disk-mb", optarg, 16, 1L << 20); break;
+    case OPT_BUDGET: cfg->disk_budget_mb = parse_num("--disk-budget-mb", optarg, 16, 1L << 30); break;
     case OPT_FAULTS: cfg->enable_faults = 1; break;
     case OPT_VERSION: printf("unsandboxd %s\n", UX_VERSION); exit(0);
     case OPT_HELP: usage(stdout); exit(0);
@@ -183,6 +194,19 @@ int main(int argc, char **argv) {
   ux_server srv;
   memset(&srv, 0, sizeof srv);
   parse_args(argc, argv, &srv.cfg);
+  /* volumes first: entering a private mount namespace needs a process
+  ** that has no other thread yet */
+  char tmp[4200], volumes[400];
+  if (ux_path(tmp, sizeof tmp, "%s/tmp", srv.cfg.data) < 0 || ux_mkdir_p(tmp, 0700) < 0) {
+    fprintf(stderr, "unsandboxd: cannot create %s/tmp\n", srv.cfg.data);
+    return 1;
+  }
+  if (ux_volume_init(srv.cfg.data, (unsigned long long)srv.cfg.disk_mb << 20,
+                     (unsigned long long)srv.cfg.disk_budget_mb << 20,
+                     volumes, sizeof volumes, err, sizeof err) != 0) {
+    fprintf(stderr, "unsandboxd: %s\n", err);
+    return 2;
+  }
   install_signals();
   /* a start-up probe can fail once for a passing reason; three strikes
   ** mean the sandbox really cannot run here */
@@ -195,11 +219,6 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (chdir("/") < 0) { perror("unsandboxd: chdir /"); return 1; }
-  char tmp[4200];
-  if (ux_path(tmp, sizeof tmp, "%s/tmp", srv.cfg.data) < 0 || ux_mkdir_p(tmp, 0700) < 0) {
-    fprintf(stderr, "unsandboxd: cannot create %s/tmp\n", srv.cfg.data);
-    return 1;
-  }
   ux_runner_set_tmpdir(tmp);
 
   srv.store = ux_store_open(srv.cfg.data, err, sizeof err);
@@ -226,6 +245,7 @@ int main(int argc, char **argv) {
   fprintf(stderr, "unsandboxd %s listening on %s (data %s, %d workers, queue %d%s)\n",
           UX_VERSION, url, srv.cfg.data, srv.cfg.workers, srv.cfg.queue,
           srv.cfg.enable_faults ? ", faults enabled" : "");
+  fprintf(stderr, "unsandboxd: %s\n", volumes);
 
   char sig;
   while (read(signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {}

@@ -25,6 +25,8 @@ typedef struct ux_config {
   int workers;
   int queue;
   size_t max_body;
+  long disk_mb;           /* size of every volume (volume.h) */
+  long disk_budget_mb;    /* all persistent volumes together; 0 = half the free space */
   int enable_faults;
 } ux_config;
 

@@ -88,6 +88,8 @@
 #include "server/sandbox/runner.h"
 #include "server/fsutil.h"
 #include "server/sandbox/sandbox.h"
+#include "server/sandbox/tree.h"
+#include "server/sandbox/volume.h"
 #include "server/sandbox/slots.h"
 
 #define BWRAP        "/usr/bin/bwrap"
@@ -115,9 +117,12 @@ struct ux_run {
   uid_t uid; gid_t gid;
   int base_fd;                /* directory holding the run directory */
   char run_name[64];          /* its name there */
+  char run_path[PATH_MAX + 32];  /* and its path: a scratch volume's mount point */
   int work_fd;
   int want_artifacts;
-  ux_sb_list before;
+  void (*on_output)(void *ctx, int channel, const char *data, size_t len);
+  void *output_ctx;
+  ux_tree_list before;
   char **inputs; size_t n_inputs;   /* input file names (not artifacts) */
 };
 
@@ -177,6 +182,31 @@ int ux_run_cancel_id(unsigned long long id) {
 }
 
 unsigned long long ux_run_id(const ux_run *run) { return run ? run->id : 0; }
+
+/* Cancels every registered run working in dir_fd's directory, then waits
+** (polling the registry) until none is left or timeout_ms passed. */
+int ux_runner_kill_workdir(int dir_fd, int timeout_ms) {
+  struct stat want;
+  if (fstat(dir_fd, &want) != 0) return -1;
+  long long end = ux_now_ms() + timeout_ms;
+  for (;;) {
+    int left = 0;
+    pthread_mutex_lock(&reg.lock);
+    for (ux_run *r = reg.head; r; r = r->next) {
+      struct stat st;
+      if (r->work_fd >= 0 && fstat(r->work_fd, &st) == 0 &&
+          st.st_dev == want.st_dev && st.st_ino == want.st_ino) {
+        request_cancel(r);
+        left++;
+      }
+    }
+    pthread_mutex_unlock(&reg.lock);
+    if (!left) return 0;
+    if (ux_now_ms() >= end) return -1;
+    struct timespec ts = { 0, 20 * 1000000L };
+    nanosleep(&ts, NULL);
+  }
+}
 
 void ux_run_cancel(ux_run *run) {
   if (!run) return;
@@ -314,14 +344,17 @@ static void run_free(ux_run *r) {
   close_fd(&r->pidfd); close_fd(&r->cancel_fd);
   close_fd(&r->info_fd); close_fd(&r->inner_fd);
   if (r->base_fd >= 0) {
-    if (r->run_name[0]) ux_sb_remove_tree(r->base_fd, r->run_name);
+    /* a scratch volume goes with one unmount; the walk is only for the
+    ** plain-directory fallback, and nothing of the run is left by now */
+    if (r->run_path[0]) ux_scratch_unmount(r->run_path);
+    if (r->run_name[0]) ux_tree_remove(r->base_fd, r->run_name);
     close_fd(&r->base_fd);
   }
   /* the work directory stays open until the slot is given back: its
   ** inode, the slot's key, cannot be recycled while the slot is joinable */
   ux_slot_give(r->slot);
   close_fd(&r->work_fd);
-  ux_sb_list_free(&r->before);
+  ux_tree_list_free(&r->before);
   for (size_t i = 0; i < r->n_inputs; i++) free(r->inputs[i]);
   free(r->inputs);
   free(r);
@@ -348,6 +381,11 @@ static int prepare_dirs(ux_run *r, const ux_run_spec *spec, const ux_lang *lang,
     return -1;
   }
   snprintf(r->run_name, sizeof r->run_name, "%s", strrchr(tmpl, '/') + 1);
+  if (ux_scratch_mount(tmpl) != 0) {
+    snprintf(err, errlen, "cannot mount the run's scratch volume: %s", strerror(errno));
+    return -1;
+  }
+  snprintf(r->run_path, sizeof r->run_path, "%s", tmpl);
   int run_fd = open_dir_at(r->base_fd, r->run_name);
   if (run_fd < 0 || mkdirat(run_fd, "code", 0755) != 0 ||
       (*code_fd = open_dir_at(run_fd, "code")) < 0) {
@@ -355,20 +393,19 @@ static int prepare_dirs(ux_run *r, const ux_run_spec *spec, const ux_lang *lang,
     if (run_fd >= 0) close(run_fd);
     return -1;
   }
-  if (ux_sb_place_file(*code_fd, lang->file, spec->code ? spec->code : "",
+  if (ux_tree_place_file(*code_fd, lang->file, spec->code ? spec->code : "",
                        spec->code ? spec->code_len : 0, (uid_t)-1, (gid_t)-1,
                        err, errlen) != 0) {
     close(run_fd);
     return -1;
   }
 
-  if (spec->workdir) {
-    if (mkdir(spec->workdir, 0700) != 0 && errno != EEXIST) {
-      snprintf(err, errlen, "cannot create work directory %.150s: %s",
-               spec->workdir, strerror(errno));
-      close(run_fd);
-      return -1;
-    }
+  /* a persistent work directory is a volume its owner made (volume.h);
+  ** a run never creates one, so a run queued for a resource deleted
+  ** meanwhile fails here rather than bring its directory back */
+  if (spec->workdir_fd > 0) {
+    r->work_fd = fcntl(spec->workdir_fd, F_DUPFD_CLOEXEC, 0);
+  } else if (spec->workdir) {
     r->work_fd = open_dir_at(AT_FDCWD, spec->workdir);
   } else if (mkdirat(run_fd, "work", 0700) == 0) {
     r->work_fd = open_dir_at(run_fd, "work");
@@ -387,18 +424,19 @@ static int take_slot(ux_run *r, const ux_run_spec *spec, char *err, size_t errle
   int prepare = 1;
   if (privileged()) {
     struct stat wd;
-    if (spec->workdir && fstat(r->work_fd, &wd) != 0) {
+    int persistent = spec->workdir || spec->workdir_fd > 0;
+    if (persistent && fstat(r->work_fd, &wd) != 0) {
       snprintf(err, errlen, "cannot stat the work directory: %s", strerror(errno));
       return -1;
     }
-    if ((r->slot = ux_slot_take(spec->workdir ? &wd : NULL, &prepare)) < 0) {
+    if ((r->slot = ux_slot_take(persistent ? &wd : NULL, &prepare)) < 0) {
       snprintf(err, errlen, "too many concurrent runs (%d)", UX_SB_SLOTS);
       return -1;
     }
     r->uid = UX_SB_UID_BASE + (uid_t)r->slot;
     r->gid = UX_SB_UID_BASE + (gid_t)r->slot;
     if (prepare) {
-      int rc = ux_sb_chown_tree(r->work_fd, r->uid, r->gid);
+      int rc = ux_tree_chown(r->work_fd, r->uid, r->gid);
       int e = errno;
       ux_slot_prepared(r->slot, rc == 0);
       if (rc != 0) {
@@ -409,7 +447,7 @@ static int take_slot(ux_run *r, const ux_run_spec *spec, char *err, size_t errle
     }
   }
   for (size_t i = 0; i < spec->n_files; i++)
-    if (ux_sb_place_file(r->work_fd, spec->files[i].name, spec->files[i].data,
+    if (ux_tree_place_file(r->work_fd, spec->files[i].name, spec->files[i].data,
                          spec->files[i].len, r->uid, r->gid, err, errlen) != 0)
       return -1;
   return 0;
@@ -425,7 +463,7 @@ static int check_spec(const ux_run_spec *spec, const ux_lang **lang,
   }
   if (spec->ttl_s < 0) { snprintf(err, errlen, "negative ttl"); return -1; }
   for (size_t i = 0; i < spec->n_files; i++)
-    if (ux_sb_check_name(spec->files[i].name, err, errlen) != 0) return -1;
+    if (ux_tree_check_name(spec->files[i].name, err, errlen) != 0) return -1;
   return 0;
 }
 
@@ -448,6 +486,8 @@ static ux_run *start(const ux_run_spec *spec, const ux_lang *lang,
   r->ttl_s = spec->ttl_s;
   r->cap = spec->output_cap ? spec->output_cap : UX_SB_OUTPUT_CAP;
   r->want_artifacts = spec->want_artifacts;
+  r->on_output = spec->on_output;
+  r->output_ctx = spec->output_ctx;
 
   int code_fd = -1, pw = -1, gr = -1, devnull = -1, wtree = -1, ctree = -1;
   int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, st[2] = { -1, -1 }, ex[2] = { -1, -1 };
@@ -461,7 +501,7 @@ static ux_run *start(const ux_run_spec *spec, const ux_lang *lang,
   }
   if (prepare_dirs(r, spec, lang, &code_fd, err, errlen) != 0 ||
       take_slot(r, spec, err, errlen) != 0) goto fail;
-  if (r->want_artifacts) ux_sb_list_files(r->work_fd, &r->before);
+  if (r->want_artifacts) ux_tree_list_files(r->work_fd, &r->before);
 
   char passwd[256], group[256];
   snprintf(passwd, sizeof passwd,
@@ -591,11 +631,12 @@ typedef struct outbuf {
 
 /* Reads what is there; keeps up to `limit` bytes and discards the rest,
 ** so a chatty program never blocks on a full pipe. */
-static void pump(int *fd, outbuf *b) {
+static void pump(ux_run *r, int channel, int *fd, outbuf *b) {
   char chunk[CHUNK];
   ssize_t n = read(*fd, chunk, sizeof chunk);
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
   if (n <= 0) { b->eof = 1; close_fd(fd); return; }
+  if (r->on_output) r->on_output(r->output_ctx, channel, chunk, (size_t)n);
   size_t keep = b->limit - b->len < (size_t)n ? b->limit - b->len : (size_t)n;
   if (keep < (size_t)n) b->truncated = 1;
   if (keep == 0) return;
@@ -782,8 +823,8 @@ void ux_run_wait(ux_run *r, ux_run_result *res) {
     int n = poll(pf, (nfds_t)np, (int)wait);
     if (n < 0 && errno != EINTR) break;
     if (n <= 0) continue;
-    if (io >= 0 && pf[io].revents) pump(&r->out_fd, &ob);
-    if (ie >= 0 && pf[ie].revents) pump(&r->err_fd, &eb);
+    if (io >= 0 && pf[io].revents) pump(r, 1, &r->out_fd, &ob);
+    if (ie >= 0 && pf[ie].revents) pump(r, 2, &r->err_fd, &eb);
     if (ii >= 0 && pf[ii].revents) read_info(r);
     if (ic >= 0 && pf[ic].revents && atomic_load(&r->cancel)) {
       res->cancelled = 1; killed = ux_now_ms(); kill_tree(r, 0);
@@ -818,15 +859,15 @@ void ux_run_wait(ux_run *r, ux_run_result *res) {
   res->err = finish_buf(&eb); res->err_len = eb.len; res->err_truncated = eb.truncated;
 
   if (r->want_artifacts && r->work_fd >= 0) {
-    ux_sb_list after = { 0 };
+    ux_tree_list after = { 0 };
     ux_file *skip = NULL;
     if (r->n_inputs && (skip = calloc(r->n_inputs, sizeof *skip)))
       for (size_t i = 0; i < r->n_inputs; i++) skip[i].name = r->inputs[i];
-    if (ux_sb_list_files(r->work_fd, &after) == 0)
-      ux_sb_collect(r->work_fd, &r->before, &after, skip, skip ? r->n_inputs : 0,
+    if (ux_tree_list_files(r->work_fd, &after) == 0)
+      ux_tree_collect(r->work_fd, &r->before, &after, skip, skip ? r->n_inputs : 0,
                     &res->artifacts, &res->n_artifacts);
     free(skip);
-    ux_sb_list_free(&after);
+    ux_tree_list_free(&after);
   }
   reg_remove(r);
   run_free(r);

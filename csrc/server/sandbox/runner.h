@@ -46,7 +46,15 @@ typedef struct ux_run_spec {
                              may share one concurrently (a service's
                              bootstrap and its commands): they then run as
                              one uid, and killing one spares the others */
+  int workdir_fd;         /* > 0: that directory, already open (a volume
+                             in use, volume.h); the runner uses a dup and
+                             workdir only names it in messages */
   int want_artifacts;     /* collect files the program created */
+  /* Called on the waiting thread with every piece of output as it is
+  ** read (channel 1 stdout, 2 stderr), before the capture cap applies:
+  ** how a service keeps the tail of its log. Must not block. */
+  void (*on_output)(void *ctx, int channel, const char *data, size_t len);
+  void *output_ctx;
 } ux_run_spec;
 
 typedef struct ux_run_result {
@@ -85,6 +93,10 @@ unsigned long long ux_run_id(const ux_run *run);
 int ux_run_cancel_id(unsigned long long id);
 
 void ux_run_result_free(ux_run_result *res);
+
+/* Cancels every run whose work directory is dir_fd's directory and waits
+** until they have all ended: 0, or -1 when timeout_ms passed first. */
+int ux_runner_kill_workdir(int dir_fd, int timeout_ms);
 
 /* Languages whose interpreter or compiler is installed on this machine,
 ** probed once; names sorted. */
