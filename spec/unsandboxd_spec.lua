@@ -503,11 +503,11 @@ describe("unsandboxd #integration", function()
       local _, after = call(c, "POST", "/sessions/" .. id .. "/shell",
         { command = "cat a.txt d/b.txt; ls" })
       assert.are.equal("one\ndeep\na.txt\nd\n", after.stdout)
-      -- nothing half-applied or left behind next to the work directory
+      -- nothing half-applied or left behind next to the volume
       local p = io.popen("ls -a " .. q(srv.data .. "/sessions/" .. id))
       local entries = p:read("a")
       p:close()
-      assert.are.equal(".\n..\nwork\n", entries)
+      assert.are.equal(".\n..\ndisk.img\nwork\n", entries)
 
       local rl, locked = call(c, "POST", "/snapshots/" .. snap.id .. "/lock")
       assert.are.equal(200, rl.status)

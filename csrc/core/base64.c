@@ -46,3 +46,27 @@ unsigned char *unsb_base64_decode(const char *in, size_t len, size_t *out_len) {
   if (out_len) *out_len = (size_t)n - pad;
   return out;
 }
+
+char *unsb_base64url_encode(const unsigned char *in, size_t len, size_t *out_len) {
+  size_t n;
+  char *out = unsb_base64_encode(in, len, &n);
+  if (!out) return NULL;
+  while (n > 0 && out[n - 1] == '=') out[--n] = '\0';
+  for (size_t i = 0; i < n; i++)
+    out[i] = out[i] == '+' ? '-' : out[i] == '/' ? '_' : out[i];
+  if (out_len) *out_len = n;
+  return out;
+}
+
+unsigned char *unsb_base64url_decode(const char *in, size_t len, size_t *out_len) {
+  char *std = malloc(len + 1);
+  if (!std) return NULL;
+  for (size_t i = 0; i < len; i++) {
+    char c = in[i];
+    if (c == '+' || c == '/' || c == '=') { free(std); return NULL; }
+    std[i] = c == '-' ? '+' : c == '_' ? '/' : c;
+  }
+  unsigned char *out = unsb_base64_decode(std, len, out_len);
+  free(std);
+  return out;
+}

@@ -15,4 +15,10 @@ char *unsb_base64_encode(const unsigned char *in, size_t len, size_t *out_len);
 ** impossible length). Padding is optional. */
 unsigned char *unsb_base64_decode(const char *in, size_t len, size_t *out_len);
 
+/* The URL-safe alphabet ('-' and '_' for '+' and '/') without padding, as
+** tokens use it (RFC 4648 section 5). Decoding refuses '+', '/', '=' and
+** any other character outside that alphabet. */
+char *unsb_base64url_encode(const unsigned char *in, size_t len, size_t *out_len);
+unsigned char *unsb_base64url_decode(const char *in, size_t len, size_t *out_len);
+
 #endif

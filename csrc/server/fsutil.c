@@ -1,13 +1,11 @@
 /*
-** File-system helpers. Directory removal uses nftw with FTW_PHYS so a
-** symlink a sandboxed program left in its work directory is removed, not
-** followed: deleting a session must never delete anything outside it.
+** File-system helpers for the server's own paths (the data directory and
+** what it holds). Trees a sandbox can write are sandbox/tree.c's alone.
 */
 #include "server/fsutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,36 +34,6 @@ int ux_mkdir_p(const char *path, int mode) {
   }
   if (mkdir(buf, (mode_t)mode) < 0 && errno != EEXIST) return -1;
   return 0;
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st; (void)ftw;
-  int rc = (flag == FTW_DP) ? rmdir(path) : unlink(path);
-  return (rc < 0 && errno != ENOENT) ? -1 : 0;
-}
-
-int ux_rm_rf(const char *path) {
-  struct stat st;
-  if (lstat(path, &st) < 0) return errno == ENOENT ? 0 : -1;
-  return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS);
-}
-
-char *ux_read_tail(const char *path, size_t cap, size_t *len) {
-  char *buf = malloc(cap + 1);
-  *len = 0;
-  if (!buf) return NULL;
-  buf[0] = '\0';
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return buf;
-  struct stat st;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    off_t start = st.st_size > (off_t)cap ? st.st_size - (off_t)cap : 0;
-    ssize_t n = pread(fd, buf, cap, start);
-    if (n > 0) *len = (size_t)n;
-  }
-  close(fd);
-  buf[*len] = '\0';
-  return buf;
 }
 
 long ux_now(void) { return (long)time(NULL); }

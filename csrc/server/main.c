@@ -32,7 +32,9 @@
 #include "server/exec/jobs.h"
 #include "server/store/keys.h"
 #include "server/http/routes.h"
+#include "server/sandbox/archive.h"
 #include "server/sandbox/runner.h"
+#include "server/sandbox/volume.h"
 #include "server/store/store.h"
 #include "server/exec/svc.h"
 
@@ -61,8 +63,13 @@ static void usage(FILE *f) {
     "  --workers N          sandboxes run at once (default 2 x cores)\n"
     "  --queue N            jobs that may wait for a worker (default 64)\n"
     "  --max-body BYTES     largest request body (default 8388608)\n"
+    "  --disk-mb N          disk of every session and service, and the size of an\n"
+    "                       execute run's work directory (default 1024)\n"
+    "  --disk-budget-mb N   most disk all sessions and services may claim together\n"
+    "                       (default: half the free space of the data directory)\n"
     "  --enable-faults      allow POST /_faults (tests only)\n"
     "  --cgroups auto|off   limit runs with cgroups (v2, else v1) when usable, as root\n"
+    "  --agent PATH         unsandboxd-agent (default: next to this program)\n"
     "                       (default auto); off: rlimits only, the fallback\n"
     "  --version, --help\n"
     "\n"
@@ -124,8 +131,8 @@ static int keys_add(int argc, char **argv) {
 }
 
 static void parse_args(int argc, char **argv, ux_config *cfg) {
-  enum { OPT_LISTEN = 256, OPT_DATA, OPT_DEV, OPT_SYNC, OPT_WORKERS, OPT_QUEUE, OPT_BODY, OPT_FAULTS,
-         OPT_CGROUPS, OPT_VERSION, OPT_HELP };
+  enum { OPT_LISTEN = 256, OPT_DATA, OPT_DEV, OPT_SYNC, OPT_WORKERS, OPT_QUEUE, OPT_BODY,
+         OPT_DISK, OPT_BUDGET, OPT_AGENT, OPT_FAULTS, OPT_CGROUPS, OPT_VERSION, OPT_HELP };
   static const struct option opts[] = {
     { "listen", required_argument, NULL, OPT_LISTEN },
     { "data", required_argument, NULL, OPT_DATA },
@@ -134,8 +141,11 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     { "workers", required_argument, NULL, OPT_WORKERS },
     { "queue", required_argument, NULL, OPT_QUEUE },
     { "max-body", required_argument, NULL, OPT_BODY },
+    { "disk-mb", required_argument, NULL, OPT_DISK },
+    { "disk-budget-mb", required_argument, NULL, OPT_BUDGET },
     { "enable-faults", no_argument, NULL, OPT_FAULTS },
     { "cgroups", required_argument, NULL, OPT_CGROUPS },
+    { "agent", required_argument, NULL, OPT_AGENT },
     { "version", no_argument, NULL, OPT_VERSION },
     { "help", no_argument, NULL, OPT_HELP },
     { NULL, 0, NULL, 0 },
@@ -148,6 +158,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
   cfg->queue = 64;
   cfg->max_body = 8u << 20;
   cfg->cgroups = 1;
+  cfg->disk_mb = 1024;
   opterr = 0;
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -159,7 +170,10 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     case OPT_WORKERS: cfg->workers = (int)parse_num("--workers", optarg, 1, 256); break;
     case OPT_QUEUE: cfg->queue = (int)parse_num("--queue", optarg, 0, 100000); break;
     case OPT_BODY: cfg->max_body = (size_t)parse_num("--max-body", optarg, 1, 1L << 30); break;
+    case OPT_DISK: cfg->disk_mb = parse_num("--disk-mb", optarg, 16, 1L << 20); break;
+    case OPT_BUDGET: cfg->disk_budget_mb = parse_num("--disk-budget-mb", optarg, 16, 1L << 30); break;
     case OPT_FAULTS: cfg->enable_faults = 1; break;
+    case OPT_AGENT: cfg->agent = optarg; break;
     case OPT_CGROUPS:
       if (!strcmp(optarg, "auto")) cfg->cgroups = 1;
       else if (!strcmp(optarg, "off")) cfg->cgroups = 0;
@@ -229,6 +243,60 @@ static void shut_down(ux_server *srv, ux_http *http) {
   ux_store_close(srv->store);
 }
 
+/* The agent binary: --agent, else unsandboxd-agent next to this program. */
+static void agent_path(const ux_config *cfg, char *out, size_t outlen) {
+  char self[PATH_MAX];
+  ssize_t n = cfg->agent ? -1 : readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash) *slash = '\0';
+    snprintf(out, outlen, "%.4000s/unsandboxd-agent", self);
+  } else {
+    snprintf(out, outlen, "%s", cfg->agent ? cfg->agent : "unsandboxd-agent");
+  }
+}
+
+/*
+** Everything the runs need, in the order it must happen: volumes first
+** (entering a private mount namespace needs a process without threads),
+** then the runner (which may move this process to a leaf cgroup and
+** removes the cgroups of dead servers), a probe sandbox, and the agent.
+*/
+static int prepare_sandbox(ux_config *cfg, ux_isolation *iso, char *volumes, size_t vlen) {
+  char tmp[4200], agent[PATH_MAX], err[512];
+  if (ux_path(tmp, sizeof tmp, "%s/tmp", cfg->data) < 0 || ux_mkdir_p(tmp, 0700) < 0) {
+    fprintf(stderr, "unsandboxd: cannot create %s/tmp\n", cfg->data);
+    return -1;
+  }
+  if (ux_volume_init(cfg->data, (unsigned long long)cfg->disk_mb << 20,
+                     (unsigned long long)cfg->disk_budget_mb << 20, volumes, vlen,
+                     err, sizeof err) != 0) {
+    fprintf(stderr, "unsandboxd: %s\n", err);
+    return -1;
+  }
+  install_signals();
+  ux_runner_init(cfg->cgroups, iso);
+  if (chdir("/") < 0) { perror("unsandboxd: chdir /"); return -1; }
+  ux_runner_set_tmpdir(tmp);
+  /* a start-up probe can fail once for a passing reason; three strikes
+  ** mean the sandbox really cannot run here */
+  int checked = -1;
+  for (int i = 0; i < 3 && checked < 0; i++)
+    if ((checked = ux_runner_check(err, sizeof err)) < 0)
+      fprintf(stderr, "unsandboxd: sandbox check %d failed: %s\n", i + 1, err);
+  if (checked < 0) {
+    fprintf(stderr, "unsandboxd: the sandbox cannot run here: %s\n", err);
+    return -1;
+  }
+  agent_path(cfg, agent, sizeof agent);
+  if (ux_archive_init(agent, err, sizeof err) != 0) {
+    fprintf(stderr, "unsandboxd: %s\n", err);
+    return -1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   char err[512], url[400];
   if (argc >= 2 && !strcmp(argv[1], "keys")) {
@@ -238,28 +306,9 @@ int main(int argc, char **argv) {
   ux_server srv;
   memset(&srv, 0, sizeof srv);
   parse_args(argc, argv, &srv.cfg);
-  install_signals();
-  /* before any run and any thread: may move this process to a leaf
-  ** cgroup (v2) and removes the parent cgroups of dead servers */
   ux_isolation iso;
-  ux_runner_init(srv.cfg.cgroups, &iso);
-  /* a start-up probe can fail once for a passing reason; three strikes
-  ** mean the sandbox really cannot run here */
-  int checked = -1;
-  for (int i = 0; i < 3 && checked < 0; i++)
-    if ((checked = ux_runner_check(err, sizeof err)) < 0)
-      fprintf(stderr, "unsandboxd: sandbox check %d failed: %s\n", i + 1, err);
-  if (checked < 0) {
-    fprintf(stderr, "unsandboxd: the sandbox cannot run here: %s\n", err);
-    return 1;
-  }
-  if (chdir("/") < 0) { perror("unsandboxd: chdir /"); return 1; }
-  char tmp[4200];
-  if (ux_path(tmp, sizeof tmp, "%s/tmp", srv.cfg.data) < 0 || ux_mkdir_p(tmp, 0700) < 0) {
-    fprintf(stderr, "unsandboxd: cannot create %s/tmp\n", srv.cfg.data);
-    return 1;
-  }
-  ux_runner_set_tmpdir(tmp);
+  char volumes[400];
+  if (prepare_sandbox(&srv.cfg, &iso, volumes, sizeof volumes) != 0) return 1;
 
   srv.store = ux_store_open(srv.cfg.data, err, sizeof err);
   if (!srv.store) { fprintf(stderr, "unsandboxd: %s\n", err); return 1; }
@@ -288,6 +337,7 @@ int main(int argc, char **argv) {
   fprintf(stderr, "unsandboxd %s listening on %s (data %s, %d workers, queue %d%s); "
           "isolation: %s\n", UX_VERSION, url, srv.cfg.data, srv.cfg.workers, srv.cfg.queue,
           srv.cfg.enable_faults ? ", faults enabled" : "", iso.detail);
+  fprintf(stderr, "unsandboxd: %s\n", volumes);
 
   char sig;
   while (read(signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {}

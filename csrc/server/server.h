@@ -25,7 +25,10 @@ typedef struct ux_config {
   int workers;
   int queue;
   size_t max_body;
+  long disk_mb;           /* size of every volume (volume.h) */
+  long disk_budget_mb;    /* all persistent volumes together; 0 = half the free space */
   int enable_faults;
+  const char *agent;      /* --agent: unsandboxd-agent; NULL = next to us */
   int cgroups;            /* limit runs with cgroups when usable (else rlimits) */
 } ux_config;
 

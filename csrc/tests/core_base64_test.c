@@ -31,5 +31,17 @@ int main(void) {
   ok(unsb_base64_decode("Zm9v=", 5, &n) == NULL, "b64 rejects padding where none fits");
   ok(unsb_base64_decode("Zm9vYg===", 9, &n) == NULL, "b64 rejects three '='");
   ok(unsb_base64_decode("Zm9v\n", 5, &n) == NULL, "b64 rejects a newline");
+
+  /* URL-safe, unpadded: bytes whose standard form has '+', '/' and '=' */
+  const unsigned char odd[] = { 0xfb, 0xff, 0xbf, 0x3e };
+  char *u = unsb_base64url_encode(odd, sizeof odd, &n);
+  is_str(u, "-_-_Pg", "b64url encode uses '-' and '_' and drops the padding");
+  d = u ? unsb_base64url_decode(u, strlen(u), &n) : NULL;
+  ok(d && n == sizeof odd && memcmp(d, odd, n) == 0, "b64url round trip");
+  free(u);
+  free(d);
+  ok(unsb_base64url_decode("-_-_Pg==", 8, &n) == NULL, "b64url rejects padding");
+  ok(unsb_base64url_decode("+/+/Pg", 6, &n) == NULL, "b64url rejects the standard alphabet");
+  ok(unsb_base64url_decode("-_-_P", 5, &n) == NULL, "b64url rejects an impossible length");
   return tap_done();
 }

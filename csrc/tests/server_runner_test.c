@@ -448,6 +448,7 @@ static void test_workdir(void) {
   chmod(base, 0700);
   char wd[128];
   snprintf(wd, sizeof wd, "%s/session", base);
+  mkdir(wd, 0700);            /* the runner never makes a persistent one */
   ux_run_spec s = spec_for("bash",
     "echo hi > state.txt; chmod 600 state.txt; mkdir -p d; echo x > d/y;"
     " chmod 700 d; ln -s /etc/shadow link");
@@ -637,6 +638,7 @@ static void test_shared_workdir(void) {
   chmod(base, 0700);
   char wd[128], cmd[300], err[256], p[300];
   snprintf(wd, sizeof wd, "%s/service", base);
+  mkdir(wd, 0700);            /* the runner never makes a persistent one */
   ux_run_result r;
 
   /* the "bootstrap": writes a.txt, waits for b.txt from the other run,

@@ -5,11 +5,15 @@
 */
 #include "server/exec/exec_spec.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/base64.h"
 #include "server/ids.h"
+#include "server/sandbox/volume.h"
 
 #define MAX_ENV 256
 #define MAX_FILES 1000
@@ -25,8 +29,26 @@ void ux_exec_spec_free(ux_exec_spec *s) {
   free(s->files);
   free(s->language);
   free(s->code);
-  free(s->workdir);
+  if (s->volume && s->work_fd >= 0) {
+    close(s->work_fd);
+    ux_volume_release(s->volume);
+  }
+  free(s->volume);
   free(s);
+}
+
+int ux_exec_spec_set_volume(ux_exec_spec *s, const char *dir) {
+  free(s->volume);
+  s->volume = strdup(dir);
+  s->run.workdir = s->volume;
+  return s->volume ? 0 : -1;
+}
+
+int ux_exec_spec_open_volume(ux_exec_spec *s, char *err, size_t errlen) {
+  if (!s->volume || s->work_fd >= 0) return 0;
+  if ((s->work_fd = ux_volume_acquire(s->volume, err, errlen)) < 0) return -1;
+  s->run.workdir_fd = s->work_fd;
+  return 0;
 }
 
 int ux_network_mode(ux_req *r, json_t *body, const char *dflt) {
@@ -105,7 +127,6 @@ static void finish(ux_exec_spec *s) {
   s->run.code = s->code;
   s->run.env = (const char *const *)s->env;
   s->run.files = s->files;
-  s->run.workdir = s->workdir;
 }
 
 ux_exec_spec *ux_exec_spec_from_json(ux_req *r, json_t *body, long dflt_ttl) {
@@ -113,6 +134,7 @@ ux_exec_spec *ux_exec_spec_from_json(ux_req *r, json_t *body, long dflt_ttl) {
   long ttl, vcpu;
   int art1, art2, net;
   ux_exec_spec *s = calloc(1, sizeof *s);
+  if (s) s->work_fd = -1;
   if (!s) { ux_reply_error(r, 500, "internal_error", "out of memory"); return NULL; }
   if (ux_get_str(r, body, "language", 1, NULL, &lang) < 0 ||
       ux_get_str(r, body, "code", 1, NULL, &code) < 0 ||
@@ -144,13 +166,13 @@ fail:
   return NULL;
 }
 
-ux_exec_spec *ux_exec_spec_command(const char *command, const char *workdir,
-                                   int network, int vcpu, int ttl_s) {
+ux_exec_spec *ux_exec_spec_command(const char *command, int network, int vcpu, int ttl_s) {
   ux_exec_spec *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   s->language = strdup("bash");
   s->code = strdup(command);
-  s->workdir = workdir ? strdup(workdir) : NULL;
+  s->work_fd = -1;
+  if (!s->language || !s->code) { ux_exec_spec_free(s); return NULL; }
   s->run.code_len = strlen(command);
   s->run.network = network;
   s->run.vcpu = vcpu;

@@ -12,7 +12,9 @@
 
 typedef struct ux_exec_spec {
   ux_run_spec run;        /* points into the fields below */
-  char *language, *code, *workdir;
+  char *language, *code;
+  char *volume;           /* the volume it works in (volume.h), or NULL */
+  int work_fd;            /* its root while in use (-1: not yet) */
   char **env;
   ux_file *files;
 } ux_exec_spec;
@@ -22,10 +24,18 @@ typedef struct ux_exec_spec {
 ** Returns a spec, or NULL after setting a 400 reply. */
 ux_exec_spec *ux_exec_spec_from_json(ux_req *r, json_t *body, long dflt_ttl);
 
-/* A bash command in a persistent work directory (session shell, service
-** execute, service bootstrap). ttl_s 0 = no limit. */
-ux_exec_spec *ux_exec_spec_command(const char *command, const char *workdir,
-                                   int network, int vcpu, int ttl_s);
+/* A bash command (session shell, service execute, service bootstrap),
+** without a work directory yet. ttl_s 0 = no limit. NULL: out of memory. */
+ux_exec_spec *ux_exec_spec_command(const char *command, int network, int vcpu, int ttl_s);
+
+/* The spec runs in the persistent volume dir. The volume is only taken
+** into use (ux_volume_acquire) by ux_exec_spec_open_volume, right before
+** the run starts, and given back when the spec is freed: a job that waits
+** in the queue holds nothing, so deleting its session is never held up
+** by it, and it fails to start instead. 0, or -1 (out of memory; with
+** err, errno ENOENT when the volume is gone or going). */
+int ux_exec_spec_set_volume(ux_exec_spec *s, const char *dir);
+int ux_exec_spec_open_volume(ux_exec_spec *s, char *err, size_t errlen);
 
 /* Parses input_files [{filename, content(base64)}] into the spec.
 ** Returns 0 or -1 after setting a 400 reply. */

@@ -120,6 +120,12 @@ static void run_one(ux_jobs *js, ux_job *j) {
   ux_store_put(js->st, "jobs", j->id, j->owner, "running", running);
   json_decref(running);
 
+  /* the volume is taken into use only now (exec_spec.h): a session
+  ** deleted while this job waited makes it end here */
+  if (ux_exec_spec_open_volume(j->spec, err, sizeof err) != 0) {
+    finish(js, j, J_CANCELLED, doc_final(j, J_CANCELLED, "its session or service was deleted", &res));
+    return;
+  }
   ux_run *run = ux_run_start(&j->spec->run, err, sizeof err);
   if (!run) {
     finish(js, j, J_FAILED, doc_final(j, J_FAILED, err[0] ? err : "sandbox failed to start", &res));
@@ -134,16 +140,19 @@ static void run_one(ux_jobs *js, ux_job *j) {
   ux_run_wait(run, &res);                            /* frees run */
   pthread_mutex_lock(&js->mu);
   j->run_id = 0;
-  int user_cancel = j->cancel;
+  int user_cancel = j->cancel, stopping = js->stopping;
   pthread_mutex_unlock(&js->mu);
 
   jstate s = J_COMPLETED;
   const char *error = NULL;
   if (res.error[0]) { s = J_FAILED; error = res.error; }
   else if (res.cancelled || user_cancel) {
-    /* a run killed by the shutdown was not cancelled by its owner */
-    if (user_cancel) s = J_CANCELLED;
-    else { s = J_FAILED; error = "server shutting down"; }
+    /* a run killed by the shutdown was not cancelled by its owner, nor
+    ** was one killed because its session or service went away */
+    s = J_CANCELLED;
+    if (user_cancel) error = NULL;
+    else if (stopping) { s = J_FAILED; error = "server shutting down"; }
+    else error = "its session or service was deleted or restored";
   } else if (res.timed_out) { s = J_TIMEOUT; error = "execution exceeded its ttl"; }
   /* still "completed" with the exit code of the kill (137): the program
   ** ran and ended; the error says why it ended */

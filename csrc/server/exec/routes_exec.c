@@ -129,6 +129,6 @@ int ux_h_job_cancel(ux_req *r, const char *id) {
   return ux_reply_json(r, 200, j);
 }
 
-int ux_workdir(const ux_server *srv, const char *kind, const char *id, char *out, size_t outlen) {
-  return ux_path(out, outlen, "%s/%ss/%s/work", srv->cfg.data, kind, id);
+int ux_resource_dir(const ux_server *srv, const char *kind, const char *id, char *out, size_t outlen) {
+  return ux_path(out, outlen, "%s/%ss/%s", srv->cfg.data, kind, id);
 }

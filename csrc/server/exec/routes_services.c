@@ -70,7 +70,7 @@ int ux_h_service_create(ux_req *r, const char *unused) {
   const char *name, *boot, *content;
   long vcpu;
   int net;
-  char id[64], vm[64], workdir[4200];
+  char id[64], vm[64], dir[4200];
   json_t *body = ux_body_object(r, 0);
   if (!body) return -1;
   json_t *ports = json_object_get(body, "ports");
@@ -94,8 +94,8 @@ int ux_h_service_create(ux_req *r, const char *unused) {
   const char *script = content ? content : boot;
   ux_random_id(id, sizeof id, "unsb-service-", 12);
   ux_random_id(vm, sizeof vm, "unsb-vm-", 8);
-  if (ux_make_workdir(r, "service", id, json_object_get(body, "input_files"),
-                      workdir, sizeof workdir) < 0)
+  if (ux_make_volume(r, "service", id, json_object_get(body, "input_files")) < 0 ||
+      ux_resource_dir(r->srv, "service", id, dir, sizeof dir) < 0)
     goto bad;
   long now = ux_now();
   json_t *doc = json_object();
@@ -114,8 +114,11 @@ int ux_h_service_create(ux_req *r, const char *unused) {
   json_decref(body);                                 /* script dangles from here on */
   if (ux_store_put(r->srv->store, "services", id, r->owner, "created", doc) < 0 ||
       ux_svcs_start(r->srv->svcs, id, json_string_value(json_object_get(doc, "bootstrap")),
-                    workdir, net, (int)vcpu) < 0) {
+                    dir, net, (int)vcpu) < 0) {
     json_decref(doc);
+    ux_svcs_stop(r->srv->svcs, id);
+    ux_store_delete(r->srv->store, "services", id, r->owner);
+    ux_remove_volume(r->srv, "service", id);
     return ux_reply_error(r, 500, "internal_error", "cannot start the service");
   }
   ux_reply_json(r, 201, present(r->srv, doc));
@@ -138,9 +141,9 @@ int ux_h_service_delete(ux_req *r, const char *id) {
   json_t *doc = ux_store_get(r->srv->store, "services", id, r->owner);
   if (!doc) return ux_reply_error(r, 404, "not_found", "no such service");
   json_decref(doc);
-  ux_svcs_stop(r->srv->svcs, id);
   ux_store_delete(r->srv->store, "services", id, r->owner);
-  ux_remove_resource_dir(r->srv, "service", id);
+  ux_svcs_stop(r->srv->svcs, id);
+  ux_remove_volume(r->srv, "service", id);
   return ux_reply_deleted(r, "service_id", id);
 }
 
@@ -191,16 +194,19 @@ int ux_h_service_snapshot(ux_req *r, const char *id) {
   return ux_snapshot_take(r, "service", id);
 }
 
+void ux_services_start(ux_server *srv, json_t *doc) {
+  char dir[4200];
+  const char *id = json_string_value(json_object_get(doc, "id"));
+  if (!id || ux_resource_dir(srv, "service", id, dir, sizeof dir) < 0) return;
+  const char *mode = json_string_value(json_object_get(doc, "network_mode"));
+  int net = mode && !strcmp(mode, "semitrusted");
+  ux_svcs_start(srv->svcs, id, json_string_value(json_object_get(doc, "bootstrap")), dir,
+                net, (int)json_integer_value(json_object_get(doc, "vcpu")));
+}
+
 void ux_services_resume(ux_server *srv) {
   json_t *docs = ux_store_list(srv->store, "services", NULL), *doc;
   size_t i;
-  char workdir[4200];
-  json_array_foreach(docs, i, doc) {
-    const char *id = json_string_value(json_object_get(doc, "id"));
-    if (!id || ux_workdir(srv, "service", id, workdir, sizeof workdir) < 0) continue;
-    int net = !strcmp(json_string_value(json_object_get(doc, "network_mode")), "semitrusted");
-    ux_svcs_start(srv->svcs, id, json_string_value(json_object_get(doc, "bootstrap")), workdir,
-                  net, (int)json_integer_value(json_object_get(doc, "vcpu")));
-  }
+  json_array_foreach(docs, i, doc) ux_services_start(srv, doc);
   json_decref(docs);
 }

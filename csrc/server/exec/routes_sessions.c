@@ -1,8 +1,9 @@
 /*
-** Sessions: a persistent work directory, DATA/sessions/<id>/work; each
-** shell command is one sandbox run (bash) with that directory mounted as
-** its work directory, so files persist between commands while processes
-** do not. Sessions are not reaped when their ttl runs out; remaining_ttl
+** Sessions: a persistent volume, DATA/sessions/<id> (volume.h); each
+** shell command is one sandbox run (bash) with the volume's root as its
+** work directory, so files persist between commands while processes do
+** not. Deleting a session kills its running commands before its volume
+** goes. Sessions are not reaped when their ttl runs out; remaining_ttl
 ** is informational.
 */
 #include <errno.h>
@@ -17,72 +18,75 @@
 #include "server/ids.h"
 #include "server/exec/jobs.h"
 #include "server/http/routes.h"
+#include "server/sandbox/tree.h"
+#include "server/sandbox/volume.h"
 #include "server/store/store.h"
 
-static int write_file(const char *dir, const ux_file *f) {
-  char path[8192];
-  if (ux_path(path, sizeof path, "%s/%s", dir, f->name) < 0) return -1;
-  char *slash = strrchr(path, '/');
-  *slash = '\0';
-  if (ux_mkdir_p(path, 0755) < 0) return -1;
-  *slash = '/';
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return -1;
-  size_t off = 0;
-  while (off < f->len) {
-    ssize_t n = write(fd, f->data + off, f->len - off);
-    if (n <= 0) { close(fd); return -1; }
-    off += (size_t)n;
-  }
-  return close(fd);
-}
-
-int ux_make_workdir(ux_req *r, const char *kind, const char *id, json_t *files,
-                    char *workdir, size_t wlen) {
+int ux_make_volume(ux_req *r, const char *kind, const char *id, json_t *files) {
   ux_exec_spec tmp;
+  char dir[4200], err[300];
+  int rc = -1;
   memset(&tmp, 0, sizeof tmp);
-  if (ux_exec_spec_files(r, &tmp, files) < 0) goto fail;
-  if (ux_workdir(r->srv, kind, id, workdir, wlen) < 0 || ux_mkdir_p(workdir, 0700) < 0) {
-    ux_reply_error(r, 500, "internal_error", "cannot create the work directory");
-    goto fail;
+  if (ux_exec_spec_files(r, &tmp, files) < 0) goto out;
+  if (ux_path(dir, sizeof dir, "%s/%ss", r->srv->cfg.data, kind) < 0 || ux_mkdir_p(dir, 0700) < 0 ||
+      ux_resource_dir(r->srv, kind, id, dir, sizeof dir) < 0) {
+    ux_reply_error(r, 500, "internal_error", "cannot create the %s's directory", kind);
+    goto out;
   }
-  for (size_t i = 0; i < tmp.run.n_files; i++)
-    if (write_file(workdir, &tmp.files[i]) < 0) {
-      ux_reply_error(r, 400, "bad_request", "cannot write input file %zu", i);
-      goto fail;
+  int made = ux_volume_create(dir, err, sizeof err);
+  if (made != 0) {
+    fprintf(stderr, "unsandboxd: %s\n", err);
+    if (made == -2) ux_reply_error(r, 507, "insufficient_storage", "%s", err);
+    else ux_reply_error(r, 500, "internal_error", "cannot create the %s's disk", kind);
+    goto out;
+  }
+  int root = ux_volume_acquire(dir, err, sizeof err);
+  rc = root < 0 ? -1 : 0;
+  /* nothing runs in the new volume yet, but the placing is tree.c's all
+  ** the same: the one way into a tree a sandbox will own */
+  for (size_t i = 0; rc == 0 && i < tmp.run.n_files; i++)
+    if (ux_tree_place_file(root, tmp.files[i].name, tmp.files[i].data, tmp.files[i].len,
+                           (uid_t)-1, (gid_t)-1, err, sizeof err) != 0) {
+      ux_reply_error(r, 400, "bad_request", "input file %zu: %s", i, err);
+      rc = -1;
     }
+  if (root >= 0) { close(root); ux_volume_release(dir); }
+  if (rc != 0) {
+    if (!r->reply.status) ux_reply_error(r, 500, "internal_error", "cannot open the %s's disk", kind);
+    ux_volume_destroy(dir);
+  }
+out:
   for (size_t i = 0; i < tmp.run.n_files; i++) { free(tmp.files[i].name); free(tmp.files[i].data); }
   free(tmp.files);
-  return 0;
-fail:
-  for (size_t i = 0; i < tmp.run.n_files; i++) { free(tmp.files[i].name); free(tmp.files[i].data); }
-  free(tmp.files);
-  return -1;
+  return rc;
 }
 
-void ux_remove_resource_dir(const ux_server *srv, const char *kind, const char *id) {
+void ux_remove_volume(const ux_server *srv, const char *kind, const char *id) {
   char dir[4200];
-  if (ux_path(dir, sizeof dir, "%s/%ss/%s", srv->cfg.data, kind, id) == 0) ux_rm_rf(dir);
+  if (ux_resource_dir(srv, kind, id, dir, sizeof dir) == 0) ux_volume_destroy(dir);
 }
 
 ux_exec_spec *ux_command_spec(ux_req *r, const char *kind, const char *id,
                               json_t *doc, json_t *body, long default_ms) {
   const char *command, *mode;
   long timeout;
-  char workdir[4200];
+  char dir[4200];
   if (ux_get_str(r, body, "command", 1, NULL, &command) < 0 ||
       ux_get_int(r, body, "timeout", 1, 900000, default_ms, &timeout) < 0)
     return NULL;
-  if (ux_workdir(r->srv, kind, id, workdir, sizeof workdir) < 0) {
-    ux_reply_error(r, 500, "internal_error", "work directory path too long");
-    return NULL;
-  }
   mode = json_string_value(json_object_get(doc, "network_mode"));
   int net = mode && !strcmp(mode, "semitrusted");
   int vcpu = (int)json_integer_value(json_object_get(doc, "vcpu"));
-  ux_exec_spec *spec = ux_exec_spec_command(command, workdir, net, vcpu,
-                                            (int)((timeout + 999) / 1000));
-  if (!spec) ux_reply_error(r, 500, "internal_error", "out of memory");
+  ux_exec_spec *spec = ux_exec_spec_command(command, net, vcpu, (int)((timeout + 999) / 1000));
+  if (!spec) {
+    ux_reply_error(r, 500, "internal_error", "out of memory");
+    return NULL;
+  }
+  if (ux_resource_dir(r->srv, kind, id, dir, sizeof dir) < 0 || ux_exec_spec_set_volume(spec, dir) < 0) {
+    ux_reply_error(r, 500, "internal_error", "out of memory");
+    ux_exec_spec_free(spec);
+    return NULL;
+  }
   return spec;
 }
 
@@ -121,7 +125,7 @@ int ux_h_session_create(ux_req *r, const char *unused) {
   const char *shell, *mux;
   long ttl, vcpu;
   int net;
-  char id[64], vm[64], workdir[4200];
+  char id[64], vm[64];
   json_t *body = ux_body_object(r, 1);
   if (!body) return -1;
   if (ux_get_str(r, body, "shell", 0, "bash", &shell) < 0 ||
@@ -138,8 +142,7 @@ int ux_h_session_create(ux_req *r, const char *unused) {
   }
   ux_random_id(id, sizeof id, "unsb-session-", 12);
   ux_random_id(vm, sizeof vm, "unsb-vm-", 8);
-  if (ux_make_workdir(r, "session", id, json_object_get(body, "input_files"),
-                      workdir, sizeof workdir) < 0) {
+  if (ux_make_volume(r, "session", id, json_object_get(body, "input_files")) < 0) {
     json_decref(body);
     return -1;
   }
@@ -158,6 +161,7 @@ int ux_h_session_create(ux_req *r, const char *unused) {
   json_object_set_new(doc, "last_activity", json_integer(now));
   if (ux_store_put(r->srv->store, "sessions", id, r->owner, "running", doc) < 0) {
     json_decref(doc);
+    ux_remove_volume(r->srv, "session", id);
     return ux_reply_error(r, 500, "internal_error", "cannot store the session");
   }
   ux_reply_json(r, 201, present(doc));
@@ -176,7 +180,7 @@ int ux_h_session_get(ux_req *r, const char *id) {
 int ux_h_session_delete(ux_req *r, const char *id) {
   if (ux_store_delete(r->srv->store, "sessions", id, r->owner) != 1)
     return ux_reply_error(r, 404, "not_found", "no such session");
-  ux_remove_resource_dir(r->srv, "session", id);
+  ux_remove_volume(r->srv, "session", id);
   return ux_reply_deleted(r, "session_id", id);
 }
 

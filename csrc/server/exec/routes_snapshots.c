@@ -1,17 +1,26 @@
 /*
-** Snapshots: tar.gz archives of a session's or service's work directory
-** in DATA/snapshots/<id>.tar.gz, with their metadata in the store.
-** Restore replaces the source's work directory whole (snapshot.c); a
-** locked snapshot cannot be deleted.
+** Snapshots: tar.gz archives of a session's or service's volume in
+** DATA/snapshots/<id>.tar.gz, with their metadata in the store. Both the
+** archive and the restore are made inside a sandbox (archive.h); root
+** handles the archive file only. A snapshot freezes the volume's runs; a
+** restore kills them (a service's bootstrap starts again afterwards) and
+** replaces the tree whole or not at all. A locked snapshot cannot be
+** deleted.
 */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "server/exec/svc.h"
 #include "server/fsutil.h"
 #include "server/ids.h"
 #include "server/http/routes.h"
-#include "server/sandbox/snapshot.h"
+#include "server/sandbox/archive.h"
+#include "server/sandbox/runner.h"
+#include "server/sandbox/volume.h"
 #include "server/store/store.h"
 
 static const char *table_of(const char *source_type) {
@@ -22,11 +31,40 @@ static int archive_path(ux_req *r, const char *id, char *out, size_t len) {
   return ux_path(out, len, "%s/snapshots/%s.tar.gz", r->srv->cfg.data, id);
 }
 
+/* Archives the volume dir into arch (via a temporary name): the other
+** runs of the volume are frozen meanwhile, so the archive is consistent
+** and nothing moves under the agent. 0, -1 with err, -2: volume gone. */
+static int archive_volume(const char *dir, const char *arch, long *size, char *err, size_t errlen) {
+  char tmp[4300];
+  int root = ux_volume_acquire(dir, err, errlen);
+  if (root < 0) return -2;
+  int rc = -1, out = -1;
+  if (ux_path(tmp, sizeof tmp, "%s.tmp", arch) == 0 &&
+      (out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) >= 0) {
+    ux_runner_freeze_workdir(root, 1);
+    rc = ux_archive_tree(root, out, NULL, err, errlen);
+    ux_runner_freeze_workdir(root, 0);
+    struct stat st;
+    if (rc == 0 && (fsync(out) != 0 || fstat(out, &st) != 0 || rename(tmp, arch) != 0)) {
+      snprintf(err, errlen, "cannot store the archive: %s", strerror(errno));
+      rc = -1;
+    }
+    if (rc == 0) *size = (long)st.st_size;
+    else unlink(tmp);
+    close(out);
+  } else {
+    snprintf(err, errlen, "cannot create the archive: %s", strerror(errno));
+  }
+  close(root);
+  ux_volume_release(dir);
+  return rc;
+}
+
 int ux_snapshot_take(ux_req *r, const char *type, const char *source_id) {
   const char *name;
   int hot;
   long size = 0;
-  char id[64], src[4200], arch[4200], dir[4200], err[512];
+  char id[64], dir[4200], arch[4200], err[512] = "";
   json_t *source = ux_store_get(r->srv->store, table_of(type), source_id, r->owner);
   if (!source) return ux_reply_error(r, 404, "not_found", "no such %s", type);
   json_decref(source);
@@ -37,13 +75,16 @@ int ux_snapshot_take(ux_req *r, const char *type, const char *source_id) {
     return -1;
   }
   ux_random_id(id, sizeof id, "unsb-snapshot-", 12);
-  if (ux_workdir(r->srv, type, source_id, src, sizeof src) < 0 ||
-      ux_path(dir, sizeof dir, "%s/snapshots", r->srv->cfg.data) < 0 ||
-      ux_mkdir_p(dir, 0700) < 0 || archive_path(r, id, arch, sizeof arch) < 0 ||
-      ux_snapshot_create(src, arch, &size, err, sizeof err) < 0) {
+  int rc = -1;
+  if (ux_path(dir, sizeof dir, "%s/snapshots", r->srv->cfg.data) == 0 && ux_mkdir_p(dir, 0700) == 0 &&
+      archive_path(r, id, arch, sizeof arch) == 0 &&
+      ux_resource_dir(r->srv, type, source_id, dir, sizeof dir) == 0)
+    rc = archive_volume(dir, arch, &size, err, sizeof err);
+  if (rc != 0) {
     json_decref(body);
+    if (rc == -2) return ux_reply_error(r, 404, "not_found", "no such %s", type);
     fprintf(stderr, "unsandboxd: snapshot of %s failed: %s\n", source_id, err);
-    return ux_reply_error(r, 500, "internal_error", "snapshot failed");
+    return ux_reply_error(r, 500, "internal_error", "snapshot failed: %s", err);
   }
   json_t *doc = json_object();
   json_object_set_new(doc, "id", json_string(id));
@@ -92,24 +133,55 @@ int ux_h_snapshot_delete(ux_req *r, const char *id) {
   return ux_reply_deleted(r, "id", id);
 }
 
+/* Replaces the volume dir's tree with the archive's: the volume's runs
+** are killed, the archive is unpacked into a fresh volume by the agent,
+** and only a complete unpacking takes the old tree's place. */
+static int restore_volume(const char *arch, const char *dir, ux_extract_report *rep,
+                          char *err, size_t errlen) {
+  char next[4300];
+  int in = open(arch, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (in < 0) {
+    snprintf(err, errlen, "cannot open the archive: %s", strerror(errno));
+    return -1;
+  }
+  int rc = ux_volume_swap_begin(dir, err, errlen);
+  if (rc == 0) {
+    rc = ux_path(next, sizeof next, "%s/next", dir) == 0
+         ? ux_extract_tree(next, in, rep, err, errlen) : -1;
+    char end_err[256];
+    if (ux_volume_swap_end(dir, rc == 0, end_err, sizeof end_err) != 0 && rc == 0) {
+      snprintf(err, errlen, "%s", end_err);
+      rc = -1;
+    }
+  }
+  close(in);
+  return rc;
+}
+
 int ux_h_snapshot_restore(ux_req *r, const char *id) {
-  char arch[4200], target[4200], err[512] = "";
+  char arch[4200], dir[4200], err[512] = "";
+  ux_extract_report rep;
   json_t *doc = ux_store_get(r->srv->store, "snapshots", id, r->owner);
   if (!doc) return ux_reply_error(r, 404, "not_found", "no such snapshot");
   const char *type = json_string_value(json_object_get(doc, "source_type"));
   const char *source_id = json_string_value(json_object_get(doc, "source_id"));
-  json_t *source = ux_store_get(r->srv->store, table_of(type), source_id, r->owner);
+  json_t *source = type && source_id ? ux_store_get(r->srv->store, table_of(type), source_id, r->owner) : NULL;
   if (!source) {
     json_decref(doc);
-    return ux_reply_error(r, 409, "source_missing", "the snapshot's %s no longer exists", type);
+    return ux_reply_error(r, 409, "source_missing", "the snapshot's %s no longer exists",
+                          type ? type : "source");
   }
+  int service = !strcmp(type, "service");
+  if (service) ux_svcs_stop(r->srv->svcs, source_id);     /* started again below */
+  int rc = archive_path(r, id, arch, sizeof arch) == 0 &&
+           ux_resource_dir(r->srv, type, source_id, dir, sizeof dir) == 0
+           ? restore_volume(arch, dir, &rep, err, sizeof err) : -1;
+  if (service) ux_services_start(r->srv, source);
   json_decref(source);
-  if (archive_path(r, id, arch, sizeof arch) < 0 ||
-      ux_workdir(r->srv, type, source_id, target, sizeof target) < 0 ||
-      ux_snapshot_restore(arch, target, err, sizeof err) < 0) {
+  if (rc != 0) {
     fprintf(stderr, "unsandboxd: restore of %s failed: %s\n", id, err);
     json_decref(doc);
-    return ux_reply_error(r, 500, "internal_error", "restore failed; nothing was changed");
+    return ux_reply_error(r, 500, "internal_error", "restore failed; nothing was changed: %s", err);
   }
   json_t *j = json_object();
   json_object_set_new(j, "id", json_string(id));

@@ -12,11 +12,11 @@
 #include <string.h>
 
 #include "server/exec/exec_spec.h"
-#include "server/fsutil.h"
 
 typedef struct entry {
   char id[128];
-  char log_path[4200];
+  char log[UX_SVC_LOG_CAP];  /* a ring: the last bytes of the output */
+  size_t log_start, log_len;
   ux_exec_spec *spec;     /* NULL: no bootstrap */
   unsigned long long run_id;
   int running, stopping, has_thread;
@@ -43,7 +43,8 @@ static void *bootstrap_thread(void *arg) {
   char err[256] = "";
   ux_run_result res;
   memset(&res, 0, sizeof res);
-  ux_run *run = ux_run_start(&e->spec->run, err, sizeof err);
+  ux_run *run = ux_exec_spec_open_volume(e->spec, err, sizeof err) == 0
+                ? ux_run_start(&e->spec->run, err, sizeof err) : NULL;
   pthread_mutex_lock(&s->mu);
   e->run_id = run ? ux_run_id(run) : 0;
   if (!run) {
@@ -64,27 +65,52 @@ static void *bootstrap_thread(void *arg) {
   return NULL;
 }
 
+/* The runner's output hook (waiting thread): appends to the ring. */
+static void on_output(void *ctx, int channel, const char *data, size_t len) {
+  (void)channel;
+  entry *e = ctx;
+  pthread_mutex_lock(&e->owner->mu);
+  if (len >= UX_SVC_LOG_CAP) {
+    data += len - UX_SVC_LOG_CAP;
+    len = UX_SVC_LOG_CAP;
+  }
+  for (size_t i = 0; i < len; i++) {
+    size_t at = (e->log_start + e->log_len) % UX_SVC_LOG_CAP;
+    e->log[at] = data[i];
+    if (e->log_len < UX_SVC_LOG_CAP) e->log_len++;
+    else e->log_start = (e->log_start + 1) % UX_SVC_LOG_CAP;
+  }
+  pthread_mutex_unlock(&e->owner->mu);
+}
+
+/* The bootstrap's spec: stderr joins stdout so the log keeps their order. */
+static ux_exec_spec *bootstrap_spec(entry *e, const char *bootstrap, const char *dir,
+                                    int network, int vcpu) {
+  size_t n = strlen(bootstrap) + 16;
+  char *code = malloc(n);
+  if (!code) return NULL;
+  snprintf(code, n, "exec 2>&1\n%s\n", bootstrap);
+  ux_exec_spec *spec = ux_exec_spec_command(code, network, vcpu, 0);
+  free(code);
+  if (!spec || ux_exec_spec_set_volume(spec, dir) != 0) {
+    ux_exec_spec_free(spec);
+    return NULL;
+  }
+  spec->run.output_cap = 4096;            /* the ring has it all */
+  spec->run.on_output = on_output;
+  spec->run.output_ctx = e;
+  return spec;
+}
+
 int ux_svcs_start(ux_svcs *s, const char *id, const char *bootstrap,
-                  const char *workdir, int network, int vcpu) {
+                  const char *dir, int network, int vcpu) {
   entry *e = calloc(1, sizeof *e);
   if (!e) return -1;
   snprintf(e->id, sizeof e->id, "%s", id);
-  if (ux_path(e->log_path, sizeof e->log_path, "%s/%s", workdir, UX_SVC_LOG) < 0) {
-    free(e);
-    return -1;
-  }
   e->owner = s;
   e->running = 1;
   if (bootstrap && *bootstrap) {
-    /* the script's own output goes to the log file in its work directory,
-    ** where it can be read while the service runs */
-    size_t n = strlen(bootstrap) + 64;
-    char *code = malloc(n);
-    snprintf(code, n, "exec >>%s 2>&1\n%s\n", UX_SVC_LOG, bootstrap);
-    e->spec = ux_exec_spec_command(code, workdir, network, vcpu, 0);
-    free(code);
-    if (!e->spec) { free(e); return -1; }
-    e->spec->run.output_cap = UX_SVC_LOG_CAP;
+    if (!(e->spec = bootstrap_spec(e, bootstrap, dir, network, vcpu))) { free(e); return -1; }
   }
   pthread_mutex_lock(&s->mu);
   e->next = s->list;
@@ -112,21 +138,21 @@ int ux_svcs_running(ux_svcs *s, const char *id) {
 }
 
 char *ux_svcs_log(ux_svcs *s, const char *id, size_t *len) {
-  char path[4200] = "", tail[512] = "";
+  char *out = malloc(UX_SVC_LOG_CAP + sizeof ((entry *)0)->tail + 1);
+  *len = 0;
+  if (!out) return NULL;
   pthread_mutex_lock(&s->mu);
   entry *e = find(s, id);
   if (e) {
-    snprintf(path, sizeof path, "%s", e->log_path);
-    snprintf(tail, sizeof tail, "%s", e->tail);
+    for (size_t i = 0; i < e->log_len; i++)
+      out[(*len)++] = e->log[(e->log_start + i) % UX_SVC_LOG_CAP];
+    size_t t = strlen(e->tail);
+    memcpy(out + *len, e->tail, t);
+    *len += t;
   }
   pthread_mutex_unlock(&s->mu);
-  char *log = ux_read_tail(path, UX_SVC_LOG_CAP, len);
-  if (log && tail[0]) {
-    size_t t = strlen(tail);
-    char *both = realloc(log, *len + t + 1);
-    if (both) { memcpy(both + *len, tail, t + 1); *len += t; log = both; }
-  }
-  return log;
+  out[*len] = '\0';
+  return out;
 }
 
 static void stop_entry(ux_svcs *s, entry *e) {

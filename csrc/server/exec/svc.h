@@ -2,8 +2,11 @@
 ** Running services: each service's bootstrap is one long sandbox run
 ** (no ttl) on a background thread. A service is "running" while its
 ** bootstrap runs, or always when it has none; "stopped" once the
-** bootstrap has exited. The bootstrap's output goes to a log file in the
-** service's work directory, so logs can be read while it still runs.
+** bootstrap has exited. The bootstrap's output (stdout and stderr, in
+** order) is kept in memory as it arrives, its last UX_SVC_LOG_CAP bytes,
+** so logs can be read while it runs and nothing of the log lives in the
+** tree the service controls (a log file there could become a FIFO or a
+** symlink under the reader).
 */
 #ifndef UX_SVC_H
 #define UX_SVC_H
@@ -12,14 +15,14 @@
 
 typedef struct ux_svcs ux_svcs;
 
-#define UX_SVC_LOG ".unsandbox-service.log"
 #define UX_SVC_LOG_CAP (64 * 1024)
 
 ux_svcs *ux_svcs_new(void);
 
-/* Starts service id (bootstrap NULL or "" = none) in workdir. 0 or -1. */
+/* Starts service id (bootstrap NULL or "" = none) in the volume dir,
+** whose use the bootstrap holds while it runs. 0 or -1. */
 int ux_svcs_start(ux_svcs *s, const char *id, const char *bootstrap,
-                  const char *workdir, int network, int vcpu);
+                  const char *dir, int network, int vcpu);
 /* 1 running, 0 stopped or unknown. */
 int ux_svcs_running(ux_svcs *s, const char *id);
 /* The bootstrap's output so far (the last UX_SVC_LOG_CAP bytes): malloc'd. */

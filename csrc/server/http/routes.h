@@ -49,7 +49,9 @@ int ux_h_service_delete(ux_req *r, const char *id);
 int ux_h_service_execute(ux_req *r, const char *id);
 int ux_h_service_logs(ux_req *r, const char *id);
 int ux_h_service_snapshot(ux_req *r, const char *id);
-/* Restarts the bootstraps of stored services (start-up). */
+/* Starts the bootstrap of the stored service doc; ux_services_resume
+** starts every stored service's (start-up). */
+void ux_services_start(ux_server *srv, json_t *doc);
 void ux_services_resume(ux_server *srv);
 
 /* routes_snapshots.c */
@@ -65,10 +67,10 @@ int ux_snapshot_take(ux_req *r, const char *source_type, const char *source_id);
 /* Submits a job for r->owner, answering 429/503 itself when refused. */
 ux_job *ux_submit(ux_req *r, ux_exec_spec *spec);
 
-/* Creates DATA/<kind>s/<id>/work (0700) and writes the request's
-** input_files into it. 0, or -1 after setting a 400/500 reply. */
-int ux_make_workdir(ux_req *r, const char *kind, const char *id, json_t *input_files,
-                    char *workdir, size_t wlen);
+/* Creates the resource's volume DATA/<kind>s/<id> (volume.h) and places
+** the request's input_files in it. 0, or -1 after setting a 400, 500 or
+** 507 (disk budget used up) reply. */
+int ux_make_volume(ux_req *r, const char *kind, const char *id, json_t *input_files);
 
 /* One command run in a session's or service's directory: `command` and
 ** `timeout` (ms, default_ms) from the body, the network mode and vcpu from
@@ -76,12 +78,12 @@ int ux_make_workdir(ux_req *r, const char *kind, const char *id, json_t *input_f
 ux_exec_spec *ux_command_spec(ux_req *r, const char *kind, const char *id,
                               json_t *doc, json_t *body, long default_ms);
 
-/* Removes DATA/<kind>s/<id>, the whole directory of a deleted session
-** or service. */
-void ux_remove_resource_dir(const ux_server *srv, const char *kind, const char *id);
+/* Removes a deleted session's or service's volume once every run in it
+** is gone (ux_volume_destroy). */
+void ux_remove_volume(const ux_server *srv, const char *kind, const char *id);
 
-/* DATA/<kind>s/<id>/work */
-int ux_workdir(const ux_server *srv, const char *kind, const char *id, char *out, size_t outlen);
+/* DATA/<kind>s/<id>: the resource's volume. */
+int ux_resource_dir(const ux_server *srv, const char *kind, const char *id, char *out, size_t outlen);
 
 #endif
 

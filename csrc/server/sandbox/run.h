@@ -16,6 +16,7 @@
 #include "server/sandbox/net.h"
 #include "server/sandbox/runner.h"
 #include "server/sandbox/sandbox.h"
+#include "server/sandbox/tree.h"
 
 struct ux_run {
   unsigned long long id;
@@ -40,11 +41,14 @@ struct ux_run {
   uid_t uid; gid_t gid;
   int base_fd;                /* directory holding the run directory */
   char run_name[64];          /* its name there */
+  char run_path[PATH_MAX + 32];  /* and its path: a scratch volume's mount point */
   int work_fd;
   dev_t wd_dev; ino_t wd_ino; /* the work directory, for workgroup.c */
   int want_artifacts;
-  ux_sb_list before;
+  ux_tree_list before;
   char **inputs; size_t n_inputs;   /* input file names (not artifacts) */
+  void (*on_output)(void *ctx, int channel, const char *data, size_t len);
+  void *output_ctx;
 
   int has_cg;                 /* cg is the run's cgroup */
   ux_cg_run cg;

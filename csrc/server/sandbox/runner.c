@@ -88,6 +88,8 @@
 
 #include "server/fsutil.h"
 #include "server/sandbox/run.h"
+#include "server/sandbox/tree.h"
+#include "server/sandbox/volume.h"
 #include "server/sandbox/slots.h"
 
 /* ---------------------------------------------------------------------
@@ -202,6 +204,11 @@ static int prepare_dirs(ux_run *r, const ux_run_spec *spec, const ux_lang *lang,
     return -1;
   }
   snprintf(r->run_name, sizeof r->run_name, "%s", strrchr(tmpl, '/') + 1);
+  if (ux_scratch_mount(tmpl) != 0) {
+    snprintf(err, errlen, "cannot mount the run's scratch volume: %s", strerror(errno));
+    return -1;
+  }
+  snprintf(r->run_path, sizeof r->run_path, "%s", tmpl);
   int run_fd = open_dir_at(r->base_fd, r->run_name);
   if (run_fd < 0 || mkdirat(run_fd, "code", 0755) != 0 ||
       (*code_fd = open_dir_at(run_fd, "code")) < 0) {
@@ -209,20 +216,19 @@ static int prepare_dirs(ux_run *r, const ux_run_spec *spec, const ux_lang *lang,
     if (run_fd >= 0) close(run_fd);
     return -1;
   }
-  if (lang && ux_sb_place_file(*code_fd, lang->file, spec->code ? spec->code : "",
+  if (lang && ux_tree_place_file(*code_fd, lang->file, spec->code ? spec->code : "",
                                spec->code ? spec->code_len : 0, (uid_t)-1, (gid_t)-1,
                                err, errlen) != 0) {
     close(run_fd);
     return -1;
   }
 
-  if (spec->workdir) {
-    if (mkdir(spec->workdir, 0700) != 0 && errno != EEXIST) {
-      snprintf(err, errlen, "cannot create work directory %.150s: %s",
-               spec->workdir, strerror(errno));
-      close(run_fd);
-      return -1;
-    }
+  /* a persistent work directory is a volume its owner made (volume.h);
+  ** a run never creates one, so a run queued for a resource deleted
+  ** meanwhile fails here rather than bring its directory back */
+  if (spec->workdir_fd > 0) {
+    r->work_fd = fcntl(spec->workdir_fd, F_DUPFD_CLOEXEC, 0);
+  } else if (spec->workdir) {
     r->work_fd = open_dir_at(AT_FDCWD, spec->workdir);
   } else if (mkdirat(run_fd, "work", 0700) == 0) {
     r->work_fd = open_dir_at(run_fd, "work");
@@ -244,14 +250,15 @@ static int take_slot(ux_run *r, const ux_run_spec *spec, char *err, size_t errle
   int prepare = 1;
   if (ux_privileged()) {
     struct stat wd = { .st_dev = r->wd_dev, .st_ino = r->wd_ino };
-    if ((r->slot = ux_slot_take(spec->workdir ? &wd : NULL, &prepare)) < 0) {
+    int persistent = spec->workdir || spec->workdir_fd > 0;
+    if ((r->slot = ux_slot_take(persistent ? &wd : NULL, &prepare)) < 0) {
       snprintf(err, errlen, "too many concurrent runs (%d)", UX_SB_SLOTS);
       return -1;
     }
     r->uid = UX_SB_UID_BASE + (uid_t)r->slot;
     r->gid = UX_SB_UID_BASE + (gid_t)r->slot;
     if (prepare) {
-      int rc = ux_sb_chown_tree(r->work_fd, r->uid, r->gid);
+      int rc = ux_tree_chown(r->work_fd, r->uid, r->gid);
       int e = errno;
       ux_slot_prepared(r->slot, rc == 0);
       if (rc != 0) {
@@ -262,7 +269,7 @@ static int take_slot(ux_run *r, const ux_run_spec *spec, char *err, size_t errle
     }
   }
   for (size_t i = 0; i < spec->n_files; i++)
-    if (ux_sb_place_file(r->work_fd, spec->files[i].name, spec->files[i].data,
+    if (ux_tree_place_file(r->work_fd, spec->files[i].name, spec->files[i].data,
                          spec->files[i].len, r->uid, r->gid, err, errlen) != 0)
       return -1;
   return 0;
@@ -279,7 +286,7 @@ static int check_spec(const ux_run_spec *spec, const ux_lang **lang,
   }
   if (spec->ttl_s < 0) { snprintf(err, errlen, "negative ttl"); return -1; }
   for (size_t i = 0; i < spec->n_files; i++)
-    if (ux_sb_check_name(spec->files[i].name, err, errlen) != 0) return -1;
+    if (ux_tree_check_name(spec->files[i].name, err, errlen) != 0) return -1;
   return ux_sb_check_spec_io(spec, err, errlen);
 }
 
@@ -351,6 +358,8 @@ static ux_run *new_run(const ux_run_spec *spec) {
   r->ttl_s = spec->ttl_s;
   r->cap = spec->output_cap ? spec->output_cap : UX_SB_OUTPUT_CAP;
   r->want_artifacts = spec->want_artifacts;
+  r->on_output = spec->on_output;
+  r->output_ctx = spec->output_ctx;
   ux_cg_run_init(&r->cg);
   ux_net_init(&r->net);
   pthread_mutex_lock(&ux_reg_lock);
@@ -396,7 +405,7 @@ static int set_up(ux_run *r, const ux_run_spec *spec, const ux_lang *lang, int u
   }
   if (prepare_dirs(r, spec, lang, &f->code, err, errlen) != 0 ||
       take_slot(r, spec, err, errlen) != 0) return -1;
-  if (r->want_artifacts) ux_sb_list_files(r->work_fd, &r->before);
+  if (r->want_artifacts) ux_tree_list_files(r->work_fd, &r->before);
   if (use_cg) {
     ux_cg_limits l = { mem, UX_SB_NPROC };
     if (ux_cg_run_create(ux_runner_cg(), r->id, &l, &r->cg, err, errlen) != 0) return -1;

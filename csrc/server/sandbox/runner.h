@@ -64,6 +64,9 @@ typedef struct ux_run_spec {
                              may share one concurrently (a service's
                              bootstrap and its commands): they then run as
                              one uid, and killing one spares the others */
+  int workdir_fd;         /* > 0: that directory, already open (a volume
+                             in use, volume.h); the runner uses a dup and
+                             workdir only names it in messages */
   int want_artifacts;     /* collect files the program created */
   int in_fd;              /* > 0: the program's stdin (else /dev/null) */
   int out_fd;             /* > 0: its stdout goes straight there, not to
@@ -73,6 +76,11 @@ typedef struct ux_run_spec {
   size_t n_ro_binds;
   const char *work_mount; /* where the work directory appears inside, also
                              the cwd and HOME; NULL = "/sandbox" */
+  /* Called on the waiting thread with every piece of output as it is
+  ** read (channel 1 stdout, 2 stderr), before the capture cap applies:
+  ** how a service keeps the tail of its log. Must not block. */
+  void (*on_output)(void *ctx, int channel, const char *data, size_t len);
+  void *output_ctx;
 } ux_run_spec;
 
 typedef struct ux_run_result {

@@ -1,9 +1,9 @@
 /*
 ** Internals of the sandbox runner shared by its companion files:
-** languages.c (what runs a language), workdir.c (safe file-system work on
-** directories a sandbox has written to) and sandbox_argv.c (the bubblewrap
+** languages.c (what runs a language) and sandbox_argv.c (the bubblewrap
 ** command line). The run object itself is in run.h; the public interface
-** is runner.h.
+** is runner.h. File work on the trees a sandbox writes is tree.c's alone
+** (tree.h).
 */
 #ifndef UX_SANDBOX_H
 #define UX_SANDBOX_H
@@ -67,48 +67,6 @@ const ux_lang *ux_sb_lang(const char *name);
 ** the table is probed (OpenJDK's /etc/java-17-openjdk, GnuCOBOL's
 ** /etc/gnucobol); NULL-terminated, never NULL. */
 const char *const *ux_sb_lang_etc(const ux_lang *lang);
-
-/* ---------------------------------------------------------------------
-** workdir.c: every walk uses directory fds with O_NOFOLLOW, so a symlink
-** left by a sandbox never leads root outside the directory.
-** ------------------------------------------------------------------- */
-
-/* 0 when `name` is an acceptable relative path for an input file, else
-** -1 with a message naming the file. */
-int ux_sb_check_name(const char *name, char *err, size_t errlen);
-
-/* Creates (mode 0644, parent directories 0755) and fills dirfd/name,
-** owned by uid:gid. 0, or -1 with a message. */
-int ux_sb_place_file(int dirfd, const char *name, const void *data,
-                     size_t len, uid_t uid, gid_t gid,
-                     char *err, size_t errlen);
-
-/* Recursively lchown everything below (and including) dirfd. 0 or -1. */
-int ux_sb_chown_tree(int dirfd, uid_t uid, gid_t gid);
-
-/* rm -rf of parentfd/name, never following symlinks. 0 or -1. */
-int ux_sb_remove_tree(int parentfd, const char *name);
-
-/* Listing of the regular files below a directory, for artifacts. */
-typedef struct ux_sb_entry {
-  char *path;                 /* relative */
-  dev_t dev; ino_t ino; off_t size;
-  long long mtime_ns;
-} ux_sb_entry;
-
-typedef struct ux_sb_list {
-  ux_sb_entry *v; size_t n, cap;
-} ux_sb_list;
-
-int ux_sb_list_files(int dirfd, ux_sb_list *out);
-void ux_sb_list_free(ux_sb_list *l);
-
-/* Regular files of `after` that are not in `before` (same path, inode,
-** size and mtime) and whose path is not one of `skip` (input files):
-** read into a malloc'd array, capped by UX_SB_ART_FILES/BYTES. */
-int ux_sb_collect(int dirfd, const ux_sb_list *before,
-                  const ux_sb_list *after, const ux_file *skip,
-                  size_t n_skip, ux_file **out, size_t *n_out);
 
 /* ---------------------------------------------------------------------
 ** sandbox_argv.c

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "server/sandbox/sandbox.h"
+#include "server/sandbox/tree.h"
 
 static void push(ux_argv *a, const char *s) {
   if (a->oom) return;
@@ -251,7 +252,7 @@ int ux_sb_check_mount_point(const char *what, const char *path, char *err, size_
              what, path ? path : "(null)");
     return -1;
   }
-  if (ux_sb_check_name(path + 1, sub, sizeof sub) != 0) {
+  if (ux_tree_check_name(path + 1, sub, sizeof sub) != 0) {
     snprintf(err, errlen, "%s: %s", what, sub);
     return -1;
   }

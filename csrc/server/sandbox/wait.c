@@ -24,6 +24,8 @@
 
 #include "server/fsutil.h"
 #include "server/sandbox/run.h"
+#include "server/sandbox/tree.h"
+#include "server/sandbox/volume.h"
 #include "server/sandbox/slots.h"
 
 #define DRAIN_MS     1000     /* output still read after the child is reaped */
@@ -37,14 +39,17 @@ void ux_run_free(ux_run *r) {
   /* kills what is left in the run's cgroup, then removes it */
   if (r->has_cg || r->cg.name[0]) ux_cg_run_destroy(&r->cg, SWEEP_MS);
   if (r->base_fd >= 0) {
-    if (r->run_name[0]) ux_sb_remove_tree(r->base_fd, r->run_name);
+    /* a scratch volume goes with one unmount; the walk is only for the
+    ** plain-directory fallback, and nothing of the run is left by now */
+    if (r->run_path[0]) ux_scratch_unmount(r->run_path);
+    if (r->run_name[0]) ux_tree_remove(r->base_fd, r->run_name);
     ux_close_fd(&r->base_fd);
   }
   /* the work directory stays open until the slot is given back: its
   ** inode, the slot's key, cannot be recycled while the slot is joinable */
   ux_slot_give(r->slot);
   ux_close_fd(&r->work_fd);
-  ux_sb_list_free(&r->before);
+  ux_tree_list_free(&r->before);
   for (size_t i = 0; i < r->n_inputs; i++) free(r->inputs[i]);
   free(r->inputs);
   free(r);
@@ -57,11 +62,12 @@ typedef struct outbuf {
 
 /* Reads what is there; keeps up to `limit` bytes and discards the rest,
 ** so a chatty program never blocks on a full pipe. */
-static void pump(int *fd, outbuf *b) {
+static void pump(ux_run *r, int channel, int *fd, outbuf *b) {
   char chunk[CHUNK];
   ssize_t n = read(*fd, chunk, sizeof chunk);
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
   if (n <= 0) { b->eof = 1; ux_close_fd(fd); return; }
+  if (r->on_output) r->on_output(r->output_ctx, channel, chunk, (size_t)n);
   size_t keep = b->limit - b->len < (size_t)n ? b->limit - b->len : (size_t)n;
   if (keep < (size_t)n) b->truncated = 1;
   if (keep == 0) return;
@@ -265,8 +271,8 @@ static int wait_step(waiter *w) {
   int n = poll(pf, (nfds_t)np, (int)wait);
   if (n < 0 && errno != EINTR) return -1;
   if (n <= 0) return 0;
-  if (io >= 0 && pf[io].revents) pump(&r->out_fd, &w->ob);
-  if (ie >= 0 && pf[ie].revents) pump(&r->err_fd, &w->eb);
+  if (io >= 0 && pf[io].revents) pump(r, 1, &r->out_fd, &w->ob);
+  if (ie >= 0 && pf[ie].revents) pump(r, 2, &r->err_fd, &w->eb);
   if (ii >= 0 && pf[ii].revents) ux_read_info(r);
   if (im >= 0 && pf[im].revents) check_oom(w);
   if (ic >= 0 && pf[ic].revents && atomic_load(&r->cancel)) {
@@ -303,15 +309,15 @@ static void collect(waiter *w) {
   res->err = finish_buf(&w->eb); res->err_len = w->eb.len; res->err_truncated = w->eb.truncated;
 
   if (r->want_artifacts && r->work_fd >= 0) {
-    ux_sb_list after = { 0 };
+    ux_tree_list after = { 0 };
     ux_file *skip = NULL;
     if (r->n_inputs && (skip = calloc(r->n_inputs, sizeof *skip)))
       for (size_t i = 0; i < r->n_inputs; i++) skip[i].name = r->inputs[i];
-    if (ux_sb_list_files(r->work_fd, &after) == 0)
-      ux_sb_collect(r->work_fd, &r->before, &after, skip, skip ? r->n_inputs : 0,
+    if (ux_tree_list_files(r->work_fd, &after) == 0)
+      ux_tree_collect(r->work_fd, &r->before, &after, skip, skip ? r->n_inputs : 0,
                     &res->artifacts, &res->n_artifacts);
     free(skip);
-    ux_sb_list_free(&after);
+    ux_tree_list_free(&after);
   }
 }
 

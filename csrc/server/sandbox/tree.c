@@ -1,22 +1,44 @@
 /*
-** File-system work on directories a sandbox writes to.
-**
-** This process is root and a work directory may hold anything a previous
-** run left there: symlinks to /etc/shadow, FIFOs, deep trees. So every
-** walk here goes through directory fds, opens each component with
-** O_NOFOLLOW, and changes ownership with AT_SYMLINK_NOFOLLOW: a path is
-** never resolved as a whole, and a symlink is only ever treated as itself.
+** The files a sandbox can touch (see tree.h for the rules). This process
+** is root and a tree may hold anything sandboxed code left there, or be
+** changing under us: symlinks to /etc/shadow, FIFOs, deep trees, a
+** directory that becomes a symlink between two calls. Every lookup is
+** one openat2 step from a directory fd that refuses symlinks, magic
+** links and escapes, so a path is never resolved as a whole and a
+** symlink is only ever treated as itself; what a step returns is checked
+** with fstat before it is used.
 */
+#include "server/sandbox/tree.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "server/ids.h"
 #include "server/sandbox/sandbox.h"
+
+int ux_tree_openat(int dirfd, const char *rel, int flags, mode_t mode) {
+  struct open_how how;
+  memset(&how, 0, sizeof how);
+  how.flags = (unsigned long long)(flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  how.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  long fd;
+  do fd = syscall(SYS_openat2, dirfd, rel, &how, sizeof how);
+  while (fd < 0 && (errno == EINTR || errno == EAGAIN));   /* EAGAIN: a rename raced */
+  return (int)fd;
+}
+
+static int open_dir(int dirfd, const char *name) {
+  return ux_tree_openat(dirfd, name, O_RDONLY | O_DIRECTORY, 0);
+}
 
 #define MAX_DEPTH   64
 #define MAX_ENTRIES 100000   /* a listing stops here (artifacts only) */
@@ -26,7 +48,7 @@
 ** Input file names
 ** ------------------------------------------------------------------- */
 
-int ux_sb_check_name(const char *name, char *err, size_t errlen) {
+int ux_tree_check_name(const char *name, char *err, size_t errlen) {
   const char *why = NULL;
   if (!name || !*name) why = "is empty";
   else if (strlen(name) >= MAX_NAME) why = "is too long";
@@ -59,48 +81,58 @@ int ux_sb_check_name(const char *name, char *err, size_t errlen) {
   return -1;
 }
 
-int ux_sb_place_file(int dirfd, const char *name, const void *data,
-                     size_t len, uid_t uid, gid_t gid,
-                     char *err, size_t errlen) {
-  if (ux_sb_check_name(name, err, errlen) != 0) return -1;
-  char *copy = strdup(name);
-  if (!copy) { snprintf(err, errlen, "out of memory"); return -1; }
-  int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0), rc = -1;
-  char *comp = copy, *slash;
-  if (fd < 0) goto fail;
-  while ((slash = strchr(comp, '/'))) {
+/* Opens (creating as needed, 0755, owned by uid:gid) the directory that
+** holds the last component of name, which is cut off at its '/'. */
+static int open_parent(int dirfd, char *name, char **last, uid_t uid, gid_t gid) {
+  int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+  char *comp = name, *slash;
+  while (fd >= 0 && (slash = strchr(comp, '/'))) {
     *slash = '\0';
     if (mkdirat(fd, comp, 0755) == 0) {
-      if (fchownat(fd, comp, uid, gid, AT_SYMLINK_NOFOLLOW) != 0) goto fail;
-    } else if (errno != EEXIST) goto fail;
-    int sub = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (sub < 0) goto fail;
+      if (fchownat(fd, comp, uid, gid, AT_SYMLINK_NOFOLLOW) != 0) { close(fd); return -1; }
+    } else if (errno != EEXIST) { close(fd); return -1; }
+    int sub = open_dir(fd, comp);
     close(fd);
     fd = sub;
     comp = slash + 1;
   }
-  int out = openat(fd, comp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
-                   O_NONBLOCK | O_CLOEXEC, 0644);
-  if (out < 0) goto fail;
-  struct stat st;
-  if (fstat(out, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(out); errno = EINVAL; goto fail;
-  }
+  *last = comp;
+  return fd;
+}
+
+static int write_all(int fd, const void *data, size_t len) {
   const char *p = data;
-  size_t left = len;
-  while (left > 0) {
-    ssize_t w = write(out, p, left);
+  while (len > 0) {
+    ssize_t w = write(fd, p, len);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) { int e = errno; close(out); errno = e ? e : EIO; goto fail; }
-    p += w; left -= (size_t)w;
+    if (w <= 0) { if (w == 0) errno = EIO; return -1; }
+    p += w; len -= (size_t)w;
   }
-  if (fchown(out, uid, gid) != 0) { int e = errno; close(out); errno = e; goto fail; }
-  if (close(out) != 0) goto fail;
+  return 0;
+}
+
+int ux_tree_place_file(int dirfd, const char *name, const void *data,
+                       size_t len, uid_t uid, gid_t gid,
+                       char *err, size_t errlen) {
+  if (ux_tree_check_name(name, err, errlen) != 0) return -1;
+  char *copy = strdup(name), *last = NULL, tmp[64] = "";
+  if (!copy) { snprintf(err, errlen, "out of memory"); return -1; }
+  int rc = -1, out = -1, dir = open_parent(dirfd, copy, &last, uid, gid);
+  if (dir < 0 || ux_random_id(tmp, sizeof tmp, ".unsandbox-in-", 8) < 0) goto fail;
+  out = ux_tree_openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (out < 0 || write_all(out, data, len) != 0 || fchown(out, uid, gid) != 0) goto fail;
+  if (close(out) != 0) { out = -1; goto fail; }
+  out = -1;
+  /* renameat replaces a file, a symlink or a FIFO by that name as an
+  ** entry, and never follows one; a directory there makes it fail */
+  if (renameat(dir, tmp, dir, last) != 0) goto fail;
+  tmp[0] = '\0';
   rc = 0;
 fail:
-  if (rc != 0)
-    snprintf(err, errlen, "cannot place file '%.200s': %s", name, strerror(errno));
-  if (fd >= 0) close(fd);
+  if (rc != 0) snprintf(err, errlen, "cannot place file '%.200s': %s", name, strerror(errno));
+  if (out >= 0) close(out);
+  if (dir >= 0 && tmp[0]) unlinkat(dir, tmp, 0);
+  if (dir >= 0) close(dir);
   free(copy);
   return rc;
 }
@@ -126,8 +158,7 @@ static int chown_below(int fd, uid_t uid, gid_t gid, int depth) {
     struct stat st;
     if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (S_ISDIR(st.st_mode)) {
-      int sub = openat(dirfd(d), e->d_name,
-                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      int sub = open_dir(dirfd(d), e->d_name);
       if (sub < 0 || chown_below(sub, uid, gid, depth + 1) != 0) rc = -1;
     }
   }
@@ -135,9 +166,9 @@ static int chown_below(int fd, uid_t uid, gid_t gid, int depth) {
   return rc;
 }
 
-int ux_sb_chown_tree(int dirfd, uid_t uid, gid_t gid) {
+int ux_tree_chown(int dirfd, uid_t uid, gid_t gid) {
   if (fchown(dirfd, uid, gid) != 0) return -1;
-  int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = open_dir(dirfd, ".");
   if (fd < 0) return -1;
   return chown_below(fd, uid, gid, 0);
 }
@@ -148,9 +179,9 @@ int ux_sb_chown_tree(int dirfd, uid_t uid, gid_t gid) {
 ** back up through ".." once a directory is empty. Only used when no
 ** process of the run is left, so nothing moves directories meanwhile.
 */
-int ux_sb_remove_tree(int parentfd, const char *name) {
+int ux_tree_remove(int parentfd, const char *name) {
   if (unlinkat(parentfd, name, 0) == 0 || errno == ENOENT) return 0;
-  int top = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int top = open_dir(parentfd, name);
   if (top < 0) return -1;
   struct stat tst;
   if (fstat(top, &tst) != 0) { close(top); return -1; }
@@ -164,7 +195,7 @@ int ux_sb_remove_tree(int parentfd, const char *name) {
       if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
       if (unlinkat(dirfd(d), e->d_name, 0) == 0) continue;
       if (unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) == 0) continue;
-      sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      sub = open_dir(dirfd(d), e->d_name);
       if (sub >= 0) break;
       rc = -1;      /* neither removable nor a directory to empty */
     }
@@ -186,27 +217,27 @@ int ux_sb_remove_tree(int parentfd, const char *name) {
 ** Listings and artifacts
 ** ------------------------------------------------------------------- */
 
-void ux_sb_list_free(ux_sb_list *l) {
+void ux_tree_list_free(ux_tree_list *l) {
   for (size_t i = 0; i < l->n; i++) free(l->v[i].path);
   free(l->v);
   l->v = NULL; l->n = l->cap = 0;
 }
 
-static int list_push(ux_sb_list *l, const char *path, const struct stat *st) {
+static int list_push(ux_tree_list *l, const char *path, const struct stat *st) {
   if (l->n == l->cap) {
     size_t cap = l->cap ? l->cap * 2 : 32;
-    ux_sb_entry *v = realloc(l->v, cap * sizeof *v);
+    ux_tree_entry *v = realloc(l->v, cap * sizeof *v);
     if (!v) return -1;
     l->v = v; l->cap = cap;
   }
   char *p = strdup(path);
   if (!p) return -1;
-  l->v[l->n++] = (ux_sb_entry){ p, st->st_dev, st->st_ino, st->st_size,
+  l->v[l->n++] = (ux_tree_entry){ p, st->st_dev, st->st_ino, st->st_size,
     (long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec };
   return 0;
 }
 
-static int list_below(int fd, const char *prefix, ux_sb_list *out, int depth) {
+static int list_below(int fd, const char *prefix, ux_tree_list *out, int depth) {
   if (depth > MAX_DEPTH) { close(fd); return 0; }
   DIR *d = fdopendir(fd);
   if (!d) { close(fd); return -1; }
@@ -221,8 +252,7 @@ static int list_below(int fd, const char *prefix, ux_sb_list *out, int depth) {
     if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (S_ISREG(st.st_mode)) rc = list_push(out, path, &st);
     else if (S_ISDIR(st.st_mode)) {
-      int sub = openat(dirfd(d), e->d_name,
-                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      int sub = open_dir(dirfd(d), e->d_name);
       if (sub >= 0) rc = list_below(sub, path, out, depth + 1);
     }
   }
@@ -230,15 +260,15 @@ static int list_below(int fd, const char *prefix, ux_sb_list *out, int depth) {
   return rc;
 }
 
-int ux_sb_list_files(int dirfd, ux_sb_list *out) {
-  int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+int ux_tree_list_files(int dirfd, ux_tree_list *out) {
+  int fd = open_dir(dirfd, ".");
   if (fd < 0) return -1;
   return list_below(fd, "", out, 0);
 }
 
-static int unchanged(const ux_sb_list *before, const ux_sb_entry *e) {
+static int unchanged(const ux_tree_list *before, const ux_tree_entry *e) {
   for (size_t i = 0; before && i < before->n; i++) {
-    const ux_sb_entry *b = &before->v[i];
+    const ux_tree_entry *b = &before->v[i];
     if (strcmp(b->path, e->path) == 0)
       return b->ino == e->ino && b->dev == e->dev && b->size == e->size &&
              b->mtime_ns == e->mtime_ns;
@@ -246,27 +276,8 @@ static int unchanged(const ux_sb_list *before, const ux_sb_entry *e) {
   return 0;
 }
 
-/* Opens dirfd/rel one component at a time, never following a symlink. */
-static int open_rel(int dirfd, const char *rel) {
-  char buf[MAX_NAME];
-  if (snprintf(buf, sizeof buf, "%s", rel) >= (int)sizeof buf) return -1;
-  int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-  char *comp = buf, *slash;
-  while (fd >= 0 && (slash = strchr(comp, '/'))) {
-    *slash = '\0';
-    int sub = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    close(fd);
-    fd = sub;
-    comp = slash + 1;
-  }
-  if (fd < 0) return -1;
-  int f = openat(fd, comp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  close(fd);
-  return f;
-}
-
 static int read_file(int dirfd, const char *rel, size_t max, ux_file *out) {
-  int fd = open_rel(dirfd, rel);
+  int fd = ux_tree_openat(dirfd, rel, O_RDONLY, 0);
   if (fd < 0) return -1;
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
@@ -291,15 +302,15 @@ static int by_path(const void *a, const void *b) {
   return strcmp(((const ux_file *)a)->name, ((const ux_file *)b)->name);
 }
 
-int ux_sb_collect(int dirfd, const ux_sb_list *before,
-                  const ux_sb_list *after, const ux_file *skip,
+int ux_tree_collect(int dirfd, const ux_tree_list *before,
+                  const ux_tree_list *after, const ux_file *skip,
                   size_t n_skip, ux_file **out, size_t *n_out) {
   *out = NULL; *n_out = 0;
   ux_file *v = calloc(UX_SB_ART_FILES, sizeof *v);
   if (!v) return -1;
   size_t n = 0, total = 0;
   for (size_t i = 0; i < after->n && n < UX_SB_ART_FILES; i++) {
-    const ux_sb_entry *e = &after->v[i];
+    const ux_tree_entry *e = &after->v[i];
     int is_input = 0;
     for (size_t k = 0; k < n_skip && !is_input; k++)
       is_input = skip[k].name && strcmp(skip[k].name, e->path) == 0;

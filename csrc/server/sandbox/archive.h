@@ -1,0 +1,35 @@
+/*
+** Snapshot and checkpoint archives of the trees sandboxes own. Both ways
+** run inside a sandbox, as the tree's own unprivileged user, seeing only
+** that tree: unsandboxd-agent walks it by descriptor and writes a gzip
+** tar to an fd the server opened (archive), or reads one and refuses
+** anything hostile (extract). Root only ever handles the archive file.
+*/
+#ifndef UX_ARCHIVE_H
+#define UX_ARCHIVE_H
+
+#include <stddef.h>
+
+/* The agent binary (bin/unsandboxd-agent); set once at start-up. Returns
+** 0, or -1 with err when it is missing or does not run in a sandbox. */
+int ux_archive_init(const char *agent_path, char *err, size_t errlen);
+const char *ux_archive_agent(void);
+
+/* Writes a gzip tar of the tree whose root is root_fd (a volume in use)
+** to out_fd; top-level names in `exclude` (NULL-terminated, may be NULL)
+** are left out. The tree's other runs should be frozen meanwhile (runner.h)
+** for a consistent archive. 0, or -1 with err. */
+int ux_archive_tree(int root_fd, int out_fd, const char *const *exclude,
+                    char *err, size_t errlen);
+
+typedef struct ux_extract_report {
+  long long files, directories, symlinks, bytes;
+} ux_extract_report;
+
+/* Unpacks the gzip tar readable on in_fd into dir, an empty directory
+** (a fresh volume); a hostile or corrupt archive is refused with err
+** naming the entry, and dir must then be discarded. 0 or -1. */
+int ux_extract_tree(const char *dir, int in_fd, ux_extract_report *rep,
+                    char *err, size_t errlen);
+
+#endif

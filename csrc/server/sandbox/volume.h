@@ -1,0 +1,80 @@
+/*
+** Volumes: where the files of a sandbox live. Sized, so sandboxed code
+** can never fill the host disk, and removable without being walked, so
+** root never descends into a tree a sandbox wrote just to delete it.
+**
+**   persistent  a sparse ext4 image DIR/disk.img, loop-mounted at
+**               DIR/work while the server runs (sessions, services,
+**               Control Plane workspaces);
+**   scratch     a size-limited tmpfs (one execute run's directory).
+**
+** Deleting either is an unmount and an unlink. The server runs in a
+** mount namespace of its own (ux_volume_init), so its mounts are private
+** and vanish with it. Without root or loop devices, volumes fall back to
+** plain directories (no disk bound; ux_volume_mode says so) and deletion
+** to the descriptor-only remover of tree.c.
+*/
+#ifndef UX_VOLUME_H
+#define UX_VOLUME_H
+
+#include <stddef.h>
+
+/* Called once at start-up, before any thread exists: enters a private
+** mount namespace and checks that loop devices and mkfs.ext4 work.
+** disk_bytes: the size of every volume; budget_bytes: the most all
+** persistent volumes together may claim (0 = half the free space of
+** data_dir's file system). Writes a one-line description of the mode in
+** force to desc. 0, or -1 with err (only for unusable settings). */
+int ux_volume_init(const char *data_dir, unsigned long long disk_bytes,
+                   unsigned long long budget_bytes, char *desc, size_t desclen,
+                   char *err, size_t errlen);
+
+/* "loop" (bounded ext4 images) or "plain" (directories, unbounded). */
+const char *ux_volume_mode(void);
+unsigned long long ux_volume_disk_bytes(void);
+
+/* Creates the persistent volume DIR (which must not exist: DIR/disk.img,
+** DIR/work mounted, root 0700 and empty). 0; -1 with err; -2 when the
+** disk budget is used up (a 507-style refusal, err says so). */
+int ux_volume_create(const char *dir, char *err, size_t errlen);
+
+/*
+** Uses. Every run and every request that works in a volume holds a use
+** for as long as it does: ux_volume_acquire returns an O_DIRECTORY fd of
+** the volume's root (mounting it first after a restart), and each
+** successful call needs one ux_volume_release. While any use is held the
+** volume is neither removed nor swapped, so nothing can run on, or bring
+** back, a volume that was deleted. A volume being destroyed refuses new
+** uses (-1, errno ENOENT); one being swapped by a restore makes them wait.
+*/
+int ux_volume_acquire(const char *dir, char *err, size_t errlen);
+void ux_volume_release(const char *dir);
+
+/* Refuses new uses, kills every run of the volume (runner.h) until no
+** use is left (bounded: a use that outlives the bound is logged and the
+** volume lazily detached anyway, so its holder keeps a private view until
+** it ends), unmounts and removes DIR whole. 0, or -1 when something could
+** not be removed (logged). A DIR that does not exist is fine. */
+int ux_volume_destroy(const char *dir);
+
+/*
+** Restore. ux_volume_swap_begin makes new uses wait, kills the volume's
+** runs until no use is left, and makes a fresh empty volume at DIR/next
+** for the restored tree. ux_volume_swap_end then either puts DIR/next in
+** place of the old tree (commit) or discards it, and lets uses go on.
+** Both return 0, or -1 with err.
+*/
+int ux_volume_swap_begin(const char *dir, char *err, size_t errlen);
+int ux_volume_swap_end(const char *dir, int commit, char *err, size_t errlen);
+
+/* A scratch volume: a tmpfs of the volume size mounted on the existing
+** empty directory path (mode 0700). Unmounting detaches it; its pages go
+** back to the kernel once nothing holds it. 0 or -1 (errno). */
+int ux_scratch_mount(const char *path);
+int ux_scratch_unmount(const char *path);
+
+/* Bytes the persistent volumes claim now (their image sizes) and the
+** budget: for GET /health. */
+void ux_volume_usage(unsigned long long *claimed, unsigned long long *budget);
+
+#endif
