@@ -78,11 +78,42 @@ static long long declared_length(const ux_req *r) {
   return end == cl || v > (unsigned long long)1 << 62 ? (1LL << 62) : (long long)v;
 }
 
-/* A new exchange with its own copy of method, path, peer and headers. */
+/* Decodes %XX in place (the transport keeps URLs raw for signing; query
+** values are only read, never signed). A bad escape stays as it is. */
+static int hexval(char c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+       : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+static void percent_decode(char *s) {
+  char *o = s;
+  for (; *s; s++) {
+    int hi, lo;
+    if (*s == '%' && (hi = hexval(s[1])) >= 0 && (lo = hexval(s[2])) >= 0) {
+      *o++ = (char)(hi * 16 + lo);
+      s += 2;
+    } else *o++ = *s;
+  }
+  *o = '\0';
+}
+
+/* Copies the query arguments after the headers, in the same arena. */
+static void copy_query(struct MHD_Connection *c, hdr_copy *hc) {
+  size_t before = hc->n;
+  MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, copy_hdr, hc);
+  for (size_t i = before; i < hc->n; i++) {
+    percent_decode(hc->kv[i].name);
+    percent_decode(hc->kv[i].value);
+  }
+}
+
+/* A new exchange with its own copy of method, path, peer, headers and
+** query arguments. */
 static ux_xchg *x_new(ux_http *h, struct MHD_Connection *c, ux_conn *cn, const char *url,
                       const char *method) {
   hdr_copy hc = { 0 };
   MHD_get_connection_values(c, MHD_HEADER_KIND, count_hdr, &hc);
+  MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, count_hdr, &hc);
   size_t fixed = strlen(method) + strlen(url) + strlen(cn->peer) + 3;
   ux_xchg *x = calloc(1, sizeof *x);
   char *arena = malloc(fixed + hc.bytes);
@@ -104,6 +135,8 @@ static ux_xchg *x_new(ux_http *h, struct MHD_Connection *c, ux_conn *cn, const c
   x->req.path = put_str(&hc.p, url);
   x->req.peer = put_str(&hc.p, cn->peer);
   MHD_get_connection_values(c, MHD_HEADER_KIND, copy_hdr, &hc);
+  size_t nh = hc.n;
+  copy_query(c, &hc);
   x->h = h;
   x->mc = c;
   x->cn = cn;
@@ -112,7 +145,9 @@ static ux_xchg *x_new(ux_http *h, struct MHD_Connection *c, ux_conn *cn, const c
   x->arena = arena;
   x->hdrs = kv;
   x->req.req_headers = kv;
-  x->req.req_nheaders = hc.n;
+  x->req.req_nheaders = nh;
+  x->req.req_query = kv + nh;
+  x->req.req_nquery = hc.n - nh;
   x->req.body = "";
   x->req.content_length = declared_length(&x->req);
   x->req.x = x;

@@ -29,6 +29,12 @@ int ux_reply_json(ux_req *r, int status, json_t *json) {
   return 0;
 }
 
+const char *ux_req_query(const ux_req *r, const char *name) {
+  for (size_t i = 0; i < r->req_nquery; i++)
+    if (!strcmp(r->req_query[i].name, name)) return r->req_query[i].value;
+  return NULL;
+}
+
 const char *ux_req_header(const ux_req *r, const char *name) {
   for (size_t i = 0; i < r->req_nheaders; i++)
     if (!strcasecmp(r->req_headers[i].name, name)) return r->req_headers[i].value;

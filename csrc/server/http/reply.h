@@ -50,6 +50,9 @@ typedef struct ux_req {
   const char *peer;       /* client address, "127.0.0.1" or "::1" */
   const ux_kv *req_headers;  /* as received; read with ux_req_header */
   size_t req_nheaders;
+  const ux_kv *req_query;    /* query arguments, percent-decoded (a '+'
+                             ** arrives as a space); ux_req_query */
+  size_t req_nquery;
   const char *owner;      /* the authenticated public key (in owner_buf) */
   char owner_buf[128];
   const char *request_id;
@@ -63,6 +66,10 @@ typedef struct ux_req {
 /* The value of request header `name` (case-insensitive), or NULL. When a
 ** header was sent several times, libmicrohttpd's first one. */
 const char *ux_req_header(const ux_req *r, const char *name);
+
+/* The value of query argument `name` (exact), or NULL. When it was sent
+** several times, the first one. A name without '=' has the value "". */
+const char *ux_req_query(const ux_req *r, const char *name);
 
 /* Adds a response header. Refuses (-1) a name that is not an HTTP token
 ** or a value with CR, LF or NUL, and the headers the transport owns

@@ -1,0 +1,111 @@
+/*
+** Runtimes of the Control Plane: one long-lived bubblewrap sandbox per
+** workspace (the platform's gVisor pod), running `unsandboxd-agent
+** runtime` on the workspace's volume mounted at /workspace, with no
+** network, through the same runner (slot uid, cgroup, limits) as every
+** other run. The agent executes the MCP tools and the file routes inside
+** the sandbox, as the sandbox's user (docs/internals.md,
+** "unsandboxd-agent"); this module starts and stops runtimes, keeps the
+** registry, enforces the idle and hard TTLs, and carries requests to a
+** runtime's agent over its control socket.
+**
+** The registry is in memory: runtimes are processes and die with the
+** server. Persistent records of sandboxes (ids, statuses) are the
+** Control Plane store's, kept up to date through the on_end callback.
+*/
+#ifndef UX_CP_RUNTIME_H
+#define UX_CP_RUNTIME_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+typedef struct ux_runtimes ux_runtimes;
+typedef struct ux_rt ux_rt;
+
+enum { UX_RT_PENDING = 1, UX_RT_RUNNING, UX_RT_FAILED, UX_RT_RELEASED };
+
+typedef struct ux_rt_config {
+  int idle_ttl_s;             /* released when unused this long (1800) */
+  int hard_ttl_s;             /* released this long after its start (43200) */
+  int start_timeout_s;        /* pending longer than this: failed (110) */
+  int max_live;               /* all runtimes of the process (global capacity) */
+  /* Called (on a runtimes thread, no lock held) when a runtime ends for
+  ** any reason other than ux_runtimes_release: reaped by a TTL, failed to
+  ** start, or its sandbox died. status is UX_RT_FAILED or UX_RT_RELEASED. */
+  void (*on_end)(void *ctx, const char *sb_id, int status, const char *why);
+  void *ctx;
+} ux_rt_config;
+
+/* What the registry knows of one runtime. Times are unix seconds. */
+typedef struct ux_rt_info {
+  char sb_id[32], ws_id[32], template_id[64];
+  int status;
+  long created_at, expires_at, idle_expires_at;
+  char why[256];              /* for FAILED */
+} ux_rt_info;
+
+/* The registry and its reaper thread; NULL when out of memory. */
+ux_runtimes *ux_runtimes_new(const ux_rt_config *cfg);
+/* Kills every runtime and waits for them (shutdown). */
+void ux_runtimes_free(ux_runtimes *rts);
+
+/* Starts runtime sb_id for workspace ws_id on the volume dir (a volume
+** of volume.h, held in use while the runtime lives) and returns at once;
+** the runtime becomes RUNNING once its agent answers, or FAILED. 0; -1
+** with err; -2 when max_live runtimes run already (capacity); -3 when the
+** workspace already has a live (pending or running) runtime. */
+int ux_runtimes_start(ux_runtimes *rts, const char *sb_id, const char *ws_id,
+                      const char *volume_dir, const char *template_id,
+                      char *err, size_t errlen);
+
+/* Waits until sb_id is no longer pending, for at most timeout_ms; returns
+** its status (0 when unknown). */
+int ux_runtimes_wait_ready(ux_runtimes *rts, const char *sb_id, int timeout_ms);
+
+/* 0 and *out, or -1 when sb_id is unknown to the registry (ended runtimes
+** are forgotten once reported). */
+int ux_runtimes_info(ux_runtimes *rts, const char *sb_id, ux_rt_info *out);
+
+/* The live (pending or running) runtime of a workspace: 0 and its id, or
+** -1. At most one exists at any time. */
+int ux_runtimes_of_workspace(ux_runtimes *rts, const char *ws_id, char sb_id[32]);
+
+/* Number of live runtimes of the given workspaces (a tenant's capacity). */
+int ux_runtimes_count(ux_runtimes *rts, const char *const *ws_ids, size_t n);
+
+/* Refreshes the idle clock (MCP and token calls). */
+void ux_runtimes_touch(ux_runtimes *rts, const char *sb_id);
+
+/* Kills sb_id and forgets it (on_end is not called). 0, or -1 unknown. */
+int ux_runtimes_release(ux_runtimes *rts, const char *sb_id);
+
+/* A handle on a RUNNING runtime for calls (NULL otherwise); the runtime
+** is not torn down under a held handle's call: release kills it, and the
+** call then fails with UX_RTC_GONE. Every handle needs ux_rt_put. */
+ux_rt *ux_runtimes_get(ux_runtimes *rts, const char *sb_id);
+void ux_rt_put(ux_rt *rt);
+
+enum {
+  UX_RTC_OK = 0,
+  UX_RTC_INVALID,             /* the agent's "invalid" (JSON-RPC -32602) */
+  UX_RTC_BUSY,                /* "busy" (-32001) */
+  UX_RTC_INTERNAL,            /* "internal" (-32603) */
+  UX_RTC_GONE,                /* the runtime ended or broke the protocol */
+  UX_RTC_TIMEOUT,             /* no final frame within timeout_ms */
+  UX_RTC_CANCELLED            /* on_event asked to stop */
+};
+
+/* One request to the runtime's agent: req is the agent request object
+** ({"op":..., ...}); data_fd (> 0) is passed along (checkpoint/restore).
+** Events (chunk frames) go to on_event as they arrive, and on_event is
+** also called with event NULL at least every 250 ms while nothing arrives
+** (so a streaming caller notices its client has gone); a non-zero return
+** cancels: the request socket is closed, which kills a running exec.
+** On UX_RTC_OK *result holds the agent's result object (caller frees);
+** otherwise err holds the message (the agent's own for INVALID, BUSY and
+** INTERNAL). */
+int ux_rt_call(ux_rt *rt, const json_t *req, int data_fd, int timeout_ms,
+               int (*on_event)(void *ctx, const json_t *event), void *ctx,
+               json_t **result, char *err, size_t errlen);
+
+#endif
