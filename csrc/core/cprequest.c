@@ -43,6 +43,8 @@ static int check(const unsb_cp_header_opts *o, unsb_error *err) {
                      "token must be printable ASCII without blanks, at most %d bytes", TOKEN_MAX);
   if (o->subject && !unsb_valid_subject(o->subject, strlen(o->subject)))
     return unsb_fail(err, UNSB_EVALIDATION, "X-Acting-Subject must be 32 lowercase hex characters");
+  if (o->tenant && !unsb_cp_valid_tenant(o->tenant))
+    return unsb_fail(err, UNSB_EVALIDATION, "X-Sandbox-Tenant must be a tenant id (^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$)");
   /* exact length: trimming must not let a trailing CR LF into the line */
   if (o->traceparent && (strlen(o->traceparent) != UNSB_TRACEPARENT_LEN ||
                          !unsb_trace_parse(o->traceparent, UNSB_TRACEPARENT_LEN, &tp)))
@@ -84,6 +86,7 @@ int unsb_cp_headers_build(const unsb_cp_header_opts *o, unsb_cp_headers *h, unsb
     bad |= add(h, "Mcp-Name: %s", o->mcp_tool);
   }
   if (o->subject) bad |= add(h, "X-Acting-Subject: %s", o->subject);
+  if (o->tenant) bad |= add(h, "X-Sandbox-Tenant: %s", o->tenant);
   if (o->traceparent) bad |= add(h, "traceparent: %s", o->traceparent);
   if (bad) {
     unsb_cp_headers_free(h);
@@ -109,6 +112,14 @@ int unsb_cp_reserved_header(const char *name) {
   for (const char *const *r = RESERVED; name && *r; r++)
     if (strcasecmp(name, *r) == 0) return 1;
   return 0;
+}
+
+int unsb_cp_valid_tenant(const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  if (n == 0 || n > 32 || s[0] == '-' || s[n - 1] == '-') return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-')) return 0;
+  return 1;
 }
 
 static int ends_with(const char *s, size_t n, const char *suffix) {

@@ -17,11 +17,12 @@
 
 #include "core/error.h"
 
-#define UNSB_CP_HEADERS_MAX 8
+#define UNSB_CP_HEADERS_MAX 10
 
 typedef struct {
   const char *token;          /* Control Plane token, or the call's scoped token/ticket */
   const char *subject;        /* X-Acting-Subject bound to the caller, or NULL */
+  const char *tenant;         /* X-Sandbox-Tenant (an admin acting for a tenant), or NULL */
   const char *traceparent;    /* outbound value, or NULL for none */
   int has_body;               /* adds Content-Type */
   const char *content_type;   /* with a body: NULL = application/json */
@@ -36,7 +37,7 @@ typedef struct {
 
 /* Builds, in this order: Accept, Authorization, Content-Type, the MCP
 ** headers (MCP-Protocol-Version, Mcp-Method, Mcp-Name), X-Acting-Subject,
-** traceparent. An MCP call always has a JSON body and its Accept lists
+** X-Sandbox-Tenant, traceparent. An MCP call always has a JSON body and its Accept lists
 ** both types, SSE first when streaming. 0, or -1 with err (validation,
 ** memory); nothing to free on failure. */
 int unsb_cp_headers_build(const unsb_cp_header_opts *o, unsb_cp_headers *h, unsb_error *err);
@@ -48,6 +49,9 @@ void unsb_cp_headers_free(unsb_cp_headers *h);
 ** call (§7.1): Authorization, X-Acting-Subject, traceparent, and the MCP
 ** headers. Case-insensitive; name without the colon. */
 int unsb_cp_reserved_header(const char *name);
+
+/* A tenant id: ^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$ (spec §2). */
+int unsb_cp_valid_tenant(const char *s);
 
 /* §7.4: paths under /v1/storage/ or ending in /objects/import or
 ** /objects/export (the query, if any, is ignored). */

@@ -1,30 +1,23 @@
 /*
-** HTTP engine on libcurl (see http.h). Buffered and streamed transfers
-** share one path: the body callback either appends to the response or
-** hands the bytes to the caller's stream, decided once when the headers
-** are complete.
+** HTTP engine on libcurl (see http.h): the multi handle, the list of open
+** transfers, and the rounds that drive them. What happens to one
+** transfer's bytes is http_xfer.c's.
+**
+** A blocking call is a transfer like any other (open, rounds until it is
+** done, close), so streams a caller holds open keep flowing while it
+** waits. Nothing here runs inside a libcurl callback except what those
+** callbacks themselves do; `in_curl` marks the inside, and every entry
+** point refuses to run there ("busy"), because libcurl may not be
+** re-entered from its own callbacks.
 */
 #include "core/http.h"
+#include "core/http_xfer.h"
 #include "core/clock.h"
 #include "core/interrupt.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <time.h>
-#include <curl/curl.h>
-
-#define HEADER_VALUE_MAX 256    /* request ids are short; cap what we keep */
-
-struct unsb_http {
-  CURLM *multi;
-  CURL *easy;                   /* reused: its connections stay in the multi */
-  long connect_timeout_ms;
-  char *ca_file;
-  size_t max_response;
-  int busy;                     /* a transfer is running (callbacks may not start one) */
-};
 
 /* ---------------------------------------------------------------------
 ** process-wide initialisation
@@ -40,6 +33,10 @@ int unsb_http_global_init(void) {
   return global_rc == CURLE_OK ? 0 : -1;
 }
 
+/* ---------------------------------------------------------------------
+** the engine
+** ------------------------------------------------------------------- */
+
 unsb_http *unsb_http_new(const unsb_http_config *cfg, unsb_error *err) {
   unsb_http *h;
   if (unsb_http_global_init() != 0) {
@@ -49,9 +46,8 @@ unsb_http *unsb_http_new(const unsb_http_config *cfg, unsb_error *err) {
   h = calloc(1, sizeof *h);
   if (!h) { unsb_fail(err, UNSB_ETRANSPORT, "out of memory"); return NULL; }
   h->multi = curl_multi_init();
-  h->easy = curl_easy_init();
   h->ca_file = cfg->ca_file ? strdup(cfg->ca_file) : NULL;
-  if (!h->multi || !h->easy || (cfg->ca_file && !h->ca_file)) {
+  if (!h->multi || (cfg->ca_file && !h->ca_file)) {
     unsb_http_free(h);
     unsb_fail(err, UNSB_ETRANSPORT, "cannot create a libcurl handle");
     return NULL;
@@ -63,8 +59,8 @@ unsb_http *unsb_http_new(const unsb_http_config *cfg, unsb_error *err) {
 
 void unsb_http_free(unsb_http *h) {
   if (!h) return;
-  /* the easy handle is never left in the multi between calls */
-  if (h->easy) curl_easy_cleanup(h->easy);
+  while (h->open) unsb_http_close(h->open);
+  for (int i = 0; i < h->n_idle; i++) curl_easy_cleanup(h->idle[i]);
   if (h->multi) curl_multi_cleanup(h->multi);
   free(h->ca_file);
   free(h);
@@ -75,321 +71,119 @@ void unsb_http_response_free(unsb_http_response *resp) {
   free(resp->body);
   free(resp->request_id);
   free(resp->content_type);
+  for (size_t i = 0; i < UNSB_HTTP_CAPTURE_MAX; i++) free(resp->captured[i]);
   memset(resp, 0, sizeof *resp);
   resp->retry_after = -1;
 }
 
-/* ---------------------------------------------------------------------
-** callbacks
-** ------------------------------------------------------------------- */
-
-typedef struct {
-  unsb_http_response *resp;
-  size_t cap;
-  size_t max;
-  int too_big;
-  CURL *easy;
-  const unsb_http_stream *stream;   /* NULL = buffered transfer */
-  int head_done;                    /* the final response's headers were seen */
-  int streaming;                    /* body goes to stream->on_data */
-  int cancelled;                    /* a stream callback said stop */
-} transfer;
-
-static size_t on_body(char *data, size_t size, size_t n, void *ud) {
-  transfer *t = ud;
-  unsb_http_response *r = t->resp;
-  size_t len = size * n;
-  if (t->streaming) {
-    if (t->stream->on_data(t->stream->ud, data, len) != 0) {
-      t->cancelled = 1;
-      return 0;                       /* aborts the transfer */
-    }
-    r->streamed += len;
-    return len;
-  }
-  if (len > t->max - r->body_len) {   /* abort: the cap is a refusal, not a cut */
-    t->too_big = 1;
-    return 0;
-  }
-  if (r->body_len + len + 1 > t->cap) {
-    size_t cap = t->cap ? t->cap : 16384;
-    while (cap < r->body_len + len + 1) cap *= 2;
-    char *b = realloc(r->body, cap);
-    if (!b) return 0;
-    r->body = b;
-    t->cap = cap;
-  }
-  memcpy(r->body + r->body_len, data, len);
-  r->body_len += len;
-  r->body[r->body_len] = '\0';
-  return len;
-}
-
-/* Value of "Name: value" if the line's name is `name`, trimmed; else NULL. */
-static const char *header_value(const char *line, size_t len, const char *name,
-                                size_t *vlen) {
-  size_t nl = strlen(name);
-  if (len <= nl || line[nl] != ':' || strncasecmp(line, name, nl) != 0) return NULL;
-  const char *v = line + nl + 1, *e = line + len;
-  while (v < e && (*v == ' ' || *v == '\t')) v++;
-  while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' ' || e[-1] == '\t')) e--;
-  *vlen = (size_t)(e - v);
-  return v;
-}
-
-/* Retry-After: delta seconds, or an HTTP date turned into seconds from now. */
-static long long parse_retry_after(const char *v, size_t len) {
-  char buf[HEADER_VALUE_MAX];
-  char *end;
-  if (len == 0 || len >= sizeof buf) return -1;
-  memcpy(buf, v, len);
-  buf[len] = '\0';
-  long long s = strtoll(buf, &end, 10);
-  if (end != buf && *end == '\0') return s < 0 ? 0 : s;
-  time_t when = curl_getdate(buf, NULL);
-  if (when == (time_t)-1) return -1;
-  s = (long long)(when - time(NULL));
-  return s < 0 ? 0 : s;
-}
-
-/* The blank line after the final response's headers: the stream decides
-** what happens to the body. Returns 0 to go on, -1 to cancel. */
-static int end_of_head(transfer *t) {
-  long status = 0;
-  char *ctype = NULL;
-  int mode;
-  curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
-  if (status < 200 || t->head_done) return 0;     /* 1xx, or trailers */
-  t->head_done = 1;
-  curl_easy_getinfo(t->easy, CURLINFO_CONTENT_TYPE, &ctype);
-  if (t->stream->on_head) mode = t->stream->on_head(t->stream->ud, status, ctype);
-  else mode = status >= 200 && status < 300 ? UNSB_HTTP_STREAM : UNSB_HTTP_BUFFER;
-  if (mode == UNSB_HTTP_CANCEL) {
-    t->cancelled = 1;
-    return -1;
-  }
-  t->streaming = mode == UNSB_HTTP_STREAM;
-  return 0;
-}
-
-static size_t on_header(char *line, size_t size, size_t n, void *ud) {
-  transfer *t = ud;
-  unsb_http_response *r = t->resp;
-  size_t len = size * n, vlen;
-  const char *v;
-  if (t->stream && (len == 2 || len == 1) && (line[0] == '\r' || line[0] == '\n')) {
-    if (end_of_head(t) != 0) return 0;   /* aborts the transfer */
-  } else if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
-    /* a new response (after a 100 Continue): forget the previous headers */
-    free(r->request_id);
-    r->request_id = NULL;
-    r->retry_after = -1;
-  } else if ((v = header_value(line, len, "X-Request-Id", &vlen))) {
-    free(r->request_id);
-    r->request_id = strndup(v, vlen < HEADER_VALUE_MAX ? vlen : HEADER_VALUE_MAX);
-  } else if ((v = header_value(line, len, "Retry-After", &vlen))) {
-    r->retry_after = parse_retry_after(v, vlen);
-  }
-  return len;
-}
-
-/* ---------------------------------------------------------------------
-** one transfer
-** ------------------------------------------------------------------- */
-
-static void url_host(const char *url, char *out, size_t size) {
-  CURLU *u = curl_url();
-  char *host = NULL;
-  snprintf(out, size, "(unknown host)");
-  if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-      curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK)
-    snprintf(out, size, "%s", host);
-  curl_free(host);
-  curl_url_cleanup(u);
-}
-
-static int has_header(const unsb_http_request *req, const char *name) {
-  size_t nl = strlen(name);
-  for (size_t i = 0; i < req->n_headers; i++)
-    if (strncasecmp(req->headers[i], name, nl) == 0 && req->headers[i][nl] == ':') return 1;
-  return 0;
+static int busy(unsb_error *err) {
+  return unsb_fail(err, UNSB_EVALIDATION,
+                   "the HTTP engine is busy: a request from inside a transfer's callback");
 }
 
 /* CR or LF in a header line would let a value start a new header. */
-static int check_headers(const unsb_http_request *req, unsb_error *err) {
+static int check_request(const unsb_http_request *req, unsb_error *err) {
   for (size_t i = 0; i < req->n_headers; i++)
     if (!req->headers[i] || strpbrk(req->headers[i], "\r\n"))
       return unsb_fail(err, UNSB_EVALIDATION, "header line %zu contains CR or LF", i + 1);
+  if (req->stream && !req->stream->on_data)
+    return unsb_fail(err, UNSB_EVALIDATION, "a streamed request needs on_data");
+  if (req->n_capture > UNSB_HTTP_CAPTURE_MAX)
+    return unsb_fail(err, UNSB_EVALIDATION, "at most %d response headers can be kept",
+                     UNSB_HTTP_CAPTURE_MAX);
+  for (size_t i = 0; i < req->n_capture; i++)
+    if (!req->capture[i] || !req->capture[i][0] || strlen(req->capture[i]) >= UNSB_HTTP_NAME_MAX)
+      return unsb_fail(err, UNSB_EVALIDATION, "response header name %zu is empty or too long", i + 1);
   return 0;
 }
 
-static struct curl_slist *build_headers(const unsb_http_request *req, int body_method) {
-  struct curl_slist *list = NULL, *next;
-  /* no "Expect: 100-continue" round trip before large bodies */
-  const char *fixed[2] = {"Expect:", NULL};
-  if (!has_header(req, "Content-Type")) {
-    if (req->body && req->body_len > 0) fixed[1] = "Content-Type: application/json";
-    else if (body_method) fixed[1] = "Content-Type:";  /* drop curl's form type */
+/* ---------------------------------------------------------------------
+** transfers
+** ------------------------------------------------------------------- */
+
+unsb_http_xfer *unsb_http_open(unsb_http *h, const unsb_http_request *req, unsb_error *err) {
+  unsb_http_xfer *x;
+  if (h->in_curl) { busy(err); return NULL; }
+  if (check_request(req, err) != 0) return NULL;
+  if (!(x = calloc(1, sizeof *x))) { unsb_fail(err, UNSB_ETRANSPORT, "out of memory"); return NULL; }
+  x->h = h;
+  x->easy = h->n_idle > 0 ? h->idle[--h->n_idle] : curl_easy_init();
+  /* linked first, so unsb_http_close can undo any step below */
+  x->next = h->open;
+  if (h->open) h->open->prev = x;
+  h->open = x;
+  if (!x->easy) {
+    unsb_fail(err, UNSB_ETRANSPORT, "cannot create a libcurl handle");
+  } else if (unsb_xfer_setup(x, req, err) == 0) {
+    if (curl_multi_add_handle(h->multi, x->easy) == CURLM_OK) {
+      x->in_multi = 1;
+      return x;
+    }
+    unsb_fail(err, UNSB_ETRANSPORT, "libcurl refused the transfer");
   }
-  for (size_t i = 0; i < 2; i++) {
-    if (!fixed[i]) continue;
-    if (!(next = curl_slist_append(list, fixed[i]))) goto oom;
-    list = next;
-  }
-  for (size_t i = 0; i < req->n_headers; i++) {
-    if (!(next = curl_slist_append(list, req->headers[i]))) goto oom;
-    list = next;
-  }
-  return list;
-oom:
-  curl_slist_free_all(list);
+  unsb_http_close(x);
   return NULL;
 }
 
-static int setup(unsb_http *h, const unsb_http_request *req, transfer *t,
-                 struct curl_slist *headers, char *errbuf, int body_method) {
-  CURL *e = h->easy;
-  int bad = 0;
-#define SET(opt, val) (bad |= curl_easy_setopt(e, opt, val) != CURLE_OK)
-  curl_easy_reset(e);
-  SET(CURLOPT_URL, req->url);
-  SET(CURLOPT_NOSIGNAL, 1L);
-  SET(CURLOPT_PROTOCOLS_STR, "http,https");
-  SET(CURLOPT_ERRORBUFFER, errbuf);
-  SET(CURLOPT_WRITEFUNCTION, on_body);
-  SET(CURLOPT_WRITEDATA, t);
-  SET(CURLOPT_HEADERFUNCTION, on_header);
-  SET(CURLOPT_HEADERDATA, t);
-  SET(CURLOPT_TIMEOUT_MS, req->timeout_ms);
-  SET(CURLOPT_CONNECTTIMEOUT_MS, h->connect_timeout_ms);
-  SET(CURLOPT_SSL_VERIFYPEER, 1L);
-  SET(CURLOPT_SSL_VERIFYHOST, 2L);
-  if (h->ca_file) SET(CURLOPT_CAINFO, h->ca_file);
-  SET(CURLOPT_TCP_KEEPALIVE, 1L);
-  SET(CURLOPT_USERAGENT, "unsandbox-lua");
-  SET(CURLOPT_HTTPHEADER, headers);
-  if (strcmp(req->method, "GET") == 0 && !req->body) {
-    SET(CURLOPT_HTTPGET, 1L);
-  } else if (strcmp(req->method, "HEAD") == 0) {
-    SET(CURLOPT_NOBODY, 1L);
-  } else {
-    SET(CURLOPT_CUSTOMREQUEST, req->method);
-    if (req->body || body_method) {
-      /* the exact bytes, with a Content-Length: never chunked */
-      SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(req->body ? req->body_len : 0));
-      SET(CURLOPT_POSTFIELDS, req->body ? req->body : "");
-    }
-  }
-#undef SET
-  return bad ? -1 : 0;
-}
-
-#define DRIVE_INTERRUPTED (-1)
-#define DRIVE_CANCELLED (-2)
-
-/* Drives the multi handle until the transfer ends; CURLE_OK or its code,
-** DRIVE_INTERRUPTED or DRIVE_CANCELLED (by the stream's tick). */
-static int drive(unsb_http *h, const unsb_http_stream *stream) {
-  int running = 1;
-  for (;;) {
-    if (curl_multi_perform(h->multi, &running) != CURLM_OK) return CURLE_FAILED_INIT;
-    if (!running) break;
-    /* right after each round, outside any libcurl callback: the tick can
-    ** hand what on_data queued to code that may not run inside libcurl */
-    if (stream && stream->on_tick && stream->on_tick(stream->ud) != 0) return DRIVE_CANCELLED;
-    if (curl_multi_poll(h->multi, NULL, 0, UNSB_SLICE_MS, NULL) != CURLM_OK)
-      return CURLE_FAILED_INIT;
-    if (unsb_interrupt_take()) return DRIVE_INTERRUPTED;
-  }
-  int left;
+/* Marks the transfers libcurl reports finished and takes them out of the
+** multi handle (their connections go back to its pool). */
+static void collect(unsb_http *h) {
   CURLMsg *m;
-  while ((m = curl_multi_info_read(h->multi, &left)))
-    if (m->msg == CURLMSG_DONE && m->easy_handle == h->easy) return m->data.result;
-  return CURLE_FAILED_INIT;
-}
-
-static int map_error(int rc, const transfer *t, const unsb_http_request *req,
-                     const char *errbuf, unsb_error *err) {
-  char host[256];
-  const char *detail = errbuf[0] ? errbuf : curl_easy_strerror((CURLcode)rc);
-  url_host(req->url, host, sizeof host);
-  if (rc == DRIVE_INTERRUPTED)
-    return unsb_fail(err, UNSB_EINTERRUPTED, "request to %s interrupted", host);
-  if (rc == DRIVE_CANCELLED || t->cancelled)
-    return unsb_fail(err, UNSB_ECANCELLED, "request to %s cancelled", host);
-  if (t->too_big)
-    return unsb_fail(err, UNSB_EPROTOCOL,
-                     "response from %s is larger than max_response (%zu bytes); refused",
-                     host, t->max);
-  switch (rc) {
-    case CURLE_OPERATION_TIMEDOUT:
-      return unsb_fail(err, UNSB_ETIMEOUT, "request to %s timed out after %ld ms (%s)",
-                       host, req->timeout_ms, detail);
-    case CURLE_URL_MALFORMAT:
-    case CURLE_UNSUPPORTED_PROTOCOL:
-      return unsb_fail(err, UNSB_EVALIDATION, "bad URL for host %s: %s", host, detail);
-    default:
-      return unsb_fail(err, UNSB_ETRANSPORT, "transport error talking to %s: %s (%s)",
-                       host, curl_easy_strerror((CURLcode)rc), detail);
+  int left;
+  while ((m = curl_multi_info_read(h->multi, &left))) {
+    unsb_http_xfer *x = NULL;
+    CURL *easy = m->easy_handle;
+    int rc = m->data.result;
+    if (m->msg != CURLMSG_DONE) continue;
+    curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&x);
+    if (!x) continue;
+    x->done = 1;
+    x->rc = rc;
+    curl_multi_remove_handle(h->multi, easy);   /* m is invalid from here */
+    x->in_multi = 0;
   }
 }
 
-/* Adds the prepared transfer, drives it to its end and removes it again
-** (mid-transfer, that closes its connection). 0 with *rc = a CURLcode or
-** DRIVE_*, or -1 with err when the transfer could not be set up. */
-static int run(unsb_http *h, const unsb_http_request *req, transfer *t, char *errbuf,
-               int body_method, int *rc, unsb_error *err) {
-  struct curl_slist *headers = build_headers(req, body_method);
-  /* out of memory stays a transport error here, as the execution client had it */
-  if (!headers) return unsb_fail(err, UNSB_ETRANSPORT, "out of memory");
-  if (setup(h, req, t, headers, errbuf, body_method) != 0) {
-    curl_slist_free_all(headers);
-    return unsb_fail(err, UNSB_ETRANSPORT, "libcurl refused an option");
-  }
-  if (curl_multi_add_handle(h->multi, h->easy) != CURLM_OK) {
-    curl_slist_free_all(headers);
-    return unsb_fail(err, UNSB_ETRANSPORT, "libcurl refused the transfer");
-  }
-  h->busy = 1;
-  *rc = drive(h, req->stream);
-  curl_multi_remove_handle(h->multi, h->easy);
-  h->busy = 0;
-  curl_slist_free_all(headers);
+int unsb_http_pump(unsb_http *h, unsb_error *err) {
+  int running;
+  CURLMcode mc;
+  if (h->in_curl) return busy(err);
+  h->in_curl = 1;
+  mc = curl_multi_perform(h->multi, &running);
+  h->in_curl = 0;
+  if (mc != CURLM_OK)
+    return unsb_fail(err, UNSB_ETRANSPORT, "libcurl: %s", curl_multi_strerror(mc));
+  collect(h);
   return 0;
 }
 
-int unsb_http_perform(unsb_http *h, const unsb_http_request *req,
-                      unsb_http_response *resp, unsb_error *err) {
-  char errbuf[CURL_ERROR_SIZE];
-  transfer t = {resp, 0, h->max_response, 0, h->easy, req->stream, 0, 0, 0};
-  int body_method = strcmp(req->method, "POST") == 0 || strcmp(req->method, "PUT") == 0 ||
-                    strcmp(req->method, "PATCH") == 0;
-  int rc = CURLE_FAILED_INIT;
+void unsb_http_wait(unsb_http *h, long ms) {
+  if (h->in_curl || !h->open || ms <= 0) return;
+  curl_multi_poll(h->multi, NULL, 0, (int)ms, NULL);
+}
 
+int unsb_http_done(const unsb_http_xfer *x) { return x->done; }
+
+void unsb_http_resume(unsb_http_xfer *x) {
+  if (!x->paused || x->done || x->h->in_curl) return;
+  x->paused = 0;
+  /* libcurl hands the held bytes to on_body from inside this call */
+  x->h->in_curl = 1;
+  curl_easy_pause(x->easy, CURLPAUSE_CONT);
+  x->h->in_curl = 0;
+}
+
+int unsb_http_result(unsb_http_xfer *x, unsb_http_response *resp, unsb_error *err) {
+  char *ctype = NULL;
   memset(resp, 0, sizeof *resp);
   resp->retry_after = -1;
-  errbuf[0] = '\0';
-  if (h->busy)
-    return unsb_fail(err, UNSB_EVALIDATION,
-                     "the HTTP engine is busy with another transfer (a request from a stream callback?)");
-  if (check_headers(req, err) != 0) return -1;
-  if (req->stream && !req->stream->on_data)
-    return unsb_fail(err, UNSB_EVALIDATION, "a streamed request needs on_data");
-  if (unsb_interrupt_take()) {
-    char host[256];
-    url_host(req->url, host, sizeof host);
-    return unsb_fail(err, UNSB_EINTERRUPTED, "request to %s interrupted", host);
-  }
-  if (run(h, req, &t, errbuf, body_method, &rc, err) != 0) return -1;
-  if (rc != CURLE_OK) {
-    map_error(rc, &t, req, errbuf, err);
-    unsb_http_response_free(resp);
-    return -1;
-  }
-  char *ctype = NULL;
-  curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &resp->status);
-  curl_easy_getinfo(h->easy, CURLINFO_NUM_CONNECTS, &resp->new_connections);
-  if (curl_easy_getinfo(h->easy, CURLINFO_CONTENT_TYPE, &ctype) == CURLE_OK && ctype)
+  if (!x->done) return unsb_fail(err, UNSB_EVALIDATION, "the transfer has not ended yet");
+  if (x->rc != CURLE_OK || x->oom) return unsb_xfer_fail(x, x->rc, err);
+  *resp = x->resp;
+  memset(&x->resp, 0, sizeof x->resp);
+  curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &resp->status);
+  curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &resp->new_connections);
+  if (curl_easy_getinfo(x->easy, CURLINFO_CONTENT_TYPE, &ctype) == CURLE_OK && ctype)
     resp->content_type = strdup(ctype);
   if (!resp->body) resp->body = calloc(1, 1);   /* always a string, maybe empty */
   if (!resp->body || (ctype && !resp->content_type)) {
@@ -397,4 +191,64 @@ int unsb_http_perform(unsb_http *h, const unsb_http_request *req,
     return unsb_fail(err, UNSB_ETRANSPORT, "out of memory");
   }
   return 0;
+}
+
+void unsb_http_close(unsb_http_xfer *x) {
+  unsb_http *h;
+  if (!x) return;
+  h = x->h;
+  /* removing a running transfer aborts it and closes its connection */
+  if (x->in_multi) curl_multi_remove_handle(h->multi, x->easy);
+  if (x->prev) x->prev->next = x->next;
+  else h->open = x->next;
+  if (x->next) x->next->prev = x->prev;
+  if (x->easy) {
+    curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, NULL);
+    if (h->n_idle < UNSB_HTTP_IDLE_EASY) h->idle[h->n_idle++] = x->easy;
+    else curl_easy_cleanup(x->easy);
+  }
+  curl_slist_free_all(x->headers);
+  unsb_http_response_free(&x->resp);
+  free(x);
+}
+
+/* ---------------------------------------------------------------------
+** the blocking call
+** ------------------------------------------------------------------- */
+
+/* Drives the engine until x ends, the stream's tick cancels or the
+** interrupt flag is raised. 0 when x is done, else -1 with err. */
+static int drive(unsb_http *h, unsb_http_xfer *x, unsb_error *err) {
+  for (;;) {
+    if (unsb_http_pump(h, err) != 0) return -1;
+    if (x->done) return 0;
+    /* right after each round, outside any libcurl callback: the tick can
+    ** hand what on_data queued to code that may not run inside libcurl */
+    if (x->has_stream && x->stream.on_tick && x->stream.on_tick(x->stream.ud) != 0) {
+      x->cancelled = 1;
+      return unsb_xfer_fail(x, 0, err);
+    }
+    unsb_http_wait(h, UNSB_SLICE_MS);
+    if (unsb_interrupt_take())
+      return unsb_fail(err, UNSB_EINTERRUPTED, "request to %s interrupted", x->host);
+  }
+}
+
+int unsb_http_perform(unsb_http *h, const unsb_http_request *req,
+                      unsb_http_response *resp, unsb_error *err) {
+  unsb_http_xfer *x;
+  int rc;
+  memset(resp, 0, sizeof *resp);
+  resp->retry_after = -1;
+  if (h->in_curl) return busy(err);
+  if (check_request(req, err) != 0) return -1;
+  if (!(x = unsb_http_open(h, req, err))) return -1;
+  if (unsb_interrupt_take()) {
+    rc = unsb_fail(err, UNSB_EINTERRUPTED, "request to %s interrupted", x->host);
+  } else {
+    rc = drive(h, x, err);
+    if (rc == 0) rc = unsb_http_result(x, resp, err);
+  }
+  unsb_http_close(x);
+  return rc;
 }

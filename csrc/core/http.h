@@ -1,9 +1,17 @@
 /*
-** The HTTP engine: one libcurl multi handle per client, with one easy
-** handle reused for every call so keep-alive connections carry over.
-** A blocking call adds one transfer and drives the multi handle in slices
-** of at most 100 ms, checking the interrupt flag between slices; fan-out of
-** several transfers later adds to this rather than replacing it.
+** The HTTP engine: one libcurl multi handle per client. Connections live
+** in the multi handle's pool, so keep-alive carries over from one call to
+** the next whatever easy handle a call uses.
+**
+** Two ways to run a transfer:
+**  - unsb_http_perform: a blocking call; it drives the engine in slices of
+**    at most 100 ms, checking the interrupt flag between slices;
+**  - unsb_http_open / unsb_http_pump / unsb_http_wait / unsb_http_close:
+**    the caller drives the engine itself, one round at a time, and may hold
+**    several transfers open at once (a stream a Lua loop reads while it
+**    makes other calls). Each round drives every open transfer of the
+**    engine, so a stream keeps flowing during a blocking call made beside
+**    it; its bytes wait in its consumer's queue, or the consumer pauses it.
 **
 ** TLS peer and host verification are always on; only the CA file can be
 ** changed. Redirects are not followed. Messages name the URL's host and
@@ -11,11 +19,12 @@
 **
 ** A transfer may stream instead of buffering (SSE, large downloads): the
 ** caller's callbacks see the status and content type once the headers are
-** in, then the body bytes as they arrive, and a tick after each round of
-** the engine (outside libcurl); any of them can cancel, which aborts the transfer and closes its connection (a
-** connection with an unread body is never reused). The callbacks run
-** inside libcurl: they must not longjmp (no Lua error may cross them) and
-** must not start another transfer on the same engine (refused: "busy").
+** in, then the body bytes as they arrive, and (perform only) a tick after
+** each round of the engine, outside libcurl; any of them can cancel, which
+** aborts the transfer and closes its connection (a connection with an
+** unread body is never reused). on_head and on_data run inside libcurl:
+** they must not longjmp (no Lua error may cross them) and must not start,
+** drive or close a transfer of the same engine (refused: "busy").
 */
 #ifndef UNSB_HTTP_H
 #define UNSB_HTTP_H
@@ -35,18 +44,30 @@ typedef struct {
 /* What on_head asks for the body. */
 enum { UNSB_HTTP_STREAM = 0, UNSB_HTTP_BUFFER = 1, UNSB_HTTP_CANCEL = -1 };
 
+/* What on_data may return besides 0 (taken) and other values (cancel):
+** the bytes were NOT taken; the transfer pauses (the socket is no longer
+** read, so the peer slows down) until unsb_http_resume, and the same
+** bytes come again then. Only for transfers opened with unsb_http_open. */
+#define UNSB_HTTP_PAUSE 0x7061
+
+/* Response headers a request may ask to see besides X-Request-Id,
+** Retry-After and Content-Type (ETag, Location, ...). */
+#define UNSB_HTTP_CAPTURE_MAX 8
+#define UNSB_HTTP_CAPTURE_VALUE_MAX 4096
+
 typedef struct {
   /* Once the final response's headers are in (status >= 200), before any
   ** body byte: UNSB_HTTP_STREAM (body to on_data), UNSB_HTTP_BUFFER (body
   ** into the response, as without a stream) or UNSB_HTTP_CANCEL. NULL =
   ** stream a 2xx body and buffer any other, so error bodies stay readable. */
   int (*on_head)(void *ud, long status, const char *content_type);
-  /* Body bytes as they arrive; a non-zero return cancels. */
+  /* Body bytes as they arrive; a non-zero return cancels, except
+  ** UNSB_HTTP_PAUSE. */
   int (*on_data)(void *ud, const char *data, size_t len);
-  /* Called after each round of the engine (at least every UNSB_SLICE_MS),
-  ** outside libcurl: the place to hand what on_data queued to code that
-  ** must not run inside a libcurl callback (a binding's protected Lua
-  ** call). Non-zero cancels. May be NULL. */
+  /* unsb_http_perform only: called after each round of the engine (at
+  ** least every UNSB_SLICE_MS), outside libcurl: the place to hand what
+  ** on_data queued to code that must not run inside a libcurl callback.
+  ** Non-zero cancels. May be NULL. */
   int (*on_tick)(void *ud);
   void *ud;
 } unsb_http_stream;
@@ -56,10 +77,12 @@ typedef struct {
   const char *url;
   const char *const *headers;       /* "Name: value" lines */
   size_t n_headers;
-  const char *body;                 /* NULL = no body */
+  const char *body;                 /* NULL = no body; not copied (see open) */
   size_t body_len;
   long timeout_ms;                  /* whole transfer, > 0 */
-  const unsb_http_stream *stream;   /* NULL = buffer the whole body */
+  const unsb_http_stream *stream;   /* NULL = buffer the whole body; copied */
+  const char *const *capture;       /* response header names to keep (copied) */
+  size_t n_capture;                 /* <= UNSB_HTTP_CAPTURE_MAX */
 } unsb_http_request;
 
 typedef struct {
@@ -71,7 +94,10 @@ typedef struct {
   long long retry_after;      /* Retry-After in seconds, or -1 */
   long new_connections;       /* connections opened for this call (0 = reused) */
   size_t streamed;            /* body bytes handed to on_data (body is then "") */
+  char *captured[UNSB_HTTP_CAPTURE_MAX];   /* request.capture[i]'s value, or NULL */
 } unsb_http_response;
+
+typedef struct unsb_http_xfer unsb_http_xfer;
 
 /* Once per process, thread-safe; unsb_http_new calls it. 0 or -1. */
 int unsb_http_global_init(void);
@@ -91,5 +117,36 @@ int unsb_http_perform(unsb_http *h, const unsb_http_request *req,
                       unsb_http_response *resp, unsb_error *err);
 
 void unsb_http_response_free(unsb_http_response *resp);
+
+/* Starts req as a transfer of its own and returns without waiting (the
+** first round of the engine sends it). req->body must stay valid until
+** unsb_http_close; everything else is copied. NULL with err: validation
+** (a header line with CR or LF, a stream without on_data, too many
+** captured names, called from a callback: "busy") or transport. */
+unsb_http_xfer *unsb_http_open(unsb_http *h, const unsb_http_request *req, unsb_error *err);
+
+/* One round of the engine: every open transfer makes the progress its
+** socket allows, without waiting; transfers that ended are marked done.
+** 0, or -1 with err (transport: libcurl failed; validation: "busy"). */
+int unsb_http_pump(unsb_http *h, unsb_error *err);
+
+/* Waits at most ms for activity on any open transfer. */
+void unsb_http_wait(unsb_http *h, long ms);
+
+/* 1 once x has ended (completed or failed), else 0. */
+int unsb_http_done(const unsb_http_xfer *x);
+
+/* Lets a paused transfer (on_data said UNSB_HTTP_PAUSE) go on; the bytes
+** it held are offered to on_data again at once. No-op otherwise. */
+void unsb_http_resume(unsb_http_xfer *x);
+
+/* The outcome of a done transfer, as unsb_http_perform reports it (resp
+** is moved to the caller). -1 with err, also when x is not done yet. */
+int unsb_http_result(unsb_http_xfer *x, unsb_http_response *resp, unsb_error *err);
+
+/* Ends x: a running transfer is aborted and its connection closed. Frees
+** x and whatever result it still holds. NULL is fine. unsb_http_free
+** closes the transfers still open. */
+void unsb_http_close(unsb_http_xfer *x);
 
 #endif

@@ -12,13 +12,23 @@
 #include <lua.h>
 #include <lauxlib.h>
 
+#include "core/cpclient.h"
 #include "core/credentials.h"
 #include "core/error.h"
+#include "core/http.h"
 
 #define UB_CLIENT "unsandbox.Client"
 #define UB_TRACKER "unsandbox.PollTracker"
 #define UB_SSE "unsandbox.SseParser"
 #define UB_BOX "unsandbox.Box"
+#define UB_MANAGER "unsandbox.Manager"
+#define UB_TRANSFER "unsandbox.Transfer"
+#define UB_SANDBOX "unsandbox.Sandbox"
+
+/* The Manager userdata (manager.c); other files check it is open. */
+typedef struct {
+  unsb_cp *c;    /* NULL = closed */
+} ub_manager;
 
 /* Raises "bad argument #arg to 'f' (name: <what> expected, got <type>)"
 ** about the value at stack index idx. */
@@ -65,5 +75,21 @@ void ub_open_cp_functions(lua_State *L);
 /* core.form_encode(t[, max_len]) (cp_form.c), registered by cp_functions.c */
 int ub_form_encode(lua_State *L);
 void ub_open_sse_parser(lua_State *L);
+void ub_open_manager(lua_State *L);
+void ub_open_transfer(lua_State *L);
+void ub_open_sandbox(lua_State *L);
+
+/* The open Manager's client at idx, or raises (closed, wrong type). */
+unsb_cp *ub_manager_check(lua_State *L, int idx);
+/* manager.c's lease methods (manager_lease.c) into the table on top. */
+void ub_lease_methods(lua_State *L);
+/* m:_open (transfer.c). */
+int ub_transfer_open(lua_State *L);
+/* (method, path, body, opts) at 2..5 into call; names has room for
+** UNSB_HTTP_CAPTURE_MAX header names (cp_call.c). */
+void ub_cp_call_args(lua_State *L, unsb_cp_call *call, const char **names);
+/* The response table of _request and Transfer:result(). */
+void ub_push_response(lua_State *L, const unsb_http_response *resp, const char **names,
+                      size_t n_names);
 
 #endif

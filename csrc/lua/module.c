@@ -18,6 +18,9 @@ LUAMOD_API int luaopen_unsandbox_core(lua_State *L) {
   ub_open_client(L);
   ub_open_cp_functions(L);
   ub_open_sse_parser(L);
+  ub_open_manager(L);
+  ub_open_transfer(L);
+  ub_open_sandbox(L);
   lua_pushliteral(L, "0.1.0");
   lua_setfield(L, -2, "VERSION");
   return 1;

@@ -66,6 +66,18 @@ static void headers(void) {
   is_str(h.lines[2], "Content-Type: application/json", "MCP body is always JSON");
   is_str(h.lines[7], "traceparent: " TPV, "streams carry the trace too");
   unsb_cp_headers_free(&h);
+  m.tenant = "acme-2";
+  ok(unsb_cp_headers_build(&m, &h, &err) == 0 && h.n == 9, "with a tenant: 9 lines");
+  is_str(h.lines[7], "X-Sandbox-Tenant: acme-2", "X-Sandbox-Tenant after the subject");
+  unsb_cp_headers_free(&h);
+  m.tenant = "-acme";
+  ok(unsb_cp_headers_build(&m, &h, &err) == -1 && err.kind == UNSB_EVALIDATION && h.n == 0,
+     "a tenant that is not a tenant id is refused");
+  ok(unsb_cp_valid_tenant("a") && unsb_cp_valid_tenant("a-b-0") &&
+     unsb_cp_valid_tenant("abcdefghijklmnopqrstuvwxyz012345") &&
+     !unsb_cp_valid_tenant("abcdefghijklmnopqrstuvwxyz0123456") && !unsb_cp_valid_tenant("a-") &&
+     !unsb_cp_valid_tenant("A") && !unsb_cp_valid_tenant("a_b") && !unsb_cp_valid_tenant("") &&
+     !unsb_cp_valid_tenant(NULL), "tenant id shape: 1-32 of [a-z0-9-], no dash at either end");
 }
 
 /* refused before anything is sent */

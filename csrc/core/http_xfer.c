@@ -1,0 +1,284 @@
+/*
+** One transfer's libcurl side (see http_xfer.h): the body and header
+** callbacks and the options. Buffered and streamed transfers share one
+** path: the body callback either appends to the response or hands the
+** bytes to the caller's stream, decided once when the headers are
+** complete. Every response header the caller asked for is kept, capped.
+*/
+#include "core/http_xfer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define REQUEST_ID_MAX 256    /* request ids are short; cap what we keep */
+
+/* ---------------------------------------------------------------------
+** the body
+** ------------------------------------------------------------------- */
+
+static size_t on_body(char *data, size_t size, size_t n, void *ud) {
+  unsb_http_xfer *x = ud;
+  unsb_http_response *r = &x->resp;
+  size_t len = size * n;
+  if (x->streaming) {
+    int rc = x->stream.on_data(x->stream.ud, data, len);
+    if (rc == UNSB_HTTP_PAUSE) {
+      x->paused = 1;
+      return CURL_WRITEFUNC_PAUSE;    /* curl offers the same bytes again */
+    }
+    if (rc != 0) {
+      x->cancelled = 1;
+      return 0;                       /* aborts the transfer */
+    }
+    r->streamed += len;
+    return len;
+  }
+  if (len > x->max - r->body_len) {   /* abort: the cap is a refusal, not a cut */
+    x->too_big = 1;
+    return 0;
+  }
+  if (r->body_len + len + 1 > x->cap) {
+    size_t cap = x->cap ? x->cap : 16384;
+    while (cap < r->body_len + len + 1) cap *= 2;
+    char *b = realloc(r->body, cap);
+    if (!b) {
+      x->oom = 1;
+      return 0;
+    }
+    r->body = b;
+    x->cap = cap;
+  }
+  memcpy(r->body + r->body_len, data, len);
+  r->body_len += len;
+  r->body[r->body_len] = '\0';
+  return len;
+}
+
+/* ---------------------------------------------------------------------
+** headers
+** ------------------------------------------------------------------- */
+
+/* Value of "Name: value" if the line's name is `name`, trimmed; else NULL. */
+static const char *header_value(const char *line, size_t len, const char *name,
+                                size_t *vlen) {
+  size_t nl = strlen(name);
+  if (len <= nl || line[nl] != ':' || strncasecmp(line, name, nl) != 0) return NULL;
+  const char *v = line + nl + 1, *e = line + len;
+  while (v < e && (*v == ' ' || *v == '\t')) v++;
+  while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' ' || e[-1] == '\t')) e--;
+  *vlen = (size_t)(e - v);
+  return v;
+}
+
+/* Retry-After: delta seconds, or an HTTP date turned into seconds from now. */
+static long long parse_retry_after(const char *v, size_t len) {
+  char buf[REQUEST_ID_MAX];
+  char *end;
+  if (len == 0 || len >= sizeof buf) return -1;
+  memcpy(buf, v, len);
+  buf[len] = '\0';
+  long long s = strtoll(buf, &end, 10);
+  if (end != buf && *end == '\0') return s < 0 ? 0 : s;
+  time_t when = curl_getdate(buf, NULL);
+  if (when == (time_t)-1) return -1;
+  s = (long long)(when - time(NULL));
+  return s < 0 ? 0 : s;
+}
+
+/* The blank line after the final response's headers: the stream decides
+** what happens to the body. Returns 0 to go on, -1 to cancel. */
+static int end_of_head(unsb_http_xfer *x) {
+  long status = 0;
+  char *ctype = NULL;
+  int mode;
+  curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+  if (status < 200 || x->head_done) return 0;     /* 1xx, or trailers */
+  x->head_done = 1;
+  curl_easy_getinfo(x->easy, CURLINFO_CONTENT_TYPE, &ctype);
+  if (x->stream.on_head) mode = x->stream.on_head(x->stream.ud, status, ctype);
+  else mode = status >= 200 && status < 300 ? UNSB_HTTP_STREAM : UNSB_HTTP_BUFFER;
+  if (mode == UNSB_HTTP_CANCEL) {
+    x->cancelled = 1;
+    return -1;
+  }
+  x->streaming = mode == UNSB_HTTP_STREAM;
+  return 0;
+}
+
+static void forget_headers(unsb_http_response *r) {
+  free(r->request_id);
+  r->request_id = NULL;
+  r->retry_after = -1;
+  for (size_t i = 0; i < UNSB_HTTP_CAPTURE_MAX; i++) {
+    free(r->captured[i]);
+    r->captured[i] = NULL;
+  }
+}
+
+/* Keeps the value of a header the caller asked for (the last one wins). */
+static void capture(unsb_http_xfer *x, const char *line, size_t len) {
+  size_t vlen;
+  const char *v;
+  for (size_t i = 0; i < x->n_capture; i++) {
+    if (!(v = header_value(line, len, x->capture[i], &vlen))) continue;
+    free(x->resp.captured[i]);
+    x->resp.captured[i] = strndup(v, vlen < UNSB_HTTP_CAPTURE_VALUE_MAX ? vlen
+                                                                        : UNSB_HTTP_CAPTURE_VALUE_MAX);
+    if (!x->resp.captured[i]) x->oom = 1;
+    return;
+  }
+}
+
+static size_t on_header(char *line, size_t size, size_t n, void *ud) {
+  unsb_http_xfer *x = ud;
+  unsb_http_response *r = &x->resp;
+  size_t len = size * n, vlen;
+  const char *v;
+  if (x->has_stream && (len == 2 || len == 1) && (line[0] == '\r' || line[0] == '\n')) {
+    if (end_of_head(x) != 0) return 0;   /* aborts the transfer */
+  } else if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
+    forget_headers(r);   /* a new response (after a 100 Continue) */
+  } else if ((v = header_value(line, len, "X-Request-Id", &vlen))) {
+    free(r->request_id);
+    r->request_id = strndup(v, vlen < REQUEST_ID_MAX ? vlen : REQUEST_ID_MAX);
+    if (!r->request_id) x->oom = 1;
+  } else if ((v = header_value(line, len, "Retry-After", &vlen))) {
+    r->retry_after = parse_retry_after(v, vlen);
+  } else {
+    capture(x, line, len);
+  }
+  return x->oom ? 0 : len;
+}
+
+/* ---------------------------------------------------------------------
+** options
+** ------------------------------------------------------------------- */
+
+static int has_header(const unsb_http_request *req, const char *name) {
+  size_t nl = strlen(name);
+  for (size_t i = 0; i < req->n_headers; i++)
+    if (strncasecmp(req->headers[i], name, nl) == 0 && req->headers[i][nl] == ':') return 1;
+  return 0;
+}
+
+static int body_method(const char *m) {
+  return strcmp(m, "POST") == 0 || strcmp(m, "PUT") == 0 || strcmp(m, "PATCH") == 0;
+}
+
+static struct curl_slist *build_headers(const unsb_http_request *req) {
+  struct curl_slist *list = NULL, *next;
+  /* no "Expect: 100-continue" round trip before large bodies */
+  const char *fixed[2] = {"Expect:", NULL};
+  if (!has_header(req, "Content-Type")) {
+    if (req->body && req->body_len > 0) fixed[1] = "Content-Type: application/json";
+    else if (body_method(req->method)) fixed[1] = "Content-Type:";  /* drop curl's form type */
+  }
+  for (size_t i = 0; i < 2; i++) {
+    if (!fixed[i]) continue;
+    if (!(next = curl_slist_append(list, fixed[i]))) goto oom;
+    list = next;
+  }
+  for (size_t i = 0; i < req->n_headers; i++) {
+    if (!(next = curl_slist_append(list, req->headers[i]))) goto oom;
+    list = next;
+  }
+  return list;
+oom:
+  curl_slist_free_all(list);
+  return NULL;
+}
+
+static void url_host(const char *url, char *out, size_t size) {
+  CURLU *u = curl_url();
+  char *host = NULL;
+  snprintf(out, size, "(unknown host)");
+  if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK)
+    snprintf(out, size, "%s", host);
+  curl_free(host);
+  curl_url_cleanup(u);
+}
+
+static int set_options(unsb_http_xfer *x, const unsb_http_request *req) {
+  CURL *e = x->easy;
+  int bad = 0;
+#define SET(opt, val) (bad |= curl_easy_setopt(e, opt, val) != CURLE_OK)
+  curl_easy_reset(e);
+  SET(CURLOPT_URL, req->url);
+  SET(CURLOPT_PRIVATE, (void *)x);
+  SET(CURLOPT_NOSIGNAL, 1L);
+  SET(CURLOPT_PROTOCOLS_STR, "http,https");
+  SET(CURLOPT_ERRORBUFFER, x->errbuf);
+  SET(CURLOPT_WRITEFUNCTION, on_body);
+  SET(CURLOPT_WRITEDATA, x);
+  SET(CURLOPT_HEADERFUNCTION, on_header);
+  SET(CURLOPT_HEADERDATA, x);
+  SET(CURLOPT_TIMEOUT_MS, req->timeout_ms);
+  SET(CURLOPT_CONNECTTIMEOUT_MS, x->h->connect_timeout_ms);
+  SET(CURLOPT_SSL_VERIFYPEER, 1L);
+  SET(CURLOPT_SSL_VERIFYHOST, 2L);
+  if (x->h->ca_file) SET(CURLOPT_CAINFO, x->h->ca_file);
+  SET(CURLOPT_TCP_KEEPALIVE, 1L);
+  SET(CURLOPT_USERAGENT, "unsandbox-lua");
+  SET(CURLOPT_HTTPHEADER, x->headers);
+  if (strcmp(req->method, "GET") == 0 && !req->body) {
+    SET(CURLOPT_HTTPGET, 1L);
+  } else if (strcmp(req->method, "HEAD") == 0) {
+    SET(CURLOPT_NOBODY, 1L);
+  } else {
+    SET(CURLOPT_CUSTOMREQUEST, req->method);
+    if (req->body || body_method(req->method)) {
+      /* the exact bytes, with a Content-Length: never chunked */
+      SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(req->body ? req->body_len : 0));
+      SET(CURLOPT_POSTFIELDS, req->body ? req->body : "");
+    }
+  }
+#undef SET
+  return bad ? -1 : 0;
+}
+
+int unsb_xfer_setup(unsb_http_xfer *x, const unsb_http_request *req, unsb_error *err) {
+  url_host(req->url, x->host, sizeof x->host);
+  x->timeout_ms = req->timeout_ms;
+  x->max = x->h->max_response;
+  x->resp.retry_after = -1;
+  if (req->stream) {
+    x->stream = *req->stream;
+    x->has_stream = 1;
+  }
+  x->n_capture = req->n_capture;
+  for (size_t i = 0; i < req->n_capture; i++)
+    snprintf(x->capture[i], UNSB_HTTP_NAME_MAX, "%s", req->capture[i]);
+  /* out of memory stays a transport error here, as the execution client had it */
+  if (!(x->headers = build_headers(req))) return unsb_fail(err, UNSB_ETRANSPORT, "out of memory");
+  if (set_options(x, req) != 0) return unsb_fail(err, UNSB_ETRANSPORT, "libcurl refused an option");
+  return 0;
+}
+
+/* ---------------------------------------------------------------------
+** errors
+** ------------------------------------------------------------------- */
+
+int unsb_xfer_fail(const unsb_http_xfer *x, int rc, unsb_error *err) {
+  const char *detail = x->errbuf[0] ? x->errbuf : curl_easy_strerror((CURLcode)rc);
+  if (x->cancelled) return unsb_fail(err, UNSB_ECANCELLED, "request to %s cancelled", x->host);
+  if (x->too_big)
+    return unsb_fail(err, UNSB_EPROTOCOL,
+                     "response from %s is larger than max_response (%zu bytes); refused",
+                     x->host, x->max);
+  if (x->oom) return unsb_fail(err, UNSB_ETRANSPORT, "out of memory");
+  switch (rc) {
+    case CURLE_OPERATION_TIMEDOUT:
+      return unsb_fail(err, UNSB_ETIMEOUT, "request to %s timed out after %ld ms (%s)",
+                       x->host, x->timeout_ms, detail);
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+      return unsb_fail(err, UNSB_EVALIDATION, "bad URL for host %s: %s", x->host, detail);
+    default:
+      return unsb_fail(err, UNSB_ETRANSPORT, "transport error talking to %s: %s (%s)",
+                       x->host, curl_easy_strerror((CURLcode)rc), detail);
+  }
+}

@@ -1,0 +1,58 @@
+/*
+** Inside the HTTP engine (http.c, http_xfer.c): the transfer record and
+** the engine struct, shared by the two files and by nothing else. The
+** engine file owns the multi handle and the list of open transfers; the
+** transfer file owns what happens to one transfer's bytes and headers
+** (libcurl's callbacks and options), so each stays short.
+*/
+#ifndef UNSB_HTTP_XFER_H
+#define UNSB_HTTP_XFER_H
+
+#include <curl/curl.h>
+
+#include "core/http.h"
+
+#define UNSB_HTTP_IDLE_EASY 4        /* easy handles kept for reuse */
+#define UNSB_HTTP_HOST_MAX 256
+#define UNSB_HTTP_NAME_MAX 64
+
+struct unsb_http {
+  CURLM *multi;
+  CURL *idle[UNSB_HTTP_IDLE_EASY];   /* reset and reused by the next transfer */
+  int n_idle;
+  long connect_timeout_ms;
+  char *ca_file;
+  size_t max_response;
+  int in_curl;                       /* inside libcurl: callbacks may not drive */
+  unsb_http_xfer *open;              /* open transfers, a doubly linked list */
+};
+
+struct unsb_http_xfer {
+  unsb_http *h;
+  unsb_http_xfer *prev, *next;
+  CURL *easy;
+  int in_multi;                      /* added and not yet removed */
+  struct curl_slist *headers;
+  unsb_http_stream stream;           /* copy; on_data NULL = buffered */
+  int has_stream;
+  unsb_http_response resp;
+  size_t cap, max;
+  int too_big, oom;
+  int head_done, streaming, cancelled, paused;
+  int done, rc;                      /* rc: libcurl's result once done */
+  long timeout_ms;
+  char host[UNSB_HTTP_HOST_MAX];
+  char errbuf[CURL_ERROR_SIZE];
+  size_t n_capture;
+  char capture[UNSB_HTTP_CAPTURE_MAX][UNSB_HTTP_NAME_MAX];
+};
+
+/* Sets x's easy handle up for req (callbacks, options, headers). 0, or
+** -1 with err (transport: memory or a refused option). */
+int unsb_xfer_setup(unsb_http_xfer *x, const unsb_http_request *req, unsb_error *err);
+
+/* The error of a transfer that ended badly (rc a CURLcode), named by
+** host. Always -1. */
+int unsb_xfer_fail(const unsb_http_xfer *x, int rc, unsb_error *err);
+
+#endif
