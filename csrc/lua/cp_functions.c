@@ -13,6 +13,7 @@
 
 #include "core/cprequest.h"
 #include "core/cpids.h"
+#include "core/digest.h"
 #include "core/form.h"
 #include "core/lease.h"
 #include "core/mcp.h"
@@ -195,7 +196,57 @@ static int l_refresh_period(lua_State *L) {
   return 1;
 }
 
+/* core.mcp_progress_ok(token, request_id, channel, sequence, chunk): §7.11's
+** filter of progress notifications (any Lua values: the server's JSON). */
+static int l_mcp_progress_ok(lua_State *L) {
+  size_t chunk_len = 0;
+  int exact = 0;
+  lua_Integer seq = lua_tointegerx(L, 4, &exact);
+  const char *token = lua_type(L, 1) == LUA_TSTRING ? lua_tostring(L, 1) : NULL;
+  const char *rid = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : NULL;
+  const char *channel = lua_type(L, 3) == LUA_TSTRING ? lua_tostring(L, 3) : NULL;
+  if (lua_type(L, 5) == LUA_TSTRING) lua_tolstring(L, 5, &chunk_len);
+  exact = exact && lua_type(L, 4) == LUA_TNUMBER;
+  lua_pushboolean(L, unsb_mcp_progress_ok(token, rid, channel, exact, (long long)seq, chunk_len));
+  return 1;
+}
+
+/* core.mcp_session_action(action): "session_exec", ... or nil. */
+static int l_mcp_session_action(lua_State *L) {
+  const char *a = unsb_mcp_session_action(ub_check_string(L, 1, "action", NULL));
+  if (a) lua_pushstring(L, a);
+  else lua_pushnil(L);
+  return 1;
+}
+
+static int l_mcp_valid_session_id(lua_State *L) {
+  size_t len;
+  const char *s = ub_check_string(L, 1, "session_id", &len);
+  lua_pushboolean(L, unsb_mcp_valid_session_id(s, len));
+  return 1;
+}
+
+/* core.sha256(bytes): 64 lowercase hex (upload checksums). */
+static int l_sha256(lua_State *L) {
+  size_t len;
+  char out[UNSB_SHA256_HEX_LEN + 1];
+  const char *s = ub_check_string(L, 1, "bytes", &len);
+  if (unsb_sha256_hex(s, len, out) != 0) return luaL_error(L, "SHA-256 failed (OpenSSL)");
+  lua_pushstring(L, out);
+  return 1;
+}
+
+static int l_valid_tenant(lua_State *L) {
+  lua_pushboolean(L, unsb_cp_valid_tenant(ub_check_string(L, 1, "tenant", NULL)));
+  return 1;
+}
+
 static const luaL_Reg FUNCTIONS[] = {
+  {"mcp_progress_ok", l_mcp_progress_ok},
+  {"mcp_session_action", l_mcp_session_action},
+  {"mcp_valid_session_id", l_mcp_valid_session_id},
+  {"sha256", l_sha256},
+  {"valid_tenant", l_valid_tenant},
   {"acting_subject", l_acting_subject},
   {"valid_subject", l_valid_subject},
   {"session_id", l_session_id},

@@ -1,7 +1,12 @@
 --- unsandbox.Error: what an expected failure returns as the second value
 -- of `nil, err`. Fields: kind (credentials, http, transport, timeout,
--- protocol, validation, interrupted), status, code, message (the server's
--- own text where there is one), request_id, retry_after, challenge_id.
+-- protocol, validation, interrupted, cancelled, rpc), status, code,
+-- message (the server's own text where there is one), request_id,
+-- retry_after, challenge_id; Control Plane errors also hint (file routes'
+-- 409) and rpc_code (kind rpc: the JSON-RPC error code, so -32602 bad
+-- arguments and -32001 all PTY sessions busy stay apart though both are
+-- the spec's 502). kind cancelled is a stream stopped by is_cancelled()
+-- or Ctrl-C (status 499).
 -- tostring(err) reads well, so `assert(unsandbox.execute_code(...))` gives
 -- a useful message.
 local Error = { __name = "unsandbox.Error" }
@@ -9,7 +14,7 @@ Error.__index = Error
 
 local KINDS = {
   credentials = true, http = true, transport = true, timeout = true,
-  protocol = true, validation = true, interrupted = true,
+  protocol = true, validation = true, interrupted = true, cancelled = true, rpc = true,
 }
 
 function Error.new(fields)

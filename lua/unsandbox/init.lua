@@ -1,5 +1,9 @@
 --- unsandbox: run untrusted code in remote sandboxes from Lua 5.4.
 --
+-- Two services: the execution API (a Client, below) and the sandbox
+-- platform's Control Plane (unsandbox.manager{...} and unsandbox.Sandbox,
+-- see lua/unsandbox/cp.lua).
+--
 -- Every function is available two ways: as a method of a Client
 -- (`local c = unsandbox.client{...}; c:execute_code(...)`), which keeps its
 -- own credentials, base URL, timeouts and a reused connection; and as a
@@ -22,6 +26,10 @@ local unsandbox = {
 }
 
 local Client = core.Client   -- the methods table of the C userdata
+
+-- The Control Plane client: unsandbox.manager, Manager, Sandbox,
+-- acting_subject, trace, current_trace, new_trace_id (lua/unsandbox/cp.lua).
+for k, v in pairs(require "unsandbox.cp") do unsandbox[k] = v end
 
 local CONNECTION = { public_key = true, secret_key = true, account = true, url = true,
                      timeout = true, connect_timeout = true, ca_file = true, max_response = true }

@@ -1,0 +1,70 @@
+--- Values bound per coroutine (spec §3, §7.1; ARCHITECTURE "Ambient
+-- acting subject"): the Control Plane's X-Acting-Subject of a Manager and
+-- the trace id of unsandbox.trace(). A Manager is shared by every
+-- coroutine of a program, so a subject bound on the Manager itself would
+-- leak into requests of other coroutines; here each coroutine (the main
+-- thread included) has its own value, and a coroutine created inside a
+-- binding starts with none. Bindings nest: closing one restores the value
+-- that was bound before it. Internal module.
+local M = {}
+
+-- store[owner][coroutine] = value; weak keys, so neither a Manager nor a
+-- finished coroutine is kept alive by a binding it never closed.
+local function slot(store, owner)
+  local per = store[owner]
+  if not per then
+    per = setmetatable({}, { __mode = "k" })
+    store[owner] = per
+  end
+  return per
+end
+
+local function current_co()
+  return (coroutine.running())
+end
+
+--- The value bound for the running coroutine, or nil.
+function M.get(store, owner)
+  local per = store[owner]
+  return per and per[current_co()]
+end
+
+local Binding = { __name = "unsandbox.Binding" }
+Binding.__index = Binding
+
+--- Restores what was bound before; idempotent. A binding is closed by
+-- the `<close>` of the caller's block (or by close()).
+function Binding:close()
+  if self.closed then return end
+  self.closed = true
+  local per = self.store[self.owner]
+  if per then per[self.co] = self.previous end
+end
+Binding.__close = Binding.close
+
+function Binding:__tostring()
+  return "unsandbox.Binding (" .. (self.closed and "closed" or "open") .. ")"
+end
+
+--- Binds value for the running coroutine; returns the Binding to close.
+function M.bind(store, owner, value)
+  local per = slot(store, owner)
+  local co = current_co()
+  local b = setmetatable({ store = store, owner = owner, co = co, previous = per[co] }, Binding)
+  per[co] = value
+  return b
+end
+
+--- Runs fn(...) with value bound, and unbinds whatever way fn ends
+-- (return, error, or a coroutine closed while suspended inside it).
+function M.with(store, owner, value, fn, ...)
+  local b <close> = M.bind(store, owner, value)
+  return fn(...)
+end
+
+--- A weak-keyed store for M.bind / M.get.
+function M.store()
+  return setmetatable({}, { __mode = "k" })
+end
+
+return M

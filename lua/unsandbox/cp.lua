@@ -1,0 +1,74 @@
+--- The Control Plane part of the public module (spec control-plane.md;
+-- init.lua merges this table into `unsandbox`): the Manager and Sandbox
+-- classes with all their methods loaded, the acting-subject derivation,
+-- and the trace id bound per coroutine. Internal module.
+local core = require "unsandbox.core"
+local check = require "unsandbox.check"
+local context = require "unsandbox.context"
+local cpapi = require "unsandbox.cpapi"
+local manager = require "unsandbox.manager"
+-- each adds its methods to core.Manager
+require "unsandbox.leases"
+require "unsandbox.tools"
+require "unsandbox.objects"
+require "unsandbox.routes"
+require "unsandbox.wsfiles"
+require "unsandbox.admin"
+local Sandbox = require "unsandbox.sandbox"
+
+local M = {
+  Manager = core.Manager,
+  Sandbox = Sandbox,
+  manager = manager.new,
+}
+
+--- X-Acting-Subject for (tenant, subject): hex of the first 16 bytes of
+-- HMAC-SHA256(salt, tenant ‖ U+0000 ‖ subject) (§3). salt ≥ 32 bytes.
+function M.acting_subject(salt, tenant, subject)
+  check.type("acting_subject", "salt", salt, "string")
+  check.type("acting_subject", "tenant", tenant, "string")
+  check.type("acting_subject", "subject", subject, "string")
+  local ok, v = pcall(core.acting_subject, salt, tenant, subject)
+  if not ok then
+    local arg = tostring(v):match("#(%d)") or "1"
+    check.fail("acting_subject", ({ "salt", "tenant", "subject" })[tonumber(arg)] or "salt",
+      (tostring(v):gsub("^.-%((.*)%)$", "%1")))
+  end
+  return v
+end
+
+local function parse_trace(fname, id)
+  check.type(fname, "trace", id, "string")
+  local tp = core.parse_traceparent(id)
+  if tp then return { trace_id = tp.trace_id, flags = tp.flags } end
+  if pcall(core.new_traceparent, id) then return { trace_id = id, flags = "01" } end
+  check.fail(fname, "trace", "a trace id (32 lowercase hex, not all zero) or a traceparent expected")
+end
+
+--- Binds a trace for the Control Plane requests of the running coroutine:
+-- each request then sends traceparent 00-<trace>-<new span>-<flags>, and
+-- the server answers X-Request-Id: <trace>. id: 32 lowercase hex, or an
+-- inbound traceparent (its trace id and flags are adopted). With fn,
+-- runs fn(...) so bound and returns its results; without, returns a
+-- Binding to close (`local t <close> = unsandbox.trace(id)`). Unbound
+-- requests get a random trace each.
+function M.trace(id, fn, ...)
+  local value = parse_trace("trace", id)
+  if fn == nil then return context.bind(cpapi.traces, cpapi.TRACE_OWNER, value) end
+  check.type("trace", "fn", fn, "function")
+  return context.with(cpapi.traces, cpapi.TRACE_OWNER, value, fn, ...)
+end
+
+--- The trace id and flags bound for the running coroutine, or nil.
+function M.current_trace()
+  local v = context.get(cpapi.traces, cpapi.TRACE_OWNER)
+  if v then return v.trace_id, v.flags end
+  return nil
+end
+
+--- A new random trace id (32 lowercase hex), e.g. for unsandbox.trace.
+function M.new_trace_id()
+  return core.new_traceparent():sub(4, 35)
+end
+
+return M

@@ -1,0 +1,226 @@
+--- Workspaces and runtimes of a session key (spec §7.6-§7.9, §8): the
+-- flows over the core's lease rules. Each flow decides from the lease
+-- (m:_ws_decide / m:_rt_decide copy out what a request needs), makes its
+-- request, then applies the reply to the lease looked up again, so no
+-- lease is held across a network call and a coroutine switch in between
+-- cannot leave a half-updated lease. Also the checkpoint routes, which
+-- address the session's workspace. Methods of unsandbox.Manager.
+local core = require "unsandbox.core"
+local check = require "unsandbox.check"
+local cpapi = require "unsandbox.cpapi"
+local Error = require "unsandbox.errors"
+
+local Manager = core.Manager
+
+local CREATE_TIMEOUT = 130   -- §10: the server may hold a runtime create for ~110 s
+
+-- Applies a reply to the lease: apply is m:_ws_apply or m:_rt_apply.
+local function applied(self, apply, sid, doc, resp)
+  local ok, _, msg = apply(self, sid, doc, self:_now())
+  if ok then return true end
+  return nil, cpapi.bad_reply(msg, resp)
+end
+
+--- The lease of a workspace as a table (what POST /v1/workspaces answers).
+local function ws_view(ws_id, token, owner, created)
+  return { workspace_id = ws_id, status = "ready", created = created, owner = owner,
+    access_token = token, file_url = "/v1/workspaces/" .. ws_id .. "/files" }
+end
+
+--- §7.7: reuse the cached lease, or POST /v1/workspaces {session_id[, owner]}.
+-- opts.principal = {kind=, id=} (not with a bound subject: the server says 400).
+function Manager:ensure_workspace(key, owner, refresh, opts)
+  local sid = self:_session("ensure_workspace", key)
+  check.type("ensure_workspace", "owner", owner, "string", true)
+  check.type("ensure_workspace", "refresh", refresh, "boolean", true)
+  opts = check.type("ensure_workspace", "opts", opts, "table", true) or {}
+  local action, ws_id, token, cached_owner, created =
+    self:_ws_decide(sid, owner, refresh or false, self:_now())
+  if action == "reuse" and not opts.principal then
+    return ws_view(ws_id, token, cached_owner, created)
+  end
+  local doc, resp = cpapi.call(self, "ensure_workspace", "POST", "/v1/workspaces",
+    { body = { session_id = sid, owner = owner, principal = opts.principal }, timeout = 100 })
+  if not doc then return nil, resp end
+  local ok, err = applied(self, self._ws_apply, sid, doc, resp)
+  if not ok then return nil, err end
+  if doc.created == nil then doc.created = true end
+  return doc, resp.request_id
+end
+
+--- The runtime lease as a table (a SandboxLease's fields that the client keeps).
+local function rt_view(sb_id, token, template, ws_id)
+  return { id = sb_id, access_token = token, template = template, workspace_id = ws_id,
+    status = "running", mcp_url = "/v1/sandboxes/" .. sb_id .. "/mcp" }
+end
+
+local function refresh_token(self, sid, sb_id)
+  local doc, resp = cpapi.call(self, "ensure_runtime", "POST", "/v1/sandboxes/" .. sb_id .. "/token",
+    { body = {}, timeout = 100 })
+  if not doc then return nil, resp end
+  local ok, err = applied(self, self._rt_apply, sid, doc, resp)
+  if not ok then return nil, err end
+  return doc, resp
+end
+
+local function create_runtime(self, sid, ws_id, template)
+  local doc, resp = cpapi.call(self, "ensure_runtime", "POST", "/v1/sandboxes",
+    { body = { workspace_id = ws_id, template_id = template }, timeout = CREATE_TIMEOUT })
+  if not doc then return nil, resp end
+  local ok, err = applied(self, self._rt_apply, sid, doc, resp)
+  if not ok then return nil, err end
+  return doc, resp.request_id
+end
+
+--- §7.8: a runtime for the session's workspace: the cached one (its token
+-- refreshed when it expires within 60 s or the lease is stale; a 404
+-- forgets it), else POST /v1/sandboxes {workspace_id[, template_id]}. A
+-- cached runtime of another template is a local 409: nothing is sent.
+function Manager:ensure_runtime(key, template)
+  local sid = self:_session("ensure_runtime", key)
+  if template ~= nil then
+    check.type("ensure_runtime", "template", template, "string")
+    if not template:match("^[a-z0-9][a-z0-9-]*$") or #template > 32 then
+      check.fail("ensure_runtime", "template", "a template id ([a-z0-9][a-z0-9-]{0,31}) expected")
+    end
+  end
+  local ws, err = self:ensure_workspace(key)
+  if not ws then return nil, err end
+  local action, a, b, c = self:_rt_decide(sid, template, self:_now())
+  if action == "conflict" then
+    return nil, Error.new { kind = "validation", status = 409, message = a }
+  elseif action == "reuse" then
+    return rt_view(a, b, c, ws.workspace_id)
+  elseif action == "refresh" then
+    local doc, resp = refresh_token(self, sid, a)
+    if doc then
+      local st = self:_lease_status(sid, self:_now())
+      local view = rt_view(a, doc.access_token, st.template or "default", ws.workspace_id)
+      return view, resp.request_id
+    end
+    if resp.status ~= 404 then return nil, resp end
+    self:_rt_forget(sid)   -- the runtime is gone: create one
+  end
+  return create_runtime(self, sid, ws.workspace_id, template)
+end
+
+--- DELETE /v1/sandboxes/{sb} of the cached runtime; none cached ⇒
+-- {released=false, reason="no active Runtime"} and nothing is sent.
+function Manager:release_runtime(key)
+  local sid = self:_session("release_runtime", key)
+  local st = self:_lease_status(sid, self:_now())
+  if not st.sandbox_id then return { released = false, reason = "no active Runtime" } end
+  local doc, resp = cpapi.call(self, "release_runtime", "DELETE", "/v1/sandboxes/" .. st.sandbox_id,
+    { timeout = 100 })
+  if doc or resp.status == 404 then self:_rt_forget(sid) end
+  if not doc then return nil, resp end
+  return doc, resp.request_id
+end
+
+--- POST /v1/workspaces/resolve {session_id}: never creates anything.
+function Manager:resolve_workspace(key)
+  local sid = self:_session("resolve_workspace", key)
+  local doc, resp = cpapi.call(self, "resolve_workspace", "POST", "/v1/workspaces/resolve",
+    { body = { session_id = sid }, timeout = 100 })
+  if not doc then return nil, resp end
+  if type(doc.workspace_id) ~= "string" then
+    return nil, cpapi.bad_reply("Control Plane response has no workspace_id", resp)
+  end
+  return doc, resp.request_id
+end
+
+--- The session's live runtime, found without creating one: resolve, then
+-- POST /v1/sandboxes/{sb}/token {}. None ⇒ 404 "sandbox '<key>' is not running".
+function Manager:lookup_runtime(key)
+  local sid = self:_session("lookup_runtime", key)
+  local res, err = self:resolve_workspace(key)
+  if not res then return nil, err end
+  if type(res.sandbox_id) ~= "string" then
+    return nil, Error.new { kind = "http", status = 404,
+      message = "sandbox '" .. (key or sid) .. "' is not running" }
+  end
+  local doc, resp = refresh_token(self, sid, res.sandbox_id)
+  if not doc then return nil, resp end
+  if type(res.template) == "string" then
+    self:_rt_apply(sid, { id = res.sandbox_id, access_token = doc.access_token,
+      access_token_expires_in = doc.access_token_expires_in, template = res.template }, self:_now())
+  end
+  return rt_view(res.sandbox_id, doc.access_token, res.template or "default", res.workspace_id),
+    resp.request_id
+end
+
+--- What the Manager holds for a session (no request).
+function Manager:status(key)
+  return self:_lease_status(self:_session("status", key), self:_now())
+end
+
+--- Forgets the client's lease of a session (the server keeps everything).
+function Manager:forget(key)
+  return self:_lease_forget(self:_session("forget", key))
+end
+
+------------------------------------------------------------------------
+-- Checkpoints of the session's workspace
+------------------------------------------------------------------------
+
+local function workspace_path(self, fname, key, suffix)
+  local ws, err = self:ensure_workspace(key)
+  if not ws then return nil, err end
+  return "/v1/workspaces/" .. ws.workspace_id .. suffix
+end
+
+local function checkpoint_id(fname, id)
+  check.type(fname, "checkpoint_id", id, "string")
+  if not id:match("^[a-z0-9][a-z0-9-]*$") or #id > 63 then
+    check.fail(fname, "checkpoint_id", "a checkpoint id ([a-z0-9][a-z0-9-]{0,62}) expected")
+  end
+  return id
+end
+
+local function simple(self, fname, key, method, suffix, o)
+  local path, err = workspace_path(self, fname, key, suffix)
+  if not path then return nil, err end
+  local doc, resp = cpapi.call(self, fname, method, path, o)
+  if not doc then return nil, resp end
+  return doc, resp.request_id
+end
+
+--- POST …/checkpoints {} (needs a running runtime: 400 otherwise).
+function Manager:checkpoint_workspace(key)
+  return simple(self, "checkpoint_workspace", key, "POST", "/checkpoints", { body = {}, timeout = 150 })
+end
+
+function Manager:list_workspace_checkpoints(key)
+  return simple(self, "list_workspace_checkpoints", key, "GET", "/checkpoints", { timeout = 100 })
+end
+
+--- POST …/checkpoints/{cp}/restore {sha256} or {}.
+function Manager:restore_workspace(checkpoint_id_, sha256, key)
+  checkpoint_id("restore_workspace", checkpoint_id_)
+  check.type("restore_workspace", "sha256", sha256, "string", true)
+  if sha256 == "" then sha256 = nil end
+  return simple(self, "restore_workspace", key, "POST", "/checkpoints/" .. checkpoint_id_ .. "/restore",
+    { body = { sha256 = sha256 }, timeout = 150 })
+end
+
+function Manager:delete_workspace_checkpoint(checkpoint_id_, key)
+  checkpoint_id("delete_workspace_checkpoint", checkpoint_id_)
+  return simple(self, "delete_workspace_checkpoint", key, "DELETE", "/checkpoints/" .. checkpoint_id_,
+    { timeout = 100 })
+end
+
+--- DELETE /v1/workspaces/{ws}[?purge=1] of the session's workspace, found
+-- by resolve (never created for this); the lease is forgotten.
+function Manager:delete_workspace(key, purge)
+  local sid = self:_session("delete_workspace", key)
+  check.type("delete_workspace", "purge", purge, "boolean", true)
+  local res, err = self:resolve_workspace(key)
+  if not res then return nil, err end
+  local doc, resp = cpapi.call(self, "delete_workspace", "DELETE", "/v1/workspaces/" .. res.workspace_id,
+    { query = { purge = purge and "1" or nil }, timeout = 100 })
+  if not doc then return nil, resp end
+  self:_lease_forget(sid)
+  return doc, resp.request_id
+end
+
+return Manager

@@ -1,0 +1,142 @@
+--- unsandbox.Manager, the Control Plane client (spec §7, §8): its
+-- constructor, the acting subject bound per coroutine, session keys, the
+-- clock of the leases, and the low-level call. The methods of §8 live in
+-- leases.lua, mcp.lua, objects.lua and routes.lua; all of them go through
+-- cpapi.lua. The userdata and its C methods are csrc/lua/manager.c.
+local core = require "unsandbox.core"
+local check = require "unsandbox.check"
+local context = require "unsandbox.context"
+local cpapi = require "unsandbox.cpapi"
+
+local Manager = core.Manager
+local M = { Manager = Manager }
+
+local OPTIONS = { url = true, token = true, session = true, ca_file = true, timeout = true,
+  refresh = true, tenant = true, connect_timeout = true, max_response = true,
+  lease_capacity = true, env = true, clock = true }
+
+--- unsandbox.manager{url=, token=, session=, ca_file=, timeout=, refresh=,
+-- tenant=, connect_timeout=, max_response=, lease_capacity=, env=, clock=}.
+-- Timeouts in seconds; refresh in whole seconds. Defaults from
+-- SANDBOX_CONTROL_PLANE_URL, SANDBOX_TOKEN, SANDBOX_SESSION_ID and
+-- SANDBOX_LIFECYCLE_REFRESH_SECONDS. A Manager without a token can be made
+-- (is_configured() says false); its calls fail before anything is sent.
+-- clock (for tests and embedders): a function giving whole seconds on a
+-- clock that does not jump, used by the lease rules.
+function M.new(opts)
+  opts = check.type("manager", "opts", opts, "table", true) or {}
+  local c = {}
+  for k, v in pairs(opts) do
+    if not OPTIONS[k] then check.fail("manager", "opts", "unknown option '" .. tostring(k) .. "'") end
+    c[k] = v
+  end
+  check.positive("manager", "timeout", opts.timeout)
+  check.positive("manager", "connect_timeout", opts.connect_timeout)
+  check.type("manager", "clock", opts.clock, "function", true)
+  if opts.refresh ~= nil and math.type(opts.refresh) ~= "integer" then
+    check.fail("manager", "refresh", "whole seconds (an integer) expected")
+  end
+  for _, k in ipairs { "url", "token", "session", "ca_file", "tenant" } do
+    check.type("manager", k, opts[k], "string", true)
+  end
+  if opts.timeout then c.timeout = math.ceil(opts.timeout * 1000) end
+  if opts.connect_timeout then c.connect_timeout = math.ceil(opts.connect_timeout * 1000) end
+  c.clock = nil
+  local ok, m = pcall(core.manager, c)
+  if not ok then
+    check.fail("manager", "opts", (tostring(m):gsub("^.-%((.*)%)$", "%1")))
+  end
+  m:_state().clock = opts.clock
+  return m
+end
+
+--- Whole seconds of the Manager's clock (monotonic unless a clock= was given).
+function Manager:_now()
+  local clock = self:_state().clock
+  if not clock then return core.monotonic_ms() // 1000 end
+  local t = clock()
+  if math.type(t) ~= "integer" then t = math.tointeger(t) or math.floor(t) end
+  return t
+end
+
+--- The session id for a key (§5.1): an explicit key, else the Manager's
+-- session (session= or SANDBOX_SESSION_ID). The key itself is never sent.
+function Manager:_session(fname, key)
+  if key == nil then
+    local sid = self:session_id()
+    if sid then return sid end
+    check.fail(fname, "key", "no session key: pass one, or create the Manager with session= " ..
+      "or SANDBOX_SESSION_ID set")
+  end
+  check.type(fname, "key", key, "string")
+  local ok, sid = pcall(core.session_id, key)
+  if not ok then check.fail(fname, "key", "must be non-empty UTF-8 text") end
+  return sid
+end
+
+------------------------------------------------------------------------
+-- The acting subject, bound per coroutine (§3, §7.1, §7.4)
+------------------------------------------------------------------------
+
+local function check_subject(fname, subject)
+  check.type(fname, "subject", subject, "string")
+  if not core.valid_subject(subject) then
+    check.fail(fname, "subject", "X-Acting-Subject must be 32 lowercase hex characters " ..
+      "(derive it with unsandbox.acting_subject(salt, tenant, subject))")
+  end
+end
+
+--- Binds subject for the calls of the running coroutine on this Manager
+-- until the returned Binding is closed: `local b <close> = m:bind_subject(s)`.
+function Manager:bind_subject(subject)
+  check_subject("bind_subject", subject)
+  return context.bind(cpapi.subjects, self, subject)
+end
+
+--- Runs fn(...) with subject bound for this coroutine; returns fn's results.
+function Manager:with_subject(subject, fn, ...)
+  check_subject("with_subject", subject)
+  check.type("with_subject", "fn", fn, "function")
+  return context.with(cpapi.subjects, self, subject, fn, ...)
+end
+Manager.acting_subject_context = Manager.with_subject
+
+--- The subject bound for the running coroutine, or nil.
+function Manager:acting_subject()
+  return context.get(cpapi.subjects, self)
+end
+
+------------------------------------------------------------------------
+-- The low-level call
+------------------------------------------------------------------------
+
+local CALL_OPTIONS = { query = true, body = true, raw = true, content_type = true, token = true,
+  owner = true, timeout = true, text = true }
+
+--- Any Control Plane route: m:call(method, path, opts) with opts.query,
+-- body (a table, sent as JSON), raw (exact bytes), content_type, token (a
+-- scoped token or ticket instead of the Manager's), owner (true: an
+-- object call that names its owner), timeout (s), text (return a 2xx body
+-- as it is). Authorization, X-Acting-Subject and traceparent are the
+-- Manager's: they cannot be set per call. Returns doc, request_id or nil, err.
+function Manager:call(method, path, opts)
+  check.nonempty("call", "method", method)
+  check.nonempty("call", "path", path)
+  opts = check.type("call", "opts", opts, "table", true) or {}
+  for k in pairs(opts) do
+    if not CALL_OPTIONS[k] then
+      if k == "headers" or k == "subject" or k == "authorization" then
+        check.fail("call", "opts", "'" .. k .. "' cannot be set per call: Authorization is the " ..
+          "Manager's token and X-Acting-Subject the coroutine's binding (m:with_subject)")
+      end
+      check.fail("call", "opts", "unknown option '" .. tostring(k) .. "'")
+    end
+  end
+  if path:sub(1, 1) ~= "/" then check.fail("call", "path", "must start with '/'") end
+  check.positive("call", "timeout", opts.timeout)
+  local doc, resp = cpapi.call(self, "call", method:upper(), path, opts)
+  if not doc then return nil, resp end
+  return doc, resp.request_id
+end
+
+return M

@@ -1,0 +1,254 @@
+--- Object storage of the Control Plane (spec §4.3, §5.3, §8): locators,
+-- tickets, blobs moved through the content route with a ticket, the
+-- object routes, and import/export between the store and a workspace.
+-- Every path here is an object call (§7.4): it needs an acting subject
+-- bound for the coroutine or an explicit owner, else it raises before
+-- anything is sent (cpapi.options). Methods of unsandbox.Manager.
+local core = require "unsandbox.core"
+local check = require "unsandbox.check"
+local cpapi = require "unsandbox.cpapi"
+
+local Manager = core.Manager
+
+local SCOPES = { upload = { upload_id = true, path = true, owner = true, scope = true },
+                 agent = { agent_id = true, run_id = true, path = true, owner = true, scope = true } }
+
+--- A checked copy of a locator: scope "upload" {upload_id, path} or
+-- "agent" {agent_id, run_id, path} (+ owner, for admin identities); the
+-- agent ids normalised by the core's rule (§5.1). The server checks the rest.
+local function locator(fname, loc)
+  check.type(fname, "locator", loc, "table")
+  local fields = SCOPES[loc.scope]
+  if not fields then check.fail(fname, "locator", "scope must be \"upload\" or \"agent\"") end
+  local out = {}
+  for k, v in pairs(loc) do
+    if not fields[k] then check.fail(fname, "locator", "unknown field '" .. tostring(k) .. "' for scope " .. loc.scope) end
+    check.type(fname, "locator." .. k, v, "string")
+    out[k] = v
+  end
+  if loc.scope == "agent" then
+    for _, k in ipairs { "agent_id", "run_id" } do
+      check.nonempty(fname, "locator." .. k, loc[k])
+      out[k] = core.object_id(loc[k])
+    end
+  else
+    check.nonempty(fname, "locator.upload_id", loc.upload_id)
+  end
+  if out.path == "" then out.path = nil end
+  return out
+end
+
+local function merged(loc, extra)
+  local t = {}
+  for k, v in pairs(loc) do t[k] = v end
+  for k, v in pairs(extra) do t[k] = v end
+  return t
+end
+
+local function result(doc, resp)
+  if not doc then return nil, resp end
+  return doc, resp.request_id
+end
+
+local CONTENT_TYPE = "^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$"
+
+local function content_type(fname, ct, default)
+  ct = check.type(fname, "content_type", ct, "string", true) or default
+  if not ct:match(CONTENT_TYPE) then
+    check.fail(fname, "content_type", "a simple lower-case MIME type expected, got '" .. ct .. "'")
+  end
+  return ct
+end
+
+--- POST /v1/storage/tickets: locator ∪ {operation, max_bytes, content_type,
+-- expires_in[, sha256]}. Returns the ObjectTicket.
+function Manager:issue_object_ticket(loc, operation, max_bytes, ctype, sha256, expires_in)
+  local fname = "issue_object_ticket"
+  loc = locator(fname, loc)
+  check.oneof(fname, "operation", check.type(fname, "operation", operation, "string"),
+    { upload = true, download = true })
+  max_bytes = check.int_range(fname, "max_bytes", max_bytes, 1, 64 * 1024 * 1024) or 64 * 1024 * 1024
+  check.type(fname, "sha256", sha256, "string", true)
+  local body = merged(loc, { operation = operation, max_bytes = max_bytes,
+    content_type = content_type(fname, ctype, "application/octet-stream"),
+    expires_in = check.int_range(fname, "expires_in", expires_in, 1, 900) or 120,
+    sha256 = sha256 ~= "" and sha256 or nil })
+  return result(cpapi.call(self, fname, "POST", "/v1/storage/tickets",
+    { body = body, owner = loc.owner, timeout = 100 }))
+end
+
+--- A ticket's content route, checked: the path the server named.
+local function ticket_path(fname, ticket)
+  check.type(fname, "ticket", ticket, "table")
+  if type(ticket.access_token) ~= "string" or type(ticket.url) ~= "string" or
+     not ticket.url:match("^/v1/storage/content") then
+    check.fail(fname, "ticket", "an ObjectTicket (access_token, url) expected")
+  end
+  return ticket.url
+end
+
+--- PUT /v1/storage/content with an upload ticket: the raw bytes.
+function Manager:upload_with_ticket(ticket, bytes, ctype, owner)
+  local path = ticket_path("upload_with_ticket", ticket)
+  check.type("upload_with_ticket", "bytes", bytes, "string")
+  return result(cpapi.call(self, "upload_with_ticket", "PUT", path, { raw = bytes,
+    token = ticket.access_token, owner = owner,
+    content_type = content_type("upload_with_ticket", ctype, "application/octet-stream"),
+    timeout = 120 }))
+end
+
+--- put_agent_blob(agent_id, run_id, path, content, content_type, owner):
+-- an upload ticket for exactly these bytes (sha256 and max_bytes bound),
+-- then PUT /v1/storage/content. Returns the locator ∪ the stored object.
+function Manager:put_agent_blob(agent_id, run_id, path, content, ctype, owner)
+  local fname = "put_agent_blob"
+  check.type(fname, "content", content, "string")
+  check.type(fname, "owner", owner, "string", true)
+  local loc = locator(fname, { scope = "agent", agent_id = agent_id, run_id = run_id,
+    path = check.nonempty(fname, "path", path), owner = owner })
+  ctype = content_type(fname, ctype, "application/octet-stream")
+  local ticket, err = self:issue_object_ticket(loc, "upload", math.max(1, #content), ctype,
+    core.sha256(content), 120)
+  if not ticket then return nil, err end
+  local doc, rid = self:upload_with_ticket(ticket, content, ctype, owner ~= nil)
+  if not doc then return nil, rid end
+  return merged(loc, doc), rid
+end
+
+local Reader = { __name = "unsandbox.ObjectReader" }
+Reader.__index = Reader
+
+--- reader:read(n) (bytes), read("a") (the rest), read("l") (a line); nil at the end.
+function Reader:read(what)
+  if self.pos > #self.data then return nil end
+  local s
+  if what == "a" or what == nil then s = self.data:sub(self.pos)
+  elseif what == "l" then
+    local e = self.data:find("\n", self.pos, true)
+    s = self.data:sub(self.pos, e and e - 1 or -1)
+    self.pos = (e or #self.data) + 1
+    return s
+  else
+    check.int_range("read", "n", what, 0, math.maxinteger)
+    s = self.data:sub(self.pos, self.pos + what - 1)
+  end
+  self.pos = self.pos + #s
+  return s
+end
+function Reader:close() self.data, self.pos = "", 1 end
+Reader.__close = Reader.close
+
+local CAPTURE = { "ETag", "X-Object-Version-Id", "X-Content-SHA256", "Content-Length" }
+
+--- GET /v1/storage/content with a download ticket. opts.on_data(bytes):
+-- the body streams to it as it arrives; else an ObjectReader over it,
+-- checked against X-Content-SHA256.
+function Manager:download_with_ticket(ticket, opts)
+  local fname = "download_with_ticket"
+  local path = ticket_path(fname, ticket)
+  opts = check.type(fname, "opts", opts, "table", true) or {}
+  check.type(fname, "on_data", opts.on_data, "function", true)
+  local co = { token = ticket.access_token, owner = opts.owner, timeout = 30, capture = CAPTURE }
+  local resp, kind, msg
+  if opts.on_data then
+    co.mode = "raw"
+    local t, k, m = self:_open("GET", path, nil, cpapi.options(self, fname, path, co))
+    if not t then return nil, cpapi.fail(self, k, m) end
+    local transfer <close> = t
+    repeat
+      local pieces, done = t:step(100)
+      if not pieces then return nil, cpapi.fail(self, done, "download interrupted") end
+      for _, p in ipairs(pieces) do opts.on_data(p) end
+    until done
+    resp, kind, msg = t:result()
+  else
+    resp, kind, msg = self:_request("GET", path, nil, cpapi.options(self, fname, path, co))
+  end
+  if not resp then return nil, cpapi.fail(self, kind, msg) end
+  if resp.status >= 400 then return nil, cpapi.http_error(resp) end
+  local h = resp.headers
+  local meta = { content_type = resp.content_type, etag = h.ETag, version_id = h["X-Object-Version-Id"],
+    sha256 = h["X-Content-SHA256"], bytes = math.tointeger(tonumber(h["Content-Length"] or "")) }
+  if opts.on_data then return meta, resp.request_id end
+  if meta.sha256 and meta.sha256:lower() ~= core.sha256(resp.body) then
+    return nil, cpapi.bad_reply("object content does not match its X-Content-SHA256", resp)
+  end
+  meta.data, meta.pos, meta.bytes = resp.body, 1, #resp.body
+  return setmetatable(meta, Reader), resp.request_id
+end
+
+--- open_object(locator, max_bytes, content_type, expires_in[, opts]): a
+-- download ticket, then the content (see download_with_ticket).
+function Manager:open_object(loc, max_bytes, ctype, expires_in, opts)
+  loc = locator("open_object", loc)
+  local ticket, err = self:issue_object_ticket(loc, "download", max_bytes, ctype, nil, expires_in)
+  if not ticket then return nil, err end
+  opts = check.type("open_object", "opts", opts, "table", true) or {}
+  return self:download_with_ticket(ticket, { on_data = opts.on_data, owner = loc.owner ~= nil })
+end
+
+local function query_call(self, fname, method, path, loc, extra)
+  loc = locator(fname, loc)
+  return result(cpapi.call(self, fname, method, path,
+    { query = merged(loc, extra or {}), owner = loc.owner, timeout = 100 }))
+end
+
+function Manager:stat_object(loc) return query_call(self, "stat_object", "GET", "/v1/storage/objects/stat", loc) end
+function Manager:list_objects(loc) return query_call(self, "list_objects", "GET", "/v1/storage/objects/list", loc) end
+function Manager:object_versions(loc) return query_call(self, "object_versions", "GET", "/v1/storage/objects/versions", loc) end
+
+--- DELETE /v1/storage/objects (purge_versions: history too). May 404.
+function Manager:delete_object(loc, purge_versions)
+  check.type("delete_object", "purge_versions", purge_versions, "boolean", true)
+  return query_call(self, "delete_object", "DELETE", "/v1/storage/objects", loc,
+    { purge_versions = purge_versions and "true" or nil })
+end
+
+--- GET /v1/storage/objects: the object with its bytes decoded (≤ 4 MiB).
+function Manager:get_object(loc)
+  local doc, rid = query_call(self, "get_object", "GET", "/v1/storage/objects", loc)
+  if not doc then return nil, rid end
+  local bytes = type(doc.content_base64) == "string" and core.base64_decode(doc.content_base64)
+  if not bytes then return nil, cpapi.bad_reply("object content is not valid base64") end
+  doc.content = bytes
+  return doc, rid
+end
+
+--- POST /v1/storage/objects: locator ∪ {content_base64, sha256} (≤ 4 MiB).
+function Manager:put_object(loc, content)
+  loc = locator("put_object", loc)
+  check.type("put_object", "content", content, "string")
+  return result(cpapi.call(self, "put_object", "POST", "/v1/storage/objects", { body = merged(loc,
+    { content_base64 = core.base64_encode(content), sha256 = core.sha256(content) }),
+    owner = loc.owner, timeout = 100 }))
+end
+
+--- POST …/objects/import: the object into the workspace (destination
+-- under data/uploads/), with the workspace token; needs a runtime.
+function Manager:import_object_to_workspace(loc, destination, key)
+  loc = locator("import_object_to_workspace", loc)
+  check.nonempty("import_object_to_workspace", "destination", destination)
+  local ws, err = self:ensure_workspace(key, loc.owner)
+  if not ws then return nil, err end
+  local rt, rerr = self:ensure_runtime(key)
+  if not rt then return nil, rerr end
+  return result(cpapi.call(self, "import_object_to_workspace", "POST",
+    "/v1/workspaces/" .. ws.workspace_id .. "/objects/import", { body = merged(loc,
+    { destination = destination }), token = ws.access_token, owner = loc.owner, timeout = 100 }))
+end
+
+--- POST …/objects/export: a workspace file (artifacts/<file>) into the
+-- store; archive = true sends exactly "artifacts" as a gzip tar.
+function Manager:export_workspace_object(workspace_path, loc, key, archive)
+  loc = locator("export_workspace_object", loc)
+  check.nonempty("export_workspace_object", "workspace_path", workspace_path)
+  check.type("export_workspace_object", "archive", archive, "boolean", true)
+  local ws, err = self:ensure_workspace(key, loc.owner)
+  if not ws then return nil, err end
+  return result(cpapi.call(self, "export_workspace_object", "POST",
+    "/v1/workspaces/" .. ws.workspace_id .. "/objects/export", { body = merged(loc,
+    { workspace_path = workspace_path, archive = archive or nil }), token = ws.access_token,
+    owner = loc.owner, timeout = archive and 150 or 100 }))
+end
+
+return Manager
