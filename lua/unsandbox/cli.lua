@@ -8,6 +8,7 @@
 local unsandbox = require "unsandbox"
 local core = require "unsandbox.core"
 local cjson = require "cjson"
+local cli_cp = require "unsandbox.cli_cp"
 
 local M = {}
 
@@ -22,6 +23,7 @@ usage: un [options] FILE            run FILE (language from its extension or she
        un service list | create NAME BOOTSTRAP | get ID | delete ID | exec ID CMD | logs ID | snapshot ID [NAME]
        un snapshot list | get ID | restore ID | delete ID | lock ID | unlock ID
        un key
+]] .. cli_cp.USAGE .. [[
 options:
   -s LANG        language of inline code        -e KEY=VAL   environment variable (repeatable)
   -f FILE        input file (repeatable)        -n MODE      zerotrust (default) | semitrusted
@@ -321,9 +323,19 @@ local function is_file(path)
   return f ~= nil
 end
 
+-- What the Control Plane commands (cli_cp.lua) share with these.
+local helpers = { usage = usage, exit_with = exit_with, check = check,
+  EXIT_USAGE = EXIT_USAGE, EXIT_AUTH = EXIT_AUTH, EXIT_API = EXIT_API, EXIT_TIMEOUT = EXIT_TIMEOUT }
+
 --- Runs the CLI with an argument list; returns the exit code.
 function M.main(args)
   local ok, result = pcall(function()
+    if cli_cp.handles(args[1]) and not is_file(args[1]) then
+      local ok2, code = pcall(cli_cp.main, args, helpers)
+      if ok2 then return code end
+      if getmetatable(code) == Exit then error(code, 0) end
+      usage(tostring(code):gsub("^.-bad argument", "bad argument"))
+    end
     local o = parse(args)
     if o.help then print(USAGE); return 0 end
     local cmd = not o.language and commands[o.rest[1]]
