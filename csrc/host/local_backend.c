@@ -4,7 +4,8 @@
 ** The server is a child in its own process group, so the terminal's
 ** Ctrl-C reaches only unlua, which decides how to stop it. It gets a
 ** throw-away directory (data/ and unsandboxd.log inside) and announces its
-** URL and dev keys on a pipe that is its stdout.
+** URL and dev keys (and, with the Control Plane, its URL and token) on a
+** pipe that is its stdout.
 **
 ** The server must be stopped on every way out of unlua:
 **   - normal end, script error, os.exit(): local_stop(), which is also
@@ -355,49 +356,73 @@ static void exec_server(const char *path, int out_fd, pid_t parent) {
   _exit(127);
 }
 
+/* What the server announces on its stdout: the execution API's URL and
+** dev keys, and (a server with the Control Plane) its URL and this
+** start's break-glass token. */
+typedef struct {
+  char url[512], pub[512], sec[512], cp_url[512], cp_token[1024];
+} announcement;
+
 /* Stores the value of one "KEY=value" line if KEY is one we want. */
-static void take_line(char *line, char *url, char *pub, char *sec, size_t n) {
+static void take_line(const char *line, announcement *a) {
   static const char *const keys[] = { "UNSANDBOX_URL=", "UNSANDBOX_PUBLIC_KEY=",
-                                      "UNSANDBOX_SECRET_KEY=" };
-  char *dest[3];
+                                      "UNSANDBOX_SECRET_KEY=", "SANDBOX_CONTROL_PLANE_URL=",
+                                      "SANDBOX_TOKEN=" };
+  char *dest[5] = { a->url, a->pub, a->sec, a->cp_url, a->cp_token };
+  size_t size[5] = { sizeof a->url, sizeof a->pub, sizeof a->sec, sizeof a->cp_url,
+                     sizeof a->cp_token };
   int i;
-  dest[0] = url; dest[1] = pub; dest[2] = sec;
-  for (i = 0; i < 3; i++) {
+  for (i = 0; i < 5; i++) {
     size_t klen = strlen(keys[i]);
     if (strncmp(line, keys[i], klen) == 0) {
-      snprintf(dest[i], n, "%s", line + klen);
+      snprintf(dest[i], size[i], "%s", line + klen);
       return;
     }
   }
 }
 
-/* Reads the announcement until all three values arrived, EOF or the
-** deadline. Returns 1, or 0 with a reason in why. */
-static int read_announcement(char *url, char *pub, char *sec, size_t n,
-                             const char **why) {
+/* Complete: the three execution API values, and either both Control
+** Plane values or a quiet pipe once the rest is in (a server without a
+** Control Plane announces none: `quiet` says nothing more came). */
+static int complete(const announcement *a, int quiet) {
+  if (!(a->url[0] && a->pub[0] && a->sec[0])) return 0;
+  return (a->cp_url[0] && a->cp_token[0]) || quiet;
+}
+
+/* Reads the announcement until it is complete, EOF or the deadline.
+** Returns 1, or 0 with a reason in why. The server writes all its lines
+** at once, so the quiet wait for Control Plane lines is short. */
+static int read_announcement(announcement *a, const char **why) {
   char buf[4096];
   size_t len = 0;
   long deadline = now_ms() + LOCAL_START_TIMEOUT_S * 1000L;
-  url[0] = pub[0] = sec[0] = '\0';
-  while (!(url[0] && pub[0] && sec[0])) {
+  int quiet = 0;
+  memset(a, 0, sizeof *a);
+  while (!complete(a, quiet)) {
     struct pollfd pfd = { lb.out_fd, POLLIN, 0 };
     long left = deadline - now_ms();
+    int have_exec = a->url[0] && a->pub[0] && a->sec[0];
     char *nl;
     ssize_t got;
     int r;
     if (left <= 0) { *why = "it did not announce its URL in time"; return 0; }
-    r = poll(&pfd, 1, (int)left);
+    r = poll(&pfd, 1, have_exec ? 300 : (int)left);
     if (r < 0 && errno == EINTR) continue;
+    if (r == 0 && have_exec) { quiet = 1; continue; }
     if (r <= 0) continue;  /* timeout: checked above */
     got = read(lb.out_fd, buf + len, sizeof buf - 1 - len);
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) { *why = "it exited before announcing its URL"; return 0; }
+    if (got <= 0) {
+      if (have_exec) { quiet = 1; continue; }
+      *why = "it exited before announcing its URL";
+      return 0;
+    }
     len += (size_t)got;
     buf[len] = '\0';
     while ((nl = strchr(buf, '\n')) != NULL) {  /* whole lines only */
       *nl = '\0';
       if (nl > buf && nl[-1] == '\r') nl[-1] = '\0';
-      take_line(buf, url, pub, sec, n);
+      take_line(buf, a);
       len -= (size_t)(nl + 1 - buf);
       memmove(buf, nl + 1, len + 1);
     }
@@ -406,18 +431,24 @@ static int read_announcement(char *url, char *pub, char *sec, size_t n,
   return 1;
 }
 
-static void export_config(const char *url, const char *pub, const char *sec) {
+/* The environment of the script: both services' URLs and credentials. */
+static void export_config(const announcement *a) {
   char pidbuf[32];
   snprintf(pidbuf, sizeof pidbuf, "%d", (int)lb.pid);
-  setenv("UNSANDBOX_URL", url, 1);
-  setenv("UNSANDBOX_PUBLIC_KEY", pub, 1);
-  setenv("UNSANDBOX_SECRET_KEY", sec, 1);
+  setenv("UNSANDBOX_URL", a->url, 1);
+  setenv("UNSANDBOX_PUBLIC_KEY", a->pub, 1);
+  setenv("UNSANDBOX_SECRET_KEY", a->sec, 1);
+  if (a->cp_url[0] && a->cp_token[0]) {
+    setenv("SANDBOX_CONTROL_PLANE_URL", a->cp_url, 1);
+    setenv("SANDBOX_TOKEN", a->cp_token, 1);
+  }
   setenv("UNSANDBOX_LOCAL", "1", 1);
   setenv("UNSANDBOXD_PID", pidbuf, 1);
 }
 
 int local_start(const char *progname, const char *exedir) {
-  char path[PATH_MAX], url[512], pub[512], sec[512];
+  char path[PATH_MAX];
+  announcement a;
   const char *why = NULL;
   int fds[2];
   sigset_t old;
@@ -453,11 +484,13 @@ int local_start(const char *progname, const char *exedir) {
   if (!lb.registered) lb.registered = (atexit(local_stop) == 0);
   sigprocmask(SIG_SETMASK, &old, NULL);
   /* a Ctrl-C from here on stops the server through local_fatal_signal */
-  if (lb.pid > 0 && read_announcement(url, pub, sec, sizeof url, &why)) {
-    export_config(url, pub, sec);
+  if (lb.pid > 0 && read_announcement(&a, &why)) {
+    export_config(&a);
+    explicit_bzero(&a, sizeof a);   /* the keys live on in the environment only */
     lb.announced = 1;
     return 0;
   }
+  explicit_bzero(&a, sizeof a);
   if (why != NULL) {
     fprintf(stderr, "%s: the local unsandboxd (%s) did not start: %s\n",
             progname, path, why);
