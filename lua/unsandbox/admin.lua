@@ -12,7 +12,6 @@ local Manager = core.Manager
 
 local function call(self, fname, method, path, o)
   o = o or {}
-  o.timeout = 100
   local doc, resp = cpapi.call(self, fname, method, path, o)
   if not doc then return nil, resp end
   return doc, resp.request_id

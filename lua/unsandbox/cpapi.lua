@@ -33,20 +33,27 @@ function M.encode(body)
   return text
 end
 
---- The C client's options for a call of the running coroutine; raises
--- (at the user's line) for an object call without a subject or owner.
-function M.options(m, fname, path, o)
-  local subject = context.get(M.subjects, m)
-  if core.is_object_call(path) and not subject and not o.owner then
+--- §7.4: an object call needs the coroutine's subject or an owner; else
+-- raises at the user's line naming fname and the path. Methods that make
+-- several calls check first, under their own name.
+function M.check_object(m, fname, path, owner)
+  if core.is_object_call(path) and not owner and not context.get(M.subjects, m) then
     check.fail(fname, "locator", (path:match("^[^?]*")) ..
       " is an object call: bind an acting subject (m:with_subject) or pass an owner")
   end
+end
+
+--- The C client's options for a call of the running coroutine. o.timeout
+-- in seconds; none = the Manager's timeout (the spec's "100 s" calls).
+function M.options(m, fname, path, o)
+  M.check_object(m, fname, path, o.owner)
+  local subject = context.get(M.subjects, m)
   local trace = context.get(M.traces, M.TRACE_OWNER)
   return {
     token = o.token, subject = subject, owner = o.owner and true or nil,
     trace = trace and trace.trace_id, flags = trace and trace.flags,
     content_type = o.content_type, tool = o.tool, streaming = o.streaming,
-    timeout = math.max(1, math.floor((o.timeout or 100) * 1000)), capture = o.capture,
+    timeout = o.timeout and math.max(1, math.ceil(o.timeout * 1000)) or nil, capture = o.capture,
     mode = o.mode,
   }
 end

@@ -40,7 +40,7 @@ function Manager:ensure_workspace(key, owner, refresh, opts)
     return ws_view(ws_id, token, cached_owner, created)
   end
   local doc, resp = cpapi.call(self, "ensure_workspace", "POST", "/v1/workspaces",
-    { body = { session_id = sid, owner = owner, principal = opts.principal }, timeout = 100 })
+    { body = { session_id = sid, owner = owner, principal = opts.principal } })
   if not doc then return nil, resp end
   local ok, err = applied(self, self._ws_apply, sid, doc, resp)
   if not ok then return nil, err end
@@ -56,7 +56,7 @@ end
 
 local function refresh_token(self, sid, sb_id)
   local doc, resp = cpapi.call(self, "ensure_runtime", "POST", "/v1/sandboxes/" .. sb_id .. "/token",
-    { body = {}, timeout = 100 })
+    { body = {} })
   if not doc then return nil, resp end
   local ok, err = applied(self, self._rt_apply, sid, doc, resp)
   if not ok then return nil, err end
@@ -111,7 +111,7 @@ function Manager:release_runtime(key)
   local st = self:_lease_status(sid, self:_now())
   if not st.sandbox_id then return { released = false, reason = "no active Runtime" } end
   local doc, resp = cpapi.call(self, "release_runtime", "DELETE", "/v1/sandboxes/" .. st.sandbox_id,
-    { timeout = 100 })
+    nil)
   if doc or resp.status == 404 then self:_rt_forget(sid) end
   if not doc then return nil, resp end
   return doc, resp.request_id
@@ -121,7 +121,7 @@ end
 function Manager:resolve_workspace(key)
   local sid = self:_session("resolve_workspace", key)
   local doc, resp = cpapi.call(self, "resolve_workspace", "POST", "/v1/workspaces/resolve",
-    { body = { session_id = sid }, timeout = 100 })
+    { body = { session_id = sid } })
   if not doc then return nil, resp end
   if type(doc.workspace_id) ~= "string" then
     return nil, cpapi.bad_reply("Control Plane response has no workspace_id", resp)
@@ -191,7 +191,7 @@ function Manager:checkpoint_workspace(key)
 end
 
 function Manager:list_workspace_checkpoints(key)
-  return simple(self, "list_workspace_checkpoints", key, "GET", "/checkpoints", { timeout = 100 })
+  return simple(self, "list_workspace_checkpoints", key, "GET", "/checkpoints", nil)
 end
 
 --- POST …/checkpoints/{cp}/restore {sha256} or {}.
@@ -206,7 +206,7 @@ end
 function Manager:delete_workspace_checkpoint(checkpoint_id_, key)
   checkpoint_id("delete_workspace_checkpoint", checkpoint_id_)
   return simple(self, "delete_workspace_checkpoint", key, "DELETE", "/checkpoints/" .. checkpoint_id_,
-    { timeout = 100 })
+    nil)
 end
 
 --- DELETE /v1/workspaces/{ws}[?purge=1] of the session's workspace, found
@@ -217,7 +217,7 @@ function Manager:delete_workspace(key, purge)
   local res, err = self:resolve_workspace(key)
   if not res then return nil, err end
   local doc, resp = cpapi.call(self, "delete_workspace", "DELETE", "/v1/workspaces/" .. res.workspace_id,
-    { query = { purge = purge and "1" or nil }, timeout = 100 })
+    { query = { purge = purge and "1" or nil } })
   if not doc then return nil, resp end
   self:_lease_forget(sid)
   return doc, resp.request_id

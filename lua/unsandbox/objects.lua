@@ -74,7 +74,7 @@ function Manager:issue_object_ticket(loc, operation, max_bytes, ctype, sha256, e
     expires_in = check.int_range(fname, "expires_in", expires_in, 1, 900) or 120,
     sha256 = sha256 ~= "" and sha256 or nil })
   return result(cpapi.call(self, fname, "POST", "/v1/storage/tickets",
-    { body = body, owner = loc.owner, timeout = 100 }))
+    { body = body, owner = loc.owner }))
 end
 
 --- A ticket's content route, checked: the path the server named.
@@ -107,6 +107,7 @@ function Manager:put_agent_blob(agent_id, run_id, path, content, ctype, owner)
   local loc = locator(fname, { scope = "agent", agent_id = agent_id, run_id = run_id,
     path = check.nonempty(fname, "path", path), owner = owner })
   ctype = content_type(fname, ctype, "application/octet-stream")
+  cpapi.check_object(self, fname, "/v1/storage/tickets", owner)
   local ticket, err = self:issue_object_ticket(loc, "upload", math.max(1, #content), ctype,
     core.sha256(content), 120)
   if not ticket then return nil, err end
@@ -181,6 +182,7 @@ end
 -- download ticket, then the content (see download_with_ticket).
 function Manager:open_object(loc, max_bytes, ctype, expires_in, opts)
   loc = locator("open_object", loc)
+  cpapi.check_object(self, "open_object", "/v1/storage/tickets", loc.owner)
   local ticket, err = self:issue_object_ticket(loc, "download", max_bytes, ctype, nil, expires_in)
   if not ticket then return nil, err end
   opts = check.type("open_object", "opts", opts, "table", true) or {}
@@ -190,7 +192,7 @@ end
 local function query_call(self, fname, method, path, loc, extra)
   loc = locator(fname, loc)
   return result(cpapi.call(self, fname, method, path,
-    { query = merged(loc, extra or {}), owner = loc.owner, timeout = 100 }))
+    { query = merged(loc, extra or {}), owner = loc.owner }))
 end
 
 function Manager:stat_object(loc) return query_call(self, "stat_object", "GET", "/v1/storage/objects/stat", loc) end
@@ -220,13 +222,14 @@ function Manager:put_object(loc, content)
   check.type("put_object", "content", content, "string")
   return result(cpapi.call(self, "put_object", "POST", "/v1/storage/objects", { body = merged(loc,
     { content_base64 = core.base64_encode(content), sha256 = core.sha256(content) }),
-    owner = loc.owner, timeout = 100 }))
+    owner = loc.owner }))
 end
 
 --- POST …/objects/import: the object into the workspace (destination
 -- under data/uploads/), with the workspace token; needs a runtime.
 function Manager:import_object_to_workspace(loc, destination, key)
   loc = locator("import_object_to_workspace", loc)
+  cpapi.check_object(self, "import_object_to_workspace", "/objects/import", loc.owner)
   check.nonempty("import_object_to_workspace", "destination", destination)
   local ws, err = self:ensure_workspace(key, loc.owner)
   if not ws then return nil, err end
@@ -234,13 +237,14 @@ function Manager:import_object_to_workspace(loc, destination, key)
   if not rt then return nil, rerr end
   return result(cpapi.call(self, "import_object_to_workspace", "POST",
     "/v1/workspaces/" .. ws.workspace_id .. "/objects/import", { body = merged(loc,
-    { destination = destination }), token = ws.access_token, owner = loc.owner, timeout = 100 }))
+    { destination = destination }), token = ws.access_token, owner = loc.owner }))
 end
 
 --- POST …/objects/export: a workspace file (artifacts/<file>) into the
 -- store; archive = true sends exactly "artifacts" as a gzip tar.
 function Manager:export_workspace_object(workspace_path, loc, key, archive)
   loc = locator("export_workspace_object", loc)
+  cpapi.check_object(self, "export_workspace_object", "/objects/export", loc.owner)
   check.nonempty("export_workspace_object", "workspace_path", workspace_path)
   check.type("export_workspace_object", "archive", archive, "boolean", true)
   local ws, err = self:ensure_workspace(key, loc.owner)
@@ -248,7 +252,7 @@ function Manager:export_workspace_object(workspace_path, loc, key, archive)
   return result(cpapi.call(self, "export_workspace_object", "POST",
     "/v1/workspaces/" .. ws.workspace_id .. "/objects/export", { body = merged(loc,
     { workspace_path = workspace_path, archive = archive or nil }), token = ws.access_token,
-    owner = loc.owner, timeout = archive and 150 or 100 }))
+    owner = loc.owner, timeout = archive and 150 or nil }))
 end
 
 return Manager

@@ -18,13 +18,12 @@ end
 
 local function get(self, fname, path, o)
   o = o or {}
-  o.timeout = o.timeout or 100
   return result(cpapi.call(self, fname, "GET", path, o))
 end
 
 local function send(self, fname, method, path, body, o)
   o = o or {}
-  o.body, o.timeout = body, o.timeout or 100
+  o.body = body
   return result(cpapi.call(self, fname, method, path, o))
 end
 

@@ -21,7 +21,7 @@ end
 local function files_call(self, fname, key, method, op, o)
   local ws, err = self:ensure_workspace(key)
   if not ws then return nil, err end
-  o.token, o.timeout = ws.access_token, o.timeout or 100
+  o.token = ws.access_token
   local doc, resp = cpapi.call(self, fname, method, "/v1/workspaces/" .. ws.workspace_id .. "/files/" .. op, o)
   if not doc then return nil, resp end
   return doc, resp.request_id
