@@ -38,8 +38,14 @@ ux_cp *ux_cp_new(ux_server *srv, char *err, size_t errlen) {
   OPENSSL_cleanse(raw, sizeof raw);
   int lost = ux_cp_store_recover(cp);
   if (lost > 0) fprintf(stderr, "unsandboxd: %d sandbox(es) of the last run marked released\n", lost);
-  ux_rt_config rc = { cp->idle_ttl_s, cp->hard_ttl_s, START_TIMEOUT_S, srv->cfg.cp_max_runtimes,
-                      ux_cp_sandbox_ended, cp };
+  ux_rt_config rc;
+  memset(&rc, 0, sizeof rc);
+  rc.idle_ttl_s = cp->idle_ttl_s;
+  rc.hard_ttl_s = cp->hard_ttl_s;
+  rc.start_timeout_s = START_TIMEOUT_S;
+  rc.max_live = srv->cfg.cp_max_runtimes;
+  rc.on_end = ux_cp_sandbox_ended;
+  rc.ctx = cp;
   if (!(cp->metrics = ux_cp_metrics_new()) || !(cp->rts = ux_runtimes_new(&rc))) {
     snprintf(err, errlen, "cannot start the runtimes registry");
     goto fail;

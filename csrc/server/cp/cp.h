@@ -28,6 +28,7 @@ typedef struct ux_runtimes ux_runtimes;
 typedef struct ux_cp_metrics ux_cp_metrics;
 
 #define UX_CP_KEY_LEN 32
+#define UX_CP_JSON "application/json; charset=utf-8"
 #define UX_CP_TOKEN_TTL 900         /* scoped tokens, seconds */
 #define UX_CP_MAX_BODY (6u << 20)   /* buffered JSON bodies */
 #define UX_CP_MAX_STREAM (64ull << 20)  /* streamed bodies (objects) */
@@ -36,7 +37,7 @@ typedef struct ux_cp {
   ux_server *srv;                   /* store, data directory, flags */
   unsigned char signing_key[UX_CP_KEY_LEN];   /* tokens and tickets */
   unsigned char ws_key[UX_CP_KEY_LEN];        /* workspace ids */
-  char break_glass[64];             /* this start's break-glass token */
+  char break_glass[80];             /* this start's break-glass token: bg_ + 64 hex */
   ux_runtimes *rts;
   ux_cp_metrics *metrics;
   atomic_int shutting_down;         /* readyz/healthz 503, creates 503 */

@@ -67,7 +67,7 @@ static int tenant_step(ux_cp_call *c, const char *header_tenant) {
   int rc = 0;
   if (!row) rc = ux_cp_fail(c, 404, "unknown tenant: %s", t);
   else if (strcmp(status, "active") != 0) rc = ux_cp_fail(c, 403, "tenant is suspended: %s", t);
-  else snprintf(id->tenant, sizeof id->tenant, "%s", t);
+  else if (t != id->tenant) snprintf(id->tenant, sizeof id->tenant, "%s", t);
   json_decref(row);
   return rc;
 }

@@ -19,6 +19,7 @@ static int fail_v(ux_req *r, int status, const char *fmt, va_list ap) {
   json_t *j = json_object();
   json_object_set_new(j, "error", ux_json_bytes(text, strlen(text)));
   ux_reply_json(r, status, j);
+  ux_reply_content_type(r, UX_CP_JSON);
   return -1;
 }
 
@@ -39,7 +40,8 @@ int ux_cp_fail(ux_cp_call *c, int status, const char *fmt, ...) {
 }
 
 int ux_cp_ok(ux_cp_call *c, int status, json_t *json) {
-  return ux_reply_json(c->r, status, json ? json : json_object());
+  ux_reply_json(c->r, status, json ? json : json_object());
+  return ux_reply_content_type(c->r, UX_CP_JSON) < 0 ? -1 : 0;
 }
 
 int ux_cp_store_failed(ux_cp_call *c, const char *what) {
