@@ -4,6 +4,7 @@
 -- (JSON-encoded), replies decoded when they are JSON.
 local socket = require "socket"
 local json = require "cjson"
+local rawhttp = require "spec.helpers.rawhttp"
 
 local M = {}
 
@@ -42,16 +43,8 @@ function M.request(srv, method, path, opts)
     lines[#lines + 1] = "Content-Type: application/json"
   end
   s:send(table.concat(lines, "\r\n") .. "\r\n\r\n" .. (body or ""))
-  local line = s:receive("*l")
-  if not line then s:close(); return nil, "no reply" end
-  local status = tonumber(line:match("^HTTP/1%.%d (%d+)"))
-  local h = {}
-  for _ = 1, 200 do
-    local l = s:receive("*l")
-    if not l or l == "" then break end
-    local k, v = l:match("^([^:]+):%s*(.*)$")
-    if k then h[k:lower()] = v end
-  end
+  local status, h = rawhttp.read_head(s)
+  if not status then s:close(); return nil, "no reply" end
   local raw = read_body(s, h)
   s:close()
   local ok, doc = pcall(json.decode, raw)
