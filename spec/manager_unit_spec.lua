@@ -423,6 +423,25 @@ describe("unsandbox Control Plane #unit", function()
       assert.equal("ws-token", assert(m:ensure_workspace()).access_token)
     end)
 
+    it("keeps one lease per session and acting subject", function()
+      -- the server gives each subject its own workspace for a session id:
+      -- a lease (and its token) made under one subject never serves another
+      local sa = m:with_subject(SUBJ, function() return select(2, m:_session("t")) end)
+      local sb = m:with_subject(OTHER, function() return select(2, m:_session("t")) end)
+      assert.are_not.equal(sa, sb)
+      assert.are_not.equal(sid, sa)
+      m:with_subject(SUBJ, function() assert.is_true(m:_ws_apply(sa, WS, now)) end)
+      m:with_subject(SUBJ, function() assert.equal("ws-token", assert(m:ensure_workspace()).access_token) end)
+      assert.equal(0, l.count())
+      assert.equal("ws-0123456789ab", m:with_subject(SUBJ, function() return m:status().workspace_id end))
+      assert.is_nil(m:with_subject(OTHER, function() return m:status().workspace_id end))
+      assert.is_nil(m:status().workspace_id)
+      assert.equal(sid, m:with_subject(SUBJ, function() return m:status().session_id end),
+        "the session id sent stays the session's")
+      assert.is_nil(m:with_subject(OTHER, function() return m:ensure_workspace() end))
+      assert.equal(1, l.count(), "another subject asks the server")
+    end)
+
     it("is bounded per Manager, least recently used first", function()
       m = manager { clock = function() return now end, lease_capacity = 2 }
       for _, key in ipairs { "a", "b", "c" } do

@@ -30,19 +30,19 @@ end
 --- §7.7: reuse the cached lease, or POST /v1/workspaces {session_id[, owner]}.
 -- opts.principal = {kind=, id=} (not with a bound subject: the server says 400).
 function Manager:ensure_workspace(key, owner, refresh, opts)
-  local sid = self:_session("ensure_workspace", key)
+  local sid, lk = self:_session("ensure_workspace", key)
   check.type("ensure_workspace", "owner", owner, "string", true)
   check.type("ensure_workspace", "refresh", refresh, "boolean", true)
   opts = check.type("ensure_workspace", "opts", opts, "table", true) or {}
   local action, ws_id, token, cached_owner, created =
-    self:_ws_decide(sid, owner, refresh or false, self:_now())
+    self:_ws_decide(lk, owner, refresh or false, self:_now())
   if action == "reuse" and not opts.principal then
     return ws_view(ws_id, token, cached_owner, created)
   end
   local doc, resp = cpapi.call(self, "ensure_workspace", "POST", "/v1/workspaces",
     { body = { session_id = sid, owner = owner, principal = opts.principal } })
   if not doc then return nil, resp end
-  local ok, err = applied(self, self._ws_apply, sid, doc, resp)
+  local ok, err = applied(self, self._ws_apply, lk, doc, resp)
   if not ok then return nil, err end
   if doc.created == nil then doc.created = true end
   return doc, resp.request_id
@@ -54,20 +54,20 @@ local function rt_view(sb_id, token, template, ws_id)
     status = "running", mcp_url = "/v1/sandboxes/" .. sb_id .. "/mcp" }
 end
 
-local function refresh_token(self, sid, sb_id)
+local function refresh_token(self, lk, sb_id)
   local doc, resp = cpapi.call(self, "ensure_runtime", "POST", "/v1/sandboxes/" .. sb_id .. "/token",
     { body = {} })
   if not doc then return nil, resp end
-  local ok, err = applied(self, self._rt_apply, sid, doc, resp)
+  local ok, err = applied(self, self._rt_apply, lk, doc, resp)
   if not ok then return nil, err end
   return doc, resp
 end
 
-local function create_runtime(self, sid, ws_id, template)
+local function create_runtime(self, lk, ws_id, template)
   local doc, resp = cpapi.call(self, "ensure_runtime", "POST", "/v1/sandboxes",
     { body = { workspace_id = ws_id, template_id = template }, timeout = CREATE_TIMEOUT })
   if not doc then return nil, resp end
-  local ok, err = applied(self, self._rt_apply, sid, doc, resp)
+  local ok, err = applied(self, self._rt_apply, lk, doc, resp)
   if not ok then return nil, err end
   return doc, resp.request_id
 end
@@ -77,7 +77,7 @@ end
 -- forgets it), else POST /v1/sandboxes {workspace_id[, template_id]}. A
 -- cached runtime of another template is a local 409: nothing is sent.
 function Manager:ensure_runtime(key, template)
-  local sid = self:_session("ensure_runtime", key)
+  local sid, lk = self:_session("ensure_runtime", key)
   if template ~= nil then
     check.type("ensure_runtime", "template", template, "string")
     if not template:match("^[a-z0-9][a-z0-9-]*$") or #template > 32 then
@@ -86,33 +86,32 @@ function Manager:ensure_runtime(key, template)
   end
   local ws, err = self:ensure_workspace(key)
   if not ws then return nil, err end
-  local action, a, b, c = self:_rt_decide(sid, template, self:_now())
+  local action, a, b, c = self:_rt_decide(lk, template, self:_now())
   if action == "conflict" then
     return nil, Error.new { kind = "validation", status = 409, message = a }
   elseif action == "reuse" then
     return rt_view(a, b, c, ws.workspace_id)
   elseif action == "refresh" then
-    local doc, resp = refresh_token(self, sid, a)
+    local doc, resp = refresh_token(self, lk, a)
     if doc then
-      local st = self:_lease_status(sid, self:_now())
+      local st = self:_lease_status(lk, self:_now())
       local view = rt_view(a, doc.access_token, st.template or "default", ws.workspace_id)
       return view, resp.request_id
     end
     if resp.status ~= 404 then return nil, resp end
-    self:_rt_forget(sid)   -- the runtime is gone: create one
+    self:_rt_forget(lk)   -- the runtime is gone: create one
   end
-  return create_runtime(self, sid, ws.workspace_id, template)
+  return create_runtime(self, lk, ws.workspace_id, template)
 end
 
 --- DELETE /v1/sandboxes/{sb} of the cached runtime; none cached ⇒
 -- {released=false, reason="no active Runtime"} and nothing is sent.
 function Manager:release_runtime(key)
-  local sid = self:_session("release_runtime", key)
-  local st = self:_lease_status(sid, self:_now())
+  local _, lk = self:_session("release_runtime", key)
+  local st = self:_lease_status(lk, self:_now())
   if not st.sandbox_id then return { released = false, reason = "no active Runtime" } end
-  local doc, resp = cpapi.call(self, "release_runtime", "DELETE", "/v1/sandboxes/" .. st.sandbox_id,
-    nil)
-  if doc or resp.status == 404 then self:_rt_forget(sid) end
+  local doc, resp = cpapi.call(self, "release_runtime", "DELETE", "/v1/sandboxes/" .. st.sandbox_id)
+  if doc or resp.status == 404 then self:_rt_forget(lk) end
   if not doc then return nil, resp end
   return doc, resp.request_id
 end
@@ -132,17 +131,17 @@ end
 --- The session's live runtime, found without creating one: resolve, then
 -- POST /v1/sandboxes/{sb}/token {}. None ⇒ 404 "sandbox '<key>' is not running".
 function Manager:lookup_runtime(key)
-  local sid = self:_session("lookup_runtime", key)
+  local sid, lk = self:_session("lookup_runtime", key)
   local res, err = self:resolve_workspace(key)
   if not res then return nil, err end
   if type(res.sandbox_id) ~= "string" then
     return nil, Error.new { kind = "http", status = 404,
       message = "sandbox '" .. (key or sid) .. "' is not running" }
   end
-  local doc, resp = refresh_token(self, sid, res.sandbox_id)
+  local doc, resp = refresh_token(self, lk, res.sandbox_id)
   if not doc then return nil, resp end
   if type(res.template) == "string" then
-    self:_rt_apply(sid, { id = res.sandbox_id, access_token = doc.access_token,
+    self:_rt_apply(lk, { id = res.sandbox_id, access_token = doc.access_token,
       access_token_expires_in = doc.access_token_expires_in, template = res.template }, self:_now())
   end
   return rt_view(res.sandbox_id, doc.access_token, res.template or "default", res.workspace_id),
@@ -151,12 +150,16 @@ end
 
 --- What the Manager holds for a session (no request).
 function Manager:status(key)
-  return self:_lease_status(self:_session("status", key), self:_now())
+  local sid, lk = self:_session("status", key)
+  local st = self:_lease_status(lk, self:_now())
+  st.session_id = sid
+  return st
 end
 
 --- Forgets the client's lease of a session (the server keeps everything).
 function Manager:forget(key)
-  return self:_lease_forget(self:_session("forget", key))
+  local _, lk = self:_session("forget", key)
+  return self:_lease_forget(lk)
 end
 
 ------------------------------------------------------------------------
@@ -212,14 +215,14 @@ end
 --- DELETE /v1/workspaces/{ws}[?purge=1] of the session's workspace, found
 -- by resolve (never created for this); the lease is forgotten.
 function Manager:delete_workspace(key, purge)
-  local sid = self:_session("delete_workspace", key)
+  local _, lk = self:_session("delete_workspace", key)
   check.type("delete_workspace", "purge", purge, "boolean", true)
   local res, err = self:resolve_workspace(key)
   if not res then return nil, err end
   local doc, resp = cpapi.call(self, "delete_workspace", "DELETE", "/v1/workspaces/" .. res.workspace_id,
     { query = { purge = purge and "1" or nil } })
   if not doc then return nil, resp end
-  self:_lease_forget(sid)
+  self:_lease_forget(lk)
   return doc, resp.request_id
 end
 

@@ -59,19 +59,35 @@ function Manager:_now()
   return t
 end
 
+-- The lease of a session is the client's copy of what the server gave
+-- the caller, and the server gives each acting subject its own workspace
+-- for one session id (§5.1): so with a subject bound, the lease is kept
+-- under a key of its own, hash(session_id ":" subject), and one
+-- coroutine's workspace token never serves another subject.
+local function lease_key(self, sid)
+  local subject = context.get(cpapi.subjects, self)
+  if not subject then return sid end
+  return core.session_id(sid .. ":" .. subject)
+end
+
 --- The session id for a key (§5.1): an explicit key, else the Manager's
--- session (session= or SANDBOX_SESSION_ID). The key itself is never sent.
+-- session (session= or SANDBOX_SESSION_ID), and the key of its lease for
+-- the running coroutine. The key itself is never sent.
 function Manager:_session(fname, key)
+  local sid
   if key == nil then
-    local sid = self:session_id()
-    if sid then return sid end
-    check.fail(fname, "key", "no session key: pass one, or create the Manager with session= " ..
-      "or SANDBOX_SESSION_ID set")
+    sid = self:session_id()
+    if not sid then
+      check.fail(fname, "key", "no session key: pass one, or create the Manager with session= " ..
+        "or SANDBOX_SESSION_ID set")
+    end
+  else
+    check.type(fname, "key", key, "string")
+    local ok
+    ok, sid = pcall(core.session_id, key)
+    if not ok then check.fail(fname, "key", "must be non-empty UTF-8 text") end
   end
-  check.type(fname, "key", key, "string")
-  local ok, sid = pcall(core.session_id, key)
-  if not ok then check.fail(fname, "key", "must be non-empty UTF-8 text") end
-  return sid
+  return sid, lease_key(self, sid)
 end
 
 ------------------------------------------------------------------------

@@ -61,8 +61,8 @@ end
 -- A 401 or 404 from the MCP route means the cached runtime is not usable
 -- any more (released by its idle TTL, token revoked): forget it, so the
 -- next call makes a new one. This call still fails: no retries (§7.3).
-local function forget_on(self, sid, err)
-  if err and (err.status == 401 or err.status == 404) then self:_rt_forget(sid) end
+local function forget_on(self, lk, err)
+  if err and (err.status == 401 or err.status == 404) then self:_rt_forget(lk) end
 end
 
 --- A buffered body (§7.10): JSON, or SSE scanned for the final message.
@@ -85,7 +85,7 @@ end
 --- One tools/call. o: key, timeout (s), and for a stream on_chunk and
 -- is_cancelled. Returns structuredContent, request_id or nil, Error.
 function M.call(self, fname, tool, args, o)
-  local sid = self:_session(fname, o.key)
+  local _, lk = self:_session(fname, o.key)
   local rt, err = self:ensure_runtime(o.key)
   if not rt then return nil, err end
   local id = self:_next_mcp_id()
@@ -103,7 +103,7 @@ function M.call(self, fname, tool, args, o)
     else result, rerr = buffered_reply(resp, id) end
     rid = resp.request_id
   end
-  forget_on(self, sid, rerr)
+  forget_on(self, lk, rerr)
   if not result then return nil, rerr end
   return result, rid
 end
