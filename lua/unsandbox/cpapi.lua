@@ -17,11 +17,15 @@ M.subjects = context.store()   -- Manager -> coroutine -> X-Acting-Subject
 M.traces = context.store()     -- the module -> coroutine -> {trace_id, flags}
 M.TRACE_OWNER = M              -- the traces store has one owner: the process
 
--- cjson yields cjson.null for JSON null; results read better with nil.
+-- Decoded JSON as Lua values read best: cjson.null becomes nil, and a
+-- number with an integral value (cjson decodes every number as a float)
+-- an integer, so an exit code prints as 0, not 0.0.
 local function strip_nulls(v)
   if type(v) ~= "table" then return v end
   for k, x in pairs(v) do
-    if x == cjson.null then v[k] = nil else strip_nulls(x) end
+    if x == cjson.null then v[k] = nil
+    elseif math.type(x) == "float" then v[k] = math.tointeger(x) or x
+    else strip_nulls(x) end
   end
   return v
 end

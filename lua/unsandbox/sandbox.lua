@@ -152,7 +152,7 @@ function SandboxMT:run_command(cmd, args, t)
 end
 
 function SandboxMT:read_file(path) return self:manager():read_file(path, nil, nil, self:name()) end
-function SandboxMT:write_file(path, content) return self:manager():write_file(path, content, nil, self:name()) end
+function SandboxMT:write_file(path, content) return self:manager():write_file(path, content, self:name()) end
 function SandboxMT:edit_file(path, old, new) return self:manager():edit_file(path, old, new, self:name()) end
 
 --- write_files{{path=, content=}, ...}: sequential writes; the list of
