@@ -46,4 +46,24 @@ io.stdout:flush()
 local ok = os.execute(string.format("%q %q", un, here .. "/files/hello.py"))
 print(ok and "un exited 0" or "un failed")
 
+section("A sandbox of the Control Plane")
+-- unlua --local also starts the local Control Plane and exports
+-- SANDBOX_CONTROL_PLANE_URL and SANDBOX_TOKEN (a break-glass token).
+if not os.getenv("SANDBOX_CONTROL_PLANE_URL") then
+  print("(SANDBOX_CONTROL_PLANE_URL is not set: skipped)")
+else
+  local ok, err = pcall(function()
+    local sb <close> = assert(unsandbox.Sandbox.create { name = "quickstart" })
+    print("sandbox " .. sb:name() .. " runs as " .. sb:status().sandbox_id)
+    assert(sb:write_file("hello.py", "print('Hello from a Control Plane sandbox')\n"))
+    io.write("run: ", assert(sb:run_command("python3", { "hello.py" })).stdout)
+    assert(sb:stream("for i in 1 2 3; do echo tick $i; sleep 0.2; done", function(_, chunk)
+      io.write("stream: ", chunk)
+      io.stdout:flush()
+    end))
+    print("checkpoint " .. assert(sb:checkpoint()).checkpoint_id)
+  end)
+  if not ok then print("the sandbox tour stopped: " .. tostring(err)) end
+end
+
 print("\nDone. Point UNSANDBOX_URL and your keys at the real service to run the same script there.")

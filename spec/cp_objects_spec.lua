@@ -6,26 +6,26 @@
 -- naming the route, while the server does not serve object storage.
 local server = require "spec.helpers.unsandboxd"
 local cp = require "spec.helpers.cp"
+local features = require "spec.helpers.cpfeatures"
 
 local SUBJ_A = string.rep("a", 32)
 local SUBJ_B = string.rep("b", 32)
 
 describe("Control Plane objects #integration", function()
-  local srv, unsandbox, m, served
+  local srv, unsandbox, m, has
 
   setup(function()
     srv = server.start {}
     unsandbox = require "unsandbox"
     local key = cp.tenant_key(srv, "objects", { act_as_subjects = true })
     m = unsandbox.manager { url = srv.cp_url, token = key, env = {} }
-    local st, doc = cp.request(srv, "POST", "/v1/storage/tickets", { token = key,
-      headers = { ["X-Acting-Subject"] = SUBJ_A }, body = {} })
-    served = not (st == 404 and type(doc) == "table" and doc.error == "not found")
+    has = features.probe(srv)
   end)
   teardown(function() if srv then srv.stop() end end)
 
-  local function need()
-    if not served then pending("unsandboxd does not serve /v1/storage/* yet (issue 9)") end
+  local function need(...)
+    local why = features.missing(has, "objects", ...)
+    if why then pending(why) end
   end
 
   local function as(subject, f, ...) return m:with_subject(subject, f, ...) end
@@ -89,7 +89,7 @@ describe("Control Plane objects #integration", function()
   end)
 
   it("imports an object into a sandbox's workspace and exports an artifact", function()
-    need()
+    need("mcp")
     as(SUBJ_A, function()
       local up = { scope = "upload", upload_id = "u-import", path = "source/in.txt" }
       assert(m:put_object(up, "imported text\n"))

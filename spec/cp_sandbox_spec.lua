@@ -8,34 +8,23 @@
 -- feature yet (MCP, file routes, checkpoints) makes its specs pending,
 -- saying which route is missing; nothing passes without the feature.
 local server = require "spec.helpers.unsandboxd"
-local cp = require "spec.helpers.cp"
+local features = require "spec.helpers.cpfeatures"
 local core = require "unsandbox.core"
 
 describe("unsandbox.Sandbox #integration", function()
-  local srv, unsandbox, m, has = nil, nil, nil, {}
-
-  -- Does the server route this at all? An unmatched route is 404 "not found".
-  local function served(method, path, token, body)
-    local st, doc = cp.request(srv, method, path, { token = token, body = body })
-    return not (st == 404 and type(doc) == "table" and doc.error == "not found")
-  end
+  local srv, unsandbox, m, has
 
   setup(function()
     srv = server.start {}
     unsandbox = require "unsandbox"
     m = unsandbox.manager { url = srv.cp_url, token = srv.token, env = {} }
-    local rt = assert(m:ensure_runtime("probe"))
-    local ws = assert(m:ensure_workspace("probe"))
-    has.mcp = served("POST", "/v1/sandboxes/" .. rt.id .. "/mcp", rt.access_token,
-      { jsonrpc = "2.0", id = 1, method = "tools/list" })
-    has.files = served("GET", "/v1/workspaces/" .. ws.workspace_id .. "/files/list?path=.", ws.access_token)
-    has.checkpoints = served("GET", "/v1/workspaces/" .. ws.workspace_id .. "/checkpoints", srv.token)
-    assert(m:release_runtime("probe"))
+    has = features.probe(srv)
   end)
   teardown(function() if srv then srv.stop() end end)
 
-  local function need(feature, route)
-    if not has[feature] then pending("unsandboxd does not serve " .. route .. " yet (issue 8/9)") end
+  local function need(feature)
+    local why = features.missing(has, feature)
+    if why then pending(why) end
   end
 
   local function sandbox(name, extra)
@@ -46,7 +35,7 @@ describe("unsandbox.Sandbox #integration", function()
 
   describe("life", function()
     it("create, get, get_or_create and stop; files stay with the name", function()
-      need("mcp", "POST /v1/sandboxes/{sb}/mcp")
+      need("mcp")
       local sb = sandbox("life-1")
       local st = sb:status()
       assert.matches("^sb%-%x+$", st.sandbox_id)
@@ -69,7 +58,7 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("<close> releases the runtime when the block ends by an error", function()
-      need("mcp", "POST /v1/sandboxes/{sb}/mcp")
+      need("mcp")
       local id
       local ok, err = pcall(function()
         local sb <close> = sandbox("closing")
@@ -87,7 +76,7 @@ describe("unsandbox.Sandbox #integration", function()
 
   describe("files through MCP", function()
     it("write, read, edit, glob and grep", function()
-      need("mcp", "POST /v1/sandboxes/{sb}/mcp")
+      need("mcp")
       local sb <close> = sandbox("files")
       local text = "print('hi')\n# TODO one\n"
       local w = assert(sb:write_file("/workspace/src/main.py", text))
@@ -108,7 +97,7 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("keeps -32602 (bad arguments) apart from other JSON-RPC errors", function()
-      need("mcp", "POST /v1/sandboxes/{sb}/mcp")
+      need("mcp")
       local sb <close> = sandbox("rpc-errors")
       local r, err = sb:read_file("missing.txt")
       assert.is_nil(r)
@@ -121,7 +110,7 @@ describe("unsandbox.Sandbox #integration", function()
 
   describe("commands", function()
     it("run_command quotes argv for the shell and reports exit codes as data", function()
-      need("mcp", "POST /v1/sandboxes/{sb}/mcp")
+      need("mcp")
       local sb <close> = sandbox("commands")
       local r = assert(sb:run_command("printf", { "%s|", "a; echo unsafe", "$HOME", "it's", "" }))
       assert.equal("a; echo unsafe|$HOME|it's||", r.stdout)
@@ -133,7 +122,7 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("stream delivers the first chunk before the command ends", function()
-      need("mcp", "POST /v1/sandboxes/{sb}/mcp")
+      need("mcp")
       local sb <close> = sandbox("stream")
       local t0, seen = core.monotonic_ms(), {}
       local r = assert(sb:stream("echo a; sleep 2; echo b >&2", function(channel, chunk, seq)
@@ -150,7 +139,7 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("is_cancelled() stops a stream mid-way: 499, the connection closed, the sandbox usable", function()
-      need("mcp", "POST /v1/sandboxes/{sb}/mcp")
+      need("mcp")
       local sb <close> = sandbox("cancel")
       local chunks, t_cancel = 0, nil
       local t0 = core.monotonic_ms()
@@ -168,7 +157,7 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("the interrupt flag (Ctrl-C in unlua) cancels a stream too", function()
-      need("mcp", "POST /v1/sandboxes/{sb}/mcp")
+      need("mcp")
       local sb <close> = sandbox("interrupt")
       local r, err = sb:stream("echo first; sleep 20; echo never", function() core.interrupt() end, 30)
       assert.is_nil(r)
@@ -176,7 +165,7 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("an error raised by on_chunk propagates and closes the stream", function()
-      need("mcp", "POST /v1/sandboxes/{sb}/mcp")
+      need("mcp")
       local sb <close> = sandbox("raise")
       local ok, err = pcall(sb.stream, sb, "echo x; sleep 20", function() error("consumer broke") end, 30)
       assert.is_false(ok)
@@ -185,7 +174,7 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("lines() iterates lines per channel as they come, and a break closes the stream", function()
-      need("mcp", "POST /v1/sandboxes/{sb}/mcp")
+      need("mcp")
       local sb <close> = sandbox("lines")
       local got = {}
       for channel, line in sb:lines("printf 'one\\ntw'; sleep 0.3; printf 'o\\nthree'; echo err >&2") do
@@ -203,7 +192,7 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("on_chunk may yield: a stream inside a coroutine", function()
-      need("mcp", "POST /v1/sandboxes/{sb}/mcp")
+      need("mcp")
       local sb <close> = sandbox("yielding")
       local co = coroutine.wrap(function()
         return sb:stream("echo 1; echo 2", function(_, chunk) coroutine.yield(chunk) end, 10)
@@ -220,7 +209,7 @@ describe("unsandbox.Sandbox #integration", function()
 
   describe("PTY sessions", function()
     it("exec, send, wait and kill in one shell", function()
-      need("mcp", "POST /v1/sandboxes/{sb}/mcp")
+      need("mcp")
       local sb <close> = sandbox("pty")
       local sh = sb:shell()
       local r = assert(sh:exec("cd /tmp; X=42; tty"))
@@ -240,7 +229,7 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("a 17th session is -32001 (all busy), not -32602", function()
-      need("mcp", "POST /v1/sandboxes/{sb}/mcp")
+      need("mcp")
       local sb <close> = sandbox("pty-busy")
       for i = 1, 16 do assert(sb:shell { id = "s" .. i }:exec("true")) end
       local r, err = sb:shell { id = "s17" }:exec("true")
@@ -251,7 +240,7 @@ describe("unsandbox.Sandbox #integration", function()
 
   describe("binary files and the file routes", function()
     it("upload and download any bytes", function()
-      need("files", "GET /v1/workspaces/{ws}/files/*")
+      need("files")
       local sb <close> = sandbox("binary")
       local bytes = {}
       for i = 0, 255 do bytes[#bytes + 1] = string.char(i) end
@@ -261,7 +250,7 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("the REST file routes need a running runtime and never create one", function()
-      need("files", "GET /v1/workspaces/{ws}/files/*")
+      need("files")
       local r, err = m:list_dir(".", "rest-files")
       assert.is_nil(r)
       assert.equal(409, err.status)
@@ -283,7 +272,7 @@ describe("unsandbox.Sandbox #integration", function()
 
   describe("checkpoints", function()
     it("checkpoint, change, restore: the files come back", function()
-      need("checkpoints", "GET /v1/workspaces/{ws}/checkpoints")
+      need("checkpoints")
       local sb <close> = sandbox("ckpt")
       assert(sb:write_file("app.txt", "version 1\n"))
       local c = assert(sb:checkpoint())
@@ -302,7 +291,7 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("needs a running runtime (400)", function()
-      need("checkpoints", "GET /v1/workspaces/{ws}/checkpoints")
+      need("checkpoints")
       assert(m:ensure_workspace("no-runtime"))
       local r, err = m:checkpoint_workspace("no-runtime")
       assert.is_nil(r)
