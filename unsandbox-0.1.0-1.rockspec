@@ -8,11 +8,14 @@ source = {
   tag = "v0.1.0",
 }
 description = {
-  summary = "Run untrusted code in remote sandboxes (unsandbox execution API) from Lua 5.4",
+  summary = "Run untrusted code in remote sandboxes (unsandbox execution API, sandbox Control Plane) from Lua 5.4",
   detailed = [[
     A client of the unsandbox execution API with a C core (libcurl, OpenSSL):
     execute code in 40+ languages, jobs and polling, languages, sessions,
-    services and snapshots, HMAC-SHA256 request signing.
+    services and snapshots, HMAC-SHA256 request signing; and of the sandbox
+    platform's Control Plane: Manager and Sandbox objects, workspaces and
+    runtimes with leases, MCP file and shell tools with streamed output,
+    PTY sessions, checkpoints, object storage with tickets, administration.
   ]],
   homepage = "https://unsandbox.com",
   license = "MIT",
@@ -28,15 +31,29 @@ external_dependencies = {
 build = {
   type = "builtin",
   modules = {
+    ["unsandbox.admin"] = "lua/unsandbox/admin.lua",
     ["unsandbox.api"] = "lua/unsandbox/api.lua",
     ["unsandbox.check"] = "lua/unsandbox/check.lua",
     ["unsandbox.cli"] = "lua/unsandbox/cli.lua",
+    ["unsandbox.cli_cp"] = "lua/unsandbox/cli_cp.lua",
+    ["unsandbox.context"] = "lua/unsandbox/context.lua",
+    ["unsandbox.cp"] = "lua/unsandbox/cp.lua",
+    ["unsandbox.cpapi"] = "lua/unsandbox/cpapi.lua",
     ["unsandbox.errors"] = "lua/unsandbox/errors.lua",
     ["unsandbox.execute"] = "lua/unsandbox/execute.lua",
     ["unsandbox"] = "lua/unsandbox/init.lua",
     ["unsandbox.languages"] = "lua/unsandbox/languages.lua",
+    ["unsandbox.leases"] = "lua/unsandbox/leases.lua",
+    ["unsandbox.manager"] = "lua/unsandbox/manager.lua",
+    ["unsandbox.mcp"] = "lua/unsandbox/mcp.lua",
+    ["unsandbox.objects"] = "lua/unsandbox/objects.lua",
     ["unsandbox.poll"] = "lua/unsandbox/poll.lua",
     ["unsandbox.results"] = "lua/unsandbox/results.lua",
+    ["unsandbox.routes"] = "lua/unsandbox/routes.lua",
+    ["unsandbox.sandbox"] = "lua/unsandbox/sandbox.lua",
+    ["unsandbox.shell"] = "lua/unsandbox/shell.lua",
+    ["unsandbox.tools"] = "lua/unsandbox/tools.lua",
+    ["unsandbox.wsfiles"] = "lua/unsandbox/wsfiles.lua",
     ["unsandbox.core"] = {
       sources = {
         "csrc/core/base64.c",
@@ -44,6 +61,7 @@ build = {
         "csrc/core/cache.c",
         "csrc/core/client.c",
         "csrc/core/clock.c",
+        "csrc/core/cpclient.c",
         "csrc/core/cpids.c",
         "csrc/core/cprequest.c",
         "csrc/core/credentials.c",
@@ -51,6 +69,7 @@ build = {
         "csrc/core/error.c",
         "csrc/core/form.c",
         "csrc/core/http.c",
+        "csrc/core/http_xfer.c",
         "csrc/core/ids.c",
         "csrc/core/interrupt.c",
         "csrc/core/langmap.c",
@@ -67,13 +86,18 @@ build = {
         "csrc/core/utf8.c",
         "csrc/core/wspath.c",
         "csrc/lua/client.c",
+        "csrc/lua/cp_call.c",
         "csrc/lua/cp_form.c",
         "csrc/lua/cp_functions.c",
         "csrc/lua/files.c",
         "csrc/lua/functions.c",
+        "csrc/lua/manager.c",
+        "csrc/lua/manager_lease.c",
         "csrc/lua/module.c",
+        "csrc/lua/sandbox.c",
         "csrc/lua/sse_parser.c",
         "csrc/lua/tracker.c",
+        "csrc/lua/transfer.c",
         "csrc/lua/util.c",
       },
       defines = { "_GNU_SOURCE" },
