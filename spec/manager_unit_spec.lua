@@ -213,6 +213,7 @@ describe("unsandbox Control Plane #unit", function()
       assert.matches("cannot be set per call", raised(m.call, m, "GET", "/v1/whoami", { headers = { ["X-Acting-Subject"] = SUBJ } }))
       assert.matches("cannot be set per call", raised(m.call, m, "GET", "/v1/whoami", { subject = SUBJ }))
       assert.matches("cannot be set per call", raised(m.call, m, "GET", "/v1/whoami", { authorization = "Bearer x" }))
+      assert.matches("cannot be set per call", raised(m.call, m, "GET", "/v1/whoami", { token = "other" }))
       assert.equal(0, l.count())
     end)
 

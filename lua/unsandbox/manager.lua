@@ -126,22 +126,24 @@ end
 -- The low-level call
 ------------------------------------------------------------------------
 
-local CALL_OPTIONS = { query = true, body = true, raw = true, content_type = true, token = true,
+local CALL_OPTIONS = { query = true, body = true, raw = true, content_type = true,
   owner = true, timeout = true, text = true }
 
---- Any Control Plane route: m:call(method, path, opts) with opts.query,
--- body (a table, sent as JSON), raw (exact bytes), content_type, token (a
--- scoped token or ticket instead of the Manager's), owner (true: an
--- object call that names its owner), timeout (s), text (return a 2xx body
--- as it is). Authorization, X-Acting-Subject and traceparent are the
--- Manager's: they cannot be set per call. Returns doc, request_id or nil, err.
+--- Any Control Plane route with the Manager's credential: m:call(method,
+-- path, opts) with opts.query, body (a table, sent as JSON), raw (exact
+-- bytes), content_type, owner (true: an object call that names its
+-- owner), timeout (s), text (return a 2xx body as it is). Authorization,
+-- X-Acting-Subject and traceparent cannot be set per call (§7.1): the
+-- token is the Manager's (scoped tokens and tickets are used by the named
+-- methods), the subject the coroutine's binding. Returns doc, request_id
+-- or nil, err.
 function Manager:call(method, path, opts)
   check.nonempty("call", "method", method)
   check.nonempty("call", "path", path)
   opts = check.type("call", "opts", opts, "table", true) or {}
   for k in pairs(opts) do
     if not CALL_OPTIONS[k] then
-      if k == "headers" or k == "subject" or k == "authorization" then
+      if k == "headers" or k == "subject" or k == "authorization" or k == "token" then
         check.fail("call", "opts", "'" .. k .. "' cannot be set per call: Authorization is the " ..
           "Manager's token and X-Acting-Subject the coroutine's binding (m:with_subject)")
       end
