@@ -15,7 +15,7 @@ local function run(sb, command)
     local out = channel == "stderr" and io.stderr or io.stdout
     out:write(chunk)
     out:flush()
-  end, 60))
+  end, 30))
   print(string.format("-- exit code %d", r.exit_code))
   return r.exit_code
 end
@@ -40,7 +40,9 @@ assert(sb:write_files {
 })
 print("src/calc.py, src/test_calc.py written")
 
-local TEST = "cd src && python3 -m unittest -v test_calc 2>&1"
+-- -B: no bytecode cache (an edit within the same second, same size, would
+-- otherwise run the stale compiled module)
+local TEST = "cd src && python3 -B -m unittest -v test_calc 2>&1"
 
 step("run the tests (streamed)")
 local code = run(sb, TEST)

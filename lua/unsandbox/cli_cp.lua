@@ -52,7 +52,7 @@ local function parse(args, h)
   o.rest = rest
   if o.timeout then
     o.timeout = math.tointeger(tonumber(o.timeout))
-    if not o.timeout or o.timeout < 1 or o.timeout > 120 then h.usage("--timeout expects 1 to 120 seconds") end
+    if not o.timeout or o.timeout < 1 or o.timeout > 30 then h.usage("--timeout expects 1 to 30 seconds") end
   end
   if o.limit then
     o.limit = math.tointeger(tonumber(o.limit))

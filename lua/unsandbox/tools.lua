@@ -106,7 +106,7 @@ end
 
 --- shell exec: {exit_code, stdout, stderr, timed_out, output_truncated, ...}.
 function Manager:shell(cmd, t, key)
-  t = seconds("shell", t, 120)
+  t = seconds("shell", t, 30)
   local args = { action = "exec", command = command("shell", cmd), timeout_seconds = t }
   return mcp.call(self, "shell", "shell", args, { key = key, timeout = t + 15 })
 end
@@ -120,7 +120,7 @@ end
 -- command writes; is_cancelled() (asked every 100 ms at most) or Ctrl-C
 -- closes the connection: 499 "Sandbox command cancelled".
 function Manager:shell_stream(cmd, t, on_chunk, is_cancelled, key)
-  t = seconds("shell_stream", t, 120)
+  t = seconds("shell_stream", t, 30)
   callbacks("shell_stream", on_chunk, is_cancelled)
   local args = { action = "exec_stream", command = command("shell_stream", cmd), timeout_seconds = t }
   return mcp.call(self, "shell_stream", "shell", args, { key = key, timeout = t + 15,
