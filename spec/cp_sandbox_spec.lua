@@ -119,6 +119,8 @@ describe("unsandbox.Sandbox #integration", function()
       assert.same({ "out\n", "err\n", 3, false }, { r.stdout, r.stderr, r.exit_code, r.timed_out })
       r = assert(sb:run_command("sleep", { "5" }, 1))
       assert.is_true(r.timed_out)
+      local direct = assert(m:shell("echo $((6 * 7)); pwd", 5, "commands"))
+      assert.same({ "42\n/workspace\n", 0 }, { direct.stdout, direct.exit_code })
     end)
 
     it("stream delivers the first chunk before the command ends", function()

@@ -206,6 +206,7 @@ describe("unsandbox Control Plane #unit", function()
       assert.is_nil(m:acting_subject())
       m:with_subject(SUBJ, function() assert.is_nil(m2:acting_subject()) end)
       assert.equal(7, m:with_subject(SUBJ, function(x) return x + 1 end, 6))
+      assert.equal(m.with_subject, m.acting_subject_context, "§8's name for it")
     end)
 
     it("cannot be overridden per call", function()
