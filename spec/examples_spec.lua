@@ -104,11 +104,17 @@ describe("Control Plane examples #integration", function()
   end)
 
   it("unlua --local runs them against a private Control Plane", function()
-    need("mcp", "checkpoints")
-    local out, code = proc.run("bin/unlua --local examples/agent.lua", { HOME = home,
-      SANDBOX_CONTROL_PLANE_URL = false, SANDBOX_TOKEN = false })
-    assert.are.equal(0, code, out)
-    assert.matches("after the restore: exit code 0", out, 1, true)
+    need("mcp", "checkpoints", "objects")
+    local e = { HOME = home, SANDBOX_CONTROL_PLANE_URL = false, SANDBOX_TOKEN = false }
+    for script, expect in pairs {
+      ["examples/agent.lua"] = "after the restore: exit code 0",
+      ["examples/pty.lua"] = "answer: hi, Ada",
+      ["examples/objects.lua"] = "alice deleted her report",
+    } do
+      local out, code = proc.run("bin/unlua --local " .. script, e)
+      assert.are.equal(0, code, script .. ": " .. out)
+      assert.matches(expect, out, 1, true)
+    end
   end)
 end)
 
