@@ -9,6 +9,7 @@
 -- saying which route is missing; nothing passes without the feature.
 local server = require "spec.helpers.unsandboxd"
 local features = require "spec.helpers.cpfeatures"
+local cp = require "spec.helpers.cp"
 local core = require "unsandbox.core"
 
 describe("unsandbox.Sandbox #integration", function()
@@ -191,6 +192,24 @@ describe("unsandbox.Sandbox #integration", function()
       end
       assert.equal(2, n)
       assert.equal("z\n", assert(sb:run_command("echo", { "z" })).stdout)
+    end)
+
+    it("lines() carries the caller's acting subject into its coroutine", function()
+      need("mcp")
+      local key = cp.tenant_key(srv, "lines-subjects", { act_as_subjects = true })
+      local tm = unsandbox.manager { url = srv.cp_url, token = key, env = {} }
+      local subject = string.rep("d", 32)
+      tm:with_subject(subject, function()
+        local sb <close> = assert(unsandbox.Sandbox.create { name = "subject-box", manager = tm })
+        assert(sb:write_file("marker.txt", "mine\n"))
+        local got = {}
+        for _, line in sb:lines("cat marker.txt") do got[#got + 1] = line end
+        assert.same({ "mine" }, got)
+      end)
+      -- the same name without the subject is another workspace
+      local sb <close> = assert(unsandbox.Sandbox.create { name = "subject-box", manager = tm })
+      local r = assert(sb:run_command("cat", { "marker.txt" }))
+      assert.are_not.equal(0, r.exit_code)
     end)
 
     it("on_chunk may yield: a stream inside a coroutine", function()

@@ -6,6 +6,8 @@
 -- does not hide that error). Workspace files stay with the name.
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
+local context = require "unsandbox.context"
+local cpapi = require "unsandbox.cpapi"
 local Error = require "unsandbox.errors"
 local Shell = require "unsandbox.shell"
 
@@ -213,7 +215,14 @@ end
 -- A failure raises its unsandbox.Error; breaking out of the loop closes
 -- the stream. sb:last_result() is the finished command's result.
 function SandboxMT:lines(cmd, t)
+  -- the stream runs in a coroutine of its own: it takes the caller's
+  -- acting subject and trace with it (bindings are per coroutine)
+  local m = self:manager()
+  local subject = context.get(cpapi.subjects, m)
+  local trace = context.get(cpapi.traces, cpapi.TRACE_OWNER)
   local co = coroutine.create(function()
+    local s <close> = subject and context.bind(cpapi.subjects, m, subject)
+    local tr <close> = trace and context.bind(cpapi.traces, cpapi.TRACE_OWNER, trace)
     local pending = { stdout = "", stderr = "" }
     local r, err = self:stream(cmd, function(channel, chunk)
       local text = pending[channel] .. chunk
