@@ -65,7 +65,8 @@ $(UNLUA): $(HOST_OBJ) $(CORE_OBJ) $(BIND_OBJ)
 	$(Q)$(CC) $(LDFLAGS) -Wl,-E -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
 
 # the server shares signing, base64 and the id rule with the client core
-SERVER_CORE := build/core/sign.o build/core/base64.o build/core/ids.o build/core/utf8.o
+SERVER_CORE := build/core/sign.o build/core/base64.o build/core/ids.o build/core/trace.o \
+               build/core/digest.o build/core/error.o build/core/pseudonym.o build/core/utf8.o
 
 $(UNSANDBOXD): $(SERVER_OBJ) $(SERVER_CORE)
 	@mkdir -p bin

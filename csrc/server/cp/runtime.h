@@ -25,13 +25,34 @@ typedef struct ux_rt ux_rt;
 enum { UX_RT_PENDING = 1, UX_RT_RUNNING, UX_RT_FAILED, UX_RT_RELEASED };
 
 typedef struct ux_rt_config {
-  int idle_ttl_s;             /* released when unused this long (1800) */
+  /* Every number: 0 means the default in brackets. */
+  int idle_ttl_s;             /* released when unused this long (1800); the
+                                 clock starts when the runtime is ready,
+                                 ux_runtimes_touch restarts it, and it
+                                 stands still while a call is in flight */
   int hard_ttl_s;             /* released this long after its start (43200) */
   int start_timeout_s;        /* pending longer than this: failed (110) */
-  int max_live;               /* all runtimes of the process (global capacity) */
+  int max_live;               /* all runtimes of the process (global
+                                 capacity; 64) */
+  int health_interval_s;      /* a running runtime's agent is pinged this
+                                 often (30) ... */
+  int health_timeout_s;       /* ... and fails when it does not answer in
+                                 this time (10): a stopped agent */
+  int forget_after_s;         /* an ended runtime stays visible to
+                                 ux_runtimes_info / wait_ready this long (60) */
+  int vcpu;                   /* the sandbox's size, runner.h (1) */
+  const char *agent_path;     /* the agent binary; NULL: the one
+                                 ux_archive_init checked (archive.h) */
+  const char *const *agent_env; /* extra "KEY=VALUE" for the agent
+                                 (NULL-terminated, may be NULL), e.g. the
+                                 session caps UNSANDBOXD_AGENT_SESSION_* */
   /* Called (on a runtimes thread, no lock held) when a runtime ends for
   ** any reason other than ux_runtimes_release: reaped by a TTL, failed to
-  ** start, or its sandbox died. status is UX_RT_FAILED or UX_RT_RELEASED. */
+  ** start, its sandbox died, its agent stopped answering or broke the
+  ** protocol, or the registry is freed (shutdown). status is
+  ** UX_RT_FAILED or UX_RT_RELEASED; why is one readable line. By then
+  ** the runtime's processes are gone and its volume use is given back.
+  ** May call the functions of this header (not ux_runtimes_free). */
   void (*on_end)(void *ctx, const char *sb_id, int status, const char *why);
   void *ctx;
 } ux_rt_config;

@@ -60,15 +60,11 @@ ux_store *ux_store_open(const char *dir, char *err, size_t errlen) {
   close(fd);
   ux_store *st = calloc(1, sizeof *st);
   if (!st) { snprintf(err, errlen, "out of memory"); return NULL; }
-  /* recursive: ux_db_tx (db.c) holds it across a transaction's statements */
+  /* recursive: ux_db_tx holds it across the statements of a transaction */
   pthread_mutexattr_t ma;
-  if (pthread_mutexattr_init(&ma) != 0 ||
-      pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE) != 0 ||
-      pthread_mutex_init(&st->mu, &ma) != 0) {
-    snprintf(err, errlen, "cannot create the store's lock");
-    free(st);
-    return NULL;
-  }
+  pthread_mutexattr_init(&ma);
+  pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&st->mu, &ma);
   pthread_mutexattr_destroy(&ma);
   char *msg = NULL;
   if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK ||

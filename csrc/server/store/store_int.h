@@ -12,7 +12,6 @@
 struct ux_store {
   sqlite3 *db;
   pthread_mutex_t mu;     /* recursive; one connection, one statement at a time */
-  int broken;             /* the last failure was not a constraint (db.c) */
 };
 
 #endif
