@@ -35,6 +35,10 @@ describe("Control Plane objects #integration", function()
 
   setup(function() srv = server.start {} end)
   teardown(function() if srv then srv.stop() end end)
+  after_each(function()
+    assert.are.equal(200, (req(srv, "GET", "/livez")))
+    assert.is_true(server.alive(srv.pid))
+  end)
 
   describe("inline objects", function()
     it("store, read, stat and list content with its sha256", function()
