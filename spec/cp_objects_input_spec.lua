@@ -187,16 +187,24 @@ describe("Control Plane object queue #integration", function()
   it("answers 503 with retry_after_seconds 2 while the queue is full, then recovers", function()
     local loc = { scope = "upload", upload_id = "q", path = "source/q", owner = OWNER }
     assert.are.equal(201, (obj.post(srv, srv.token, loc, "queued")))
-    local _, t = obj.ticket(srv, srv.token, loc, "upload")
-    -- an upload that holds the only transfer slot, its body never finished
-    local s = rawhttp.connect({ port = srv.cp_port })
-    s:send(rawhttp.head("PUT", "/v1/storage/content", { Authorization = "Bearer " .. t.access_token,
-      ["Content-Length"] = "1000" }) .. "partial")
-    local busy
-    for _ = 1, 50 do
-      local st, doc, h = obj.get(srv, srv.token, "", loc)
-      if st == 503 then busy = { doc, h }; break end
-      socket.sleep(0.05)
+    -- an upload that holds the only transfer slot, its body never finished;
+    -- a poll may win the slot first (the upload then answers 503 at once),
+    -- so each attempt checks that the upload got no answer before polling
+    local s, busy
+    for _ = 1, 20 do
+      local _, t = obj.ticket(srv, srv.token, loc, "upload")
+      s = rawhttp.connect({ port = srv.cp_port })
+      s:send(rawhttp.head("PUT", "/v1/storage/content", { Authorization = "Bearer " .. t.access_token,
+        ["Content-Length"] = "1000" }) .. "partial")
+      socket.sleep(0.2)
+      s:settimeout(0)
+      local answered = s:receive("*l")
+      s:settimeout(10)
+      if not answered then
+        local st, doc, h = obj.get(srv, srv.token, "", loc)
+        if st == 503 then busy = { doc, h }; break end
+      end
+      s:close()
     end
     assert.is_truthy(busy, "the queue never filled")
     assert.are.equal(2, busy[1].retry_after_seconds)
