@@ -6,6 +6,8 @@
 ** proof that no process of the runtime is left (counted in this test's
 ** sandbox cgroups). Must run as root.
 */
+#include <stdatomic.h>
+
 #include "tests/runtime_util.h"
 
 static ux_runtimes *registry(int idle, int hard, int health, void (*on_end)(void *, const char *, int,
@@ -254,21 +256,21 @@ static void test_shutdown(void) {
 
 /* on_end that uses the registry it is called from */
 static ux_runtimes *reentrant;
-static int reentered;
+static atomic_int reentered;
 static void on_end_reenter(void *ctx, const char *sb, int status, const char *why) {
   ux_rt_info info;
   char other[32];
-  rt_on_end(ctx, sb, status, why);
-  reentered = ux_runtimes_info(reentrant, sb, &info) == 0 && info.status == status &&
-              ux_runtimes_of_workspace(reentrant, "ws-re", other) == -1 &&
-              ux_runtimes_release(reentrant, sb) == 0;
+  atomic_store(&reentered, ux_runtimes_info(reentrant, sb, &info) == 0 && info.status == status &&
+                           ux_runtimes_of_workspace(reentrant, "ws-re", other) == -1 &&
+                           ux_runtimes_release(reentrant, sb) == 0);
+  rt_on_end(ctx, sb, status, why);      /* last: the test reads `reentered` once this is seen */
 }
 
 static void test_reentrant(void) {
   reentrant = registry(1, 0, 0, on_end_reenter);
   if (start(reentrant, "sb-re", "ws-re", 1)) { ok(0, "runtime starts"); ux_runtimes_free(reentrant); return; }
   rt_end e;
-  ok(rt_wait_end("sb-re", 5000, &e) && reentered, "on_end may call info, of_workspace and release");
+  ok(rt_wait_end("sb-re", 5000, &e) && atomic_load(&reentered), "on_end may call info, of_workspace and release");
   ux_rt_info info;
   ok(ux_runtimes_info(reentrant, "sb-re", &info) == -1, "released from on_end: forgotten");
   ux_runtimes_free(reentrant);
