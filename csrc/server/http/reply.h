@@ -31,6 +31,8 @@ typedef struct ux_reply {
   int retry_after;        /* > 0 adds Retry-After */
   char allow[64];         /* 405: the Allow header */
   int drop;               /* fault "drop": send part, then close */
+  int close;              /* send Connection: close and close after the
+                          ** reply (an SSE stream that ends the exchange) */
 } ux_reply;
 
 struct ux_xchg;
