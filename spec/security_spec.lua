@@ -221,6 +221,14 @@ describe("security: disk is bounded #integration", function()
 
   local FILL = "i=0; while [ $i -lt 10 ]; do head -c 67108864 /dev/zero > big$i || break; i=$((i+1)); done; echo wrote $i"
 
+  it("reports its disk mode and sizes in GET /health", function()
+    local r = assert(c:request("GET", "/health", nil, { auth = false }))
+    local d = json.decode(r.body).isolation.disk
+    assert.are.equal("loop", d.mode)
+    assert.are.equal(64, d.volume_mb)
+    assert.is_true(d.budget_mb > 0)
+  end)
+
   it("a session cannot write more than its disk", function()
     local ses = ok_call(c, "POST", "/sessions", {})
     local res = ok_call(c, "POST", "/sessions/" .. ses.id .. "/shell", { command = FILL, timeout = 60000 })

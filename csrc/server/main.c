@@ -26,6 +26,8 @@
 #include <unistd.h>
 
 #include "server/http/faults.h"
+#include "server/cli.h"
+#include "server/cp/cp.h"
 #include "server/fsutil.h"
 #include "server/http/http.h"
 #include "server/http/limits.h"
@@ -69,70 +71,32 @@ static void usage(FILE *f) {
     "                       (default: half the free space of the data directory)\n"
     "  --enable-faults      allow POST /_faults (tests only)\n"
     "  --cgroups auto|off   limit runs with cgroups (v2, else v1) when usable, as root\n"
-    "  --agent PATH         unsandboxd-agent (default: next to this program)\n"
     "                       (default auto); off: rlimits only, the fallback\n"
+    "  --agent PATH         unsandboxd-agent (default: next to this program)\n"
+    "  --cp-listen HOST:PORT  the Control Plane's address (default 127.0.0.1:0)\n"
+    "  --image-registries LIST  comma-separated image prefixes templates may use\n"
+    "                       (default none: template management disabled)\n"
+    "  --cp-token-ttl S     scoped token lifetime (default 900)\n"
+    "  --cp-idle-ttl S      runtimes unused this long are released (default 1800)\n"
+    "  --cp-hard-ttl S      runtimes live at most this long (default 43200)\n"
+    "  --cp-max-runtimes N  runtimes at once, all tenants (default 4 x cores)\n"
+  
     "  --version, --help\n"
     "\n"
-    "Prints UNSANDBOX_URL=... (and the dev keys) on stdout once listening.\n");
-}
-
-static void die_usage(const char *fmt, const char *arg) {
-  fprintf(stderr, "unsandboxd: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\nTry 'unsandboxd --help'.\n");
-  exit(2);
-}
-
-static long parse_num(const char *opt, const char *s, long lo, long hi) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) {
-    fprintf(stderr, "unsandboxd: %s wants an integer between %ld and %ld, got '%s'\n"
-                    "Try 'unsandboxd --help'.\n", opt, lo, hi, s);
-    exit(2);
-  }
-  return v;
-}
-
-/* Creates the data directory and stores its absolute path: the server
-** later runs with "/" as its working directory (see snapshot.c). */
-static void set_data_dir(ux_config *cfg, const char *dir) {
-  char abs[PATH_MAX];
-  if (ux_mkdir_p(dir, 0700) < 0 || !realpath(dir, abs)) {
-    fprintf(stderr, "unsandboxd: cannot create data directory %s: %s\n", dir, strerror(errno));
-    exit(1);
-  }
-  if (strlen(abs) >= sizeof cfg->data - 200) {
-    fprintf(stderr, "unsandboxd: data directory path too long\n");
-    exit(1);
-  }
-  snprintf(cfg->data, sizeof cfg->data, "%s", abs);
-}
-
-static int keys_add(int argc, char **argv) {
-  const char *data = NULL;
-  char pk[UX_PK_LEN + 1], sk[UX_SK_LEN + 1], err[512];
-  for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
-    else if (!strncmp(argv[i], "--data=", 7)) data = argv[i] + 7;
-    else die_usage("keys add: unexpected argument '%s'", argv[i]);
-  }
-  if (!data) die_usage("keys add needs --data DIR%s", "");
-  ux_config cfg;
-  set_data_dir(&cfg, data);
-  ux_store *st = ux_store_open(cfg.data, err, sizeof err);
-  if (!st) { fprintf(stderr, "unsandboxd: %s\n", err); return 1; }
-  int rc = ux_keys_add(st, pk, sk, 0);
-  ux_store_close(st);
-  if (rc < 0) { fprintf(stderr, "unsandboxd: cannot create a key\n"); return 1; }
-  printf("UNSANDBOX_PUBLIC_KEY=%s\nUNSANDBOX_SECRET_KEY=%s\n", pk, sk);
-  return fflush(stdout) == 0 ? 0 : 1;
+    "Prints UNSANDBOX_URL=... and SANDBOX_CONTROL_PLANE_URL=... (and with --dev-keys\n"
+    "the execution API's dev keys and SANDBOX_TOKEN, this start's break-glass token)\n"
+    "on stdout once listening. Subcommands (also while a server runs):\n"
+    "  unsandboxd keys add --data DIR                  an execution API key pair\n"
+    "  unsandboxd keys add --admin --data DIR          a Control Plane admin key\n"
+    "  unsandboxd keys add --tenant ID [--act-as-subjects] --data DIR\n"
+    "  unsandboxd tenants add ID [--display-name NAME] [--max-workspaces N]\n"
+    "                     [--max-runtimes N] --data DIR\n");
 }
 
 static void parse_args(int argc, char **argv, ux_config *cfg) {
   enum { OPT_LISTEN = 256, OPT_DATA, OPT_DEV, OPT_SYNC, OPT_WORKERS, OPT_QUEUE, OPT_BODY,
-         OPT_DISK, OPT_BUDGET, OPT_AGENT, OPT_FAULTS, OPT_CGROUPS, OPT_VERSION, OPT_HELP };
+         OPT_DISK, OPT_BUDGET, OPT_AGENT, OPT_FAULTS, OPT_CGROUPS, OPT_CP_LISTEN, OPT_REGISTRIES,
+         OPT_TOKEN_TTL, OPT_IDLE_TTL, OPT_HARD_TTL, OPT_MAX_RT, OPT_VERSION, OPT_HELP };
   static const struct option opts[] = {
     { "listen", required_argument, NULL, OPT_LISTEN },
     { "data", required_argument, NULL, OPT_DATA },
@@ -146,6 +110,12 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     { "enable-faults", no_argument, NULL, OPT_FAULTS },
     { "cgroups", required_argument, NULL, OPT_CGROUPS },
     { "agent", required_argument, NULL, OPT_AGENT },
+    { "cp-listen", required_argument, NULL, OPT_CP_LISTEN },
+    { "image-registries", required_argument, NULL, OPT_REGISTRIES },
+    { "cp-token-ttl", required_argument, NULL, OPT_TOKEN_TTL },
+    { "cp-idle-ttl", required_argument, NULL, OPT_IDLE_TTL },
+    { "cp-hard-ttl", required_argument, NULL, OPT_HARD_TTL },
+    { "cp-max-runtimes", required_argument, NULL, OPT_MAX_RT },
     { "version", no_argument, NULL, OPT_VERSION },
     { "help", no_argument, NULL, OPT_HELP },
     { NULL, 0, NULL, 0 },
@@ -159,6 +129,11 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
   cfg->max_body = 8u << 20;
   cfg->cgroups = 1;
   cfg->disk_mb = 1024;
+  cfg->cp_listen = "127.0.0.1:0";
+  cfg->cp_token_ttl_s = 900;
+  cfg->cp_idle_ttl_s = 1800;
+  cfg->cp_hard_ttl_s = 43200;
+  cfg->cp_max_runtimes = (int)(4 * (cores > 0 ? cores : 1));
   opterr = 0;
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -166,29 +141,35 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     case OPT_LISTEN: cfg->listen = optarg; break;
     case OPT_DATA: data = optarg; break;
     case OPT_DEV: cfg->dev_keys = 1; break;
-    case OPT_SYNC: cfg->sync_ms = parse_num("--sync-ms", optarg, 0, 600000); break;
-    case OPT_WORKERS: cfg->workers = (int)parse_num("--workers", optarg, 1, 256); break;
-    case OPT_QUEUE: cfg->queue = (int)parse_num("--queue", optarg, 0, 100000); break;
-    case OPT_BODY: cfg->max_body = (size_t)parse_num("--max-body", optarg, 1, 1L << 30); break;
-    case OPT_DISK: cfg->disk_mb = parse_num("--disk-mb", optarg, 16, 1L << 20); break;
-    case OPT_BUDGET: cfg->disk_budget_mb = parse_num("--disk-budget-mb", optarg, 16, 1L << 30); break;
+    case OPT_SYNC: cfg->sync_ms = ux_parse_num("--sync-ms", optarg, 0, 600000); break;
+    case OPT_WORKERS: cfg->workers = (int)ux_parse_num("--workers", optarg, 1, 256); break;
+    case OPT_QUEUE: cfg->queue = (int)ux_parse_num("--queue", optarg, 0, 100000); break;
+    case OPT_BODY: cfg->max_body = (size_t)ux_parse_num("--max-body", optarg, 1, 1L << 30); break;
+    case OPT_DISK: cfg->disk_mb = ux_parse_num("--disk-mb", optarg, 16, 1L << 20); break;
+    case OPT_BUDGET: cfg->disk_budget_mb = ux_parse_num("--disk-budget-mb", optarg, 16, 1L << 30); break;
     case OPT_FAULTS: cfg->enable_faults = 1; break;
     case OPT_AGENT: cfg->agent = optarg; break;
+    case OPT_CP_LISTEN: cfg->cp_listen = optarg; break;
+    case OPT_REGISTRIES: cfg->registries = *optarg ? optarg : NULL; break;
+    case OPT_TOKEN_TTL: cfg->cp_token_ttl_s = (int)ux_parse_num("--cp-token-ttl", optarg, 1, 86400); break;
+    case OPT_IDLE_TTL: cfg->cp_idle_ttl_s = (int)ux_parse_num("--cp-idle-ttl", optarg, 1, 86400); break;
+    case OPT_HARD_TTL: cfg->cp_hard_ttl_s = (int)ux_parse_num("--cp-hard-ttl", optarg, 1, 604800); break;
+    case OPT_MAX_RT: cfg->cp_max_runtimes = (int)ux_parse_num("--cp-max-runtimes", optarg, 1, 256); break;
     case OPT_CGROUPS:
       if (!strcmp(optarg, "auto")) cfg->cgroups = 1;
       else if (!strcmp(optarg, "off")) cfg->cgroups = 0;
-      else die_usage("--cgroups wants auto or off, got '%s'", optarg);
+      else ux_die_usage("--cgroups wants auto or off, got '%s'", optarg);
       break;
     case OPT_VERSION: printf("unsandboxd %s\n", UX_VERSION); exit(0);
     case OPT_HELP: usage(stdout); exit(0);
     default:
-      if (optopt) die_usage("option needs a value or is unknown: %s", argv[optind - 1]);
-      die_usage("unknown option '%s'", argv[optind - 1]);
+      if (optopt) ux_die_usage("option needs a value or is unknown: %s", argv[optind - 1]);
+      ux_die_usage("unknown option '%s'", argv[optind - 1]);
     }
   }
-  if (optind < argc) die_usage("unexpected argument '%s'", argv[optind]);
-  if (!data) die_usage("--data DIR is required%s", "");
-  set_data_dir(cfg, data);
+  if (optind < argc) ux_die_usage("unexpected argument '%s'", argv[optind]);
+  if (!data) ux_die_usage("--data DIR is required%s", "");
+  ux_set_data_dir(cfg, data);
 }
 
 static void install_signals(void) {
@@ -205,38 +186,49 @@ static void install_signals(void) {
 
 /* The execution API's listener, with RLIMIT_NOFILE raised to its hard
 ** limit first and the connection caps derived from it. */
-static ux_http *start_http(ux_server *srv, char *url, size_t urllen, char *err, size_t errlen) {
+/* The two listeners: the execution API's and the Control Plane's. */
+typedef struct listeners {
+  ux_http *exec, *cp;
+  char exec_url[400], cp_url[400];
+} listeners;
+
+/* Both listeners, with RLIMIT_NOFILE raised to its hard limit first and
+** the connection caps derived from it (shared by the two). */
+static int start_listeners(ux_server *srv, listeners *l, char *err, size_t errlen) {
   unsigned long long nofile = ux_http_raise_nofile();
   ux_http_config hc;
-  ux_http_config_default(&hc, nofile, 1);
+  ux_http_config_default(&hc, nofile, 2);
   hc.listen = srv->cfg.listen;
   hc.max_body = srv->cfg.max_body;
   ux_exec_router(srv, &hc.router);
-  ux_http *http = ux_http_start(&hc, url, urllen, err, errlen);
-  if (http)
-    fprintf(stderr, "unsandboxd: at most %u connections (%u per address, NOFILE %llu), "
-            "%u requests handled at once\n", hc.max_connections, hc.per_ip, nofile,
-            hc.max_handlers);
-  return http;
+  if (!(l->exec = ux_http_start(&hc, l->exec_url, sizeof l->exec_url, err, errlen))) return -1;
+  if (!(l->cp = ux_cp_listen(srv->cp, nofile, l->cp_url, sizeof l->cp_url, err, errlen))) return -1;
+  fprintf(stderr, "unsandboxd: at most %u connections per listener (%u per address, NOFILE %llu), "
+          "%u requests handled at once\n", hc.max_connections, hc.per_ip, nofile, hc.max_handlers);
+  return 0;
 }
 
-/* Stops in order: no new connections, sandboxes cancelled (their waiting
-** handlers wake), requests in flight answered until the drain deadline.
-** A handler still blocked then may be using any shared state, so nothing
-** is freed and the process leaves with _exit. */
-static void shut_down(ux_server *srv, ux_http *http) {
+/* Stops in order: the Control Plane in shutdown mode, no new connections,
+** sandboxes cancelled (their waiting handlers wake), requests in flight
+** answered until the drain deadline. A handler still blocked then may be
+** using any shared state, so nothing is freed and the process leaves with
+** _exit. */
+static void shut_down(ux_server *srv, listeners *l) {
   long deadline = ux_now_ms() + UX_HTTP_DRAIN_MS;
-  ux_http_quiesce(http);
+  ux_cp_shutting_down(srv->cp);
+  ux_http_quiesce(l->exec);
+  ux_http_quiesce(l->cp);
   ux_jobs_stop(srv->jobs);
   ux_svcs_stop_all(srv->svcs);
-  unsigned stuck = ux_http_stop(http, deadline);
-  ux_runner_shutdown();           /* every run has ended: our cgroups go */
+  unsigned stuck = ux_http_stop(l->exec, deadline) + ux_http_stop(l->cp, deadline);
   if (stuck) {
     fprintf(stderr, "unsandboxd: %u request handler(s) still blocked, not waited for\n", stuck);
     fprintf(stderr, "unsandboxd: stopped\n");
     fflush(NULL);
     _exit(0);
   }
+  ux_cp_free(srv->cp);            /* its runtimes end here */
+  ux_runner_shutdown();           /* every run has ended: our cgroups go */
   ux_jobs_free(srv->jobs);
   ux_svcs_free(srv->svcs);
   ux_faults_free(srv->faults);
@@ -298,11 +290,9 @@ static int prepare_sandbox(ux_config *cfg, ux_isolation *iso, char *volumes, siz
 }
 
 int main(int argc, char **argv) {
-  char err[512], url[400];
-  if (argc >= 2 && !strcmp(argv[1], "keys")) {
-    if (argc >= 3 && !strcmp(argv[2], "add")) return keys_add(argc - 3, argv + 3);
-    die_usage("unknown keys subcommand '%s' (want: keys add --data DIR)", argc >= 3 ? argv[2] : "");
-  }
+  char err[512];
+  int sub = ux_cli_subcommand(argc, argv);
+  if (sub >= 0) return sub;
   ux_server srv;
   memset(&srv, 0, sizeof srv);
   parse_args(argc, argv, &srv.cfg);
@@ -328,14 +318,18 @@ int main(int argc, char **argv) {
   }
   ux_services_resume(&srv);
 
-  ux_http *http = start_http(&srv, url, sizeof url, err, sizeof err);
-  if (!http) { fprintf(stderr, "unsandboxd: %s\n", err); return 1; }
-  printf("UNSANDBOX_URL=%s\n", url);
-  if (srv.cfg.dev_keys) printf("UNSANDBOX_PUBLIC_KEY=%s\nUNSANDBOX_SECRET_KEY=%s\n", pk, sk);
+  if (!(srv.cp = ux_cp_new(&srv, err, sizeof err))) { fprintf(stderr, "unsandboxd: %s\n", err); return 1; }
+  listeners l;
+  memset(&l, 0, sizeof l);
+  if (start_listeners(&srv, &l, err, sizeof err) != 0) { fprintf(stderr, "unsandboxd: %s\n", err); return 1; }
+  printf("UNSANDBOX_URL=%s\nSANDBOX_CONTROL_PLANE_URL=%s\n", l.exec_url, l.cp_url);
+  if (srv.cfg.dev_keys)
+    printf("UNSANDBOX_PUBLIC_KEY=%s\nUNSANDBOX_SECRET_KEY=%s\nSANDBOX_TOKEN=%s\n", pk, sk,
+           ux_cp_break_glass(srv.cp));
   fflush(stdout);
   memset(sk, 0, sizeof sk);
-  fprintf(stderr, "unsandboxd %s listening on %s (data %s, %d workers, queue %d%s); "
-          "isolation: %s\n", UX_VERSION, url, srv.cfg.data, srv.cfg.workers, srv.cfg.queue,
+  fprintf(stderr, "unsandboxd %s listening on %s, Control Plane on %s (data %s, %d workers,"
+          " queue %d%s); isolation: %s\n", UX_VERSION, l.exec_url, l.cp_url, srv.cfg.data, srv.cfg.workers, srv.cfg.queue,
           srv.cfg.enable_faults ? ", faults enabled" : "", iso.detail);
   fprintf(stderr, "unsandboxd: %s\n", volumes);
 
@@ -343,7 +337,7 @@ int main(int argc, char **argv) {
   while (read(signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {}
   fprintf(stderr, "unsandboxd: signal %d, shutting down\n", sig);
 
-  shut_down(&srv, http);
+  shut_down(&srv, &l);
   fprintf(stderr, "unsandboxd: stopped\n");
   return 0;
 }

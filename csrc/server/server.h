@@ -30,6 +30,13 @@ typedef struct ux_config {
   int enable_faults;
   const char *agent;      /* --agent: unsandboxd-agent; NULL = next to us */
   int cgroups;            /* limit runs with cgroups when usable (else rlimits) */
+  /* the Control Plane's listener and settings (cp/) */
+  const char *cp_listen;  /* "HOST:PORT" of the Control Plane */
+  const char *registries; /* --image-registries: template management */
+  int cp_token_ttl_s;     /* scoped tokens (900) */
+  int cp_idle_ttl_s;      /* runtimes unused this long are released (1800) */
+  int cp_hard_ttl_s;      /* runtimes live at most this long (43200) */
+  int cp_max_runtimes;    /* runtimes of the whole server at once */
 } ux_config;
 
 typedef struct ux_server {
@@ -38,6 +45,7 @@ typedef struct ux_server {
   ux_jobs *jobs;
   ux_svcs *svcs;
   ux_faults *faults;      /* NULL unless --enable-faults */
+  struct ux_cp *cp;       /* the Control Plane */
 } ux_server;
 
 #endif

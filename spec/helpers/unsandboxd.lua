@@ -12,7 +12,8 @@ M.sh_quote, M.tmpdir, M.rm_rf, M.alive = fs.quote, fs.tmpdir, fs.rm_rf, fs.alive
 
 -- Starts unsandboxd. opts.args: extra command-line arguments (list);
 -- opts.data: reuse a data directory (restart tests). Returns a server
--- table: url, public_key, secret_key, pid, data, log, and stop().
+-- table: url, public_key, secret_key, cp_url, cp_port, token (the
+-- Control Plane's break-glass token), pid, data, log, and stop().
 function M.start(opts)
   opts = opts or {}
   local data = opts.data or M.tmpdir("unsbd-data")
@@ -33,9 +34,11 @@ function M.start(opts)
     local k, v = line:match("^([%w_]+)=(.*)$")
     if k == "UNSANDBOXD_PID" then srv.pid = tonumber(v)
     elseif k == "UNSANDBOX_URL" then srv.url = v
+    elseif k == "SANDBOX_CONTROL_PLANE_URL" then srv.cp_url = v
     elseif k == "UNSANDBOX_PUBLIC_KEY" then srv.public_key = v
-    elseif k == "UNSANDBOX_SECRET_KEY" then srv.secret_key = v end
-    if srv.pid and srv.url and srv.public_key and srv.secret_key then break end
+    elseif k == "UNSANDBOX_SECRET_KEY" then srv.secret_key = v
+    elseif k == "SANDBOX_TOKEN" then srv.token = v end
+    if srv.pid and srv.url and srv.public_key and srv.secret_key and srv.token then break end
   end
   if not (srv.pid and srv.url and srv.secret_key) then
     if srv.pid then os.execute("kill -9 " .. srv.pid .. " 2>/dev/null") end
@@ -48,6 +51,7 @@ function M.start(opts)
     error("unsandboxd did not start: " .. text)
   end
   srv.port = tonumber(srv.url:match(":(%d+)$"))
+  srv.cp_port = srv.cp_url and tonumber(srv.cp_url:match(":(%d+)$"))
 
   -- Stops the server with SIGTERM and waits (bounded) for it to exit.
   function srv.stop(keep_data)

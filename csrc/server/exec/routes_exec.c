@@ -8,6 +8,7 @@
 #include "server/fsutil.h"
 #include "server/exec/jobs.h"
 #include "server/http/routes.h"
+#include "server/sandbox/volume.h"
 
 int ux_h_health(ux_req *r, const char *id) {
   (void)id;
@@ -23,6 +24,11 @@ int ux_h_health(ux_req *r, const char *id) {
   json_object_set_new(i, "pids", json_boolean(iso->pids));
   json_object_set_new(i, "freezer", json_boolean(iso->freezer));
   json_object_set_new(i, "network", json_string(iso->network));
+  unsigned long long claimed, budget;
+  ux_volume_usage(&claimed, &budget);
+  json_object_set_new(i, "disk", json_pack("{s:s,s:I,s:I,s:I}", "mode", ux_volume_mode(),
+    "volume_mb", (json_int_t)(ux_volume_disk_bytes() >> 20), "claimed_mb", (json_int_t)(claimed >> 20),
+    "budget_mb", (json_int_t)(budget >> 20)));
   json_object_set_new(j, "isolation", i);
   return ux_reply_json(r, 200, j);
 }

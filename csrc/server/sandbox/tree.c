@@ -137,6 +137,22 @@ fail:
   return rc;
 }
 
+int ux_tree_make_dirs(int dirfd, const char *const *dirs, uid_t uid, gid_t gid,
+                      char *err, size_t errlen) {
+  for (size_t i = 0; dirs[i]; i++) {
+    char path[MAX_NAME + 2], *last;
+    if (ux_tree_check_name(dirs[i], err, errlen) != 0) return -1;
+    snprintf(path, sizeof path, "%s/", dirs[i]);     /* every component a parent */
+    int fd = open_parent(dirfd, path, &last, uid, gid);
+    if (fd < 0) {
+      snprintf(err, errlen, "cannot make directory '%.200s': %s", dirs[i], strerror(errno));
+      return -1;
+    }
+    close(fd);
+  }
+  return 0;
+}
+
 /* ---------------------------------------------------------------------
 ** Walks
 ** ------------------------------------------------------------------- */

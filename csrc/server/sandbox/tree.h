@@ -36,6 +36,12 @@ int ux_tree_place_file(int dirfd, const char *name, const void *data,
                        size_t len, uid_t uid, gid_t gid,
                        char *err, size_t errlen);
 
+/* Makes each relative directory of dirs (NULL-terminated; parents
+** first), mode 0755, owned by uid:gid, keeping ones that exist; never
+** through a symlink. 0, or -1 with a message. */
+int ux_tree_make_dirs(int dirfd, const char *const *dirs, uid_t uid, gid_t gid,
+                      char *err, size_t errlen);
+
 /* Hands the whole tree below (and including) dirfd to uid:gid. Only
 ** while no process of the tree runs (the slot that runs it is being
 ** taken). 0 or -1. */

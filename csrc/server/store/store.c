@@ -17,10 +17,7 @@
 
 #include "server/fsutil.h"
 
-struct ux_store {
-  sqlite3 *db;
-  pthread_mutex_t mu;
-};
+#include "server/store/store_int.h"
 
 static const char SCHEMA[] =
   "PRAGMA journal_mode=WAL;"
@@ -63,7 +60,12 @@ ux_store *ux_store_open(const char *dir, char *err, size_t errlen) {
   close(fd);
   ux_store *st = calloc(1, sizeof *st);
   if (!st) { snprintf(err, errlen, "out of memory"); return NULL; }
-  pthread_mutex_init(&st->mu, NULL);
+  /* recursive: ux_db_tx holds it across the statements of a transaction */
+  pthread_mutexattr_t ma;
+  pthread_mutexattr_init(&ma);
+  pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&st->mu, &ma);
+  pthread_mutexattr_destroy(&ma);
   char *msg = NULL;
   if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK ||
       sqlite3_busy_timeout(st->db, 5000) != SQLITE_OK ||

@@ -1,0 +1,234 @@
+/*
+** The Control Plane's router: the route table of control-plane-routes.tsv
+** and the pipeline every request goes through, in the spec's order:
+**   request id (trace context, §2) → route match (a malformed path id
+**   matches nothing) → credentials (§3) → ownership (§4) → body rules
+**   (§2) → handler → metrics.
+** An unknown path is 404 {"error":"not found"} for GET, POST and PUT; a
+** DELETE authenticates first, so it says 401 to a caller without a
+** credential.
+*/
+#include "server/cp/cp_router.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/trace.h"
+#include "server/cp/cp_auth.h"
+#include "server/cp/cp_handlers.h"
+#include "server/cp/cp_metrics.h"
+
+enum { B_NONE, B_JSON, B_STREAM };
+enum { OWN_NONE, OWN_WS, OWN_SB };
+
+typedef struct cp_route {
+  const char *method;
+  const char *pattern;    /* {ws} {sb} {cp} {tenant} {key} {template} */
+  ux_cred cred;
+  int own;                /* +ownership: the first param is that kind */
+  int body;
+  ux_cp_handler handler;
+} cp_route;
+
+#define WS "/v1/workspaces/{ws}"
+static const cp_route ROUTES[] = {
+  { "GET",  "/livez", UX_CRED_NONE, 0, B_NONE, ux_cp_livez },
+  { "GET",  "/readyz", UX_CRED_NONE, 0, B_NONE, ux_cp_readyz },
+  { "GET",  "/healthz", UX_CRED_NONE, 0, B_NONE, ux_cp_healthz },
+  { "GET",  "/metrics", UX_CRED_NONE, 0, B_NONE, ux_cp_metrics_route },
+  { "GET",  "/v1/auth/methods", UX_CRED_NONE, 0, B_NONE, ux_cp_auth_methods },
+  { "GET",  "/v1/auth/oidc/login", UX_CRED_NONE, 0, B_NONE, ux_cp_not_emulated },
+  { "GET",  "/v1/auth/oidc/callback", UX_CRED_NONE, 0, B_NONE, ux_cp_not_emulated },
+  { "POST", "/v1/auth/logout", UX_CRED_CP, 0, B_NONE, ux_cp_logout },
+  { "GET",  "/v1/whoami", UX_CRED_CP, 0, B_NONE, ux_cp_whoami },
+  { "GET",  "/v1/templates", UX_CRED_CP, 0, B_NONE, ux_cp_templates },
+  { "GET",  "/v1/workspaces", UX_CRED_CP, 0, B_NONE, ux_cp_ws_list },
+  { "POST", "/v1/workspaces", UX_CRED_CP, 0, B_JSON, ux_cp_ws_create },
+  { "POST", "/v1/workspaces/resolve", UX_CRED_CP, 0, B_JSON, ux_cp_ws_resolve },
+  { "DELETE", WS, UX_CRED_CP, OWN_WS, B_NONE, ux_cp_ws_delete },
+  { "GET",  "/v1/sandboxes", UX_CRED_CP, 0, B_NONE, ux_cp_sb_list },
+  { "POST", "/v1/sandboxes", UX_CRED_CP, 0, B_JSON, ux_cp_sb_create },
+  { "GET",  "/v1/monitoring", UX_CRED_CP, 0, B_NONE, ux_cp_monitoring },
+  { "GET",  "/v1/sandboxes/{sb}", UX_CRED_CP, OWN_SB, B_NONE, ux_cp_sb_get },
+  { "DELETE", "/v1/sandboxes/{sb}", UX_CRED_CP, OWN_SB, B_NONE, ux_cp_sb_delete },
+  { "POST", "/v1/sandboxes/{sb}/token", UX_CRED_CP, OWN_SB, B_NONE, ux_cp_sb_token },
+  { "GET",  "/v1/admin/tenants", UX_CRED_ADMIN, 0, B_NONE, ux_cp_tenants_list },
+  { "POST", "/v1/admin/tenants", UX_CRED_ADMIN, 0, B_JSON, ux_cp_tenants_create },
+  { "DELETE", "/v1/admin/tenants/{tenant}", UX_CRED_ADMIN, 0, B_NONE, ux_cp_tenant_suspend },
+  { "POST", "/v1/admin/tenants/{tenant}/status", UX_CRED_ADMIN, 0, B_JSON, ux_cp_tenant_status },
+  { "GET",  "/v1/admin/tenants/{tenant}/keys", UX_CRED_ADMIN, 0, B_NONE, ux_cp_tenant_keys_list },
+  { "POST", "/v1/admin/tenants/{tenant}/keys", UX_CRED_ADMIN, 0, B_JSON, ux_cp_tenant_keys_create },
+  { "GET",  "/v1/admin/tenants/{tenant}/owner-tenants", UX_CRED_ADMIN, 0, B_NONE,
+    ux_cp_owner_tenants_list },
+  { "POST", "/v1/admin/tenants/{tenant}/owner-tenants", UX_CRED_ADMIN, 0, B_JSON,
+    ux_cp_owner_tenants_add },
+  { "DELETE", "/v1/admin/tenants/{tenant}/owner-tenants/{tenant}", UX_CRED_ADMIN, 0, B_NONE,
+    ux_cp_owner_tenants_revoke },
+  { "GET",  "/v1/admin/keys", UX_CRED_ADMIN, 0, B_NONE, ux_cp_admin_keys_list },
+  { "POST", "/v1/admin/keys", UX_CRED_ADMIN, 0, B_JSON, ux_cp_admin_keys_create },
+  { "DELETE", "/v1/admin/keys/{key}", UX_CRED_ADMIN, 0, B_NONE, ux_cp_key_revoke },
+  { "GET",  "/v1/admin/audit", UX_CRED_ADMIN, 0, B_NONE, ux_cp_audit_list },
+  { "GET",  "/v1/admin/templates", UX_CRED_ADMIN, 0, B_NONE, ux_cp_admin_templates_list },
+  { "POST", "/v1/admin/templates", UX_CRED_ADMIN, 0, B_JSON, ux_cp_admin_templates_put },
+  { "DELETE", "/v1/admin/templates/{template}", UX_CRED_ADMIN, 0, B_NONE,
+    ux_cp_admin_templates_delete },
+};
+#define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
+
+/* ------------------------------------------------------------------
+** Matching: a parameter must have its id's shape, or the route does
+** not match at all (spec §2: a malformed path id matches no route).
+** ---------------------------------------------------------------- */
+
+static int hexn(const char *s, size_t n) {
+  if (strlen(s) != n) return 0;
+  for (; *s; s++) if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f'))) return 0;
+  return 1;
+}
+
+/* ^[a-z0-9][a-z0-9-]{0,max-1}$ */
+static int dns_label(const char *s, size_t max) {
+  size_t n = strlen(s);
+  if (n == 0 || n > max || s[0] == '-') return 0;
+  for (; *s; s++) if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-')) return 0;
+  return 1;
+}
+
+int ux_cp_valid_tenant_id(const char *s) {
+  size_t n = strlen(s);
+  return n >= 1 && n <= 32 && dns_label(s, 32) && s[n - 1] != '-';
+}
+
+int ux_cp_valid_param(const char *kind, const char *v) {
+  if (!strcmp(kind, "ws")) return !strncmp(v, "ws-", 3) && hexn(v + 3, 12);
+  if (!strcmp(kind, "sb")) return !strncmp(v, "sb-", 3) && hexn(v + 3, 12);
+  if (!strcmp(kind, "cp")) return dns_label(v, 63);
+  if (!strcmp(kind, "tenant")) return ux_cp_valid_tenant_id(v);
+  if (!strcmp(kind, "key")) return hexn(v, 16);
+  if (!strcmp(kind, "template")) return dns_label(v, 32);
+  return 0;
+}
+
+/* Matches path against pattern, copying params into buf (NUL-separated)
+** and pointing param[] at them. 1 on a match. */
+static int match(const char *pattern, const char *path, char *buf, size_t buflen,
+                 const char *param[3]) {
+  size_t used = 0, np = 0;
+  while (*pattern) {
+    if (*pattern == '{') {
+      const char *end = strchr(pattern, '}');
+      size_t n = strcspn(path, "/");
+      char kind[16];
+      snprintf(kind, sizeof kind, "%.*s", (int)(end - pattern - 1), pattern + 1);
+      if (n == 0 || np >= 3 || used + n + 1 > buflen) return 0;
+      memcpy(buf + used, path, n);
+      buf[used + n] = '\0';
+      if (!ux_cp_valid_param(kind, buf + used)) return 0;
+      param[np++] = buf + used;
+      used += n + 1;
+      path += n;
+      pattern = end + 1;
+    } else if (*pattern++ != *path++) return 0;
+  }
+  return *path == '\0';
+}
+
+static const cp_route *find(const char *method, const char *path, char *buf, size_t buflen,
+                            const char *param[3]) {
+  for (size_t i = 0; i < N_ROUTES; i++)
+    if (!strcmp(ROUTES[i].method, method) && match(ROUTES[i].pattern, path, buf, buflen, param))
+      return &ROUTES[i];
+  return NULL;
+}
+
+/* ------------------------------------------------------------------
+** The pipeline
+** ---------------------------------------------------------------- */
+
+/* §2 body rules for JSON routes; 0 with c->body, or -1 with the reply. */
+static int read_body(ux_cp_call *c) {
+  ux_req *r = c->r;
+  if (r->content_length < 0) return ux_cp_fail(c, 400, "Content-Length is required");
+  if (r->body_overflow || r->body_len > UX_CP_MAX_BODY)
+    return ux_cp_fail(c, 400, "request body is too large");
+  json_t *j = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, NULL);
+  if (!j) return ux_cp_fail(c, 400, "request body must be valid JSON");
+  if (!json_is_object(j)) {
+    json_decref(j);
+    return ux_cp_fail(c, 400, "request body must be a JSON object");
+  }
+  c->body = j;
+  return 0;
+}
+
+static void dispatch(ux_cp *cp, ux_req *r, const cp_route *rt, const char *param[3]) {
+  ux_cp_call c;
+  memset(&c, 0, sizeof c);
+  c.cp = cp;
+  c.r = r;
+  c.route = rt->pattern;
+  memcpy(c.param, param, sizeof c.param);
+  if (ux_cp_authenticate(&c, rt->cred, param[0]) != 0) return;
+  json_t *owned = NULL;
+  if (rt->own == OWN_WS && !(owned = ux_cp_own_workspace(&c, param[0]))) return;
+  if (rt->own == OWN_SB && !(owned = ux_cp_own_sandbox(&c, param[0]))) return;
+  json_decref(owned);
+  if (rt->body == B_JSON && read_body(&c) != 0) return;
+  rt->handler(&c);
+  json_decref(c.body);
+}
+
+static void cp_handle(void *ctx, ux_req *r) {
+  ux_cp *cp = ctx;
+  char buf[512];
+  const char *param[3] = { NULL, NULL, NULL };
+  const cp_route *rt = find(r->method, r->path, buf, sizeof buf, param);
+  if (rt) {
+    dispatch(cp, r, rt, param);
+  } else if (!strcmp(r->method, "DELETE")) {
+    ux_cp_call c;
+    memset(&c, 0, sizeof c);
+    c.cp = cp;
+    c.r = r;
+    if (ux_cp_authenticate(&c, UX_CRED_CP, NULL) == 0) ux_cp_fail_req(r, 404, "not found");
+  } else {
+    ux_cp_fail_req(r, 404, "not found");
+  }
+  ux_cp_metrics_count(cp->metrics, rt ? rt->pattern : "unmatched",
+                      r->reply.status ? r->reply.status : 200);
+}
+
+/* On libmicrohttpd's thread, headers in: the body policy. Streaming
+** routes (object uploads) read their own body, up to their ticket's
+** max_bytes; the rest are buffered up to 6 MiB. */
+static void cp_admit(void *ctx, ux_req *r, ux_body_policy *p) {
+  (void)ctx;
+  char buf[512];
+  const char *param[3];
+  const cp_route *rt = find(r->method, r->path, buf, sizeof buf, param);
+  p->stream = rt && rt->body == B_STREAM;
+  p->limit = p->stream ? UX_CP_MAX_STREAM : UX_CP_MAX_BODY;
+}
+
+/* X-Request-Id from trace context: never fails a request. */
+static void cp_request_id(void *ctx, const ux_req *r, char *out, size_t outlen) {
+  (void)ctx;
+  const char *tp = ux_req_header(r, "traceparent"), *rid = ux_req_header(r, "X-Request-Id");
+  char trace[UNSB_TRACE_ID_LEN + 1], flags[UNSB_TRACE_FLAGS_LEN + 1];
+  unsb_trace_source src;
+  unsb_error err;
+  if (unsb_trace_resolve(tp, tp ? strlen(tp) : 0, rid, rid ? strlen(rid) : 0, trace, flags,
+                         &src, &err) != 0)
+    snprintf(trace, sizeof trace, "%032d", 1);
+  snprintf(out, outlen, "%s", trace);
+}
+
+void ux_cp_router(ux_cp *cp, ux_http_router *out) {
+  memset(out, 0, sizeof *out);
+  out->handle = cp_handle;
+  out->admit = cp_admit;
+  out->request_id = cp_request_id;
+  out->ctx = cp;
+}
+
+int ux_cp_route_count(void) { return (int)N_ROUTES; }

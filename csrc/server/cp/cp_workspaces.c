@@ -1,0 +1,231 @@
+/*
+** Workspaces (spec §4.1, §5.1): a persistent volume per (tenant,
+** principal, session), named ws- + 12 hex of an HMAC over the material,
+** so the same inputs always give the same workspace and two subjects of
+** one tenant never share one. Creation is idempotent; resolve never
+** creates. The volume (DATA/workspaces/<ws>, volume.h) holds src/,
+** data/uploads/, artifacts/ and the reserved .sandbox/.
+*/
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/cp/cp_audit.h"
+#include "server/cp/cp_auth.h"
+#include "server/cp/cp_handlers.h"
+#include "server/cp/cp_workspaces.h"
+#include "server/cp/runtime.h"
+#include "server/cp/workspace_ids.h"
+#include "server/fsutil.h"
+#include "server/sandbox/tree.h"
+#include "server/sandbox/volume.h"
+#include "server/store/db.h"
+
+#define OWNER_TEXT "this credential is bound to a tenant; owner is derived from the credential" \
+                   " and X-Acting-Subject and is not accepted in a request"
+
+int ux_cp_ws_dir(const ux_cp *cp, const char *ws_id, char *out, size_t outlen) {
+  return ux_path(out, outlen, "%s/workspaces/%s", cp->srv->cfg.data, ws_id);
+}
+
+/* One owner segment: ^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$, not dots only. */
+static int owner_segment(const char *s, size_t n) {
+  if (n == 0 || n > 128 || !strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", s[0]))
+    return 0;
+  int dots_only = 1;
+  for (size_t i = 0; i < n; i++) {
+    char ch = s[i];
+    int ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+             ch == '_' || ch == '.' || ch == '@' || ch == '-';
+    if (!ok) return 0;
+    if (ch != '.') dots_only = 0;
+  }
+  return !dots_only;
+}
+
+int ux_cp_valid_owner(const char *owner) {
+  const char *slash = strchr(owner, '/');
+  return slash && !strchr(slash + 1, '/') && owner_segment(owner, (size_t)(slash - owner)) &&
+         owner_segment(slash + 1, strlen(slash + 1));
+}
+
+/* The workspace a (session_id, principal) names for c->id: fills w.
+** 0, or -1 with a 400 (or the spec's 503 for long session ids). */
+int ux_cp_ws_target(ux_cp_call *c, ux_ws_target *w) {
+  const char *sid, *kind = "service", *pid = "default";
+  memset(w, 0, sizeof *w);
+  if (ux_cp_str(c, "session_id", 1, NULL, 256, &sid)) return -1;
+  /* the platform's store keeps at most 128 characters and fails so */
+  if (strlen(sid) > 128) return ux_cp_fail(c, 503, "failed to record ownership");
+  json_t *p = json_object_get(c->body, "principal");
+  if (p && !json_is_null(p)) {
+    if (c->id.subject[0]) return ux_cp_fail(c, 400, "principal cannot be combined with X-Acting-Subject");
+    if (!json_is_object(p)) return ux_cp_fail(c, 400, "principal must be an object");
+    json_t *k = json_object_get(p, "kind"), *i = json_object_get(p, "id");
+    if ((k && !json_is_string(k)) || (i && !json_is_string(i)))
+      return ux_cp_fail(c, 400, "principal kind and id must be strings");
+    if (k) kind = json_string_value(k);
+    if (i) pid = json_string_value(i);
+    if (!*kind || strlen(kind) > 128 || !*pid || strlen(pid) > 128)
+      return ux_cp_fail(c, 400, "principal kind and id must be 1 to 128 characters");
+  }
+  if (c->id.subject[0]) { kind = "subject"; pid = c->id.subject; }
+  snprintf(w->tenant, sizeof w->tenant, "%s", ux_cp_home_tenant(&c->id));
+  snprintf(w->subject, sizeof w->subject, "%s", c->id.subject);
+  snprintf(w->kind, sizeof w->kind, "%s", kind);
+  snprintf(w->principal, sizeof w->principal, "%s", pid);
+  snprintf(w->session_id, sizeof w->session_id, "%s", sid);
+  char *m = ux_workspace_material(ux_id_global(&c->id) ? NULL : w->tenant, kind, pid, sid);
+  int rc = m ? ux_workspace_id(c->cp->ws_key, sizeof c->cp->ws_key, m, w->id) : -1;
+  free(m);
+  return rc == 0 ? 0 : ux_cp_fail(c, 500, "out of memory");
+}
+
+/* The lease owner: derived for tenant credentials, given by admins. */
+static int lease_owner(ux_cp_call *c, char *owner, size_t len) {
+  const char *given;
+  owner[0] = '\0';
+  if (ux_cp_str(c, "owner", 0, NULL, 300, &given)) return -1;
+  if (c->id.kind == UX_ID_TENANT) {
+    if (given) {
+      ux_cp_audit(c->cp, &c->id, "object.owner", given, "denied");
+      return ux_cp_fail(c, 403, OWNER_TEXT);
+    }
+    if (c->id.subject[0]) snprintf(owner, len, "%s/%s", c->id.tenant, c->id.subject);
+    return 0;
+  }
+  if (given && !ux_cp_valid_owner(given)) return ux_cp_fail(c, 400, "invalid owner: %s", given);
+  if (given) snprintf(owner, len, "%s", given);
+  return 0;
+}
+
+/* Inserts the row if new, within the tenant's workspace limit: 1 added,
+** 0 already there, -2 over the limit, -1 store failure. */
+static int record(ux_cp *cp, const ux_ws_target *w, const char *owner) {
+  long long now = ux_now();
+  int n = ux_db_exec(cp->srv->store,
+    "INSERT OR IGNORE INTO cp_workspaces(id, tenant, subject, principal_kind, principal_id,"
+    " session_id, owner, created_at, last_used_at)"
+    " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8 WHERE"
+    " (SELECT count(*) FROM cp_workspaces WHERE tenant = ?2) <"
+    " coalesce((SELECT max_workspaces FROM cp_tenants WHERE id = ?2), 1 << 62)"
+    " OR EXISTS (SELECT 1 FROM cp_workspaces WHERE id = ?1)",
+    "sssssssi", w->id, w->tenant, w->subject, w->kind, w->principal, w->session_id,
+    *owner ? owner : NULL, now);
+  if (n < 0) return -1;
+  if (n == 1) return 1;
+  json_t *row = ux_db_row(cp->srv->store, "SELECT id FROM cp_workspaces WHERE id = ?1", "s", w->id);
+  json_decref(row);
+  if (!row) return -2;
+  ux_db_exec(cp->srv->store, "UPDATE cp_workspaces SET last_used_at = ?1,"
+             " owner = coalesce(?2, owner) WHERE id = ?3", "iss", now, *owner ? owner : NULL, w->id);
+  return 0;
+}
+
+/* Makes the volume and its layout if it does not exist: 1 made, 0 there,
+** -1 failed (logged), -2 disk budget used up. */
+static int ensure_volume(ux_cp *cp, const char *ws_id) {
+  static const char *const LAYOUT[] = { "src", "data", "data/uploads", "artifacts", ".sandbox", NULL };
+  char dir[4200], err[300];
+  if (ux_path(dir, sizeof dir, "%s/workspaces", cp->srv->cfg.data) < 0 || ux_mkdir_p(dir, 0700) < 0 ||
+      ux_cp_ws_dir(cp, ws_id, dir, sizeof dir) < 0)
+    return -1;
+  int rc = ux_volume_create(dir, err, sizeof err);
+  if (rc != 0) {
+    if (errno == EEXIST) return 0;               /* made by an earlier or parallel create */
+    fprintf(stderr, "unsandboxd: workspace %s: %s\n", ws_id, err);
+    return rc == -2 ? -2 : -1;
+  }
+  int root = ux_volume_acquire(dir, err, sizeof err);
+  rc = root >= 0 && ux_tree_make_dirs(root, LAYOUT, (uid_t)-1, (gid_t)-1, err, sizeof err) == 0 ? 1 : -1;
+  if (root >= 0) { close(root); ux_volume_release(dir); }
+  if (rc < 0) {
+    fprintf(stderr, "unsandboxd: workspace %s layout: %s\n", ws_id, err);
+    ux_volume_destroy(dir);
+  }
+  return rc;
+}
+
+int ux_cp_ws_create(ux_cp_call *c) {
+  ux_ws_target w;
+  char owner[300];
+  if (ux_cp_ws_target(c, &w) || lease_owner(c, owner, sizeof owner)) return -1;
+  int rec = record(c->cp, &w, owner);
+  if (rec == -1) return ux_cp_store_failed(c, "workspace write failed");
+  if (rec == -2) return ux_cp_fail(c, 429, "workspace limit reached for tenant %s", w.tenant);
+  int made = ensure_volume(c->cp, w.id);
+  if (made < 0) {
+    if (rec == 1) ux_db_exec(c->cp->srv->store, "DELETE FROM cp_workspaces WHERE id = ?1", "s", w.id);
+    return made == -2 ? ux_cp_fail(c, 429, "no disk left for another workspace")
+                      : ux_cp_fail(c, 500, "cannot create the workspace's volume");
+  }
+  char *token = ux_cp_scoped_token(c->cp, "workspace", w.id, owner);
+  if (!token) return ux_cp_fail(c, 500, "out of memory");
+  char url[64];
+  snprintf(url, sizeof url, "/v1/workspaces/%s/files", w.id);
+  json_t *lease = json_pack("{s:s,s:s,s:b,s:s,s:s,s:i,s:o}", "workspace_id", w.id, "status", "ready",
+                            "created", made == 1, "file_url", url, "access_token", token,
+                            "access_token_expires_in", c->cp->token_ttl_s,
+                            "owner", *owner ? json_string(owner) : json_null());
+  free(token);
+  return ux_cp_ok(c, 201, lease);
+}
+
+int ux_cp_ws_resolve(ux_cp_call *c) {
+  ux_ws_target w;
+  if (ux_cp_ws_target(c, &w)) return -1;
+  json_t *row = ux_db_row(c->cp->srv->store, "SELECT * FROM cp_workspaces WHERE id = ?1", "s", w.id);
+  int seen = row && ux_cp_visible(&c->id, row);
+  json_decref(row);
+  if (!seen) return ux_cp_fail(c, 404, "workspace not found");
+  char sb[32];
+  ux_rt_info info;
+  json_t *sandbox = json_null(), *tpl = json_null();
+  if (ux_runtimes_of_workspace(c->cp->rts, w.id, sb) == 0 && ux_runtimes_info(c->cp->rts, sb, &info) == 0 &&
+      info.status == UX_RT_RUNNING) {
+    sandbox = json_string(sb);
+    tpl = json_string(info.template_id);
+  }
+  return ux_cp_ok(c, 200, json_pack("{s:s,s:o,s:o}", "workspace_id", w.id, "sandbox_id", sandbox,
+                                    "template", tpl));
+}
+
+static json_t *view(ux_cp_call *c, json_t *row) {
+  const char *id = json_string_value(json_object_get(row, "id"));
+  char sb[32];
+  int attached = ux_runtimes_of_workspace(c->cp->rts, id, sb) == 0;
+  json_t *v = json_pack("{s:s,s:s,s:o,s:o,s:n,s:b}", "id", id, "status", "ready",
+    "created_at", ux_cp_time(json_integer_value(json_object_get(row, "created_at"))),
+    "last_used_at", ux_cp_time(json_integer_value(json_object_get(row, "last_used_at"))),
+    "idle_expires_at", "runtime_attached", attached);
+  if (ux_id_global(&c->id)) json_object_set(v, "tenant", json_object_get(row, "tenant"));
+  return v;
+}
+
+int ux_cp_ws_list(ux_cp_call *c) {
+  json_t *rows = ux_db_rows(c->cp->srv->store, "SELECT * FROM cp_workspaces ORDER BY created_at, rowid", "");
+  if (!rows) return ux_cp_store_failed(c, "workspace list failed");
+  json_t *out = json_array(), *row;
+  size_t i;
+  json_array_foreach(rows, i, row)
+    if (ux_cp_visible(&c->id, row)) json_array_append_new(out, view(c, row));
+  json_decref(rows);
+  return ux_cp_ok(c, 200, json_pack("{s:o}", "workspaces", out));
+}
+
+int ux_cp_ws_delete(ux_cp_call *c) {
+  const char *ws = c->param[0];
+  char sb[32], dir[4200];
+  if (ux_runtimes_of_workspace(c->cp->rts, ws, sb) == 0)
+    return ux_cp_fail(c, 409, "workspace still has active Runtime Pods");
+  long long purged = 0;   /* checkpoints: see cp_checkpoints.c once it exists */
+  if (ux_cp_ws_dir(c->cp, ws, dir, sizeof dir) == 0) ux_volume_destroy(dir);
+  if (ux_db_exec(c->cp->srv->store, "DELETE FROM cp_workspaces WHERE id = ?1", "s", ws) < 0)
+    return ux_cp_store_failed(c, "workspace delete failed");
+  ux_db_exec(c->cp->srv->store, "DELETE FROM cp_sandboxes WHERE workspace_id = ?1", "s", ws);
+  return ux_cp_ok(c, 200, json_pack("{s:s,s:b,s:b,s:b,s:I}", "workspace_id", ws, "released", 1,
+                                    "data_retained", 0, "purged", 1, "checkpoints_purged",
+                                    (json_int_t)purged));
+}
