@@ -145,32 +145,24 @@ json_t *ux_files_no_runtime(const char *route, const char *ws_id) {
 
 static const char *req_query(void *ctx, const char *name) { return ux_req_query(ctx, name); }
 
-/* A reply with {"error": text}, for the rare failures before a call. */
-static void reply_error(ux_req *r, int status, const char *text) {
-  ux_reply_json(r, status, json_pack("{s:s}", "error", text));
-}
-
-void ux_files_answer(ux_req *r, ux_runtimes *rts, const char *ws_id, const char *route,
-                     const json_t *body) {
+int ux_cp_files(ux_cp_call *c) {
+  const char *ws = c->param[0], *slash = strrchr(c->r->path, '/'), *route = slash ? slash + 1 : "";
   char sb[32], err[600];
-  if (!find_route(route)) { reply_error(r, 404, "not found"); return; }
-  ux_rt *rt = ux_runtimes_of_workspace(rts, ws_id, sb) == 0 ? ux_runtimes_get(rts, sb) : NULL;
-  if (!rt) { ux_reply_json(r, 409, ux_files_no_runtime(route, ws_id)); return; }
-  json_t *req = ux_files_request(route, req_query, r, body, err, sizeof err), *res = NULL;
+  if (!find_route(route)) return ux_cp_fail(c, 404, "not found");
+  ux_rt *rt = ux_runtimes_of_workspace(c->cp->rts, ws, sb) == 0 ? ux_runtimes_get(c->cp->rts, sb) : NULL;
+  if (!rt) return ux_cp_ok(c, 409, ux_files_no_runtime(route, ws));
+  json_t *req = ux_files_request(route, req_query, c->r, c->body, err, sizeof err), *res = NULL;
   int rc = req ? ux_files_call(rt, req, &res, err, sizeof err) : -1;
   ux_rt_put(rt);
   json_decref(req);
-  if (rc < 0) { reply_error(r, 400, err); return; }
+  if (rc < 0) return ux_cp_fail(c, 400, "%s", err);
   if (rc != UX_RTC_OK) {
     json_t *e = NULL;
-    int status = ux_files_http_error(rc, err, &e);
-    ux_reply_json(r, status, e);
-    return;
+    return ux_cp_ok(c, ux_files_http_error(rc, err, &e), e);
   }
-  if (json_object_set_new(res, "workspace_id", json_string(ws_id)) != 0) {
+  if (json_object_set_new(res, "workspace_id", json_string(ws)) != 0) {
     json_decref(res);
-    reply_error(r, 500, "out of memory");
-    return;
+    return ux_cp_fail(c, 500, "out of memory");
   }
-  ux_reply_json(r, 200, res);
+  return ux_cp_ok(c, 200, res);
 }

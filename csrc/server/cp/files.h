@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <jansson.h>
 
+#include "server/cp/cp.h"
 #include "server/cp/runtime.h"
-#include "server/http/reply.h"
 
 #define UX_FILES_TIMEOUT_MS 45000   /* the platform's upstream timeout */
 
@@ -53,12 +53,12 @@ int ux_files_http_error(int rtc, const char *err, json_t **body);
 /* 409 {"error":"<route> requires a running Runtime for <ws>","hint":...}. */
 json_t *ux_files_no_runtime(const char *route, const char *ws_id);
 
-/* A whole REST file route, once the caller has authenticated the request
-** and checked that ws_id belongs to it: the ready runtime of ws_id (else
-** the 409), the request (query for GET, body for POST: may be NULL for
-** GET), the call, and the reply: 200 with the result plus workspace_id,
-** or the error. */
-void ux_files_answer(ux_req *r, ux_runtimes *rts, const char *ws_id, const char *route,
-                     const json_t *body);
+/* The handler of the REST file routes `…/files/<route>` (the route is
+** the path's last segment; the frame has authenticated the request and,
+** for reads, checked that the workspace is the caller's): the ready
+** runtime of the workspace (else the 409), the request (query for GET,
+** c->body for POST), the call, and the reply: 200 with the result plus
+** workspace_id, or the error. */
+int ux_cp_files(ux_cp_call *c);
 
 #endif

@@ -10,8 +10,9 @@
 **                 checked and turned into a request for the runtime's
 **                 agent (file tools through files.h, the same mapping as
 **                 the REST file routes);
-**   mcp_answer.c  running a tool call on the runtime and answering with
-**                 JSON, or with Server-Sent Events as the command writes.
+**   mcp_answer.c  the route's handler: running a tool call on the
+**                 runtime and answering with JSON, or with Server-Sent
+**                 Events as the command writes.
 **
 ** The agent enforces paths, sizes and the PTY rules inside the sandbox;
 ** this layer enforces the wire contract, so nothing malformed reaches it.
@@ -22,8 +23,8 @@
 #include <stddef.h>
 #include <jansson.h>
 
+#include "server/cp/cp.h"
 #include "server/cp/runtime.h"
-#include "server/http/reply.h"
 
 #define UX_MCP_BODY_MAX     64000
 #define UX_MCP_VERSION      "2026-07-28"
@@ -92,9 +93,14 @@ int ux_mcp_tool_request(const char *tool, const json_t *args, int sse, json_t **
                         int *timeout_ms, char *err, size_t errlen);
 
 /* mcp_answer.c: runs a planned call on runtime sb (of workspace ws) and
-** answers r: a JSON reply, or an SSE stream of progress frames and the
-** final frame; a client that leaves a stream cancels the call. Refreshes
-** the runtime's idle clock. */
-void ux_mcp_answer(ux_req *r, ux_runtimes *rts, const char *sb, const char *ws, ux_mcp_call *call);
+** answers: a JSON reply, or an SSE stream of progress frames and the
+** final frame; a client that leaves a stream cancels the call. */
+void ux_mcp_answer(ux_cp_call *c, const char *sb, const char *ws, ux_mcp_call *call);
+
+/* The handler of POST /v1/sandboxes/{sb}/mcp (the frame has checked the
+** sandbox token; the body is read here, with the endpoint's own rules):
+** 502 when the runtime is not running, else the plan and its answer.
+** Every request refreshes the runtime's idle clock. */
+int ux_cp_mcp(ux_cp_call *c);
 
 #endif

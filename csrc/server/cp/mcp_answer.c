@@ -55,55 +55,73 @@ static int on_chunk(void *ctx, const json_t *ev) {
   return 0;
 }
 
-static void reply_text(ux_req *r, int status, const char *fmt, const char *detail) {
-  char text[700];
-  snprintf(text, sizeof text, fmt, detail);
-  ux_reply_json(r, status, json_pack("{s:s}", "error", text));
-}
-
 /* The failure of a buffered call: JSON-RPC errors for what the tool
 ** said, HTTP errors for a runtime that could not be reached or answer. */
-static void reply_failure(ux_req *r, const ux_mcp_call *call, int rc, const char *err) {
-  if (rc == UX_RTC_GONE) reply_text(r, 502, "internal service unavailable: %s", err);
-  else if (rc == UX_RTC_TIMEOUT) reply_text(r, 504, "%s", err);
-  else ux_reply_json(r, 200, ux_mcp_error(call->id, ux_mcp_code(rc), err));
+static void reply_failure(ux_cp_call *c, const ux_mcp_call *call, int rc, const char *err) {
+  if (rc == UX_RTC_GONE) ux_cp_fail(c, 502, "internal service unavailable: %s", err);
+  else if (rc == UX_RTC_TIMEOUT) ux_cp_fail(c, 504, "%s", err);
+  else ux_cp_ok(c, 200, ux_mcp_error(call->id, ux_mcp_code(rc), err));
 }
 
-static void answer_json(ux_req *r, ux_rt *rt, const char *sb, const char *ws, ux_mcp_call *call) {
+static void answer_json(ux_cp_call *c, ux_rt *rt, const char *sb, const char *ws, ux_mcp_call *call) {
   json_t *res = NULL;
   char err[600];
   int rc = ux_rt_call(rt, call->agent_req, 0, call->timeout_ms, NULL, NULL, &res, err, sizeof err);
-  if (rc != UX_RTC_OK) { reply_failure(r, call, rc, err); return; }
+  if (rc != UX_RTC_OK) { reply_failure(c, call, rc, err); return; }
   json_t *msg = ux_mcp_tool_result(call->id, res, sb, ws, -1);
-  if (msg) ux_reply_json(r, 200, msg);
-  else reply_text(r, 500, "%s", "out of memory");
+  if (msg) ux_cp_ok(c, 200, msg);
+  else ux_cp_fail(c, 500, "out of memory");
 }
 
-static void answer_sse(ux_req *r, ux_rt *rt, const char *sb, const char *ws, ux_mcp_call *call) {
+static void answer_sse(ux_cp_call *c, ux_rt *rt, const char *sb, const char *ws, ux_mcp_call *call) {
+  ux_req *r = c->r;
   r->reply.close = 1;                      /* §5.5: Connection: close */
   ux_stream *s = ux_reply_header(r, "Cache-Control", "no-cache, no-transform") == 0
                  ? ux_reply_stream(r, 200, "text/event-stream; charset=utf-8", -1) : NULL;
-  if (!s) { reply_text(r, 500, "%s", "cannot open the event stream"); return; }
-  sse c = { s, call->id, 0, 0 };
+  if (!s) { ux_cp_fail(c, 500, "cannot open the event stream"); return; }
+  sse st = { s, call->id, 0, 0 };
   json_t *res = NULL;
   char err[600];
-  int rc = ux_rt_call(rt, call->agent_req, 0, call->timeout_ms, on_chunk, &c, &res, err, sizeof err);
-  if (c.gone) { json_decref(res); ux_stream_abort(s); return; }
-  json_t *msg = rc == UX_RTC_OK ? ux_mcp_tool_result(call->id, res, sb, ws, c.seq)
+  int rc = ux_rt_call(rt, call->agent_req, 0, call->timeout_ms, on_chunk, &st, &res, err, sizeof err);
+  if (st.gone) { json_decref(res); ux_stream_abort(s); return; }
+  json_t *msg = rc == UX_RTC_OK ? ux_mcp_tool_result(call->id, res, sb, ws, st.seq)
                                 : ux_mcp_error(call->id, ux_mcp_code(rc), err);
-  if (!msg || write_frame(&c, msg) != 0) { ux_stream_abort(s); return; }
+  if (!msg || write_frame(&st, msg) != 0) { ux_stream_abort(s); return; }
   ux_stream_close(s);
 }
 
-void ux_mcp_answer(ux_req *r, ux_runtimes *rts, const char *sb, const char *ws, ux_mcp_call *call) {
+void ux_mcp_answer(ux_cp_call *c, const char *sb, const char *ws, ux_mcp_call *call) {
+  ux_runtimes *rts = c->cp->rts;
   ux_rt *rt = ux_runtimes_get(rts, sb);
   if (!rt) {
-    reply_text(r, 502, "internal service unavailable: runtime %s is not running", sb);
+    ux_cp_fail(c, 502, "internal service unavailable: runtime %s is not running", sb);
     return;
   }
-  ux_runtimes_touch(rts, sb);
-  if (call->stream) answer_sse(r, rt, sb, ws, call);
-  else answer_json(r, rt, sb, ws, call);
+  if (call->stream) answer_sse(c, rt, sb, ws, call);
+  else answer_json(c, rt, sb, ws, call);
   ux_runtimes_touch(rts, sb);             /* the idle clock runs from the call's end */
   ux_rt_put(rt);
+}
+
+int ux_cp_mcp(ux_cp_call *c) {
+  const char *sb = c->param[0];
+  ux_req *r = c->r;
+  ux_rt_info info;
+  if (ux_runtimes_info(c->cp->rts, sb, &info) != 0 || info.status != UX_RT_RUNNING)
+    return ux_cp_fail(c, 502, "internal service unavailable: runtime %s is not running", sb);
+  ux_runtimes_touch(c->cp->rts, sb);
+  ux_mcp_headers h = { ux_req_header(r, "MCP-Protocol-Version"), ux_req_header(r, "Mcp-Method"),
+                       ux_req_header(r, "Mcp-Name"), ux_req_header(r, "Accept") };
+  /* a body over the route's buffer limit was not kept: it is over 64000 */
+  size_t len = r->body_overflow ? UX_MCP_BODY_MAX + 1 : r->body_len;
+  int status;
+  json_t *reply;
+  ux_mcp_call call;
+  int kind = ux_mcp_plan(&h, r->body, len, &status, &reply, &call);
+  if (kind == UX_MCP_ACCEPTED) return ux_reply_empty(r, 202);
+  if (kind == UX_MCP_REPLY)
+    return reply ? ux_cp_ok(c, status, reply) : ux_cp_fail(c, 500, "out of memory");
+  ux_mcp_answer(c, sb, info.ws_id, &call);
+  ux_mcp_call_free(&call);
+  return 0;
 }
