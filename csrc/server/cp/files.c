@@ -151,7 +151,9 @@ int ux_cp_files(ux_cp_call *c) {
   if (!find_route(route)) return ux_cp_fail(c, 404, "not found");
   ux_rt *rt = ux_runtimes_of_workspace(c->cp->rts, ws, sb) == 0 ? ux_runtimes_get(c->cp->rts, sb) : NULL;
   if (!rt) return ux_cp_ok(c, 409, ux_files_no_runtime(route, ws));
-  json_t *req = ux_files_request(route, req_query, c->r, c->body, err, sizeof err), *res = NULL;
+  json_t *req = NULL, *res = NULL;
+  if (c->r->query_nul) snprintf(err, sizeof err, "query arguments must not contain NUL");
+  else req = ux_files_request(route, req_query, c->r, c->body, err, sizeof err);
   int rc = req ? ux_files_call(rt, req, &res, err, sizeof err) : -1;
   ux_rt_put(rt);
   json_decref(req);

@@ -55,6 +55,9 @@ typedef struct ux_req {
   const ux_kv *req_query;    /* query arguments, percent-decoded (a '+'
                              ** arrives as a space); ux_req_query */
   size_t req_nquery;
+  int query_nul;          /* a query argument held %00: its decoded C
+                          ** string is cut there, so handlers that take
+                          ** paths from the query refuse the request */
   const char *owner;      /* the authenticated public key (in owner_buf) */
   char owner_buf[128];
   const char *request_id;
