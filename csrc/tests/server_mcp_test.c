@@ -242,11 +242,33 @@ static void test_shell(void) {
     { "{\"action\":\"session_input\",\"session_id\":\"s\",\"input\":\"x\",\"append_newline\":\"no\"}",
       "append_newline must be a boolean" },
     { "{\"action\":\"session_exec\",\"session_id\":\"s\",\"command\":\"x\",\"async\":1}", "async must be a boolean" },
+    { "{\"action\":\"session_exec\",\"session_id\":\"s\\u0000x\",\"command\":\"x\"}", "session_id must match" },
+    { "{\"action\":\"exec\\u0000x\",\"command\":\"x\"}", "action must be a string" },
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     const char *m = shell(bad[i].args, NULL, &c);
     ok(strstr(m, bad[i].why) != NULL, "shell %s: -32602 (%s)", bad[i].args, m);
   }
+}
+
+/* NUL bytes: data in commands, never in names that are compared. */
+static void test_nul(void) {
+  ux_mcp_call c;
+  int status;
+  json_t *reply;
+  ok(!strcmp(shell("{\"command\":\"a\\u0000b\"}", NULL, &c), "") &&
+     json_string_length(json_object_get(c.agent_req, "command")) == 3,
+     "a NUL in a command reaches the agent whole (which refuses it)");
+  ux_mcp_call_free(&c);
+  ux_mcp_headers h = { "2026-07-28", "tools/list", NULL, NULL };
+  ok(plan(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\\u0000x\"}", &status, &reply, &c) ==
+     UX_MCP_REPLY && status == 400 && err_code(reply) == -32600, "a NUL in the method: 400, -32600");
+  json_decref(reply);
+  char *b = call_body("shell\\u0000x", "{\"command\":\"true\"}");
+  ok(plan(&good, b, &status, &reply, &c) == UX_MCP_REPLY && err_code(reply) == -32600,
+     "a tool name cut by a NUL does not match Mcp-Name: -32600");
+  json_decref(reply);
+  free(b);
 }
 
 static void test_messages(void) {
@@ -371,6 +393,7 @@ int main(void) {
   test_versions();
   test_calls();
   test_shell();
+  test_nul();
   test_messages();
   test_files();
   return tap_done();

@@ -160,7 +160,8 @@ int ux_cp_files(ux_cp_call *c) {
   if (rc < 0) return ux_cp_fail(c, 400, "%s", err);
   if (rc != UX_RTC_OK) {
     json_t *e = NULL;
-    return ux_cp_ok(c, ux_files_http_error(rc, err, &e), e);
+    int status = ux_files_http_error(rc, err, &e);   /* sets e: not in the same call */
+    return ux_cp_ok(c, status, e);
   }
   if (json_object_set_new(res, "workspace_id", json_string(ws)) != 0) {
     json_decref(res);

@@ -96,15 +96,23 @@ static json_t *server_info(const char *version) {
                    "serverInfo", "name", UX_MCP_SERVER_NAME, "version", UX_MCP_SERVER_VER);
 }
 
+static int same(const char *a, const char *b) { return a && b && !strcmp(a, b); }
+
+/* A string value without NUL bytes (bodies may carry them: \u0000 is
+** valid JSON, and commands and inputs may hold one), else NULL: names
+** that are compared must never be cut short by a NUL. */
+static const char *text(const json_t *v) {
+  const char *s = json_string_value(v);
+  return s && strlen(s) == json_string_length(v) ? s : NULL;
+}
+
 /* The _meta protocol version: top-level _meta (the platform's SDK), or
 ** params._meta (other MCP clients). */
 static const char *meta_version(const json_t *doc) {
   const json_t *meta = json_object_get(doc, "_meta");
   if (!meta) meta = json_object_get(json_object_get(doc, "params"), "_meta");
-  return json_string_value(json_object_get(meta, META_VERSION));
+  return text(json_object_get(meta, META_VERSION));
 }
-
-static int same(const char *a, const char *b) { return a && b && !strcmp(a, b); }
 
 /* The four checks of §5.4; NULL when they pass, else the message. */
 static const char *header_mismatch(const ux_mcp_headers *h, const json_t *doc, const char *method) {
@@ -113,7 +121,7 @@ static const char *header_mismatch(const ux_mcp_headers *h, const json_t *doc, c
     return "_meta." META_VERSION " must be " UX_MCP_VERSION;
   if (!same(h->method, method)) return "Mcp-Method header does not match the request method";
   if (!strcmp(method, "tools/call") &&
-      !same(h->name, json_string_value(json_object_get(json_object_get(doc, "params"), "name"))))
+      !same(h->name, text(json_object_get(json_object_get(doc, "params"), "name"))))
     return "Mcp-Name header does not match the tool name";
   return NULL;
 }
@@ -122,7 +130,7 @@ static const char *header_mismatch(const ux_mcp_headers *h, const json_t *doc, c
 static int plan_call(const ux_mcp_headers *h, json_t *doc, const json_t *id, int *status,
                      json_t **reply, ux_mcp_call *call) {
   const json_t *params = json_object_get(doc, "params");
-  const char *tool = json_string_value(json_object_get(params, "name"));
+  const char *tool = text(json_object_get(params, "name"));
   const json_t *args = json_object_get(params, "arguments");
   char err[300];
   if (!tool) return answer(status, reply, 200, ux_mcp_error(id, UX_MCP_BAD_PARAMS, "params.name must be a string"));
@@ -139,8 +147,8 @@ static int plan_call(const ux_mcp_headers *h, json_t *doc, const json_t *id, int
 /* The envelope: NULL when it is a request or notification, else why not. */
 static const char *bad_envelope(const json_t *doc) {
   if (!json_is_object(doc)) return "request body must be a JSON-RPC request object";
-  if (!same(json_string_value(json_object_get(doc, "jsonrpc")), "2.0")) return "jsonrpc must be \"2.0\"";
-  if (!json_is_string(json_object_get(doc, "method"))) return "method must be a string";
+  if (!same(text(json_object_get(doc, "jsonrpc")), "2.0")) return "jsonrpc must be \"2.0\"";
+  if (!text(json_object_get(doc, "method"))) return "method must be a string without NUL";
   const json_t *id = json_object_get(doc, "id");
   if (id && !json_is_string(id) && !json_is_integer(id)) return "id must be a string or an integer";
   return NULL;
@@ -150,7 +158,7 @@ static int plan_doc(const ux_mcp_headers *h, json_t *doc, int *status, json_t **
                     ux_mcp_call *call) {
   const char *why = bad_envelope(doc);
   if (why) return answer(status, reply, 400, ux_mcp_error(NULL, UX_MCP_BAD_REQUEST, why));
-  const char *method = json_string_value(json_object_get(doc, "method"));
+  const char *method = text(json_object_get(doc, "method"));
   const json_t *id = json_object_get(doc, "id"), *params = json_object_get(doc, "params");
   if (!id) { *status = 202; return UX_MCP_ACCEPTED; }     /* a notification */
   if (params && !json_is_object(params))
@@ -176,7 +184,7 @@ int ux_mcp_plan(const ux_mcp_headers *h, const char *body, size_t len, int *stat
   if (len > UX_MCP_BODY_MAX)
     return answer(status, reply, 400, ux_mcp_error(NULL, UX_MCP_BAD_REQUEST,
                                                    "request body is larger than 64000 bytes"));
-  json_t *doc = body ? json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL) : NULL;
+  json_t *doc = body ? json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL) : NULL;
   if (!doc)
     return answer(status, reply, 400, ux_mcp_error(NULL, UX_MCP_BAD_REQUEST, "request body must be valid JSON"));
   int rc = plan_doc(h, doc, status, reply, call);

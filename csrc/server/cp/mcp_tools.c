@@ -127,22 +127,22 @@ static int shell_common(const json_t *args, const char *action, long *timeout, c
 /* The agent request of a shell call. */
 static json_t *shell_request(const json_t *args, const char *action, long timeout, char *err, size_t errlen) {
   const char *cmd = NULL, *sid = NULL, *input = NULL;
-  size_t cmd_len = 0, input_len = 0;
+  size_t cmd_len = 0, input_len = 0, sid_len = 0;
   int needs_cmd = !strcmp(action, "exec") || !strcmp(action, "exec_stream") || !strcmp(action, "session_exec");
   int session = !strncmp(action, "session_", 8), is_input = !strcmp(action, "session_input");
   if (text_arg(args, "command", needs_cmd, &cmd, &cmd_len, err, errlen) ||
-      text_arg(args, "session_id", session, &sid, NULL, err, errlen) ||
+      text_arg(args, "session_id", session, &sid, &sid_len, err, errlen) ||
       text_arg(args, "input", is_input, &input, &input_len, err, errlen)) return NULL;
   if (cmd && cmd_len > SHELL_TEXT_MAX) { snprintf(err, errlen, "command must be at most 8192 bytes"); return NULL; }
   if (input && input_len > SHELL_TEXT_MAX) { snprintf(err, errlen, "input must be at most 8192 bytes"); return NULL; }
-  if (session && !unsb_mcp_valid_session_id(sid, strlen(sid))) {
+  if (session && !unsb_mcp_valid_session_id(sid, sid_len)) {
     snprintf(err, errlen, "session_id must match ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$");
     return NULL;
   }
   const char *op = session ? action : "exec";
   json_t *req = json_pack("{s:s}", "op", op);
   if (!req) return NULL;
-  if (session) json_object_set_new(req, "session_id", json_string(sid));
+  if (session) json_object_set_new(req, "session_id", json_stringn(sid, sid_len));
   if (needs_cmd) json_object_set_new(req, "command", json_stringn(cmd, cmd_len));
   if (is_input) {
     json_object_set_new(req, "input", json_stringn(input, input_len));
@@ -156,8 +156,12 @@ static json_t *shell_request(const json_t *args, const char *action, long timeou
 
 static int shell(const json_t *args, int sse, json_t **req, int *stream, int *timeout_ms,
                  char *err, size_t errlen) {
-  const char *action = json_string_value(json_object_get(args, "action"));
-  if (json_object_get(args, "action") && !action) { snprintf(err, errlen, "action must be a string"); return -1; }
+  const json_t *a = json_object_get(args, "action");
+  const char *action = json_string_value(a);
+  if (a && (!action || strlen(action) != json_string_length(a))) {
+    snprintf(err, errlen, "action must be a string");
+    return -1;
+  }
   if (!action) action = "exec";
   static const char *const actions[] = { "exec", "exec_stream", "session_exec", "session_wait",
                                          "session_input", "session_kill", NULL };

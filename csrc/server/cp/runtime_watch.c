@@ -83,8 +83,10 @@ static int ping_answer(ux_rt *rt, const json_t *frame, char *err, size_t errlen)
              json_is_integer(json_object_get(res, "uid"));
   json_decref(res);
   if (good) return 0;
-  /* a running agent with every handler busy is alive */
-  if (rc == UX_RTC_BUSY && rt->status == UX_RT_RUNNING) return 0;
+  /* a running agent that answers with an error is alive: every handler
+  ** busy, or no fork left because the code filled its process limit */
+  if ((rc == UX_RTC_BUSY || rc == UX_RTC_INTERNAL || rc == UX_RTC_INVALID) &&
+      rt->status == UX_RT_RUNNING) return 0;
   if (rc == UX_RTC_OK) snprintf(err, errlen, "a ping result without pid and uid");
   else if (rc != UX_RTC_GONE) snprintf(err, errlen, "an error answer to a ping");
   return -1;
