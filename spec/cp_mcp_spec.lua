@@ -386,22 +386,34 @@ describe("Control Plane MCP #integration", function()
   end)
 
   describe("hostile commands", function()
-    it("leave no process behind: a flood, a fork bomb, a timeout", function()
+    it("leave no process behind: a flood, a fork bomb, a timeout; an escapee dies with the sandbox", function()
       local _, w = mcp.sandbox(srv, "mcp-hostile")
+      local function count()     -- processes in w but the counting bash, ls and wc
+        return tonumber((mcp.sh(srv, w, "ls -d /proc/[0-9]* | wc -l"))) - 3
+      end
+      local base = count()
       local r = mcp.tool(srv, w, "shell", { command = "yes flood | head -c 50000000", timeout_seconds = 10 })
       assert.is_true(r.output_truncated)
+      assert.are.equal(64000, #r.stdout)
+      assert.are.equal(base, mcp.eventually(function() return count() == base and base end, 5))
       r = mcp.tool(srv, w, "shell", { command = "f() { f | f & }; f; sleep 3", timeout_seconds = 3 })
       assert.is_table(r)
-      r = mcp.tool(srv, w, "shell", { command = "setsid sleep 100 & nohup sleep 100 & sleep 100", timeout_seconds = 1 })
+      assert.are.equal(base, mcp.eventually(function() return count() == base and base end, 10))
+      r = mcp.tool(srv, w, "shell", { command = "sleep 100 & sleep 100", timeout_seconds = 1 })
       assert.is_true(r.timed_out)
-      assert.is_true(mcp.sandbox_procs(srv) > 0)
+      assert.are.equal(base, mcp.eventually(function() return count() == base and base end, 5))
+      -- a process that leaves the command's group outlives the command, not the sandbox
+      mcp.sh(srv, w, "setsid sleep 100 >/dev/null 2>&1 < /dev/null & sleep 0.5")
+      assert.are.equal(base + 1, count())
+      local before = mcp.sandbox_procs(srv)
       local st = cp.request(srv, "DELETE", "/v1/sandboxes/" .. w.id, { token = srv.token })
       assert.are.equal(200, st)
-      -- the other sandbox of this server still runs; only its processes remain
+      -- gone: what ran in w (its init, the agent; the exec handler counted in
+      -- base has ended), the escapee, and the outer bwrap seen from the host
+      local after = mcp.sandbox_procs(srv)
+      assert.is_true(after <= before - base - 1, ("before %d, after %d, base %d"):format(before, after, base))
       local _, list = cp.request(srv, "GET", "/v1/sandboxes", { token = srv.token })
-      local live = 0
-      for _ in ipairs(list.sandboxes) do live = live + 1 end
-      assert.are.equal(1, live)
+      assert.are.equal(1, #list.sandboxes)
       assert.are.equal(200, (cp.request(srv, "GET", "/livez")))
       assert.are.equal("x\n", mcp.sh(srv, sb, "echo x"))
     end)
