@@ -223,6 +223,11 @@ static void test_shell(void) {
   snprintf(cmd, 8192 + 100, "{\"action\":\"session_input\",\"session_id\":\"s\",\"input\":\"%08193d\"}", 0);
   ok(strstr(shell(cmd, NULL, &c), "8192 bytes") != NULL, "input of 8193 bytes: -32602");
   free(cmd);
+}
+
+/* Every rule of the shell's arguments, one refusal each. */
+static void test_shell_bad(void) {
+  ux_mcp_call c;
   struct { const char *args, *why; } bad[] = {
     { "{\"command\":\"ls\",\"cwd\":\"/\"}", "unknown argument 'cwd'" },
     { "{\"action\":\"rm\",\"command\":\"ls\"}", "action must be one of" },
@@ -362,6 +367,11 @@ static void test_files(void) {
        json_is_true(json_object_get(req, "regex")) == want, "flag '%s' is %s", flags[i][0], want ? "true" : "false");
     json_decref(req);
   }
+}
+
+static void test_files_body(void) {
+  char err[200] = "";
+  json_t *req;
   json_t *body = json_pack("{s:s, s:s, s:i}", "path", "a", "content", "x", "mode", 7);
   req = ux_files_request("write", NULL, NULL, body, err, sizeof err);
   ok(req && json_object_size(req) == 3 && !json_object_get(req, "mode"), "write: path and content from the body");
@@ -393,8 +403,10 @@ int main(void) {
   test_versions();
   test_calls();
   test_shell();
+  test_shell_bad();
   test_nul();
   test_messages();
   test_files();
+  test_files_body();
   return tap_done();
 }
