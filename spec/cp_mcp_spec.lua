@@ -463,3 +463,25 @@ describe("Control Plane MCP and the idle clock #integration", function()
     assert.are.equal(0, mcp.sandbox_procs(srv))
   end)
 end)
+
+describe("Control Plane MCP and a server shutdown #integration", function()
+  local srv
+
+  setup(function() srv = server.start {} end)
+  teardown(function() if srv then srv.stop() end end)
+
+  it("ends a stream in flight with an error frame and stops within the drain", function()
+    local _, sb = mcp.sandbox(srv, "down")
+    local t_term
+    local out = mcp.stream(srv, sb, { action = "exec_stream", command = "echo started; sleep 30", timeout_seconds = 30 },
+      { limit = 15, on_frame = function()
+          if not t_term then t_term = socket.gettime(); os.execute("kill -TERM " .. srv.pid) end
+        end })
+    local _, final = mcp.split(out)
+    assert.is_table(final, out.raw)
+    assert.are.equal(-32603, final.msg.error.code)
+    assert.matches("shutting down", final.msg.error.message)
+    assert.is_true(socket.gettime() - t_term < 3, "final frame after " .. (socket.gettime() - t_term) .. " s")
+    assert.is_truthy(mcp.eventually(function() return not server.alive(srv.pid) end, 10))
+  end)
+end)

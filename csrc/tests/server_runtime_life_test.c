@@ -244,11 +244,18 @@ static void test_shutdown(void) {
   if (!p.rt || pthread_create(&t, NULL, long_call, &p) != 0) { ok(0, "call thread"); return; }
   rt_sleep_ms(500);
   long t0 = ux_now_ms();
-  ux_runtimes_free(rts);
+  ux_runtimes_stop(rts);
   long took = ux_now_ms() - t0;
   pthread_join(t, NULL);
-  ok(took < 5000 && p.rc == UX_RTC_GONE, "free with a call in flight: the call gets GONE, free "
-     "returns (%ld ms, call %ld ms)", took, p.ms);
+  ok(took < 100 && p.rc == UX_RTC_GONE && p.ms < 3000, "stop returns at once; the call in flight "
+     "gets GONE (%ld ms, call %ld ms)", took, p.ms);
+  char vol[PATH_MAX], err[300];
+  rt_volume("ws-down2", vol, sizeof vol);
+  ok(ux_runtimes_start(rts, "sb-down2", "ws-down2", vol, NULL, err, sizeof err) == -1 &&
+     strstr(err, "shutting down"), "after stop, starts are refused (%s)", err);
+  t0 = ux_now_ms();
+  ux_runtimes_free(rts);
+  ok(ux_now_ms() - t0 < 5000, "then free (%ld ms)", ux_now_ms() - t0);
   rt_end e;
   ok(rt_ended("sb-down", &e) == 1 && strstr(e.why, "shutting down"), "on_end: %s", e.why);
   ok(procs_zero_within(3000) <= 0, "no process is left (%d)", rt_sandbox_procs());

@@ -157,14 +157,19 @@ ux_runtimes *ux_runtimes_new(const ux_rt_config *cfg) {
   return rts;
 }
 
-/* Stops everything, joins every thread; rts->mu is not held. */
-static void stop_all(ux_runtimes *rts) {
+void ux_runtimes_stop(ux_runtimes *rts) {
+  if (!rts) return;
   pthread_mutex_lock(&rts->mu);
   rts->stopping = 1;
   for (ux_rt *rt = rts->head; rt; rt = rt->next)
     ux_rt_kill_locked(rt, UX_RT_RELEASED, "the server is shutting down", 0);
   pthread_mutex_unlock(&rts->mu);
   ux_rt_wake(rts);
+}
+
+/* Stops everything, joins every thread; rts->mu is not held. */
+static void stop_all(ux_runtimes *rts) {
+  ux_runtimes_stop(rts);
   if (rts->has_watcher) pthread_join(rts->watcher, NULL);
   pthread_mutex_lock(&rts->mu);
   while (rts->head) {

@@ -69,6 +69,11 @@ typedef struct ux_rt_info {
 ** when out of memory. A missing agent binary is not an error here: each
 ** start then fails with err saying so. */
 ux_runtimes *ux_runtimes_new(const ux_rt_config *cfg);
+/* The first step of a shutdown: refuses new starts and stops every
+** runtime (RELEASED, "the server is shutting down"), so calls in flight
+** end at once with UX_RTC_GONE and their handlers can answer within the
+** drain; returns without waiting. ux_runtimes_free still follows. */
+void ux_runtimes_stop(ux_runtimes *rts);
 /* Kills every runtime and waits for them (shutdown): on_end is called for
 ** each live one (RELEASED, "the server is shutting down"), so free this
 ** before what on_end uses. Calls in flight get UX_RTC_GONE; handles must
