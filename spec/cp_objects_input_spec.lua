@@ -171,10 +171,16 @@ describe("Control Plane object input #integration", function()
     assert.same({ error = "object not found" }, doc)
   end)
 
-  it("cuts a query value at %00 and still applies every rule to what is left", function()
-    local st = obj.get(srv, srv.token, "/stat",
-      { scope = "upload", upload_id = "u", path = "source/none\0/../../x", owner = OWNER })
-    assert.are.equal(404, st)     -- read as "source/none": a well-formed, absent object
+  it("refuses a query argument holding %00", function()
+    for _, route in ipairs { "", "/stat", "/versions", "/list" } do
+      local st, doc = obj.get(srv, srv.token, route,
+        { scope = "upload", upload_id = "u", path = "source/a\0/../../x", owner = OWNER })
+      assert.are.equal(400, st, route)
+      assert.are.equal("query arguments must not contain NUL", doc.error)
+    end
+    local st = obj.get(srv, srv.token, "", { scope = "upload", upload_id = "u\0x", path = "source/a", owner = OWNER },
+      { method = "DELETE" })
+    assert.are.equal(400, st)
   end)
 end)
 

@@ -28,6 +28,7 @@
 #include "server/http/faults.h"
 #include "server/cli.h"
 #include "server/cp/cp.h"
+#include "server/cp/runtime.h"
 #include "server/fsutil.h"
 #include "server/http/http.h"
 #include "server/http/limits.h"
@@ -227,6 +228,7 @@ static void shut_down(ux_server *srv, listeners *l) {
   ux_http_quiesce(l->cp);
   ux_jobs_stop(srv->jobs);
   ux_svcs_stop_all(srv->svcs);
+  ux_runtimes_stop(srv->cp->rts);  /* MCP and file calls in flight end now */
   unsigned stuck = ux_http_stop(l->exec, deadline) + ux_http_stop(l->cp, deadline);
   if (stuck) {
     fprintf(stderr, "unsandboxd: %u request handler(s) still blocked, not waited for\n", stuck);

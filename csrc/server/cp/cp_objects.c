@@ -33,6 +33,8 @@ int ux_cp_obj_target(ux_cp_call *c, int from_query, int for_list, ux_objloc *l,
   int t = get(ctx, "owner", &sent, &sent_len), audit = 0;
   ux_objreq_who who = { ux_id_admin(&c->id), c->id.tenant, c->id.subject };
   memset(l, 0, sizeof *l);
+  /* a %00 cut the value's C string: what is left is not what was sent */
+  if (from_query && c->r->query_nul) return ux_cp_fail(c, 400, "query arguments must not contain NUL");
   int st = ux_objreq_owner(&who, t, sent, sent_len, l->owner, err, sizeof err, &audit);
   if (st) {
     if (audit)
