@@ -64,9 +64,11 @@ $(UNLUA): $(HOST_OBJ) $(CORE_OBJ) $(BIND_OBJ)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -Wl,-E -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
 
-# the server shares signing, base64 and the id rule with the client core
+# the server shares signing, base64, the id rule, trace context, the
+# pseudonym and the MCP rules (session ids, tool names) with the client core
 SERVER_CORE := build/core/sign.o build/core/base64.o build/core/ids.o build/core/trace.o \
-               build/core/digest.o build/core/error.o build/core/pseudonym.o build/core/utf8.o
+               build/core/digest.o build/core/error.o build/core/pseudonym.o build/core/utf8.o \
+               build/core/mcp.o
 
 $(UNSANDBOXD): $(SERVER_OBJ) $(SERVER_CORE)
 	@mkdir -p bin

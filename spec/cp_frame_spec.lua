@@ -67,6 +67,8 @@ describe("Control Plane frame #integration", function()
       for _, r in ipairs(routes()) do
         local cred, bad, want = r.cred, nil, nil
         if cred:match("^control%-plane") or cred == "admin" then bad, want = ws_token, 401
+        -- a control-plane credential is right there; another workspace's token is not
+        elseif cred:match("^scoped%-workspace%-or%-control%-plane") then bad, want = ws_token, 401
         elseif cred:match("^scoped") then bad, want = srv.token, 401
         elseif cred == "ticket" then bad, want = srv.token, 401 end
         if bad then

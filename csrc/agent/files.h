@@ -1,7 +1,7 @@
 /*
 ** The file ops of the runtime (spec §4.2, §5.6), one function each with
 ** the same shape: check the request, do the work below fs->root, build
-** the result object. They run in a forked handler, so they may block on
+** the result object (the two data-fd ops also take the fd). They run in a forked handler, so they may block on
 ** disk; nothing here ever blocks on a FIFO (O_NONBLOCK, S_ISREG checks).
 */
 #ifndef AG_FILES_H
@@ -17,6 +17,7 @@
 #define AG_READ_CHARS 8000
 #define AG_READ_BINARY_MAX (4u << 20)
 #define AG_WRITE_MAX 1000000          /* write, write_binary, edit result */
+#define AG_FD_MAX (64ll << 20)        /* file_read_fd, file_write_fd (objects) */
 #define AG_LIST_MAX 500
 #define AG_GLOB_PATTERN_MAX 200
 #define AG_GLOB_MAX 200
@@ -35,6 +36,12 @@ int ag_op_file_grep(const ag_fs *fs, json_t *req, json_t **result, ag_err *e);
 int ag_op_file_write(const ag_fs *fs, json_t *req, json_t **result, ag_err *e);
 int ag_op_file_write_binary(const ag_fs *fs, json_t *req, json_t **result, ag_err *e);
 int ag_op_file_edit(const ag_fs *fs, json_t *req, json_t **result, ag_err *e);
+
+/* The ops with a data fd (object import/export): a whole file streamed
+** to the fd, or the fd's content written atomically to a file. */
+typedef int (*ag_file_fd_fn)(const ag_fs *fs, json_t *req, int datafd, json_t **result, ag_err *e);
+int ag_op_file_read_fd(const ag_fs *fs, json_t *req, int datafd, json_t **result, ag_err *e);
+int ag_op_file_write_fd(const ag_fs *fs, json_t *req, int datafd, json_t **result, ag_err *e);
 
 /* Reads a whole regular file (at most max bytes) reached by a normalised
 ** path; *real gets where it really is. Shared by read and edit. */

@@ -1,6 +1,7 @@
 /*
-** file_read (a window of lines of a UTF-8 text file) and file_read_binary
-** (a whole file as base64). Lines are counted as the text after each
+** file_read (a window of lines of a UTF-8 text file), file_read_binary
+** (a whole file as base64) and file_read_fd (a whole file streamed to a
+** data fd, for object exports). Lines are counted as the text after each
 ** "\n"; a final "\n" does not start another line, so an empty file has no
 ** lines and "a\nb" and "a\nb\n" both have two. Characters are Unicode
 ** code points.
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <openssl/evp.h>
 
 #include "agent/args.h"
 #include "agent/buf.h"
@@ -149,5 +151,70 @@ int ag_op_file_read_binary(const ag_fs *fs, json_t *req, json_t **result, ag_err
                       "sha256", sha, "content_base64", b64, b64len);
   free(data);
   free(b64);
+  return *result ? 0 : ag_fail(e, AG_INTERNAL, "out of memory");
+}
+
+/* Copies at most max bytes of fd to out with their sha256; more is an
+** error (the file grew after its fstat). */
+static int stream_file(int fd, int out, unsigned long long max, const char *s,
+                       unsigned long long *bytes, char sha[65], ag_err *e) {
+  char buf[65536];
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned mdlen = 0;
+  int rc = -1;
+  EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+  if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+    EVP_MD_CTX_free(ctx);
+    return ag_fail(e, AG_INTERNAL, "out of memory");
+  }
+  *bytes = 0;
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) { ag_sysfail(e, "path '%s': read", s); goto done; }
+    if (n == 0) break;
+    if ((unsigned long long)n > max - *bytes) {
+      ag_fail(e, AG_INVALID, "path '%s': larger than the limit of %llu bytes", s, max);
+      goto done;
+    }
+    if (ag_write_all(out, buf, (size_t)n) < 0) { ag_sysfail(e, "file_read_fd: writing the data fd"); goto done; }
+    if (EVP_DigestUpdate(ctx, buf, (size_t)n) != 1) { ag_fail(e, AG_INTERNAL, "sha256 failed"); goto done; }
+    *bytes += (unsigned long long)n;
+  }
+  if (EVP_DigestFinal_ex(ctx, md, &mdlen) != 1 || mdlen != 32) { ag_fail(e, AG_INTERNAL, "sha256 failed"); goto done; }
+  for (unsigned i = 0; i < 32; i++) sprintf(sha + 2 * i, "%02x", md[i]);
+  rc = 0;
+done:
+  EVP_MD_CTX_free(ctx);
+  return rc;
+}
+
+int ag_op_file_read_fd(const ag_fs *fs, json_t *req, int datafd, json_t **result, ag_err *e) {
+  static const char *const keys[] = { "path", "max_bytes", NULL };
+  char norm[AG_PATH_MAX], sha[65], s[AG_SHOW_MAX];
+  const char *path;
+  size_t plen;
+  long long max;
+  unsigned long long bytes;
+  struct stat st;
+  if (ag_args_only(req, keys, e) < 0 || ag_arg_str(req, "path", NULL, 1, &path, &plen, e) < 0 ||
+      ag_arg_int(req, "max_bytes", AG_FD_MAX, 0, AG_FD_MAX, &max, e) < 0 ||
+      ag_path_norm(path, plen, 0, norm, e) < 0)
+    return -1;
+  if (ag_fd_mode(datafd) != O_WRONLY && ag_fd_mode(datafd) != O_RDWR)
+    return ag_fail(e, AG_INVALID, "file_read_fd: the data fd is not writable");
+  int fd = ag_path_open(fs, norm, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, NULL, e);
+  if (fd < 0) return -1;
+  ag_show(path, s, sizeof s);
+  int rc = fstat(fd, &st) < 0 ? ag_sysfail(e, "path '%s': fstat", s)
+         : S_ISDIR(st.st_mode) ? ag_fail(e, AG_INVALID, "path '%s': is a directory", s)
+         : !S_ISREG(st.st_mode) ? ag_fail(e, AG_INVALID, "path '%s': is not a regular file", s)
+         : (unsigned long long)st.st_size > (unsigned long long)max
+           ? ag_fail(e, AG_INVALID, "path '%s': %lld bytes, larger than the limit of %lld bytes", s,
+                     (long long)st.st_size, max)
+         : stream_file(fd, datafd, (unsigned long long)max, s, &bytes, sha, e);
+  close(fd);
+  if (rc < 0) return -1;
+  *result = json_pack("{s:s, s:I, s:s}", "path", path, "bytes", (json_int_t)bytes, "sha256", sha);
   return *result ? 0 : ag_fail(e, AG_INTERNAL, "out of memory");
 }

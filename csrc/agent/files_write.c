@@ -1,5 +1,6 @@
 /*
-** file_write, file_write_binary and file_edit. Every write is atomic: the
+** file_write, file_write_binary, file_edit and file_write_fd (the content
+** read from a data fd, for object imports). Every write is atomic: the
 ** bytes go to a temporary file created O_EXCL in the target's directory
 ** (through that directory's fd), which then replaces the target with
 ** renameat, so a reader sees the old or the new file, never a half. A
@@ -15,6 +16,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <openssl/evp.h>
 
 #include "agent/args.h"
 #include "agent/buf.h"
@@ -50,7 +52,55 @@ static int open_dirs(const ag_fs *fs, char *rel, const char *shown, ag_err *e) {
   }
 }
 
-static int write_temp(int dirfd, const char *leaf, const char *data, size_t len, mode_t mode,
+/* Where new content comes from: a buffer, or (file_write_fd) a data fd
+** read to its end, at most max bytes, hashed on the way and checked
+** against want (a sha256, "" = none) before anything is renamed. */
+typedef struct {
+  const char *data;
+  size_t len;
+  int fd;                             /* -1: the buffer */
+  unsigned long long max, bytes;
+  const char *want;
+  char sha[65];
+} ag_src;
+
+static int copy_fd(int out, ag_src *src, const char *shown, ag_err *e) {
+  char buf[65536], s[AG_SHOW_MAX];
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned mdlen = 0;
+  int rc = -1;
+  EVP_MD_CTX *sha = EVP_MD_CTX_new();
+  if (!sha || EVP_DigestInit_ex(sha, EVP_sha256(), NULL) != 1) {
+    EVP_MD_CTX_free(sha);
+    return ag_fail(e, AG_INTERNAL, "out of memory");
+  }
+  ag_show(shown, s, sizeof s);
+  for (;;) {
+    ssize_t n = read(src->fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) { ag_sysfail(e, "path '%s': reading the data fd", s); goto done; }
+    if (n == 0) break;
+    if ((unsigned long long)n > src->max - src->bytes) {
+      ag_fail(e, AG_INVALID, "path '%s': the data is more than %llu bytes; nothing was written", s, src->max);
+      goto done;
+    }
+    if (ag_write_all(out, buf, (size_t)n) < 0) { ag_sysfail(e, "path '%s': write", s); goto done; }
+    if (EVP_DigestUpdate(sha, buf, (size_t)n) != 1) { ag_fail(e, AG_INTERNAL, "sha256 failed"); goto done; }
+    src->bytes += (unsigned long long)n;
+  }
+  if (EVP_DigestFinal_ex(sha, md, &mdlen) != 1 || mdlen != 32) { ag_fail(e, AG_INTERNAL, "sha256 failed"); goto done; }
+  for (unsigned i = 0; i < 32; i++) sprintf(src->sha + 2 * i, "%02x", md[i]);
+  if (*src->want && strcasecmp(src->want, src->sha) != 0) {
+    ag_fail(e, AG_INVALID, "argument 'sha256' does not match the content (its sha256 is %s); nothing was written", src->sha);
+    goto done;
+  }
+  rc = 0;
+done:
+  EVP_MD_CTX_free(sha);
+  return rc;
+}
+
+static int write_temp(int dirfd, const char *leaf, ag_src *src, mode_t mode,
                       char *tmp, size_t tmplen, const char *shown, ag_err *e) {
   unsigned int rnd;
   int fd;
@@ -58,23 +108,17 @@ static int write_temp(int dirfd, const char *leaf, const char *data, size_t len,
   snprintf(tmp, tmplen, ".%.200s.agent-%08x.tmp", leaf, rnd);
   fd = ag_openat2(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600, AG_RES_STRICT);
   if (fd < 0) return ag_path_fail(shown, errno, e);
-  if (ag_write_all(fd, data, len) < 0 || fchmod(fd, mode) < 0) {
-    int err = errno;
-    close(fd);
-    unlinkat(dirfd, tmp, 0);
-    return ag_path_fail(shown, err, e);
-  }
-  if (close(fd) < 0) {
-    int err = errno;
-    unlinkat(dirfd, tmp, 0);
-    return ag_path_fail(shown, err, e);
-  }
-  return 0;
+  int rc = src->fd >= 0 ? copy_fd(fd, src, shown, e) : 0;
+  if (rc == 0 && ((src->fd < 0 && ag_write_all(fd, src->data, src->len) < 0) || fchmod(fd, mode) < 0))
+    rc = ag_path_fail(shown, errno, e);
+  if (close(fd) < 0 && rc == 0) rc = ag_path_fail(shown, errno, e);
+  if (rc < 0) unlinkat(dirfd, tmp, 0);
+  return rc;
 }
 
 /* Writes data to norm as the header comment says. */
 static int atomic_write(const ag_fs *fs, const char *norm, const char *shown,
-                        const char *data, size_t len, ag_err *e) {
+                        ag_src *src, ag_err *e) {
   char target[AG_PATH_MAX], tmp[300], s[AG_SHOW_MAX];
   mode_t mode = 0644;
   struct stat st;
@@ -105,7 +149,7 @@ static int atomic_write(const ag_fs *fs, const char *norm, const char *shown,
     close(dfd);
     return ag_fail(e, AG_INVALID, "path '%s': .sandbox is reserved", s);
   }
-  if (write_temp(dfd, leaf, data, len, mode, tmp, sizeof tmp, shown, e) < 0) { close(dfd); return -1; }
+  if (write_temp(dfd, leaf, src, mode, tmp, sizeof tmp, shown, e) < 0) { close(dfd); return -1; }
   if (renameat(dfd, tmp, dfd, leaf) < 0) {
     int err = errno;
     unlinkat(dfd, tmp, 0);
@@ -127,7 +171,8 @@ int ag_op_file_write(const ag_fs *fs, json_t *req, json_t **result, ag_err *e) {
     return -1;
   if (clen > AG_WRITE_MAX)
     return ag_fail(e, AG_INVALID, "argument 'content': %zu bytes, more than %d", clen, AG_WRITE_MAX);
-  if (atomic_write(fs, norm, path, content, clen, e) < 0) return -1;
+  ag_src src = { .data = content, .len = clen, .fd = -1 };
+  if (atomic_write(fs, norm, path, &src, e) < 0) return -1;
   *result = json_pack("{s:s, s:I, s:I}", "path", path, "chars", (json_int_t)ag_utf8_chars(content, clen),
                       "bytes", (json_int_t)clen);
   return *result ? 0 : ag_fail(e, AG_INTERNAL, "out of memory");
@@ -165,7 +210,8 @@ int ag_op_file_write_binary(const ag_fs *fs, json_t *req, json_t **result, ag_er
     free(data);
     return ag_fail(e, AG_INVALID, "argument 'sha256' does not match the content (its sha256 is %s); nothing was written", sha);
   }
-  int rc = atomic_write(fs, norm, path, (char *)data, len, e);
+  ag_src src = { .data = (char *)data, .len = len, .fd = -1 };
+  int rc = atomic_write(fs, norm, path, &src, e);
   free(data);
   if (rc < 0) return -1;
   *result = json_pack("{s:s, s:I, s:s}", "path", path, "bytes", (json_int_t)len, "sha256", sha);
@@ -211,9 +257,30 @@ int ag_op_file_edit(const ag_fs *fs, json_t *req, json_t **result, ag_err *e) {
   ag_buf_add(&out, data + at + olen, len - at - olen);
   free(data);
   if (out.oom) { ag_buf_free(&out); return ag_fail(e, AG_INTERNAL, "out of memory"); }
-  int rc = atomic_write(fs, real, path, out.p ? out.p : "", out.len, e);
+  ag_src src = { .data = out.p ? out.p : "", .len = out.len, .fd = -1 };
+  int rc = atomic_write(fs, real, path, &src, e);
   ag_buf_free(&out);
   if (rc < 0) return -1;
   *result = json_pack("{s:s, s:i}", "path", path, "replacements", 1);
+  return *result ? 0 : ag_fail(e, AG_INTERNAL, "out of memory");
+}
+
+int ag_op_file_write_fd(const ag_fs *fs, json_t *req, int datafd, json_t **result, ag_err *e) {
+  static const char *const keys[] = { "path", "sha256", "max_bytes", NULL };
+  char norm[AG_PATH_MAX];
+  const char *path, *want;
+  size_t plen;
+  long long max;
+  if (ag_args_only(req, keys, e) < 0 || ag_arg_str(req, "path", NULL, 1, &path, &plen, e) < 0 ||
+      ag_arg_str(req, "sha256", "", 0, &want, NULL, e) < 0 ||
+      ag_arg_int(req, "max_bytes", AG_FD_MAX, 0, AG_FD_MAX, &max, e) < 0 ||
+      ag_path_norm(path, plen, 0, norm, e) < 0)
+    return -1;
+  if (*want && !is_hex64(want)) return ag_fail(e, AG_INVALID, "argument 'sha256' must be 64 hexadecimal digits");
+  if (ag_fd_mode(datafd) != O_RDONLY && ag_fd_mode(datafd) != O_RDWR)
+    return ag_fail(e, AG_INVALID, "file_write_fd: the data fd is not readable");
+  ag_src src = { .fd = datafd, .max = (unsigned long long)max, .want = want };
+  if (atomic_write(fs, norm, path, &src, e) < 0) return -1;
+  *result = json_pack("{s:s, s:I, s:s}", "path", path, "bytes", (json_int_t)src.bytes, "sha256", src.sha);
   return *result ? 0 : ag_fail(e, AG_INTERNAL, "out of memory");
 }

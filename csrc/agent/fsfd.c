@@ -113,3 +113,8 @@ int ag_dir_names(int dirfd, size_t cap, char ***out, size_t *count) {
   *count = n;
   return 0;
 }
+
+int ag_fd_mode(int fd) {
+  int fl = fcntl(fd, F_GETFL);
+  return fl < 0 ? -1 : (fl & O_ACCMODE);
+}

@@ -39,6 +39,10 @@ int ag_open_root(const char *dir);
 int ag_dir_names(int dirfd, size_t cap, char ***names, size_t *count);
 void ag_names_free(char **names, size_t count);
 
+/* O_RDONLY, O_WRONLY or O_RDWR: how fd was opened (a data fd passed in);
+** -1 when fd is not open. */
+int ag_fd_mode(int fd);
+
 /* The lowercase hex SHA-256 of len bytes into out[65]. 0 or -1. */
 int ag_sha256_hex(const void *buf, size_t len, char out[65]);
 

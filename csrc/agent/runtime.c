@@ -58,25 +58,28 @@ static struct {
   size_t nhandlers;
 } rt;
 
-enum { OP_FILE, OP_PING, OP_EXEC, OP_CHECKPOINT, OP_RESTORE };
+enum { OP_FILE, OP_FILE_FD, OP_PING, OP_EXEC, OP_CHECKPOINT, OP_RESTORE };
 
 static const struct {
   const char *name;
   int kind;
   ag_file_fn fn;
+  ag_file_fd_fn fd_fn;            /* OP_FILE_FD */
 } ops[] = {
-  { "ping", OP_PING, NULL },
-  { "file_list", OP_FILE, ag_op_file_list },
-  { "file_read", OP_FILE, ag_op_file_read },
-  { "file_read_binary", OP_FILE, ag_op_file_read_binary },
-  { "file_glob", OP_FILE, ag_op_file_glob },
-  { "file_grep", OP_FILE, ag_op_file_grep },
-  { "file_write", OP_FILE, ag_op_file_write },
-  { "file_write_binary", OP_FILE, ag_op_file_write_binary },
-  { "file_edit", OP_FILE, ag_op_file_edit },
-  { "exec", OP_EXEC, NULL },
-  { "checkpoint", OP_CHECKPOINT, NULL },
-  { "restore", OP_RESTORE, NULL },
+  { "ping", OP_PING, NULL, NULL },
+  { "file_list", OP_FILE, ag_op_file_list, NULL },
+  { "file_read", OP_FILE, ag_op_file_read, NULL },
+  { "file_read_binary", OP_FILE, ag_op_file_read_binary, NULL },
+  { "file_glob", OP_FILE, ag_op_file_glob, NULL },
+  { "file_grep", OP_FILE, ag_op_file_grep, NULL },
+  { "file_write", OP_FILE, ag_op_file_write, NULL },
+  { "file_write_binary", OP_FILE, ag_op_file_write_binary, NULL },
+  { "file_edit", OP_FILE, ag_op_file_edit, NULL },
+  { "file_read_fd", OP_FILE_FD, NULL, ag_op_file_read_fd },
+  { "file_write_fd", OP_FILE_FD, NULL, ag_op_file_write_fd },
+  { "exec", OP_EXEC, NULL, NULL },
+  { "checkpoint", OP_CHECKPOINT, NULL, NULL },
+  { "restore", OP_RESTORE, NULL, NULL },
 };
 
 static void drop_pending(size_t i) {
@@ -95,18 +98,19 @@ static void answer_error(ag_conn *c, const ag_err *e) {
 }
 
 /* What a handler process does; it never returns. */
-static void handler(pending *p, json_t *req, int kind, ag_file_fn fn) {
+static void handler(pending *p, json_t *req, size_t op) {
   json_t *result = NULL;
   static const char *const no_keys[] = { NULL };
   ag_err e;
   int rc = -1;
-  switch (kind) {
+  switch (ops[op].kind) {
   case OP_PING:
     rc = ag_args_only(req, no_keys, &e);
     if (rc == 0) result = json_pack("{s:i, s:i}", "pid", (int)getppid(), "uid", (int)getuid());
     if (rc == 0 && !result) rc = ag_fail(&e, AG_INTERNAL, "out of memory");
     break;
-  case OP_FILE: rc = fn(&rt.fs, req, &result, &e); break;
+  case OP_FILE: rc = ops[op].fn(&rt.fs, req, &result, &e); break;
+  case OP_FILE_FD: rc = ops[op].fd_fn(&rt.fs, req, p->datafd, &result, &e); break;
   case OP_CHECKPOINT: rc = ag_op_checkpoint(&rt.fs, req, p->datafd, &result, &e); break;
   case OP_RESTORE: rc = ag_op_restore(&rt.fs, req, p->datafd, &result, &e); break;
   case OP_EXEC: ag_exec_serve(&rt.fs, req, &p->c); _exit(0);
@@ -134,19 +138,23 @@ static void child_setup(pending *mine) {
   ag_sessions_close_fds();
 }
 
-static int op_kind(const char *name, ag_file_fn *fn) {
+/* The index of op `name` in ops[], or -1. */
+static long op_index(const char *name) {
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-    if (!strcmp(ops[i].name, name)) { *fn = ops[i].fn; return ops[i].kind; }
+    if (!strcmp(ops[i].name, name)) return (long)i;
   return -1;
+}
+
+static int takes_data_fd(int kind) {
+  return kind == OP_CHECKPOINT || kind == OP_RESTORE || kind == OP_FILE_FD;
 }
 
 /* A request frame has arrived on pend[i]: hand it to sessions or fork. */
 static void dispatch(size_t i, json_t *req) {
   pending *p = rt.pend[i];
   const char *op = json_string_value(json_object_get(req, "op"));
-  ag_file_fn fn = NULL;
   ag_err e;
-  int kind;
+  long op_i;
   pid_t pid;
   if (!op) {
     ag_fail(&e, AG_INVALID, json_object_get(req, "op") ? "argument 'op' must be a string" : "missing argument 'op'");
@@ -157,10 +165,10 @@ static void dispatch(size_t i, json_t *req) {
       drop_pending(i);
       return;
     }
-  } else if ((kind = op_kind(op, &fn)) < 0) {
+  } else if ((op_i = op_index(op)) < 0) {
     char s[AG_SHOW_MAX];
     ag_fail(&e, AG_INVALID, "unknown op '%s'", ag_show(op, s, sizeof s));
-  } else if ((kind == OP_CHECKPOINT || kind == OP_RESTORE) != (p->datafd >= 0)) {
+  } else if (takes_data_fd(ops[op_i].kind) != (p->datafd >= 0)) {
     ag_fail(&e, AG_INVALID, p->datafd >= 0 ? "op '%s' takes no data fd" : "op '%s' needs a data fd", op);
   } else if (rt.nhandlers >= MAX_HANDLERS) {
     ag_fail(&e, AG_BUSY, "too many requests in flight (%d)", MAX_HANDLERS);
@@ -168,7 +176,7 @@ static void dispatch(size_t i, json_t *req) {
     ag_sysfail(&e, "fork");
   } else if (pid == 0) {
     child_setup(p);
-    handler(p, req, kind, fn);
+    handler(p, req, (size_t)op_i);
   } else {
     setpgid(pid, pid);     /* both sides: no window where a kill misses it */
     rt.handler[rt.nhandlers++] = pid;

@@ -18,6 +18,9 @@ typedef struct {
   unsigned long long max_file_bytes;  /* one member (extract only) */
   const char *const *exclude;         /* top-level names left out (archive) */
   size_t n_exclude;
+  const char *const *only;            /* n_only > 0: the only top-level names
+                                      ** archived (an export's `artifacts`) */
+  size_t n_only;
 } ag_tar_limits;
 
 typedef struct {

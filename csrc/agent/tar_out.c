@@ -224,9 +224,16 @@ static int walk_dir(walk *wk, int dirfd, const char *prefix, int depth) {
   for (size_t i = 0; i < n && rc == 0; i++) {
     char *rel;
     int skip = 0;
-    if (depth == 0)
+    if (depth == 0) {
       for (size_t k = 0; k < wk->lim->n_exclude; k++)
         if (!strcmp(names[i], wk->lim->exclude[k])) skip = 1;
+      if (wk->lim->n_only) {
+        int listed = 0;
+        for (size_t k = 0; k < wk->lim->n_only; k++)
+          if (!strcmp(names[i], wk->lim->only[k])) listed = 1;
+        skip |= !listed;
+      }
+    }
     if (skip) continue;
     if (asprintf(&rel, "%s%s%s", prefix, *prefix ? "/" : "", names[i]) < 0) {
       rc = ag_fail(wk->e, AG_INTERNAL, "out of memory");

@@ -60,11 +60,6 @@ int ag_rm_tree_at(int dirfd, const char *name, ag_err *e) {
   return rm_at(dirfd, name, 0, e);
 }
 
-static int access_mode(int fd) {
-  int fl = fcntl(fd, F_GETFL);
-  return fl < 0 ? -1 : (fl & O_ACCMODE);
-}
-
 /* Optional limits of checkpoint / restore (an extension of the spec). */
 static int tar_limits(json_t *req, ag_tar_limits *lim, int extract, ag_err *e) {
   long long v;
@@ -80,31 +75,40 @@ static int tar_limits(json_t *req, ag_tar_limits *lim, int extract, ag_err *e) {
   return 0;
 }
 
+/* A name-list argument of checkpoint (exclude, only): at most 64 names
+** without '/' or NUL, into names[*n...]; absent leaves *n as it is. */
+static int name_list(json_t *req, const char *key, const char **names, size_t *n, ag_err *e) {
+  json_t *arr = json_object_get(req, key), *v;
+  size_t i;
+  if (!arr) return 0;
+  if (!json_is_array(arr) || json_array_size(arr) > 64)
+    return ag_fail(e, AG_INVALID, "argument '%s' must be an array of at most 64 names", key);
+  json_array_foreach(arr, i, v) {
+    const char *name = json_string_value(v);
+    if (!name || !*name || strchr(name, '/') || strlen(name) != json_string_length(v))
+      return ag_fail(e, AG_INVALID, "argument '%s' must hold names without '/' or NUL", key);
+    names[(*n)++] = name;
+  }
+  return 0;
+}
+
 int ag_op_checkpoint(const ag_fs *fs, json_t *req, int datafd, json_t **result, ag_err *e) {
-  static const char *const keys[] = { "exclude", "max_bytes", "max_entries", NULL };
-  const char *names[64];
+  static const char *const keys[] = { "exclude", "only", "max_bytes", "max_entries", NULL };
+  const char *ex[64], *only[64];
   ag_tar_limits lim;
   ag_tar_stats st;
-  json_t *ex = json_object_get(req, "exclude");
   if (ag_args_only(req, keys, e) < 0 || tar_limits(req, &lim, 0, e) < 0) return -1;
   if (datafd < 0) return ag_fail(e, AG_INVALID, "checkpoint needs a data fd to write the archive to");
-  if (access_mode(datafd) != O_WRONLY && access_mode(datafd) != O_RDWR)
+  if (ag_fd_mode(datafd) != O_WRONLY && ag_fd_mode(datafd) != O_RDWR)
     return ag_fail(e, AG_INVALID, "checkpoint: the data fd is not writable");
-  if (!ex) {
-    names[lim.n_exclude++] = ".sandbox";
-  } else {
-    size_t i;
-    json_t *v;
-    if (!json_is_array(ex) || json_array_size(ex) > 64)
-      return ag_fail(e, AG_INVALID, "argument 'exclude' must be an array of at most 64 names");
-    json_array_foreach(ex, i, v) {
-      const char *n = json_string_value(v);
-      if (!n || !*n || strchr(n, '/') || strlen(n) != json_string_length(v))
-        return ag_fail(e, AG_INVALID, "argument 'exclude' must hold names without '/' or NUL");
-      names[lim.n_exclude++] = n;
-    }
-  }
-  lim.exclude = names;
+  if (!json_object_get(req, "exclude")) ex[lim.n_exclude++] = ".sandbox";
+  if (name_list(req, "exclude", ex, &lim.n_exclude, e) < 0 ||
+      name_list(req, "only", only, &lim.n_only, e) < 0)
+    return -1;
+  if (json_object_get(req, "only") && lim.n_only == 0)
+    return ag_fail(e, AG_INVALID, "argument 'only' must name at least one entry");
+  lim.exclude = ex;
+  lim.only = only;
   if (ag_tar_create(fs->root, datafd, &lim, &st, e) < 0) return -1;
   if (fsync(datafd) < 0 && errno != EINVAL && errno != EROFS) return ag_sysfail(e, "checkpoint: fsync");
   *result = json_pack("{s:I, s:s, s:I}", "bytes", (json_int_t)st.out_bytes, "sha256", st.sha256,
@@ -154,7 +158,7 @@ int ag_op_restore(const ag_fs *fs, json_t *req, int datafd, json_t **result, ag_
   int sb, fresh, rc;
   if (ag_args_only(req, keys, e) < 0 || tar_limits(req, &lim, 1, e) < 0) return -1;
   if (datafd < 0) return ag_fail(e, AG_INVALID, "restore needs a data fd to read the archive from");
-  if (access_mode(datafd) != O_RDONLY && access_mode(datafd) != O_RDWR)
+  if (ag_fd_mode(datafd) != O_RDONLY && ag_fd_mode(datafd) != O_RDWR)
     return ag_fail(e, AG_INVALID, "restore: the data fd is not readable");
   if (mkdirat(fs->root, ".sandbox", 0700) < 0 && errno != EEXIST) return ag_sysfail(e, "restore: mkdir .sandbox");
   if ((sb = ag_openat2(fs->root, ".sandbox", O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0, AG_RES_STRICT)) < 0)

@@ -28,6 +28,7 @@
 #include "server/http/faults.h"
 #include "server/cli.h"
 #include "server/cp/cp.h"
+#include "server/cp/runtime.h"
 #include "server/fsutil.h"
 #include "server/http/http.h"
 #include "server/http/limits.h"
@@ -80,6 +81,8 @@ static void usage(FILE *f) {
     "  --cp-idle-ttl S      runtimes unused this long are released (default 1800)\n"
     "  --cp-hard-ttl S      runtimes live at most this long (default 43200)\n"
     "  --cp-max-runtimes N  runtimes at once, all tenants (default 4 x cores)\n"
+    "  --cp-object-transfers N  object content transfers at once (default 64; beyond:\n"
+    "                       503 with retry_after_seconds, the object queue-full fault)\n"
   
     "  --version, --help\n"
     "\n"
@@ -96,7 +99,7 @@ static void usage(FILE *f) {
 static void parse_args(int argc, char **argv, ux_config *cfg) {
   enum { OPT_LISTEN = 256, OPT_DATA, OPT_DEV, OPT_SYNC, OPT_WORKERS, OPT_QUEUE, OPT_BODY,
          OPT_DISK, OPT_BUDGET, OPT_AGENT, OPT_FAULTS, OPT_CGROUPS, OPT_CP_LISTEN, OPT_REGISTRIES,
-         OPT_TOKEN_TTL, OPT_IDLE_TTL, OPT_HARD_TTL, OPT_MAX_RT, OPT_VERSION, OPT_HELP };
+         OPT_TOKEN_TTL, OPT_IDLE_TTL, OPT_HARD_TTL, OPT_MAX_RT, OPT_OBJ_XFERS, OPT_VERSION, OPT_HELP };
   static const struct option opts[] = {
     { "listen", required_argument, NULL, OPT_LISTEN },
     { "data", required_argument, NULL, OPT_DATA },
@@ -116,6 +119,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     { "cp-idle-ttl", required_argument, NULL, OPT_IDLE_TTL },
     { "cp-hard-ttl", required_argument, NULL, OPT_HARD_TTL },
     { "cp-max-runtimes", required_argument, NULL, OPT_MAX_RT },
+    { "cp-object-transfers", required_argument, NULL, OPT_OBJ_XFERS },
     { "version", no_argument, NULL, OPT_VERSION },
     { "help", no_argument, NULL, OPT_HELP },
     { NULL, 0, NULL, 0 },
@@ -134,6 +138,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
   cfg->cp_idle_ttl_s = 1800;
   cfg->cp_hard_ttl_s = 43200;
   cfg->cp_max_runtimes = (int)(4 * (cores > 0 ? cores : 1));
+  cfg->cp_object_transfers = 64;
   opterr = 0;
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -155,6 +160,9 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     case OPT_IDLE_TTL: cfg->cp_idle_ttl_s = (int)ux_parse_num("--cp-idle-ttl", optarg, 1, 86400); break;
     case OPT_HARD_TTL: cfg->cp_hard_ttl_s = (int)ux_parse_num("--cp-hard-ttl", optarg, 1, 604800); break;
     case OPT_MAX_RT: cfg->cp_max_runtimes = (int)ux_parse_num("--cp-max-runtimes", optarg, 1, 256); break;
+    case OPT_OBJ_XFERS:
+      cfg->cp_object_transfers = (int)ux_parse_num("--cp-object-transfers", optarg, 0, 4096);
+      break;
     case OPT_CGROUPS:
       if (!strcmp(optarg, "auto")) cfg->cgroups = 1;
       else if (!strcmp(optarg, "off")) cfg->cgroups = 0;
@@ -220,6 +228,7 @@ static void shut_down(ux_server *srv, listeners *l) {
   ux_http_quiesce(l->cp);
   ux_jobs_stop(srv->jobs);
   ux_svcs_stop_all(srv->svcs);
+  ux_runtimes_stop(srv->cp->rts);  /* MCP and file calls in flight end now */
   unsigned stuck = ux_http_stop(l->exec, deadline) + ux_http_stop(l->cp, deadline);
   if (stuck) {
     fprintf(stderr, "unsandboxd: %u request handler(s) still blocked, not waited for\n", stuck);

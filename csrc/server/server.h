@@ -37,6 +37,7 @@ typedef struct ux_config {
   int cp_idle_ttl_s;      /* runtimes unused this long are released (1800) */
   int cp_hard_ttl_s;      /* runtimes live at most this long (43200) */
   int cp_max_runtimes;    /* runtimes of the whole server at once */
+  int cp_object_transfers;  /* object content transfers at once (64); beyond: 503 */
 } ux_config;
 
 typedef struct ux_server {

@@ -6,6 +6,8 @@
 ** proof that no process of the runtime is left (counted in this test's
 ** sandbox cgroups). Must run as root.
 */
+#include <stdatomic.h>
+
 #include "tests/runtime_util.h"
 
 static ux_runtimes *registry(int idle, int hard, int health, void (*on_end)(void *, const char *, int,
@@ -242,11 +244,18 @@ static void test_shutdown(void) {
   if (!p.rt || pthread_create(&t, NULL, long_call, &p) != 0) { ok(0, "call thread"); return; }
   rt_sleep_ms(500);
   long t0 = ux_now_ms();
-  ux_runtimes_free(rts);
+  ux_runtimes_stop(rts);
   long took = ux_now_ms() - t0;
   pthread_join(t, NULL);
-  ok(took < 5000 && p.rc == UX_RTC_GONE, "free with a call in flight: the call gets GONE, free "
-     "returns (%ld ms, call %ld ms)", took, p.ms);
+  ok(took < 100 && p.rc == UX_RTC_GONE && p.ms < 3000, "stop returns at once; the call in flight "
+     "gets GONE (%ld ms, call %ld ms)", took, p.ms);
+  char vol[PATH_MAX], err[300];
+  rt_volume("ws-down2", vol, sizeof vol);
+  ok(ux_runtimes_start(rts, "sb-down2", "ws-down2", vol, NULL, err, sizeof err) == -1 &&
+     strstr(err, "shutting down"), "after stop, starts are refused (%s)", err);
+  t0 = ux_now_ms();
+  ux_runtimes_free(rts);
+  ok(ux_now_ms() - t0 < 5000, "then free (%ld ms)", ux_now_ms() - t0);
   rt_end e;
   ok(rt_ended("sb-down", &e) == 1 && strstr(e.why, "shutting down"), "on_end: %s", e.why);
   ok(procs_zero_within(3000) <= 0, "no process is left (%d)", rt_sandbox_procs());
@@ -254,21 +263,21 @@ static void test_shutdown(void) {
 
 /* on_end that uses the registry it is called from */
 static ux_runtimes *reentrant;
-static int reentered;
+static atomic_int reentered;
 static void on_end_reenter(void *ctx, const char *sb, int status, const char *why) {
   ux_rt_info info;
   char other[32];
-  rt_on_end(ctx, sb, status, why);
-  reentered = ux_runtimes_info(reentrant, sb, &info) == 0 && info.status == status &&
-              ux_runtimes_of_workspace(reentrant, "ws-re", other) == -1 &&
-              ux_runtimes_release(reentrant, sb) == 0;
+  atomic_store(&reentered, ux_runtimes_info(reentrant, sb, &info) == 0 && info.status == status &&
+                           ux_runtimes_of_workspace(reentrant, "ws-re", other) == -1 &&
+                           ux_runtimes_release(reentrant, sb) == 0);
+  rt_on_end(ctx, sb, status, why);      /* last: the test reads `reentered` once this is seen */
 }
 
 static void test_reentrant(void) {
   reentrant = registry(1, 0, 0, on_end_reenter);
   if (start(reentrant, "sb-re", "ws-re", 1)) { ok(0, "runtime starts"); ux_runtimes_free(reentrant); return; }
   rt_end e;
-  ok(rt_wait_end("sb-re", 5000, &e) && reentered, "on_end may call info, of_workspace and release");
+  ok(rt_wait_end("sb-re", 5000, &e) && atomic_load(&reentered), "on_end may call info, of_workspace and release");
   ux_rt_info info;
   ok(ux_runtimes_info(reentrant, "sb-re", &info) == -1, "released from on_end: forgotten");
   ux_runtimes_free(reentrant);

@@ -16,6 +16,7 @@
 #include "server/cp/cp_router.h"
 #include "server/cp/cp_sandboxes.h"
 #include "server/cp/cp_store.h"
+#include "server/cp/objstore.h"
 #include "server/cp/runtime.h"
 #include "server/http/http.h"
 
@@ -36,6 +37,8 @@ ux_cp *ux_cp_new(ux_server *srv, char *err, size_t errlen) {
   memcpy(cp->break_glass, "bg_", 3);                 /* no '.': never taken for a scoped token */
   unsb_hex(raw, sizeof raw, cp->break_glass + 3);
   OPENSSL_cleanse(raw, sizeof raw);
+  if (!(cp->objects = ux_objstore_open(srv->store, srv->cfg.data, err, errlen))) goto fail;
+  ux_objstore_set_max_transfers(cp->objects, srv->cfg.cp_object_transfers);
   int lost = ux_cp_store_recover(cp);
   if (lost > 0) fprintf(stderr, "unsandboxd: %d sandbox(es) of the last run marked released\n", lost);
   ux_rt_config rc;
@@ -76,6 +79,7 @@ void ux_cp_free(ux_cp *cp) {
   if (!cp) return;
   ux_runtimes_free(cp->rts);
   ux_cp_metrics_free(cp->metrics);
+  ux_objstore_close(cp->objects);
   OPENSSL_cleanse(cp->signing_key, sizeof cp->signing_key);
   OPENSSL_cleanse(cp->ws_key, sizeof cp->ws_key);
   OPENSSL_cleanse(cp->break_glass, sizeof cp->break_glass);

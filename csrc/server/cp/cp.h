@@ -26,6 +26,7 @@
 
 typedef struct ux_runtimes ux_runtimes;
 typedef struct ux_cp_metrics ux_cp_metrics;
+typedef struct ux_objstore ux_objstore;
 
 #define UX_CP_KEY_LEN 32
 #define UX_CP_JSON "application/json; charset=utf-8"
@@ -40,6 +41,7 @@ typedef struct ux_cp {
   char break_glass[80];             /* this start's break-glass token: bg_ + 64 hex */
   ux_runtimes *rts;
   ux_cp_metrics *metrics;
+  ux_objstore *objects;             /* object storage (objstore.h) */
   atomic_int shutting_down;         /* readyz/healthz 503, creates 503 */
   const char *registries;           /* --image-registries (NULL: none) */
   int token_ttl_s;                  /* scoped tokens (900) */

@@ -47,6 +47,19 @@ int ux_cp_owner_tenants_add(ux_cp_call *c);
 int ux_cp_owner_tenants_revoke(ux_cp_call *c);
 int ux_cp_audit_list(ux_cp_call *c);
 
+/* cp_objects.c, cp_tickets.c, cp_objws.c: object storage */
+int ux_cp_obj_get(ux_cp_call *c);
+int ux_cp_obj_post(ux_cp_call *c);
+int ux_cp_obj_delete(ux_cp_call *c);
+int ux_cp_obj_list(ux_cp_call *c);
+int ux_cp_obj_stat(ux_cp_call *c);
+int ux_cp_obj_versions(ux_cp_call *c);
+int ux_cp_obj_ticket(ux_cp_call *c);
+int ux_cp_content_get(ux_cp_call *c);
+int ux_cp_content_put(ux_cp_call *c);
+int ux_cp_obj_import(ux_cp_call *c);
+int ux_cp_obj_export(ux_cp_call *c);
+
 /* cp_templates.c */
 int ux_cp_admin_templates_list(ux_cp_call *c);
 int ux_cp_admin_templates_put(ux_cp_call *c);

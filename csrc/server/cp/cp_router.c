@@ -17,6 +17,8 @@
 #include "server/cp/cp_auth.h"
 #include "server/cp/cp_handlers.h"
 #include "server/cp/cp_metrics.h"
+#include "server/cp/files.h"
+#include "server/cp/mcp.h"
 
 enum { B_NONE, B_JSON, B_STREAM };
 enum { OWN_NONE, OWN_WS, OWN_SB };
@@ -46,12 +48,33 @@ static const cp_route ROUTES[] = {
   { "POST", "/v1/workspaces", UX_CRED_CP, 0, B_JSON, ux_cp_ws_create },
   { "POST", "/v1/workspaces/resolve", UX_CRED_CP, 0, B_JSON, ux_cp_ws_resolve },
   { "DELETE", WS, UX_CRED_CP, OWN_WS, B_NONE, ux_cp_ws_delete },
+  { "GET",  WS "/files/list", UX_CRED_WS_OR_CP, OWN_WS, B_NONE, ux_cp_files },
+  { "GET",  WS "/files/read", UX_CRED_WS_OR_CP, OWN_WS, B_NONE, ux_cp_files },
+  { "GET",  WS "/files/read-binary", UX_CRED_WS_OR_CP, OWN_WS, B_NONE, ux_cp_files },
+  { "GET",  WS "/files/glob", UX_CRED_WS_OR_CP, OWN_WS, B_NONE, ux_cp_files },
+  { "GET",  WS "/files/grep", UX_CRED_WS_OR_CP, OWN_WS, B_NONE, ux_cp_files },
+  { "POST", WS "/files/write", UX_CRED_WS, 0, B_JSON, ux_cp_files },
+  { "POST", WS "/files/write-binary", UX_CRED_WS, 0, B_JSON, ux_cp_files },
+  { "POST", WS "/files/edit", UX_CRED_WS, 0, B_JSON, ux_cp_files },
+  { "POST", WS "/objects/import", UX_CRED_WS, 0, B_JSON, ux_cp_obj_import },
+  { "POST", WS "/objects/export", UX_CRED_WS, 0, B_JSON, ux_cp_obj_export },
   { "GET",  "/v1/sandboxes", UX_CRED_CP, 0, B_NONE, ux_cp_sb_list },
   { "POST", "/v1/sandboxes", UX_CRED_CP, 0, B_JSON, ux_cp_sb_create },
   { "GET",  "/v1/monitoring", UX_CRED_CP, 0, B_NONE, ux_cp_monitoring },
   { "GET",  "/v1/sandboxes/{sb}", UX_CRED_CP, OWN_SB, B_NONE, ux_cp_sb_get },
   { "DELETE", "/v1/sandboxes/{sb}", UX_CRED_CP, OWN_SB, B_NONE, ux_cp_sb_delete },
   { "POST", "/v1/sandboxes/{sb}/token", UX_CRED_CP, OWN_SB, B_NONE, ux_cp_sb_token },
+  /* the MCP endpoint reads its body itself: its own limit and JSON-RPC errors */
+  { "POST", "/v1/sandboxes/{sb}/mcp", UX_CRED_SB, 0, B_NONE, ux_cp_mcp },
+  { "GET",  "/v1/storage/content", UX_CRED_TICKET, 0, B_NONE, ux_cp_content_get },
+  { "PUT",  "/v1/storage/content", UX_CRED_TICKET, 0, B_STREAM, ux_cp_content_put },
+  { "GET",  "/v1/storage/objects", UX_CRED_CP, 0, B_NONE, ux_cp_obj_get },
+  { "POST", "/v1/storage/objects", UX_CRED_CP, 0, B_JSON, ux_cp_obj_post },
+  { "DELETE", "/v1/storage/objects", UX_CRED_CP, 0, B_NONE, ux_cp_obj_delete },
+  { "GET",  "/v1/storage/objects/list", UX_CRED_CP, 0, B_NONE, ux_cp_obj_list },
+  { "GET",  "/v1/storage/objects/stat", UX_CRED_CP, 0, B_NONE, ux_cp_obj_stat },
+  { "GET",  "/v1/storage/objects/versions", UX_CRED_CP, 0, B_NONE, ux_cp_obj_versions },
+  { "POST", "/v1/storage/tickets", UX_CRED_CP, 0, B_JSON, ux_cp_obj_ticket },
   { "GET",  "/v1/admin/tenants", UX_CRED_ADMIN, 0, B_NONE, ux_cp_tenants_list },
   { "POST", "/v1/admin/tenants", UX_CRED_ADMIN, 0, B_JSON, ux_cp_tenants_create },
   { "DELETE", "/v1/admin/tenants/{tenant}", UX_CRED_ADMIN, 0, B_NONE, ux_cp_tenant_suspend },

@@ -196,7 +196,8 @@ int ux_cp_sb_list(ux_cp_call *c) {
                            "tenant", json_object_get(row, "tenant"), "subject", json_object_get(row, "subject"));
     ux_rt_info info;
     if (ux_cp_visible(&c->id, ws) &&
-        ux_runtimes_info(c->cp->rts, json_string_value(json_object_get(row, "id")), &info) == 0)
+        ux_runtimes_info(c->cp->rts, json_string_value(json_object_get(row, "id")), &info) == 0 &&
+        (info.status == UX_RT_RUNNING || info.status == UX_RT_PENDING))
       json_array_append_new(out, view(c, &info, 0, NULL));
     json_decref(ws);
   }

@@ -17,38 +17,23 @@
 #include "server/cp/cp_handlers.h"
 #include "server/cp/cp_workspaces.h"
 #include "server/cp/runtime.h"
+#include "server/cp/objloc.h"
+#include "server/cp/objreq.h"
 #include "server/cp/workspace_ids.h"
 #include "server/fsutil.h"
 #include "server/sandbox/tree.h"
 #include "server/sandbox/volume.h"
 #include "server/store/db.h"
 
-#define OWNER_TEXT "this credential is bound to a tenant; owner is derived from the credential" \
-                   " and X-Acting-Subject and is not accepted in a request"
+#define OWNER_TEXT UX_OBJREQ_OWNER_FORBIDDEN
 
 int ux_cp_ws_dir(const ux_cp *cp, const char *ws_id, char *out, size_t outlen) {
   return ux_path(out, outlen, "%s/workspaces/%s", cp->srv->cfg.data, ws_id);
 }
 
-/* One owner segment: ^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$, not dots only. */
-static int owner_segment(const char *s, size_t n) {
-  if (n == 0 || n > 128 || !strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", s[0]))
-    return 0;
-  int dots_only = 1;
-  for (size_t i = 0; i < n; i++) {
-    char ch = s[i];
-    int ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-             ch == '_' || ch == '.' || ch == '@' || ch == '-';
-    if (!ok) return 0;
-    if (ch != '.') dots_only = 0;
-  }
-  return !dots_only;
-}
-
+/* The owner rule lives once, with the object locators (objloc.h). */
 int ux_cp_valid_owner(const char *owner) {
-  const char *slash = strchr(owner, '/');
-  return slash && !strchr(slash + 1, '/') && owner_segment(owner, (size_t)(slash - owner)) &&
-         owner_segment(slash + 1, strlen(slash + 1));
+  return ux_objloc_owner(owner, strlen(owner), NULL, 0) == 0;
 }
 
 /* The workspace a (session_id, principal) names for c->id: fills w.

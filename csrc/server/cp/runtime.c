@@ -50,12 +50,24 @@ int ux_rt_live(const ux_rt *rt) {
 }
 
 void ux_rt_kill_locked(ux_rt *rt, int status, const char *why, int soft) {
-  if (rt->kill || rt->done) return;
+  if (rt->done) return;
+  if (rt->kill) {                /* a hard stop does not wait for a soft one */
+    if (!soft && rt->cancel_at) {
+      rt->cancel_at = 0;
+      if (rt->run_id) ux_run_cancel_id(rt->run_id);
+    }
+    return;
+  }
   rt->kill = 1;
   rt->kill_status = status;
   rt->kill_soft = soft;
   snprintf(rt->kill_why, sizeof rt->kill_why, "%s", why);
-  if (rt->run_id) ux_run_cancel_id(rt->run_id);
+  if (soft) {
+    rt->cancel_at = ux_now_ms() + UX_RT_SOFT_MS;   /* the watcher cancels */
+    ux_rt_wake(rt->rts);
+  } else if (rt->run_id) {
+    ux_run_cancel_id(rt->run_id);
+  }
 }
 
 /* Waits on rts->changed (mu held) until *until_ms; 0 once it has passed. */
@@ -145,14 +157,19 @@ ux_runtimes *ux_runtimes_new(const ux_rt_config *cfg) {
   return rts;
 }
 
-/* Stops everything, joins every thread; rts->mu is not held. */
-static void stop_all(ux_runtimes *rts) {
+void ux_runtimes_stop(ux_runtimes *rts) {
+  if (!rts) return;
   pthread_mutex_lock(&rts->mu);
   rts->stopping = 1;
   for (ux_rt *rt = rts->head; rt; rt = rt->next)
     ux_rt_kill_locked(rt, UX_RT_RELEASED, "the server is shutting down", 0);
   pthread_mutex_unlock(&rts->mu);
   ux_rt_wake(rts);
+}
+
+/* Stops everything, joins every thread; rts->mu is not held. */
+static void stop_all(ux_runtimes *rts) {
+  ux_runtimes_stop(rts);
   if (rts->has_watcher) pthread_join(rts->watcher, NULL);
   pthread_mutex_lock(&rts->mu);
   while (rts->head) {

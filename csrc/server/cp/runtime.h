@@ -27,9 +27,9 @@ enum { UX_RT_PENDING = 1, UX_RT_RUNNING, UX_RT_FAILED, UX_RT_RELEASED };
 typedef struct ux_rt_config {
   /* Every number: 0 means the default in brackets. */
   int idle_ttl_s;             /* released when unused this long (1800); the
-                                 clock starts when the runtime is ready,
-                                 ux_runtimes_touch restarts it, and it
-                                 stands still while a call is in flight */
+                                 clock starts when the runtime is ready and
+                                 ux_runtimes_touch restarts it; never while
+                                 a call is in flight */
   int hard_ttl_s;             /* released this long after its start (43200) */
   int start_timeout_s;        /* pending longer than this: failed (110) */
   int max_live;               /* all runtimes of the process (global
@@ -65,16 +65,31 @@ typedef struct ux_rt_info {
   char why[256];              /* for FAILED */
 } ux_rt_info;
 
-/* The registry and its reaper thread; NULL when out of memory. */
+/* The registry and its watcher thread (readiness, health, TTLs); NULL
+** when out of memory. A missing agent binary is not an error here: each
+** start then fails with err saying so. */
 ux_runtimes *ux_runtimes_new(const ux_rt_config *cfg);
-/* Kills every runtime and waits for them (shutdown). */
+/* The first step of a shutdown: refuses new starts and stops every
+** runtime (RELEASED, "the server is shutting down"), so calls in flight
+** end at once with UX_RTC_GONE and their handlers can answer within the
+** drain; returns without waiting. ux_runtimes_free still follows. */
+void ux_runtimes_stop(ux_runtimes *rts);
+/* Kills every runtime and waits for them (shutdown): on_end is called for
+** each live one (RELEASED, "the server is shutting down"), so free this
+** before what on_end uses. Calls in flight get UX_RTC_GONE; handles must
+** be put within 5 s, else the registry is left allocated (logged). */
 void ux_runtimes_free(ux_runtimes *rts);
 
 /* Starts runtime sb_id for workspace ws_id on the volume dir (a volume
-** of volume.h, held in use while the runtime lives) and returns at once;
-** the runtime becomes RUNNING once its agent answers, or FAILED. 0; -1
-** with err; -2 when max_live runtimes run already (capacity); -3 when the
-** workspace already has a live (pending or running) runtime. */
+** of volume.h, taken in use here, so a missing or removed volume is -1 at
+** once, and held until the runtime's processes are gone) and returns
+** without waiting for the sandbox; the runtime becomes RUNNING once its
+** agent answers a ping, or FAILED. Ids: id characters (ids.h) that fit
+** ux_rt_info; template_id NULL means "default". 0; -1 with err; -2 when
+** max_live runtimes run already (capacity; runtimes still stopping
+** count); -3 when the workspace already has a live (pending or running)
+** runtime. A runtime of the workspace that is being stopped (TTL,
+** failure) is waited for (at most 30 s), so two never share a volume. */
 int ux_runtimes_start(ux_runtimes *rts, const char *sb_id, const char *ws_id,
                       const char *volume_dir, const char *template_id,
                       char *err, size_t errlen);
@@ -83,12 +98,14 @@ int ux_runtimes_start(ux_runtimes *rts, const char *sb_id, const char *ws_id,
 ** its status (0 when unknown). */
 int ux_runtimes_wait_ready(ux_runtimes *rts, const char *sb_id, int timeout_ms);
 
-/* 0 and *out, or -1 when sb_id is unknown to the registry (ended runtimes
-** are forgotten once reported). */
+/* 0 and *out, or -1 when sb_id is unknown to the registry. A runtime
+** that ended by itself stays visible (FAILED or RELEASED, with why) for
+** forget_after_s after on_end was called; a released one is forgotten at
+** once. A runtime being stopped still shows its last status. */
 int ux_runtimes_info(ux_runtimes *rts, const char *sb_id, ux_rt_info *out);
 
-/* The live (pending or running) runtime of a workspace: 0 and its id, or
-** -1. At most one exists at any time. */
+/* The live (pending or running, not being stopped) runtime of a
+** workspace: 0 and its id, or -1. At most one exists at any time. */
 int ux_runtimes_of_workspace(ux_runtimes *rts, const char *ws_id, char sb_id[32]);
 
 /* Number of live runtimes of the given workspaces (a tenant's capacity). */
@@ -97,12 +114,17 @@ int ux_runtimes_count(ux_runtimes *rts, const char *const *ws_ids, size_t n);
 /* Refreshes the idle clock (MCP and token calls). */
 void ux_runtimes_touch(ux_runtimes *rts, const char *sb_id);
 
-/* Kills sb_id and forgets it (on_end is not called). 0, or -1 unknown. */
+/* Kills sb_id and forgets it (on_end is not called, unless the runtime
+** had ended by itself already and reported it). Returns once its
+** processes are gone and its volume is given back (at most 30 s), except
+** when called from on_end for the runtime being reported. 0, or -1
+** unknown. */
 int ux_runtimes_release(ux_runtimes *rts, const char *sb_id);
 
-/* A handle on a RUNNING runtime for calls (NULL otherwise); the runtime
-** is not torn down under a held handle's call: release kills it, and the
-** call then fails with UX_RTC_GONE. Every handle needs ux_rt_put. */
+/* A handle on a RUNNING runtime for calls (NULL otherwise, also while it
+** is being stopped); the runtime's memory stays valid under a held
+** handle: release kills it, and a call then fails with UX_RTC_GONE.
+** Every handle needs ux_rt_put, before ux_runtimes_free. */
 ux_rt *ux_runtimes_get(ux_runtimes *rts, const char *sb_id);
 void ux_rt_put(ux_rt *rt);
 
@@ -111,7 +133,8 @@ enum {
   UX_RTC_INVALID,             /* the agent's "invalid" (JSON-RPC -32602) */
   UX_RTC_BUSY,                /* "busy" (-32001) */
   UX_RTC_INTERNAL,            /* "internal" (-32603) */
-  UX_RTC_GONE,                /* the runtime ended or broke the protocol */
+  UX_RTC_GONE,                /* the runtime ended, the request's handler
+                                 died, or the agent broke the protocol */
   UX_RTC_TIMEOUT,             /* no final frame within timeout_ms */
   UX_RTC_CANCELLED            /* on_event asked to stop */
 };
@@ -124,7 +147,15 @@ enum {
 ** cancels: the request socket is closed, which kills a running exec.
 ** On UX_RTC_OK *result holds the agent's result object (caller frees);
 ** otherwise err holds the message (the agent's own for INVALID, BUSY and
-** INTERNAL). */
+** INTERNAL, cut at a character boundary). timeout_ms <= 0 means 45 000
+** (the platform's upstream timeout). A request that is not an object, or
+** encodes to more than 8 MiB, is INVALID before anything is sent.
+** An agent that breaks the protocol (a malformed, oversized or unknown
+** frame, more than 32 MiB of events) makes the call GONE and stops the
+** runtime as FAILED; one that closes the request without an answer (the
+** command killed its handler) makes it GONE and triggers a health check.
+** The call does not refresh the idle clock (ux_runtimes_touch does), but
+** a runtime is never released for idleness while a call is in flight. */
 int ux_rt_call(ux_rt *rt, const json_t *req, int data_fd, int timeout_ms,
                int (*on_event)(void *ctx, const json_t *event), void *ctx,
                json_t **result, char *err, size_t errlen);

@@ -34,6 +34,8 @@ struct ux_rt {
   unsigned long long run_id;  /* 0 until the sandbox has started */
   int kill, kill_status, kill_soft;   /* a stop was asked; soft: the run's
                                          own end may say better why */
+  long cancel_at;             /* soft: the run is cancelled then, unless it
+                                 ended by itself first (0: not pending) */
   char kill_why[256];
   int released;               /* by ux_runtimes_release: no on_end */
   int forgotten;              /* no longer visible to lookups */
@@ -69,7 +71,10 @@ struct ux_runtimes {
 void ux_rt_unref(ux_rt *rt);
 void ux_rt_wake(ux_runtimes *rts);
 /* Asks rt to stop (rts->mu held): the run is cancelled (or will be, as
-** soon as it has started). The first reason given wins. */
+** soon as it has started). The first reason given wins. A soft stop (the
+** agent seems gone already) waits UX_RT_SOFT_MS first, so a sandbox that
+** is ending by itself reports its own exit status rather than our kill. */
+#define UX_RT_SOFT_MS 500
 void ux_rt_kill_locked(ux_rt *rt, int status, const char *why, int soft);
 /* Alive and not being stopped. */
 int ux_rt_live(const ux_rt *rt);

@@ -24,6 +24,7 @@
 #include "server/sandbox/volume.h"
 
 #define AGENT_STDERR_CAP (64 * 1024)   /* kept for the end's message */
+#define KILLED           (128 + 9)     /* the run's exit code after SIGKILL */
 
 /* Starts the sandbox with agent_end as its control channel. */
 static ux_run *start_run(ux_rt *rt, int agent_end, char *err, size_t errlen) {
@@ -64,8 +65,9 @@ static void last_line(const char *text, size_t len, char *out, size_t outlen) {
 }
 
 /* Why a runtime ended on its own (no stop was asked, or the run's own
-** end says more than a soft stop). */
-static int own_end(const ux_run_result *res, char *why, size_t whylen) {
+** end says more than a soft stop: then the cancel, if it came after the
+** agent's exit, is not the story). */
+static int own_end(const ux_run_result *res, int count_cancel, char *why, size_t whylen) {
   char line[160] = "";
   if (res->oom_killed) {
     snprintf(why, whylen, "the runtime ran out of memory (%ld MiB)", res->memory_limit_mb);
@@ -75,7 +77,7 @@ static int own_end(const ux_run_result *res, char *why, size_t whylen) {
     snprintf(why, whylen, "%s", res->error);
     return UX_RT_FAILED;
   }
-  if (res->cancelled) {
+  if (res->cancelled && count_cancel) {
     snprintf(why, whylen, "the runtime's sandbox was stopped from outside (its volume was "
              "removed or restored)");
     return UX_RT_RELEASED;
@@ -97,11 +99,13 @@ static void finish(ux_rt *rt, const ux_run_result *res, const char *start_err) {
   if (!res) {
     status = UX_RT_FAILED;
     snprintf(why, sizeof why, "the runtime could not start: %s", start_err);
-  } else if (rt->kill && (!rt->kill_soft || res->cancelled)) {
+  } else if (rt->kill && (!rt->kill_soft || (res->cancelled && res->exit_code == KILLED &&
+                                              !res->oom_killed && !res->error[0]))) {
+    /* asked for, or soft and the run shows nothing but our own kill */
     status = rt->kill_status;
     snprintf(why, sizeof why, "%s", rt->kill_why);
   } else {
-    status = own_end(res, why, sizeof why);
+    status = own_end(res, !rt->kill, why, sizeof why);
   }
   pthread_mutex_unlock(&rts->mu);
   if (control >= 0) close(control);
@@ -142,7 +146,8 @@ void *ux_rt_thread(void *arg) {
   if (run) {
     rt->control = sv[0];
     rt->run_id = ux_run_id(run);
-    if (rt->kill) ux_run_cancel_id(rt->run_id);   /* stopped while starting */
+    /* stopped while starting (a soft stop is the watcher's, once due) */
+    if (rt->kill && !rt->cancel_at) ux_run_cancel_id(rt->run_id);
   } else if (sv[0] >= 0) {
     close(sv[0]);
   }

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "server/fsutil.h"
+#include "server/sandbox/runner.h"
 
 #define MAX_ROUND_MS   1000     /* the longest sleep between two rounds */
 #define PING_REPLY_MAX 4096     /* a ping's answer is a few dozen bytes */
@@ -82,8 +83,10 @@ static int ping_answer(ux_rt *rt, const json_t *frame, char *err, size_t errlen)
              json_is_integer(json_object_get(res, "uid"));
   json_decref(res);
   if (good) return 0;
-  /* a running agent with every handler busy is alive */
-  if (rc == UX_RTC_BUSY && rt->status == UX_RT_RUNNING) return 0;
+  /* a running agent that answers with an error is alive: every handler
+  ** busy, or no fork left because the code filled its process limit */
+  if ((rc == UX_RTC_BUSY || rc == UX_RTC_INTERNAL || rc == UX_RTC_INVALID) &&
+      rt->status == UX_RT_RUNNING) return 0;
   if (rc == UX_RTC_OK) snprintf(err, errlen, "a ping result without pid and uid");
   else if (rc != UX_RTC_GONE) snprintf(err, errlen, "an error answer to a ping");
   return -1;
@@ -94,7 +97,7 @@ static void ping_read(ux_runtimes *rts, ux_rt *rt, long now) {
   char err[200];
   json_t *frame = NULL;
   if (ux_agent_frames_read(&rt->ping_in, rt->ping_fd, err, sizeof err) != 0) {
-    stop_rt(rt, UX_RT_FAILED, 1, "its agent went away: %s", err);
+    stop_rt(rt, UX_RT_FAILED, 1, "%s", err);
     return;
   }
   int r = ux_agent_frames_next(&rt->ping_in, &frame, err, sizeof err);
@@ -126,6 +129,14 @@ static void soonest(long *next, long t) { if (t < *next) *next = t; }
 /* The timers of one runtime (mu held). */
 static void step(ux_runtimes *rts, ux_rt *rt, long now, long *next) {
   const ux_rt_config *c = &rts->cfg;
+  if (rt->kill && !rt->done && rt->cancel_at) {
+    if (now >= rt->cancel_at && rt->run_id) {   /* else its thread cancels */
+      rt->cancel_at = 0;
+      ux_run_cancel_id(rt->run_id);
+    } else if (now < rt->cancel_at) {
+      soonest(next, rt->cancel_at);
+    }
+  }
   if (rt->done || rt->kill) { ux_rt_ping_close(rt); return; }
   if (rt->status == UX_RT_PENDING) {
     long limit = rt->created_ms + (long)c->start_timeout_s * 1000;

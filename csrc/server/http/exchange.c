@@ -85,26 +85,33 @@ static int hexval(char c) {
        : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
-static void percent_decode(char *s) {
+/* Returns 1 when a %00 was decoded: the C string then ends there. */
+static int percent_decode(char *s) {
   char *o = s;
+  int nul = 0;
   for (; *s; s++) {
     int hi, lo;
     if (*s == '%' && (hi = hexval(s[1])) >= 0 && (lo = hexval(s[2])) >= 0) {
       *o++ = (char)(hi * 16 + lo);
+      nul |= hi == 0 && lo == 0;
       s += 2;
     } else *o++ = *s;
   }
   *o = '\0';
+  return nul;
 }
 
-/* Copies the query arguments after the headers, in the same arena. */
-static void copy_query(struct MHD_Connection *c, hdr_copy *hc) {
+/* Copies the query arguments after the headers, in the same arena; 1
+** when one of them held an encoded NUL (ux_req.query_nul). */
+static int copy_query(struct MHD_Connection *c, hdr_copy *hc) {
   size_t before = hc->n;
+  int nul = 0;
   MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, copy_hdr, hc);
   for (size_t i = before; i < hc->n; i++) {
-    percent_decode(hc->kv[i].name);
-    percent_decode(hc->kv[i].value);
+    nul |= percent_decode(hc->kv[i].name);
+    nul |= hc->kv[i].value && percent_decode(hc->kv[i].value);
   }
+  return nul;
 }
 
 /* A new exchange with its own copy of method, path, peer, headers and
@@ -136,7 +143,7 @@ static ux_xchg *x_new(ux_http *h, struct MHD_Connection *c, ux_conn *cn, const c
   x->req.peer = put_str(&hc.p, cn->peer);
   MHD_get_connection_values(c, MHD_HEADER_KIND, copy_hdr, &hc);
   size_t nh = hc.n;
-  copy_query(c, &hc);
+  x->req.query_nul = copy_query(c, &hc);
   x->h = h;
   x->mc = c;
   x->cn = cn;

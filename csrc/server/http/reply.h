@@ -31,6 +31,8 @@ typedef struct ux_reply {
   int retry_after;        /* > 0 adds Retry-After */
   char allow[64];         /* 405: the Allow header */
   int drop;               /* fault "drop": send part, then close */
+  int close;              /* send Connection: close and close after the
+                          ** reply (an SSE stream that ends the exchange) */
 } ux_reply;
 
 struct ux_xchg;
@@ -53,6 +55,9 @@ typedef struct ux_req {
   const ux_kv *req_query;    /* query arguments, percent-decoded (a '+'
                              ** arrives as a space); ux_req_query */
   size_t req_nquery;
+  int query_nul;          /* a query argument held %00: its decoded C
+                          ** string is cut there, so handlers that take
+                          ** paths from the query refuse the request */
   const char *owner;      /* the authenticated public key (in owner_buf) */
   char owner_buf[128];
   const char *request_id;

@@ -78,8 +78,9 @@ static void common_headers(struct MHD_Response *resp, ux_http *h, ux_xchg *x, in
     snprintf(ra, sizeof ra, "%d", retry_after);
     add(resp, "Retry-After", ra);
   }
-  /* a draining server lets clients know not to reuse the connection */
-  if (x->req.stopping || h->stopping) add(resp, "Connection", "close");
+  /* a draining server lets clients know not to reuse the connection;
+  ** a handler may ask for the same (ux_reply.close) */
+  if (x->req.stopping || h->stopping || x->req.reply.close) add(resp, "Connection", "close");
 }
 
 static enum MHD_Result queue(struct MHD_Connection *c, struct MHD_Response *resp, int status,

@@ -1,0 +1,34 @@
+/*
+** What the Control Plane's object handlers share (cp_objects.c: the
+** /v1/storage/objects routes; cp_tickets.c: tickets and content;
+** cp_objws.c: workspace import/export): reading a storage request's owner
+** and locator with the spec's replies, the transfer gate's 503, the
+** replies for object store results, and the views of the spec's schemas.
+*/
+#ifndef UX_CP_OBJECTS_H
+#define UX_CP_OBJECTS_H
+
+#include "server/cp/cp.h"
+#include "server/cp/objloc.h"
+#include "server/cp/objstore.h"
+
+/* A storage request of a control-plane credential: the owner its
+** identity allows (objreq.h; a refused owner is audited `object.owner`)
+** and the locator from the query (from_query) or the JSON body, with its
+** bucket and key. 0, or -1 with the reply set. */
+int ux_cp_obj_target(ux_cp_call *c, int from_query, int for_list, ux_objloc *l,
+                     char key[UX_OBJ_KEY_MAX + 1]);
+
+/* Takes a slot of the transfer gate: 0 (release it with
+** ux_objstore_transfer_end), or -1 after the spec's 503 with
+** retry_after_seconds 2. */
+int ux_cp_obj_gate(ux_cp_call *c);
+
+/* The reply for an object store result other than UX_OBJ_OK: 404 "object
+** not found", 503 store unavailable, 500. Returns -1. */
+int ux_cp_obj_fail(ux_cp_call *c, int rc);
+
+/* {scope, bucket, key} of a locator and key: the head of most replies. */
+json_t *ux_cp_obj_head(const ux_objloc *l, const char *key);
+
+#endif

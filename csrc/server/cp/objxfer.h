@@ -1,0 +1,55 @@
+/*
+** Object content over HTTP (GET / PUT /v1/storage/content) and into or
+** out of a workspace (objects/import, objects/export), always streamed:
+** request bodies are read in 64 KiB pieces straight into an object
+** version (objstore.h), downloads are written from the version's fd into
+** the transport's stream (http/stream.h), and workspace transfers go
+** through a pipe to the runtime's agent (file_read_fd, file_write_fd,
+** checkpoint `only`), pumped by a thread while the agent call runs. No
+** descriptor of the server's data directory ever reaches a sandbox, and
+** no object is ever held in memory whole.
+**
+** Results are HTTP statuses with the message in err, for the handlers to
+** answer; -1 means the client went away and there is nobody to answer.
+*/
+#ifndef UX_CP_OBJXFER_H
+#define UX_CP_OBJXFER_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+#include "server/cp/objstore.h"
+#include "server/http/reply.h"
+
+typedef struct ux_rt ux_rt;
+
+/* Receives r's body (a streaming-body route) into a new version of
+** bucket/key: Content-Length required and at most max_bytes (checked
+** before a byte is read), the bytes received counted against max_bytes
+** too, sha256 ("" none) checked. 201 with *out; 400; 503 (store); 500;
+** -1 (cut off: nothing was stored). */
+int ux_objxfer_receive(ux_req *r, ux_objstore *os, const char *bucket, const char *key,
+                       const char *content_type, unsigned long long max_bytes,
+                       const char *sha256, ux_obj_meta *out, char *err, size_t errlen);
+
+/* Answers r with the content of fd (m's version; fd is closed) as a
+** sized stream with Content-Type, ETag, X-Object-Version-Id and
+** X-Content-SHA256. 200, or -1 when the client went away or the file
+** failed mid-way (the stream is then cut, so the client sees a short
+** body). */
+int ux_objxfer_send(ux_req *r, int fd, const ux_obj_meta *m);
+
+/* Copies the content fd (closed here) into workspace file dest through
+** rt's agent (file_write_fd, sha256 checked there too). 0 with *file =
+** the agent's {path, bytes, sha256}; else an HTTP status with err. */
+int ux_objxfer_import(ux_rt *rt, int fd, const ux_obj_meta *m, const char *dest,
+                      json_t **file, char *err, size_t errlen);
+
+/* Writes workspace file wspath (archive: the gzip tar of exactly
+** `artifacts`) into put through rt's agent, at most put's max_bytes.
+** 0 (the caller commits put); else an HTTP status with err (the caller
+** aborts put). */
+int ux_objxfer_export(ux_rt *rt, const char *wspath, int archive, ux_objput *put,
+                      char *err, size_t errlen);
+
+#endif

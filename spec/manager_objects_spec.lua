@@ -1,0 +1,111 @@
+-- #integration specs of the Manager's object storage calls against the
+-- local Control Plane: blobs through single-use tickets (put_agent_blob,
+-- open_object with a reader and streamed), the object routes (put, get,
+-- stat, list, versions, delete), owners per acting subject kept apart,
+-- and import/export between the store and a sandbox's workspace. Pending,
+-- naming the route, while the server does not serve object storage.
+local server = require "spec.helpers.unsandboxd"
+local cp = require "spec.helpers.cp"
+local features = require "spec.helpers.cpfeatures"
+
+local SUBJ_A = string.rep("a", 32)
+local SUBJ_B = string.rep("b", 32)
+
+describe("Control Plane objects #integration", function()
+  local srv, unsandbox, m, has
+
+  setup(function()
+    srv = server.start {}
+    unsandbox = require "unsandbox"
+    local key = cp.tenant_key(srv, "objects", { act_as_subjects = true })
+    m = unsandbox.manager { url = srv.cp_url, token = key, env = {} }
+    has = features.probe(srv)
+  end)
+  teardown(function() if srv then srv.stop() end end)
+
+  local function need(...)
+    local why = features.missing(has, "objects", ...)
+    if why then pending(why) end
+  end
+
+  local function as(subject, f, ...) return m:with_subject(subject, f, ...) end
+
+  it("put_agent_blob then open_object: the same bytes, read or streamed", function()
+    need()
+    as(SUBJ_A, function()
+      local bytes = ("\0\1\2binary\255"):rep(1000)
+      local put = assert(m:put_agent_blob("Agent One", "Run #1", "outputs/data.bin", bytes))
+      assert.same({ "agent", "agent-one", "run-1", #bytes }, { put.scope, put.agent_id, put.run_id, put.bytes })
+      local loc = { scope = "agent", agent_id = "Agent One", run_id = "Run #1", path = "outputs/data.bin" }
+      local reader = assert(m:open_object(loc))
+      assert.equal(bytes:sub(1, 10), reader:read(10))
+      assert.equal(bytes:sub(11), reader:read("a"))
+      assert.is_nil(reader:read(1))
+      local parts = {}
+      local meta = assert(m:open_object(loc, nil, nil, nil, { on_data = function(p) parts[#parts + 1] = p end }))
+      assert.equal(bytes, table.concat(parts))
+      assert.equal(#bytes, meta.bytes)
+      local st = assert(m:stat_object(loc))
+      assert.equal(#bytes, st.bytes)
+      assert.equal(put.sha256, st.sha256)
+    end)
+  end)
+
+  it("tickets are single use", function()
+    need()
+    as(SUBJ_A, function()
+      local loc = { scope = "upload", upload_id = "u-single", path = "source/a.txt" }
+      assert(m:put_object(loc, "hello"))
+      local t = assert(m:issue_object_ticket(loc, "download", 100, "text/plain"))
+      assert.equal("hello", assert(m:download_with_ticket(t)):read("a"))
+      local r, err = m:download_with_ticket(t)
+      assert.is_nil(r)
+      assert.same({ 401, "invalid, expired, or already used object ticket" }, { err.status, err.message })
+    end)
+  end)
+
+  it("put, get, list, versions and delete; each subject sees only its own", function()
+    need()
+    local loc = { scope = "upload", upload_id = "shared-name", path = "source/x.txt" }
+    as(SUBJ_A, function()
+      assert(m:put_object(loc, "v1"))
+      assert(m:put_object(loc, "v2"))
+      assert.equal("v2", assert(m:get_object(loc)).content)
+      assert.equal(2, #assert(m:object_versions(loc)).versions)
+      assert.equal(1, #assert(m:list_objects { scope = "upload", upload_id = "shared-name" }).objects)
+    end)
+    as(SUBJ_B, function()
+      local r, err = m:get_object(loc)
+      assert.is_nil(r)
+      assert.equal(404, err.status)
+      assert.equal(0, #assert(m:list_objects { scope = "upload", upload_id = "shared-name" }).objects)
+    end)
+    as(SUBJ_A, function()
+      assert.is_true(assert(m:delete_object(loc, true)).deleted)
+      local r, err = m:get_object(loc)
+      assert.is_nil(r)
+      assert.equal(404, err.status)
+    end)
+  end)
+
+  it("imports an object into a sandbox's workspace and exports an artifact", function()
+    need("mcp")
+    as(SUBJ_A, function()
+      local up = { scope = "upload", upload_id = "u-import", path = "source/in.txt" }
+      assert(m:put_object(up, "imported text\n"))
+      local imp = assert(m:import_object_to_workspace(up, "data/uploads/in.txt", "objects-box"))
+      assert.equal("data/uploads/in.txt", imp.destination)
+      assert.equal("imported text\n", assert(m:read_file("data/uploads/in.txt", nil, nil, "objects-box")).content)
+      assert(m:write_file("artifacts/out.txt", "result\n", "objects-box"))
+      local out = { scope = "agent", agent_id = "a1", run_id = "r1", path = "artifacts/out.txt" }
+      local exp = assert(m:export_workspace_object("artifacts/out.txt", out, "objects-box"))
+      assert.equal(#"result\n", exp.object.bytes)
+      assert.equal("result\n", assert(m:get_object(out)).content)
+      local tar = { scope = "agent", agent_id = "a1", run_id = "r1", path = "artifacts/all.tar.gz" }
+      local arch = assert(m:export_workspace_object("artifacts", tar, "objects-box", true))
+      assert.is_true(arch.archive)
+      assert.equal("\31\139", assert(m:get_object(tar)).content:sub(1, 2), "a gzip stream")
+      assert(m:release_runtime("objects-box"))
+    end)
+  end)
+end)
