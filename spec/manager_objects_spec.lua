@@ -1,5 +1,6 @@
--- #integration specs of the Manager's object storage calls against the
--- local Control Plane: blobs through single-use tickets (put_agent_blob,
+-- #integration specs of the Manager's object storage calls (the client
+-- side; spec/cp_objects_spec.lua is the server's) against the local
+-- Control Plane: blobs through single-use tickets (put_agent_blob,
 -- open_object with a reader and streamed), the object routes (put, get,
 -- stat, list, versions, delete), owners per acting subject kept apart,
 -- and import/export between the store and a sandbox's workspace. Pending,
@@ -11,7 +12,7 @@ local features = require "spec.helpers.cpfeatures"
 local SUBJ_A = string.rep("a", 32)
 local SUBJ_B = string.rep("b", 32)
 
-describe("Control Plane objects #integration", function()
+describe("unsandbox.manager objects #integration", function()
   local srv, unsandbox, m, has
 
   setup(function()

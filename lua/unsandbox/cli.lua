@@ -330,7 +330,8 @@ local helpers = { usage = usage, exit_with = exit_with, check = check,
 --- Runs the CLI with an argument list; returns the exit code.
 function M.main(args)
   local ok, result = pcall(function()
-    if cli_cp.handles(args[1]) and not is_file(args[1]) then
+    local group = cli_cp.group_index(args)
+    if group and not is_file(args[group]) then
       local ok2, code = pcall(cli_cp.main, args, helpers)
       if ok2 then return code end
       if getmetatable(code) == Exit then error(code, 0) end

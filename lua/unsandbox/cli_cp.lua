@@ -292,16 +292,29 @@ end
 local GROUPS = { sandbox = sandbox, object = object, admin = admin }
 local DEFAULT = { sandbox = "list", admin = "tenants" }
 
-function M.handles(name) return GROUPS[name] ~= nil end
+--- The index of the group word (sandbox, object, admin) when args are a
+-- Control Plane command: the first word that is not one of its options,
+-- so options may come before it (`un --subject HEX object ls ...`).
+function M.group_index(args)
+  local i = 1
+  while args[i] do
+    local a = args[i]
+    if FLAGS[a] then i = i + 2
+    elseif SWITCHES[a] then i = i + 1
+    else return GROUPS[a] and i or nil end
+  end
+  return nil
+end
 
 --- Runs `un <group> ...`; h: cli.lua's helpers (usage, exit_with, check,
 -- EXIT_*). Returns the exit code.
 function M.main(args, h)
   local o = parse(args, h)          -- o.rest[1] is the group, [2] the action
-  local group = GROUPS[args[1]]
-  local action = o.rest[2] or DEFAULT[args[1]] or h.usage(args[1] .. ": an action is expected")
+  local name = o.rest[1]
+  local group = GROUPS[name]
+  local action = o.rest[2] or DEFAULT[name] or h.usage(name .. ": an action is expected")
   local f = group[action]
-  if not f then h.usage("unknown " .. args[1] .. " action '" .. action .. "'") end
+  if not f then h.usage("unknown " .. name .. " action '" .. action .. "'") end
   local m <close> = manager(o, h)
   return f(o, h, m) or 0
 end
