@@ -75,6 +75,45 @@ describe("Control Plane checkpoints #integration", function()
     assert.are.equal(404, (cp.request(srv, "POST", path("/checkpoints/BAD_ID/restore"), { token = srv.token, body = {} })))
   end)
 
+  it("refuses a hostile archive in the store and leaves the workspace as it was", function()
+    -- a checkpoint big enough to hold a hostile archive in its place
+    local ur = assert(io.open("/dev/urandom", "rb"))
+    local rnd = ur:read(64 * 1024)
+    ur:close()
+    local st = cp.request(srv, "POST", path("/files/write-binary"), { token = ws.access_token,
+      body = { path = "noise.bin", content_base64 = require("unsandbox.core").base64_encode(rnd) } })
+    assert.are.equal(200, st)
+    write("guard.txt", "untouched")
+    local _, c = cp.request(srv, "POST", path("/checkpoints"), { token = srv.token })
+    local p = io.popen("ls -t " .. fs.quote(srv.data .. "/objects/blobs") .. " | head -1")
+    local blob = srv.data .. "/objects/blobs/" .. p:read("l")
+    p:close()
+    local f = io.open(blob, "rb")
+    assert.are.equal(c.bytes, #f:read("a"))
+    f:close()
+    -- "../escape" first, then padding to the stored size (the store checks the size)
+    local py = string.format([[
+import io, tarfile, gzip
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w") as t:
+    data = b"owned"
+    info = tarfile.TarInfo("../escape"); info.size = len(data)
+    t.addfile(info, io.BytesIO(data))
+z = gzip.compress(buf.getvalue())
+open(%q, "wb").write(z + b"\0" * (%d - len(z)))
+]], blob, c.bytes)
+    local script = fs.write(os.tmpname(), py)
+    assert.is_true(os.execute("python3 " .. fs.quote(script)))
+    os.remove(script)
+    write("guard.txt", "changed after the checkpoint")
+    local rst, doc = cp.request(srv, "POST", path("/checkpoints/" .. c.checkpoint_id .. "/restore"),
+      { token = srv.token, body = {} })
+    assert.are.equal(400, rst)
+    assert.matches("escape", doc.error)
+    assert.are.equal("changed after the checkpoint", read("guard.txt"))
+    assert.are.equal(200, (cp.request(srv, "GET", "/livez")))
+  end)
+
   it("deletes a checkpoint once, keeping its history unless purged", function()
     local _, c = cp.request(srv, "POST", path("/checkpoints"), { token = srv.token })
     local st, doc = cp.request(srv, "DELETE", path("/checkpoints/" .. c.checkpoint_id), { token = srv.token })
