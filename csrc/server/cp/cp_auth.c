@@ -133,8 +133,18 @@ static int scoped(ux_cp_call *c, const char *bearer, const char *kind, const cha
   snprintf(id->sub, sizeof id->sub, "%s", s);
   snprintf(id->owner, sizeof id->owner, "%s", own ? own : "");
   json_decref(claims);
-  /* the tenant is the workspace's, found by the route's ownership step */
-  return 0;
+  /* a token acts for its workspace's tenant, and stops with it */
+  json_t *row = ux_db_row(c->cp->srv->store, !strcmp(kind, "workspace")
+    ? "SELECT w.tenant, t.status FROM cp_workspaces w LEFT JOIN cp_tenants t ON t.id = w.tenant"
+      " WHERE w.id = ?1"
+    : "SELECT w.tenant, t.status FROM cp_sandboxes s JOIN cp_workspaces w ON w.id = s.workspace_id"
+      " LEFT JOIN cp_tenants t ON t.id = w.tenant WHERE s.id = ?1", "s", id->sub);
+  const char *tenant = json_string_value(json_object_get(row, "tenant"));
+  const char *status = json_string_value(json_object_get(row, "status"));
+  snprintf(id->tenant, sizeof id->tenant, "%s", tenant ? tenant : "");
+  int suspended = status && strcmp(status, "active") != 0;
+  json_decref(row);
+  return suspended ? ux_cp_fail(c, 403, "tenant is suspended") : 0;
 }
 
 int ux_cp_authenticate(ux_cp_call *c, ux_cred cred, const char *scope_id) {

@@ -25,6 +25,12 @@ int ux_cp_ws_create(ux_cp_call *c);
 int ux_cp_ws_resolve(ux_cp_call *c);
 int ux_cp_ws_delete(ux_cp_call *c);
 
+/* cp_checkpoints.c */
+int ux_cp_checkpoint_list(ux_cp_call *c);
+int ux_cp_checkpoint_create(ux_cp_call *c);
+int ux_cp_checkpoint_restore(ux_cp_call *c);
+int ux_cp_checkpoint_delete(ux_cp_call *c);
+
 /* cp_sandboxes.c */
 int ux_cp_sb_list(ux_cp_call *c);
 int ux_cp_sb_create(ux_cp_call *c);

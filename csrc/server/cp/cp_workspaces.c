@@ -14,6 +14,7 @@
 
 #include "server/cp/cp_audit.h"
 #include "server/cp/cp_auth.h"
+#include "server/cp/cp_checkpoints.h"
 #include "server/cp/cp_handlers.h"
 #include "server/cp/cp_workspaces.h"
 #include "server/cp/runtime.h"
@@ -205,7 +206,8 @@ int ux_cp_ws_delete(ux_cp_call *c) {
   char sb[32], dir[4200];
   if (ux_runtimes_of_workspace(c->cp->rts, ws, sb) == 0)
     return ux_cp_fail(c, 409, "workspace still has active Runtime Pods");
-  long long purged = 0;   /* checkpoints: see cp_checkpoints.c once it exists */
+  long long purged = ux_cp_flag(c->r, "purge") ? ux_cp_checkpoints_purge(c->cp, ws) : 0;
+  if (purged < 0) return ux_cp_store_failed(c, "checkpoint purge failed");
   if (ux_cp_ws_dir(c->cp, ws, dir, sizeof dir) == 0) ux_volume_destroy(dir);
   if (ux_db_exec(c->cp->srv->store, "DELETE FROM cp_workspaces WHERE id = ?1", "s", ws) < 0)
     return ux_cp_store_failed(c, "workspace delete failed");

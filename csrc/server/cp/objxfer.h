@@ -39,6 +39,17 @@ int ux_objxfer_receive(ux_req *r, ux_objstore *os, const char *bucket, const cha
 ** body). */
 int ux_objxfer_send(ux_req *r, int fd, const ux_obj_meta *m);
 
+/* The two transfers through a runtime's agent that the rest are made
+** of: agent_in runs req with the read end of a pipe fed from fd (closed
+** here), agent_out runs req with the write end of a pipe drained into put
+** (at most its max_bytes, named `limit` in err). op names the operation in
+** err. 0 (with *result; for agent_out when result is not NULL), else an
+** HTTP status with err; after agent_out the caller commits or aborts put. */
+int ux_objxfer_agent_in(ux_rt *rt, json_t *req, int fd, const char *op, json_t **result,
+                        char *err, size_t errlen);
+int ux_objxfer_agent_out(ux_rt *rt, json_t *req, ux_objput *put, const char *op,
+                         unsigned long long limit, json_t **result, char *err, size_t errlen);
+
 /* Copies the content fd (closed here) into workspace file dest through
 ** rt's agent (file_write_fd, sha256 checked there too). 0 with *file =
 ** the agent's {path, bytes, sha256}; else an HTTP status with err. */

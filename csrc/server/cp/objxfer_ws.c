@@ -136,63 +136,87 @@ static int start_pump(pump *p, pthread_t *th, void *(*fn)(void *), int nonblock_
   return pthread_create(th, NULL, fn, p) == 0 ? 0 : -1;
 }
 
-int ux_objxfer_import(ux_rt *rt, int fd, const ux_obj_meta *m, const char *dest,
-                      json_t **file, char *err, size_t errlen) {
+/* Runs req on rt's agent with the read end of a pipe the pump feeds from
+** fd (closed here). 0 with *result; else an HTTP status with err. */
+int ux_objxfer_agent_in(ux_rt *rt, json_t *req, int fd, const char *op, json_t **result,
+                        char *err, size_t errlen) {
   int pp[2];
   pthread_t th;
-  *file = NULL;
-  if (pipe2(pp, O_CLOEXEC) < 0) { close(fd); snprintf(err, errlen, "import: %s", strerror(errno)); return 500; }
+  *result = NULL;
+  if (pipe2(pp, O_CLOEXEC) < 0) { close(fd); snprintf(err, errlen, "%s: %s", op, strerror(errno)); return 500; }
   pump p = { .from = fd, .to = pp[1] };
   if (start_pump(&p, &th, pump_in, pp[1]) < 0) {
     close(fd); close(pp[0]); close(pp[1]);
-    snprintf(err, errlen, "import: cannot start the transfer");
+    snprintf(err, errlen, "%s: cannot start the transfer", op);
     return 500;
   }
-  json_t *req = json_pack("{s:s, s:s, s:s, s:I}", "op", "file_write_fd", "path", dest,
-                          "sha256", m->sha256, "max_bytes", (json_int_t)m->bytes);
-  json_t *result = NULL;
-  int rc = req ? ux_rt_call(rt, req, pp[0], AGENT_MS, NULL, NULL, &result, err, errlen) : UX_RTC_INTERNAL;
-  if (!req) snprintf(err, errlen, "out of memory");
-  json_decref(req);
+  int rc = ux_rt_call(rt, req, pp[0], AGENT_MS, NULL, NULL, result, err, errlen);
   close(pp[0]);
   pump_finish(&p, th, UX_RTC_GONE, NULL);     /* the agent is done with the pipe either way */
   pthread_mutex_destroy(&p.mu);
-  if (rc != UX_RTC_OK) return agent_status(rc, "import", err, errlen);
-  if (p.rc != UX_OBJ_OK) { json_decref(result); snprintf(err, errlen, "import: cannot read the object"); return 500; }
-  *file = result;
+  if (rc != UX_RTC_OK) return agent_status(rc, op, err, errlen);
+  if (p.rc != UX_OBJ_OK) {
+    json_decref(*result);
+    *result = NULL;
+    snprintf(err, errlen, "%s: cannot read the object", op);
+    return 500;
+  }
   return 0;
+}
+
+/* Runs req on rt's agent with the write end of a pipe whose bytes the
+** pump puts into put, at most put's max_bytes (limit names it in err). 0
+** (the caller commits put) with *result when wanted; else an HTTP status
+** with err (the caller aborts put). */
+int ux_objxfer_agent_out(ux_rt *rt, json_t *req, ux_objput *put, const char *op,
+                         unsigned long long limit, json_t **result, char *err, size_t errlen) {
+  int pp[2];
+  pthread_t th;
+  json_t *res = NULL;
+  if (result) *result = NULL;
+  if (pipe2(pp, O_CLOEXEC) < 0) { snprintf(err, errlen, "%s: %s", op, strerror(errno)); return 500; }
+  pump p = { .from = pp[0], .to = -1, .put = put };
+  if (start_pump(&p, &th, pump_out, pp[0]) < 0) {
+    close(pp[0]); close(pp[1]);
+    snprintf(err, errlen, "%s: cannot start the transfer", op);
+    return 500;
+  }
+  int rc = ux_rt_call(rt, req, pp[1], AGENT_MS, NULL, NULL, &res, err, errlen);
+  close(pp[1]);
+  pump_finish(&p, th, rc, res);
+  pthread_mutex_destroy(&p.mu);
+  int status = 0;
+  if (p.rc == UX_OBJ_ETOOBIG) {
+    snprintf(err, errlen, "%s is larger than %llu bytes", op, limit);
+    status = 400;
+  } else if (rc != UX_RTC_OK) {
+    status = agent_status(rc, op, err, errlen);
+  } else if (p.rc != UX_OBJ_OK || p.expect < 0 || p.copied != (unsigned long long)p.expect) {
+    snprintf(err, errlen, "%s: the runtime delivered %llu of %lld bytes", op, p.copied, p.expect);
+    status = 400;
+  }
+  if (status == 0 && result) *result = res;
+  else json_decref(res);
+  return status;
+}
+
+int ux_objxfer_import(ux_rt *rt, int fd, const ux_obj_meta *m, const char *dest,
+                      json_t **file, char *err, size_t errlen) {
+  json_t *req = json_pack("{s:s, s:s, s:s, s:I}", "op", "file_write_fd", "path", dest,
+                          "sha256", m->sha256, "max_bytes", (json_int_t)m->bytes);
+  if (!req) { close(fd); snprintf(err, errlen, "out of memory"); return 500; }
+  int status = ux_objxfer_agent_in(rt, req, fd, "import", file, err, errlen);
+  json_decref(req);
+  return status;
 }
 
 int ux_objxfer_export(ux_rt *rt, const char *wspath, int archive, ux_objput *put,
                       char *err, size_t errlen) {
-  int pp[2];
-  pthread_t th;
-  if (pipe2(pp, O_CLOEXEC) < 0) { snprintf(err, errlen, "export: %s", strerror(errno)); return 500; }
-  pump p = { .from = pp[0], .to = -1, .put = put };
-  if (start_pump(&p, &th, pump_out, pp[0]) < 0) {
-    close(pp[0]); close(pp[1]);
-    snprintf(err, errlen, "export: cannot start the transfer");
-    return 500;
-  }
   json_t *req = archive
     ? json_pack("{s:s, s:[s], s:I}", "op", "checkpoint", "only", wspath, "max_bytes", (json_int_t)UX_OBJ_MAX_BYTES)
     : json_pack("{s:s, s:s, s:I}", "op", "file_read_fd", "path", wspath, "max_bytes", (json_int_t)UX_OBJ_MAX_BYTES);
-  json_t *result = NULL;
-  int rc = req ? ux_rt_call(rt, req, pp[1], AGENT_MS, NULL, NULL, &result, err, errlen) : UX_RTC_INTERNAL;
-  if (!req) snprintf(err, errlen, "out of memory");
+  if (!req) { snprintf(err, errlen, "out of memory"); return 500; }
+  int status = ux_objxfer_agent_out(rt, req, put, "export", UX_OBJ_MAX_BYTES, NULL, err, errlen);
   json_decref(req);
-  close(pp[1]);
-  pump_finish(&p, th, rc, result);
-  json_decref(result);
-  pthread_mutex_destroy(&p.mu);
-  if (p.rc == UX_OBJ_ETOOBIG) {
-    snprintf(err, errlen, "export is larger than %llu bytes", UX_OBJ_MAX_BYTES);
-    return 400;
-  }
-  if (rc != UX_RTC_OK) return agent_status(rc, "export", err, errlen);
-  if (p.rc != UX_OBJ_OK || p.expect < 0 || p.copied != (unsigned long long)p.expect) {
-    snprintf(err, errlen, "export: the runtime delivered %llu of %lld bytes", p.copied, p.expect);
-    return 400;
-  }
-  return 0;
+  return status;
 }
