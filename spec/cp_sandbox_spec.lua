@@ -4,29 +4,21 @@
 -- is_cancelled and by the interrupt flag Ctrl-C raises), the lines
 -- iterator, PTY sessions, JSON-RPC error codes, checkpoints, binary
 -- upload/download, the workspace file routes, and `<close>` releasing the
--- runtime also when its block fails. A server that does not serve a
--- feature yet (MCP, file routes, checkpoints) makes its specs pending,
--- saying which route is missing; nothing passes without the feature.
+-- runtime also when its block fails.
 local server = require "spec.helpers.unsandboxd"
-local features = require "spec.helpers.cpfeatures"
 local cp = require "spec.helpers.cp"
 local core = require "unsandbox.core"
 
 describe("unsandbox.Sandbox #integration", function()
-  local srv, unsandbox, m, has
+  local srv, unsandbox, m
 
   setup(function()
     srv = server.start {}
     unsandbox = require "unsandbox"
     m = unsandbox.manager { url = srv.cp_url, token = srv.token, env = {} }
-    has = features.probe(srv)
   end)
   teardown(function() if srv then srv.stop() end end)
 
-  local function need(feature)
-    local why = features.missing(has, feature)
-    if why then pending(why) end
-  end
 
   local function sandbox(name, extra)
     local o = { name = name, manager = m }
@@ -36,7 +28,6 @@ describe("unsandbox.Sandbox #integration", function()
 
   describe("life", function()
     it("create, get, get_or_create and stop; files stay with the name", function()
-      need("mcp")
       local sb = sandbox("life-1")
       local st = sb:status()
       assert.matches("^sb%-%x+$", st.sandbox_id)
@@ -59,7 +50,6 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("<close> releases the runtime when the block ends by an error", function()
-      need("mcp")
       local id
       local ok, err = pcall(function()
         local sb <close> = sandbox("closing")
@@ -77,7 +67,6 @@ describe("unsandbox.Sandbox #integration", function()
 
   describe("files through MCP", function()
     it("write, read, edit, glob and grep", function()
-      need("mcp")
       local sb <close> = sandbox("files")
       local text = "print('hi')\n# TODO one\n"
       local w = assert(sb:write_file("/workspace/src/main.py", text))
@@ -98,7 +87,6 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("keeps -32602 (bad arguments) apart from other JSON-RPC errors", function()
-      need("mcp")
       local sb <close> = sandbox("rpc-errors")
       local r, err = sb:read_file("missing.txt")
       assert.is_nil(r)
@@ -111,7 +99,6 @@ describe("unsandbox.Sandbox #integration", function()
 
   describe("commands", function()
     it("run_command quotes argv for the shell and reports exit codes as data", function()
-      need("mcp")
       local sb <close> = sandbox("commands")
       local r = assert(sb:run_command("printf", { "%s|", "a; echo unsafe", "$HOME", "it's", "" }))
       assert.equal("a; echo unsafe|$HOME|it's||", r.stdout)
@@ -125,7 +112,6 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("stream delivers the first chunk before the command ends", function()
-      need("mcp")
       local sb <close> = sandbox("stream")
       local t0, seen = core.monotonic_ms(), {}
       local r = assert(sb:stream("echo a; sleep 2; echo b >&2", function(channel, chunk, seq)
@@ -142,7 +128,6 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("is_cancelled() stops a stream mid-way: 499, the connection closed, the sandbox usable", function()
-      need("mcp")
       local sb <close> = sandbox("cancel")
       local chunks, t_cancel = 0, nil
       local t0 = core.monotonic_ms()
@@ -160,7 +145,6 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("the interrupt flag (Ctrl-C in unlua) cancels a stream too", function()
-      need("mcp")
       local sb <close> = sandbox("interrupt")
       local r, err = sb:stream("echo first; sleep 20; echo never", function() core.interrupt() end, 30)
       assert.is_nil(r)
@@ -168,7 +152,6 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("an error raised by on_chunk propagates and closes the stream", function()
-      need("mcp")
       local sb <close> = sandbox("raise")
       local ok, err = pcall(sb.stream, sb, "echo x; sleep 20", function() error("consumer broke") end, 30)
       assert.is_false(ok)
@@ -177,7 +160,6 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("lines() iterates lines per channel as they come, and a break closes the stream", function()
-      need("mcp")
       local sb <close> = sandbox("lines")
       local got = {}
       for channel, line in sb:lines("printf 'one\\ntw'; sleep 0.3; printf 'o\\nthree'; echo err >&2") do
@@ -195,7 +177,6 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("lines() carries the caller's acting subject into its coroutine", function()
-      need("mcp")
       local key = cp.tenant_key(srv, "lines-subjects", { act_as_subjects = true })
       local tm = unsandbox.manager { url = srv.cp_url, token = key, env = {} }
       local subject = string.rep("d", 32)
@@ -213,7 +194,6 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("on_chunk may yield: a stream inside a coroutine", function()
-      need("mcp")
       local sb <close> = sandbox("yielding")
       local co = coroutine.wrap(function()
         return sb:stream("echo 1; echo 2", function(_, chunk) coroutine.yield(chunk) end, 10)
@@ -230,7 +210,6 @@ describe("unsandbox.Sandbox #integration", function()
 
   describe("PTY sessions", function()
     it("exec, send, wait and kill in one shell", function()
-      need("mcp")
       local sb <close> = sandbox("pty")
       local sh = sb:shell()
       local r = assert(sh:exec("cd /tmp; X=42; tty"))
@@ -250,7 +229,6 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("a 17th session is -32001 (all busy), not -32602", function()
-      need("mcp")
       local sb <close> = sandbox("pty-busy")
       for i = 1, 16 do assert(sb:shell { id = "s" .. i }:exec("true")) end
       local r, err = sb:shell { id = "s17" }:exec("true")
@@ -261,7 +239,6 @@ describe("unsandbox.Sandbox #integration", function()
 
   describe("binary files and the file routes", function()
     it("upload and download any bytes", function()
-      need("files")
       local sb <close> = sandbox("binary")
       local bytes = {}
       for i = 0, 255 do bytes[#bytes + 1] = string.char(i) end
@@ -271,7 +248,6 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("the REST file routes need a running runtime and never create one", function()
-      need("files")
       local r, err = m:list_dir(".", "rest-files")
       assert.is_nil(r)
       assert.equal(409, err.status)
@@ -293,7 +269,6 @@ describe("unsandbox.Sandbox #integration", function()
 
   describe("checkpoints", function()
     it("checkpoint, change, restore: the files come back", function()
-      need("checkpoints")
       local sb <close> = sandbox("ckpt")
       assert(sb:write_file("app.txt", "version 1\n"))
       local c = assert(sb:checkpoint())
@@ -312,7 +287,6 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("needs a running runtime (400)", function()
-      need("checkpoints")
       assert(m:ensure_workspace("no-runtime"))
       local r, err = m:checkpoint_workspace("no-runtime")
       assert.is_nil(r)

@@ -3,7 +3,6 @@
 local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
 local fs = require "spec.helpers.fs"
-local features = require "spec.helpers.cpfeatures"
 
 describe("examples #integration", function()
   local srv, env, home
@@ -53,27 +52,21 @@ describe("examples #integration", function()
 end)
 
 describe("Control Plane examples #integration", function()
-  local srv, env, home, has
+  local srv, env, home
 
   setup(function()
     srv = server.start()
     home = fs.tmpdir("unsb-home")
     env = { SANDBOX_CONTROL_PLANE_URL = srv.cp_url, SANDBOX_TOKEN = srv.token, HOME = home,
             SANDBOX_SESSION_ID = false }
-    has = features.probe(srv)
   end)
   teardown(function()
     srv.stop()
     fs.rm_rf(home)
   end)
 
-  local function need(...)
-    local why = features.missing(has, ...)
-    if why then pending(why) end
-  end
 
   it("agent.lua writes a project, fixes it by its streamed test run, checkpoints and restores", function()
-    need("mcp", "checkpoints")
     local out, code = proc.run("bin/unlua examples/agent.lua", env)
     assert.are.equal(0, code, out)
     assert.matches("tests fail: the agent reads the file and fixes it", out, 1, true)
@@ -85,7 +78,6 @@ describe("Control Plane examples #integration", function()
   end)
 
   it("pty.lua drives an interactive program through a PTY session", function()
-    need("mcp")
     local out, code = proc.run("bin/unlua examples/pty.lua", env)
     assert.are.equal(0, code, out)
     assert.matches("terminal: /dev/pts/", out, 1, true)
@@ -95,7 +87,6 @@ describe("Control Plane examples #integration", function()
   end)
 
   it("objects.lua keeps each user's objects apart", function()
-    need("objects")
     local out, code = proc.run("bin/unlua examples/objects.lua", env)
     assert.are.equal(0, code, out)
     assert.matches("alice reads: Q2 numbers: up 12%", out, 1, true)
@@ -104,7 +95,6 @@ describe("Control Plane examples #integration", function()
   end)
 
   it("unlua --local runs them against a private Control Plane", function()
-    need("mcp", "checkpoints", "objects")
     local e = { HOME = home, SANDBOX_CONTROL_PLANE_URL = false, SANDBOX_TOKEN = false }
     for script, expect in pairs {
       ["examples/agent.lua"] = "after the restore: exit code 0",
@@ -136,17 +126,10 @@ describe("make demo #integration", function()
     assert.matches("un exited 0", out, 1, true)
     -- the Control Plane part: unlua --local exported its URL and token
     assert.matches("== A sandbox of the Control Plane\nsandbox quickstart runs as sb%-%x+\n", out)
-    if out:find("the sandbox tour stopped", 1, true) then
-      -- only while the server does not serve MCP and checkpoints yet
-      local srv = server.start()
-      local has = features.probe(srv)
-      srv.stop()
-      assert.is_false(has.mcp and has.checkpoints, out)
-    else
-      assert.matches("run: Hello from a Control Plane sandbox\n", out, 1, true)
-      assert.matches("stream: tick 1\nstream: tick 2\nstream: tick 3\n", out, 1, true)
-      assert.matches("checkpoint cp%-%d+%-%x+", out)
-    end
+    assert.matches("run: Hello from a Control Plane sandbox\n", out, 1, true)
+    assert.matches("stream: tick 1\nstream: tick 2\nstream: tick 3\n", out, 1, true)
+    assert.matches("checkpoint cp%-%d+%-%x+", out)
+    assert.not_matches("the sandbox tour stopped", out, 1, true)
     -- the private server's temporary directory is gone with it
     assert.are.equal(before, private_dirs())
   end)

@@ -3,36 +3,28 @@
 -- Control Plane: blobs through single-use tickets (put_agent_blob,
 -- open_object with a reader and streamed), the object routes (put, get,
 -- stat, list, versions, delete), owners per acting subject kept apart,
--- and import/export between the store and a sandbox's workspace. Pending,
--- naming the route, while the server does not serve object storage.
+-- and import/export between the store and a sandbox's workspace.
 local server = require "spec.helpers.unsandboxd"
 local cp = require "spec.helpers.cp"
-local features = require "spec.helpers.cpfeatures"
 
 local SUBJ_A = string.rep("a", 32)
 local SUBJ_B = string.rep("b", 32)
 
 describe("unsandbox.manager objects #integration", function()
-  local srv, unsandbox, m, has
+  local srv, unsandbox, m
 
   setup(function()
     srv = server.start {}
     unsandbox = require "unsandbox"
     local key = cp.tenant_key(srv, "objects", { act_as_subjects = true })
     m = unsandbox.manager { url = srv.cp_url, token = key, env = {} }
-    has = features.probe(srv)
   end)
   teardown(function() if srv then srv.stop() end end)
 
-  local function need(...)
-    local why = features.missing(has, "objects", ...)
-    if why then pending(why) end
-  end
 
   local function as(subject, f, ...) return m:with_subject(subject, f, ...) end
 
   it("put_agent_blob then open_object: the same bytes, read or streamed", function()
-    need()
     as(SUBJ_A, function()
       local bytes = ("\0\1\2binary\255"):rep(1000)
       local put = assert(m:put_agent_blob("Agent One", "Run #1", "outputs/data.bin", bytes))
@@ -53,7 +45,6 @@ describe("unsandbox.manager objects #integration", function()
   end)
 
   it("tickets are single use", function()
-    need()
     as(SUBJ_A, function()
       local loc = { scope = "upload", upload_id = "u-single", path = "source/a.txt" }
       assert(m:put_object(loc, "hello"))
@@ -66,7 +57,6 @@ describe("unsandbox.manager objects #integration", function()
   end)
 
   it("put, get, list, versions and delete; each subject sees only its own", function()
-    need()
     local loc = { scope = "upload", upload_id = "shared-name", path = "source/x.txt" }
     as(SUBJ_A, function()
       assert(m:put_object(loc, "v1"))
@@ -90,7 +80,6 @@ describe("unsandbox.manager objects #integration", function()
   end)
 
   it("imports an object into a sandbox's workspace and exports an artifact", function()
-    need("mcp")
     as(SUBJ_A, function()
       local up = { scope = "upload", upload_id = "u-import", path = "source/in.txt" }
       assert(m:put_object(up, "imported text\n"))

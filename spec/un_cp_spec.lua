@@ -1,15 +1,13 @@
 -- #integration specs of un's Control Plane commands (un sandbox, un
 -- object, un admin), run as processes against a real unsandboxd: output,
 -- exit codes (the command's own for sandbox run, 2 usage, 3 auth, 4 API
--- error, 5 timeout), live streaming. Commands that need a route the
--- server does not serve yet are pending, naming it.
+-- error, 5 timeout), live streaming.
 local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
 local cp = require "spec.helpers.cp"
-local features = require "spec.helpers.cpfeatures"
 
 describe("un Control Plane commands #integration", function()
-  local srv, env, dir, has
+  local srv, env, dir
 
   local function un(args, extra)
     local e = {}
@@ -23,17 +21,12 @@ describe("un Control Plane commands #integration", function()
     return out, err, code
   end
 
-  local function need(...)
-    local why = features.missing(has, ...)
-    if why then pending(why) end
-  end
 
   setup(function()
     srv = server.start()
     dir = server.tmpdir("unsb-uncp")
     env = { SANDBOX_CONTROL_PLANE_URL = srv.cp_url, SANDBOX_TOKEN = srv.token, HOME = dir,
             SANDBOX_SESSION_ID = false }
-    has = features.probe(srv)
   end)
   teardown(function()
     srv.stop()
@@ -98,7 +91,6 @@ describe("un Control Plane commands #integration", function()
   end)
 
   it("sandbox run streams live and exits with the command's code", function()
-    need("mcp")
     local out, err, code = un("sandbox run cli-run -- " .. proc.quote("echo out; echo err >&2; exit 7"))
     assert.are.equal(7, code)
     assert.are.equal("out\n", out)
@@ -122,7 +114,6 @@ describe("un Control Plane commands #integration", function()
   end)
 
   it("sandbox write and read any bytes", function()
-    need("mcp", "files")
     local data = dir .. "/in.bin"
     local f = assert(io.open(data, "wb"))
     f:write("\0\1binary\255")
@@ -139,7 +130,6 @@ describe("un Control Plane commands #integration", function()
   end)
 
   it("sandbox checkpoint, checkpoints and restore", function()
-    need("mcp", "files", "checkpoints")
     local data = dir .. "/keep.txt"
     local f = assert(io.open(data, "wb"))
     f:write("keep me\n")
@@ -157,7 +147,6 @@ describe("un Control Plane commands #integration", function()
   end)
 
   it("object put, get, ls and rm for a subject", function()
-    need("objects")
     local key = cp.tenant_key(srv, "cli-objects", { act_as_subjects = true })
     local e = { SANDBOX_TOKEN = key }
     local subj = "--subject " .. string.rep("c", 32) .. " "
