@@ -1,8 +1,9 @@
--- #unit specs of the MCP layer's own rules (spec §6, §7.10, §7.11), which
+-- #unit specs of the client's rules for replies (spec §6, §7.10, §7.11), which
 -- a well-behaved server never exercises: which progress notifications
 -- reach on_chunk, bad JSON skipped, the final message found by its id,
 -- JSON-RPC errors with their codes, a stream with no final message, a
--- result without structuredContent, SSE in a buffered answer, and a
+-- result without structuredContent, SSE in a buffered answer, ids of a
+-- reply used in paths only in their spec shapes, and a
 -- runtime forgotten after a 401. The Manager's leases are seeded (no
 -- lease request), and a peer on 127.0.0.1 plays the MCP route: in this
 -- thread for streams (it moves when the client asks is_cancelled(),
@@ -131,10 +132,11 @@ describe("MCP client rules #unit", function()
     assert.equal("ws-0123456789ab", m:status().workspace_id, "the workspace lease stays")
   end)
 
-  it("finds the final message in an SSE body of a buffered call", function()
-    -- a child process answers, since a buffered call blocks this thread
-    local body = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n" ..
-      "data: {\"jsonrpc\":\"2.0\",\"id\":\"ID\",\"result\":{\"structuredContent\":{\"exit_code\":3}}}\n\n"
+  -- A child lua5.4 that answers one request on the spec's port with
+  -- `head` and `body` (ID in the body becomes the request's JSON-RPC id),
+  -- since a buffered call blocks this thread. Runs call() until the child
+  -- listens (at most 5 s) and returns its results.
+  local function one_answer(head, body, call)
     server:close()
     local child = [[
       local socket = require "socket"
@@ -147,18 +149,20 @@ describe("MCP client rules #unit", function()
         local line = c:receive("*l")
         len = len or tonumber(line and line:match("^[Cc]ontent%-[Ll]ength: (%d+)"))
       until not line or line == ""
-      local id = c:receive(len):match('"id":"([^"]+)"')
+      local req = len and len > 0 and c:receive(len) or ""
+      local id = req:match('"id":"([^"]+)"') or ""
       local body = (BODY):gsub("ID", id)
-      c:send("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: " .. #body .. "\r\n\r\n" .. body)
+      c:send(HEAD .. "Content-Length: " .. #body .. "\r\n\r\n" .. body)
       c:close()
     ]]
-    child = child:gsub("PORT", tostring(port)):gsub("BODY", string.format("%q", body))
+    child = child:gsub("PORT", tostring(port)):gsub("HEAD", (string.format("%q", head):gsub("%%", "%%%%")))
+      :gsub("BODY", (string.format("%q", body):gsub("%%", "%%%%")))
     local log = os.tmpname()
     local p = io.popen(proc.env_prefix(proc.LUA_ENV) .. "lua5.4 -e " .. proc.quote(child) ..
       " >" .. log .. " 2>&1 &")
     local r, err
-    for _ = 1, 50 do                           -- until the child listens (at most 5 s)
-      r, err = m:shell("exit 3", 5)
+    for _ = 1, 50 do
+      r, err = call()
       if r or err.kind ~= "transport" then break end
       require("unsandbox.core").sleep(100)
     end
@@ -167,7 +171,24 @@ describe("MCP client rules #unit", function()
     local child_out = f and f:read("a") or ""
     if f then f:close() end
     os.remove(log)
-    assert.is_table(r, tostring(err) .. " " .. child_out)
+    return r, err, child_out
+  end
+
+  it("finds the final message in an SSE body of a buffered call", function()
+    local body = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n" ..
+      "data: {\"jsonrpc\":\"2.0\",\"id\":\"ID\",\"result\":{\"structuredContent\":{\"exit_code\":3}}}\n\n"
+    local r, err, out = one_answer("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n", body,
+      function() return m:shell("exit 3", 5) end)
+    assert.is_table(r, tostring(err) .. " " .. out)
     assert.equal(3, r.exit_code)
+  end)
+
+  it("uses no id from a reply in a path unless it has its spec shape", function()
+    local r, err, out = one_answer("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n",
+      '{"workspace_id":"ws-0123456789ab","sandbox_id":"../admin/keys"}',
+      function() return m:lookup_runtime("other") end)
+    assert.is_nil(r, out)
+    assert.same({ "protocol", 502, "Control Plane response has an invalid sandbox_id" },
+      { err.kind, err.status, err.message })
   end)
 end)

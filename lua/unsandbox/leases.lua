@@ -13,6 +13,7 @@ local Error = require "unsandbox.errors"
 local Manager = core.Manager
 
 local CREATE_TIMEOUT = 130   -- §10: the server may hold a runtime create for ~110 s
+local HEX12 = string.rep("[0-9a-f]", 12)
 
 -- Applies a reply to the lease: apply is m:_ws_apply or m:_rt_apply.
 local function applied(self, apply, sid, doc, resp)
@@ -122,8 +123,13 @@ function Manager:resolve_workspace(key)
   local doc, resp = cpapi.call(self, "resolve_workspace", "POST", "/v1/workspaces/resolve",
     { body = { session_id = sid } })
   if not doc then return nil, resp end
-  if type(doc.workspace_id) ~= "string" then
+  -- the ids go into request paths: only their spec shapes are used
+  if type(doc.workspace_id) ~= "string" or not doc.workspace_id:match("^ws%-" .. HEX12 .. "$") then
     return nil, cpapi.bad_reply("Control Plane response has no workspace_id", resp)
+  end
+  if doc.sandbox_id ~= nil and (type(doc.sandbox_id) ~= "string" or
+                                not doc.sandbox_id:match("^sb%-" .. HEX12 .. "$")) then
+    return nil, cpapi.bad_reply("Control Plane response has an invalid sandbox_id", resp)
   end
   return doc, resp.request_id
 end

@@ -77,12 +77,18 @@ function Manager:issue_object_ticket(loc, operation, max_bytes, ctype, sha256, e
     { body = body, owner = loc.owner }))
 end
 
+-- A ticket the server issued is usable: a token, and the content route.
+local function usable_ticket(t)
+  return type(t) == "table" and type(t.access_token) == "string" and t.url == "/v1/storage/content"
+end
+
 --- A ticket's content route, checked: the path the server named.
 local function ticket_path(fname, ticket)
   check.type(fname, "ticket", ticket, "table")
-  if type(ticket.access_token) ~= "string" or type(ticket.url) ~= "string" or
-     not ticket.url:match("^/v1/storage/content") then
-    check.fail(fname, "ticket", "an ObjectTicket (access_token, url) expected")
+  -- the url comes from the server's answer: only the content route is
+  -- accepted (a ticket is a bearer credential and goes nowhere else)
+  if type(ticket.access_token) ~= "string" or ticket.url ~= "/v1/storage/content" then
+    check.fail(fname, "ticket", "an ObjectTicket (access_token, url /v1/storage/content) expected")
   end
   return ticket.url
 end
@@ -111,6 +117,7 @@ function Manager:put_agent_blob(agent_id, run_id, path, content, ctype, owner)
   local ticket, err = self:issue_object_ticket(loc, "upload", math.max(1, #content), ctype,
     core.sha256(content), 120)
   if not ticket then return nil, err end
+  if not usable_ticket(ticket) then return nil, cpapi.bad_reply("Control Plane response has no valid object ticket") end
   local doc, rid = self:upload_with_ticket(ticket, content, ctype, owner ~= nil)
   if not doc then return nil, rid end
   return merged(loc, doc), rid
@@ -185,6 +192,7 @@ function Manager:open_object(loc, max_bytes, ctype, expires_in, opts)
   cpapi.check_object(self, "open_object", "/v1/storage/tickets", loc.owner)
   local ticket, err = self:issue_object_ticket(loc, "download", max_bytes, ctype, nil, expires_in)
   if not ticket then return nil, err end
+  if not usable_ticket(ticket) then return nil, cpapi.bad_reply("Control Plane response has no valid object ticket") end
   opts = check.type("open_object", "opts", opts, "table", true) or {}
   return self:download_with_ticket(ticket, { on_data = opts.on_data, owner = loc.owner ~= nil })
 end
