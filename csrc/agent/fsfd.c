@@ -23,8 +23,11 @@ int ag_openat2(int dirfd, const char *name, int flags, mode_t mode,
   /* the kernel refuses a mode without O_CREAT/O_TMPFILE */
   how.mode = (flags & (O_CREAT | __O_TMPFILE)) ? mode : 0;
   how.resolve = resolve;
+  /* EAGAIN: with RESOLVE_BENEATH or RESOLVE_IN_ROOT the kernel gives up
+  ** when any rename or mount on the machine raced the walk; try again */
+  int tries = 0;
   do fd = syscall(SYS_openat2, dirfd, name, &how, sizeof how);
-  while (fd < 0 && errno == EINTR);
+  while (fd < 0 && (errno == EINTR || (errno == EAGAIN && ++tries < 1000)));
   return (int)fd;
 }
 
