@@ -31,8 +31,9 @@ int ux_tree_openat(int dirfd, const char *rel, int flags, mode_t mode) {
   how.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0;
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
   long fd;
+  int tries = 0;   /* EAGAIN: a rename or mount anywhere raced the walk; bounded */
   do fd = syscall(SYS_openat2, dirfd, rel, &how, sizeof how);
-  while (fd < 0 && (errno == EINTR || errno == EAGAIN));   /* EAGAIN: a rename raced */
+  while (fd < 0 && (errno == EINTR || (errno == EAGAIN && ++tries < 1000)));
   return (int)fd;
 }
 
