@@ -52,7 +52,7 @@ static int fill(unsb_credentials *out, const char *pk, size_t pk_len,
     free(out->secret);
     free(out->source);
     out->public_key = out->secret = out->source = NULL;
-    return unsb_fail(err, UNSB_ECREDENTIALS, "out of memory");
+    return unsb_fail(err, UNSB_ENOMEM, "out of memory");
   }
   memcpy(out->secret, sk, sk_len);
   out->secret[sk_len] = '\0';
@@ -158,7 +158,7 @@ static int try_file(const char *path, long long index, unsb_credentials *out,
     char *source = NULL;
     if (asprintf(&source, "%s:%lld", path, index) < 0) source = NULL;
     rc = source && fill(out, row.pk, row.pk_len, row.sk, row.sk_len, source, err) == 0 ? 1 : -1;
-    if (!source) unsb_fail(err, UNSB_ECREDENTIALS, "out of memory");
+    if (!source) unsb_fail(err, UNSB_ENOMEM, "out of memory");
     free(source);
   } else {
     note(notes, notes_size, "%s (%lld account%s, no row %lld)", path, rows,
@@ -176,7 +176,7 @@ static int try_files(const unsb_cred_opts *o, long long index, unsb_credentials 
   int rc;
   if (o->home && *o->home) {
     if (asprintf(&path, "%s/.unsandbox/accounts.csv", o->home) < 0)
-      return unsb_fail(err, UNSB_ECREDENTIALS, "out of memory");
+      return unsb_fail(err, UNSB_ENOMEM, "out of memory");
     rc = try_file(path, index, out, notes, notes_size, err);
     free(path);
     if (rc != 0) return rc;
@@ -184,7 +184,7 @@ static int try_files(const unsb_cred_opts *o, long long index, unsb_credentials 
     note(notes, notes_size, "~/.unsandbox/accounts.csv (HOME not set)");
   }
   if (asprintf(&path, "%s/accounts.csv", o->cwd ? o->cwd : ".") < 0)
-    return unsb_fail(err, UNSB_ECREDENTIALS, "out of memory");
+    return unsb_fail(err, UNSB_ENOMEM, "out of memory");
   rc = try_file(path, index, out, notes, notes_size, err);
   free(path);
   return rc;

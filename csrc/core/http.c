@@ -6,6 +6,7 @@
 */
 #include "core/http.h"
 #include "core/clock.h"
+#include "core/headers.h"
 #include "core/interrupt.h"
 
 #include <pthread.h>
@@ -47,7 +48,7 @@ unsb_http *unsb_http_new(const unsb_http_config *cfg, unsb_error *err) {
     return NULL;
   }
   h = calloc(1, sizeof *h);
-  if (!h) { unsb_fail(err, UNSB_ETRANSPORT, "out of memory"); return NULL; }
+  if (!h) { unsb_fail(err, UNSB_ENOMEM, "out of memory"); return NULL; }
   h->multi = curl_multi_init();
   h->easy = curl_easy_init();
   h->ca_file = cfg->ca_file ? strdup(cfg->ca_file) : NULL;
@@ -88,6 +89,7 @@ typedef struct {
   size_t cap;
   size_t max;
   int too_big;
+  int oom;                          /* an allocation in a callback failed */
   CURL *easy;
   const unsb_http_stream *stream;   /* NULL = buffered transfer */
   int head_done;                    /* the final response's headers were seen */
@@ -115,7 +117,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
     size_t cap = t->cap ? t->cap : 16384;
     while (cap < r->body_len + len + 1) cap *= 2;
     char *b = realloc(r->body, cap);
-    if (!b) return 0;
+    if (!b) { t->oom = 1; return 0; }
     r->body = b;
     t->cap = cap;
   }
@@ -123,33 +125,6 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
   r->body_len += len;
   r->body[r->body_len] = '\0';
   return len;
-}
-
-/* Value of "Name: value" if the line's name is `name`, trimmed; else NULL. */
-static const char *header_value(const char *line, size_t len, const char *name,
-                                size_t *vlen) {
-  size_t nl = strlen(name);
-  if (len <= nl || line[nl] != ':' || strncasecmp(line, name, nl) != 0) return NULL;
-  const char *v = line + nl + 1, *e = line + len;
-  while (v < e && (*v == ' ' || *v == '\t')) v++;
-  while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' ' || e[-1] == '\t')) e--;
-  *vlen = (size_t)(e - v);
-  return v;
-}
-
-/* Retry-After: delta seconds, or an HTTP date turned into seconds from now. */
-static long long parse_retry_after(const char *v, size_t len) {
-  char buf[HEADER_VALUE_MAX];
-  char *end;
-  if (len == 0 || len >= sizeof buf) return -1;
-  memcpy(buf, v, len);
-  buf[len] = '\0';
-  long long s = strtoll(buf, &end, 10);
-  if (end != buf && *end == '\0') return s < 0 ? 0 : s;
-  time_t when = curl_getdate(buf, NULL);
-  if (when == (time_t)-1) return -1;
-  s = (long long)(when - time(NULL));
-  return s < 0 ? 0 : s;
 }
 
 /* The blank line after the final response's headers: the stream decides
@@ -184,11 +159,12 @@ static size_t on_header(char *line, size_t size, size_t n, void *ud) {
     free(r->request_id);
     r->request_id = NULL;
     r->retry_after = -1;
-  } else if ((v = header_value(line, len, "X-Request-Id", &vlen))) {
+  } else if ((v = unsb_header_value(line, len, "X-Request-Id", &vlen))) {
     free(r->request_id);
     r->request_id = strndup(v, vlen < HEADER_VALUE_MAX ? vlen : HEADER_VALUE_MAX);
-  } else if ((v = header_value(line, len, "Retry-After", &vlen))) {
-    r->retry_after = parse_retry_after(v, vlen);
+    if (!r->request_id) t->oom = 1;
+  } else if ((v = unsb_header_value(line, len, "Retry-After", &vlen))) {
+    r->retry_after = unsb_retry_after(v, vlen, (int64_t)time(NULL));
   }
   return len;
 }
@@ -317,6 +293,7 @@ static int map_error(int rc, const transfer *t, const unsb_http_request *req,
     return unsb_fail(err, UNSB_EINTERRUPTED, "request to %s interrupted", host);
   if (rc == DRIVE_CANCELLED || t->cancelled)
     return unsb_fail(err, UNSB_ECANCELLED, "request to %s cancelled", host);
+  if (t->oom) return unsb_fail(err, UNSB_ENOMEM, "out of memory reading a response from %s", host);
   if (t->too_big)
     return unsb_fail(err, UNSB_EPROTOCOL,
                      "response from %s is larger than max_response (%zu bytes); refused",
@@ -326,8 +303,12 @@ static int map_error(int rc, const transfer *t, const unsb_http_request *req,
       return unsb_fail(err, UNSB_ETIMEOUT, "request to %s timed out after %ld ms (%s)",
                        host, req->timeout_ms, detail);
     case CURLE_URL_MALFORMAT:
-    case CURLE_UNSUPPORTED_PROTOCOL:
       return unsb_fail(err, UNSB_EVALIDATION, "bad URL for host %s: %s", host, detail);
+    /* the URL's scheme was checked before (http/https only), so these
+    ** come from the peer's bytes: an HTTP/0.9 reply, a mangled status line */
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_WEIRD_SERVER_REPLY:
+      return unsb_fail(err, UNSB_EPROTOCOL, "malformed response from %s: %s", host, detail);
     default:
       return unsb_fail(err, UNSB_ETRANSPORT, "transport error talking to %s: %s (%s)",
                        host, curl_easy_strerror((CURLcode)rc), detail);
@@ -340,8 +321,7 @@ static int map_error(int rc, const transfer *t, const unsb_http_request *req,
 static int run(unsb_http *h, const unsb_http_request *req, transfer *t, char *errbuf,
                int body_method, int *rc, unsb_error *err) {
   struct curl_slist *headers = build_headers(req, body_method);
-  /* out of memory stays a transport error here, as the execution client had it */
-  if (!headers) return unsb_fail(err, UNSB_ETRANSPORT, "out of memory");
+  if (!headers) return unsb_fail(err, UNSB_ENOMEM, "out of memory");
   if (setup(h, req, t, headers, errbuf, body_method) != 0) {
     curl_slist_free_all(headers);
     return unsb_fail(err, UNSB_ETRANSPORT, "libcurl refused an option");
@@ -361,7 +341,7 @@ static int run(unsb_http *h, const unsb_http_request *req, transfer *t, char *er
 int unsb_http_perform(unsb_http *h, const unsb_http_request *req,
                       unsb_http_response *resp, unsb_error *err) {
   char errbuf[CURL_ERROR_SIZE];
-  transfer t = {resp, 0, h->max_response, 0, h->easy, req->stream, 0, 0, 0};
+  transfer t = {resp, 0, h->max_response, 0, 0, h->easy, req->stream, 0, 0, 0};
   int body_method = strcmp(req->method, "POST") == 0 || strcmp(req->method, "PUT") == 0 ||
                     strcmp(req->method, "PATCH") == 0;
   int rc = CURLE_FAILED_INIT;
@@ -394,7 +374,7 @@ int unsb_http_perform(unsb_http *h, const unsb_http_request *req,
   if (!resp->body) resp->body = calloc(1, 1);   /* always a string, maybe empty */
   if (!resp->body || (ctype && !resp->content_type)) {
     unsb_http_response_free(resp);
-    return unsb_fail(err, UNSB_ETRANSPORT, "out of memory");
+    return unsb_fail(err, UNSB_ENOMEM, "out of memory");
   }
   return 0;
 }
