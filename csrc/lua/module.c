@@ -6,6 +6,7 @@
 #include "lua/binding.h"
 
 #include "core/http.h"
+#include "core/version.h"
 
 LUAMOD_API int luaopen_unsandbox_core(lua_State *L) {
   luaL_checkversion(L);
@@ -18,7 +19,7 @@ LUAMOD_API int luaopen_unsandbox_core(lua_State *L) {
   ub_open_client(L);
   ub_open_cp_functions(L);
   ub_open_sse_parser(L);
-  lua_pushliteral(L, "0.1.0");
+  lua_pushliteral(L, UNSB_VERSION);
   lua_setfield(L, -2, "VERSION");
   return 1;
 }

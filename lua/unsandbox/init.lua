@@ -16,7 +16,7 @@ local poll = require "unsandbox.poll"
 local results = require "unsandbox.results"
 
 local unsandbox = {
-  VERSION = "0.1.0",
+  VERSION = core.VERSION,
   Error = Error,
   core = core,
 }
