@@ -66,6 +66,7 @@ $(UNLUA): $(HOST_OBJ) $(CORE_OBJ) $(BIND_OBJ)
 
 # the server shares signing, base64 and the id rule with the client core
 SERVER_CORE := build/core/sign.o build/core/base64.o build/core/ids.o build/core/trace.o \
+               build/core/clock.o build/core/interrupt.o build/core/validate.o build/core/file.o \
                build/core/digest.o build/core/error.o build/core/pseudonym.o build/core/utf8.o
 
 $(UNSANDBOXD): $(SERVER_OBJ) $(SERVER_CORE)

@@ -11,6 +11,7 @@
 #include "core/sign.h"
 #include "server/fsutil.h"
 #include "server/ids.h"
+#include "server/mem.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -43,8 +44,8 @@ struct ux_faults {
 };
 
 ux_faults *ux_faults_new(void) {
-  ux_faults *f = calloc(1, sizeof *f);
-  if (f && pthread_mutex_init(&f->mu, NULL) != 0) {
+  ux_faults *f = ux_xcalloc(1, sizeof *f);
+  if (pthread_mutex_init(&f->mu, NULL) != 0) {
     free(f);
     return NULL;
   }
@@ -221,7 +222,7 @@ int ux_faults_apply(ux_faults *f, ux_req *r) {
     return 1;
   case F_MALFORMED:
     r->reply.status = 200;
-    r->reply.raw = strdup("<html>this is not JSON {\"job_id\":");
+    r->reply.raw = ux_xstrdup("<html>this is not JSON {\"job_id\":");
     r->reply.raw_len = strlen(r->reply.raw);
     return 1;
   case F_SUDO:             /* decided under the lock above */
