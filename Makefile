@@ -93,6 +93,12 @@ build/tests/core_%: csrc/tests/core_%.c $(CORE_OBJ) csrc/tests/tap.h
 	$(call say,LD,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(CORE_OBJ) $(NET_LIBS)
 
+# the binding under a Lua state of the test's own (lua_*_test.c)
+build/tests/lua_%: csrc/tests/lua_%.c $(BIND_OBJ) $(CORE_OBJ) csrc/tests/tap.h
+	@mkdir -p build/tests
+	$(call say,LD,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BIND_OBJ) $(CORE_OBJ) $(LUA_LIBS) $(NET_LIBS) -lm -ldl -lpthread
+
 build/tests/server_%: csrc/tests/server_%.c $(SERVER_LIB) $(SERVER_CORE) csrc/tests/tap.h
 	@mkdir -p build/tests
 	$(call say,LD,$@)

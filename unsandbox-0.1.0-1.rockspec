@@ -37,6 +37,7 @@ build = {
     ["unsandbox.languages"] = "lua/unsandbox/languages.lua",
     ["unsandbox.poll"] = "lua/unsandbox/poll.lua",
     ["unsandbox.results"] = "lua/unsandbox/results.lua",
+    ["unsandbox.shape"] = "lua/unsandbox/shape.lua",
     ["unsandbox.core"] = {
       sources = {
         "csrc/core/base64.c",
@@ -69,6 +70,7 @@ build = {
         "csrc/core/utf8.c",
         "csrc/core/validate.c",
         "csrc/core/wspath.c",
+        "csrc/lua/cbox.c",
         "csrc/lua/client.c",
         "csrc/lua/cp_form.c",
         "csrc/lua/cp_functions.c",
@@ -78,6 +80,7 @@ build = {
         "csrc/lua/sse_parser.c",
         "csrc/lua/tracker.c",
         "csrc/lua/util.c",
+        "csrc/lua/validate.c",
       },
       defines = { "_GNU_SOURCE" },
       incdirs = { "csrc", "$(CURL_INCDIR)", "$(OPENSSL_INCDIR)" },

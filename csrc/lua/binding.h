@@ -56,6 +56,15 @@ int ub_push_error(lua_State *L, const unsb_error *err);
 char **ub_box_new(lua_State *L);
 void ub_box_push(lua_State *L, char **box, size_t len);
 
+/* A box for a C resource that is more than one string (cbox.c): size
+** zeroed bytes inside a userdata left on the stack, whose __gc runs
+** cleanup(obj) once. Make it before the core call that fills obj; then a
+** Lua error while results are pushed still frees (and wipes) it.
+** ub_cbox_done runs the cleanup now and removes the box at idx. */
+typedef void (*ub_cleanup)(void *obj);
+void *ub_cbox_new(lua_State *L, size_t size, ub_cleanup cleanup);
+void ub_cbox_done(lua_State *L, int idx);
+
 /* Registration of each part into the module table at the top. */
 void ub_open_functions(lua_State *L);
 void ub_open_files(lua_State *L);
@@ -65,5 +74,6 @@ void ub_open_cp_functions(lua_State *L);
 /* core.form_encode(t[, max_len]) (cp_form.c), registered by cp_functions.c */
 int ub_form_encode(lua_State *L);
 void ub_open_sse_parser(lua_State *L);
+void ub_open_validate(lua_State *L);
 
 #endif

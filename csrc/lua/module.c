@@ -19,6 +19,7 @@ LUAMOD_API int luaopen_unsandbox_core(lua_State *L) {
   ub_open_client(L);
   ub_open_cp_functions(L);
   ub_open_sse_parser(L);
+  ub_open_validate(L);
   lua_pushliteral(L, UNSB_VERSION);
   lua_setfield(L, -2, "VERSION");
   return 1;
