@@ -147,6 +147,30 @@ describe("the client against a hostile server #integration", function()
     assert.is_nil(err.challenge_id)
   end)
 
+  it("execute_many submits every program before it polls any (a recording server)", function()
+    local h = hostile.start([[
+      local n = 0
+      return function(method, path)
+        if path == "/execute/async" then
+          n = n + 1
+          return reply(202, '{"job_id":"job_' .. n .. '","status":"pending"}')
+        end
+        local id = path:match("^/jobs/(job_%d)$")
+        return reply(200, '{"job_id":"' .. id .. '","status":"completed","stdout":"' .. id .. '"}')
+      end]])
+    local c = client(h)
+    local results, errors = c:execute_many({ { "bash", "a" }, { "bash", "b" }, { "bash", "c" } },
+      { timeout = 20 })
+    c:close()
+    local seen = h.requests()
+    h.stop()
+    assert.same({}, errors)
+    assert.are.same({ "job_1", "job_2", "job_3" }, { results[1].stdout, results[2].stdout, results[3].stdout })
+    assert.are.same({ "POST /execute/async", "POST /execute/async", "POST /execute/async" },
+      { seen[1], seen[2], seen[3] })
+    assert.are.equal(6, #seen)
+  end)
+
   it("health() keeps to the client's timeout when it is under 10 s", function()
     local h = hostile.start([[return function() return false end]])   -- never answers
     local c = client(h, { timeout = 2 })
