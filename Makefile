@@ -46,7 +46,7 @@ UNSANDBOXD = bin/unsandboxd
 AGENT     = bin/unsandboxd-agent
 EMBED     = examples/embed/embed_demo
 
-.PHONY: all deps test check-c demo bench rock-check clean
+.PHONY: all deps test check-c demo bench rock-check clean fuzz sanitize coverage
 all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(TEST_BIN)
 
 build/%.o: csrc/%.c
@@ -120,6 +120,20 @@ test: deps
 
 check-c: all
 	@for t in $(TEST_BIN); do $$t; done
+
+# Hardening (each ends with "N passed, N failed"): libFuzzer harnesses of
+# fuzz/ for FUZZ_TIME seconds each (clang); the C tests and every spec with
+# the sanitizers, and C line coverage of both, each in its own copy of the
+# tree under build/ (scripts/variant.sh), so the ordinary build is untouched.
+FUZZ_TIME ?= 20
+fuzz: deps
+	@FUZZ_TIME=$(FUZZ_TIME) scripts/fuzz.sh
+
+sanitize: deps
+	@scripts/sanitize.sh
+
+coverage: deps
+	@scripts/coverage.sh
 
 # The README's first command: the quickstart on a private local backend.
 demo: deps

@@ -10,6 +10,7 @@ packages=(
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libarchive-dev
   bubblewrap slirp4netns faketime sqlite3
   python3 perl nodejs
+  clang-14 libclang-rt-14-dev lcov
 )
 
 missing=()

@@ -73,6 +73,15 @@ static void trim(const char **s, const char **e) {
 
 typedef struct { const char *pk, *sk; size_t pk_len, sk_len; } csv_row;
 
+/* A key goes into a header and is compared as a C string: a NUL or any
+** other control byte in it (found by fuzz/accounts.c: a NUL-led key
+** resolved as "") makes the line no key pair. */
+static int has_control(const char *s, const char *e) {
+  for (; s < e; s++)
+    if ((unsigned char)*s < 0x20 || *s == 0x7f) return 1;
+  return 0;
+}
+
 /* Finds data row `index`; returns 1 and fills row, else 0 with *rows set
 ** to the number of data rows. */
 static int csv_find(const char *buf, size_t len, long long index,
@@ -91,7 +100,8 @@ static int csv_find(const char *buf, size_t len, long long index,
     const char *ps = s, *pe = c1, *ss = c1 + 1, *se = c2 ? c2 : e;
     trim(&ps, &pe);
     trim(&ss, &se);
-    if (ps == pe || ss == se) continue;        /* not a key pair: not counted */
+    if (ps == pe || ss == se || has_control(ps, pe) || has_control(ss, se))
+      continue;                                /* not a key pair: not counted */
     if (n == index) {
       row->pk = ps; row->pk_len = (size_t)(pe - ps);
       row->sk = ss; row->sk_len = (size_t)(se - ss);
