@@ -18,5 +18,5 @@ export UNSB_C_ENV="ASAN_OPTIONS=$common:detect_leaks=1"
 # preloaded (for every process the specs start; the sandboxes' own
 # environment is cleared by the runner), and leaks are not judged, since
 # the Lua interpreters are not built with the checker
-export UNSB_BUSTED_ENV="LD_PRELOAD=$asan ASAN_OPTIONS=$common:detect_leaks=0:verify_asan_link_order=0"
+export UNSB_BUSTED_ENV="LD_PRELOAD=$asan ASAN_OPTIONS=$common:detect_leaks=0:verify_asan_link_order=0 UNSB_SANITIZE=1"
 scripts/run-tests.sh "$@"

@@ -239,6 +239,9 @@ describe("unsandbox client #integration", function()
     end)
 
     it("a skewed clock is a 401 whose message mentions the timestamp", function()
+      -- libfaketime and the AddressSanitizer runtime, both preloaded into
+      -- one lua5.4, deadlock at start-up (make sanitize preloads the latter)
+      if os.getenv("UNSB_SANITIZE") then return pending("faketime cannot run with the ASan runtime") end
       local out, code = proc.run("faketime -f '-1h' lua5.4 -e " .. proc.quote([[
         local u = require "unsandbox"
         local r, err = u.execute_code("bash", "true")
