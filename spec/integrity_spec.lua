@@ -220,7 +220,7 @@ describe("unsandboxd after a failed store write #integration", function()
 
   it("queues no job it could not store", function()
     sql(srv, "DROP TABLE jobs")
-    local marker = "unsb-lost-job-" .. core.monotonic_ms()
+    local marker = "unsb-lost-job-" .. core.monotonic_ms() .. "-" .. srv.pid
     local status, doc = call(c, "POST", "/execute/async",
       { language = "bash", code = "sleep 30 # " .. marker })
     assert.are.equal(500, status)
@@ -239,7 +239,7 @@ describe("unsandboxd after a failed store write #integration", function()
 
   it("leaves no service volume and no bootstrap behind", function()
     sql(srv, "DROP TABLE services")
-    local marker = "unsb-lost-service-" .. core.monotonic_ms()
+    local marker = "unsb-lost-service-" .. core.monotonic_ms() .. "-" .. srv.pid
     local status = call(c, "POST", "/services", { name = "lost", bootstrap_content = "sleep 600 # " .. marker })
     assert.are.equal(500, status)
     assert.are.same({}, entries(srv.data .. "/services"))

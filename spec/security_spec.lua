@@ -116,7 +116,7 @@ describe("security: the work tree is hostile #integration", function()
   after_each(function() fs.rm_rf(canary) end)
 
   it("snapshots taken while the tree swaps a directory for a symlink to a host directory never hold host files", function()
-    local marker = "swap-snap-" .. os.time()
+    local marker = "swap-snap-" .. os.time() .. "-" .. srv.pid   -- unique across suites run at once
     local svc = ok_call(c, "POST", "/services", { bootstrap_content = swapper_script(canary, 300, marker) })
     assert.is_true(wait_until(function() return #processes_with(marker) > 0 end, 20), "swapper never started")
     local leaked = {}
@@ -133,7 +133,7 @@ describe("security: the work tree is hostile #integration", function()
   end)
 
   it("deleting services while their trees swap never deletes host files, and leaves no process or directory", function()
-    local marker = "swap-del-" .. os.time()
+    local marker = "swap-del-" .. os.time() .. "-" .. srv.pid   -- unique across suites run at once
     local ids = {}
     for i = 1, 4 do
       local svc = ok_call(c, "POST", "/services", { bootstrap_content = swapper_script(canary, 300, marker .. i) })
@@ -152,7 +152,7 @@ describe("security: the work tree is hostile #integration", function()
   end)
 
   it("restoring over a tree that swaps never deletes host files", function()
-    local marker = "swap-restore-" .. os.time()
+    local marker = "swap-restore-" .. os.time() .. "-" .. srv.pid   -- unique across suites run at once
     local svc = ok_call(c, "POST", "/services", { bootstrap_content = swapper_script(canary, 300, marker) })
     assert.is_true(wait_until(function() return #processes_with(marker) > 0 end, 20), "swapper never started")
     local snap = ok_call(c, "POST", "/services/" .. svc.id .. "/snapshot", {})
@@ -199,7 +199,7 @@ describe("security: the work tree is hostile #integration", function()
 
   it("a deleted session's running commands are killed and its directory is gone", function()
     local ses = ok_call(c, "POST", "/sessions", {})
-    local marker = "ses-del-" .. os.time()
+    local marker = "ses-del-" .. os.time() .. "-" .. srv.pid   -- unique across suites run at once
     -- a second process holds the blocking shell call while this one deletes
     local bg = string.format([[
       local core = require "unsandbox.core"

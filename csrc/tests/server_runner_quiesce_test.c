@@ -66,13 +66,31 @@ static long drain(int fd) {
 }
 
 /* Live processes whose real uid is uid. */
+/* Whether process `pid` belongs to this test's runs: with cgroups, one in
+** the runner's parent cgroup of this process (unsandboxd-<our pid>-...).
+** Other test suites on the machine use the same slot uids: a uid alone
+** would count their processes too once a slot changed hands. */
+static int of_this_test(const char *pid) {
+  if (!strcmp(ux_runner_isolation()->cgroup, "none")) return 1;
+  char path[300], buf[4096], mark[64];
+  snprintf(path, sizeof path, "/proc/%s/cgroup", pid);
+  snprintf(mark, sizeof mark, "/unsandboxd-%ld-", (long)getpid());
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return 0;
+  ssize_t k = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (k <= 0) return 0;
+  buf[k] = '\0';
+  return strstr(buf, mark) != NULL;
+}
+
 static int procs_of(unsigned long uid) {
   DIR *d = opendir("/proc");
   int n = 0;
   struct dirent *e;
   while (d && (e = readdir(d))) {
     char path[300], buf[2048];
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    if (e->d_name[0] < '1' || e->d_name[0] > '9' || !of_this_test(e->d_name)) continue;
     snprintf(path, sizeof path, "/proc/%s/status", e->d_name);
     int fd = open(path, O_RDONLY);
     if (fd < 0) continue;

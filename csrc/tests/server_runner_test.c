@@ -55,7 +55,26 @@ static int run_code(const char *lang, const char *code, ux_run_result *res) {
 
 static int has_lang(const char *name) { return ux_language_known(name); }
 
-/* Calls visit(text of /proc/PID/status, ctx) for each process; returns
+/* Whether process `pid` belongs to this test's runs: with cgroups, one in
+** the runner's parent cgroup of this process (unsandboxd-<our pid>-...).
+** Other test suites on the machine use the same slot uids: a uid alone
+** would count their processes too once a slot changed hands. */
+static int of_this_test(const char *pid) {
+  if (!strcmp(ux_runner_isolation()->cgroup, "none")) return 1;
+  char path[300], buf[4096], mark[64];
+  snprintf(path, sizeof path, "/proc/%s/cgroup", pid);
+  snprintf(mark, sizeof mark, "/unsandboxd-%ld-", (long)getpid());
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return 0;
+  ssize_t k = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (k <= 0) return 0;
+  buf[k] = '\0';
+  return strstr(buf, mark) != NULL;
+}
+
+/* Calls visit(text of /proc/PID/status, ctx) for each process of this
+** test's runs (of_this_test); returns
 ** how many visits answered 1. A visit answering 2 stops the walk. */
 static int each_status(int (*visit)(const char *status, void *ctx), void *ctx) {
   DIR *d = opendir("/proc");
@@ -63,7 +82,7 @@ static int each_status(int (*visit)(const char *status, void *ctx), void *ctx) {
   struct dirent *e;
   while (d && v != 2 && (e = readdir(d))) {
     char path[300], buf[2048];
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    if (e->d_name[0] < '1' || e->d_name[0] > '9' || !of_this_test(e->d_name)) continue;
     snprintf(path, sizeof path, "/proc/%s/status", e->d_name);
     int fd = open(path, O_RDONLY);
     if (fd < 0) continue;
@@ -628,7 +647,7 @@ static int sleeps_of(unsigned long uid, const char *arg) {
   int wlen = snprintf(want, sizeof want, "sleep%c%s", 0, arg) + 1;
   while (d && (e = readdir(d))) {
     char path[300], buf[256];
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    if (e->d_name[0] < '1' || e->d_name[0] > '9' || !of_this_test(e->d_name)) continue;
     snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
     int fd = open(path, O_RDONLY);
     if (fd < 0) continue;
