@@ -46,7 +46,7 @@ UNSANDBOXD = bin/unsandboxd
 AGENT     = bin/unsandboxd-agent
 EMBED     = examples/embed/embed_demo
 
-.PHONY: all deps test check-c demo bench rock-check clean
+.PHONY: all deps test check-c demo bench rock-check clean fuzz sanitize coverage
 all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(TEST_BIN)
 
 build/%.o: csrc/%.c
@@ -67,6 +67,7 @@ $(UNLUA): $(HOST_OBJ) $(CORE_OBJ) $(BIND_OBJ)
 # the server shares signing, base64, the id rule, trace context, the
 # pseudonym and the MCP rules (session ids, tool names) with the client core
 SERVER_CORE := build/core/sign.o build/core/base64.o build/core/ids.o build/core/trace.o \
+               build/core/clock.o build/core/interrupt.o build/core/validate.o build/core/file.o \
                build/core/digest.o build/core/error.o build/core/pseudonym.o build/core/utf8.o \
                build/core/mcp.o
 
@@ -94,6 +95,12 @@ build/tests/core_%: csrc/tests/core_%.c $(CORE_OBJ) csrc/tests/tap.h
 	$(call say,LD,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(CORE_OBJ) $(NET_LIBS)
 
+# the binding under a Lua state of the test's own (lua_*_test.c)
+build/tests/lua_%: csrc/tests/lua_%.c $(BIND_OBJ) $(CORE_OBJ) csrc/tests/tap.h
+	@mkdir -p build/tests
+	$(call say,LD,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BIND_OBJ) $(CORE_OBJ) $(LUA_LIBS) $(NET_LIBS) -lm -ldl -lpthread
+
 build/tests/server_%: csrc/tests/server_%.c $(SERVER_LIB) $(SERVER_CORE) csrc/tests/tap.h
 	@mkdir -p build/tests
 	$(call say,LD,$@)
@@ -115,6 +122,20 @@ test: deps
 
 check-c: all
 	@for t in $(TEST_BIN); do $$t; done
+
+# Hardening (each ends with "N passed, N failed"): libFuzzer harnesses of
+# fuzz/ for FUZZ_TIME seconds each (clang); the C tests and every spec with
+# the sanitizers, and C line coverage of both, each in its own copy of the
+# tree under build/ (scripts/variant.sh), so the ordinary build is untouched.
+FUZZ_TIME ?= 20
+fuzz: deps
+	@FUZZ_TIME=$(FUZZ_TIME) scripts/fuzz.sh
+
+sanitize: deps
+	@scripts/sanitize.sh
+
+coverage: deps
+	@scripts/coverage.sh
 
 # The README's first command: the quickstart on a private local backend.
 demo: deps

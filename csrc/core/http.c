@@ -44,7 +44,7 @@ unsb_http *unsb_http_new(const unsb_http_config *cfg, unsb_error *err) {
     return NULL;
   }
   h = calloc(1, sizeof *h);
-  if (!h) { unsb_fail(err, UNSB_ETRANSPORT, "out of memory"); return NULL; }
+  if (!h) { unsb_fail(err, UNSB_ENOMEM, "out of memory"); return NULL; }
   h->multi = curl_multi_init();
   h->ca_file = cfg->ca_file ? strdup(cfg->ca_file) : NULL;
   if (!h->multi || (cfg->ca_file && !h->ca_file)) {
@@ -105,7 +105,7 @@ unsb_http_xfer *unsb_http_open(unsb_http *h, const unsb_http_request *req, unsb_
   unsb_http_xfer *x;
   if (h->in_curl) { busy(err); return NULL; }
   if (check_request(req, err) != 0) return NULL;
-  if (!(x = calloc(1, sizeof *x))) { unsb_fail(err, UNSB_ETRANSPORT, "out of memory"); return NULL; }
+  if (!(x = calloc(1, sizeof *x))) { unsb_fail(err, UNSB_ENOMEM, "out of memory"); return NULL; }
   x->h = h;
   x->easy = h->n_idle > 0 ? h->idle[--h->n_idle] : curl_easy_init();
   /* linked first, so unsb_http_close can undo any step below */
@@ -188,7 +188,7 @@ int unsb_http_result(unsb_http_xfer *x, unsb_http_response *resp, unsb_error *er
   if (!resp->body) resp->body = calloc(1, 1);   /* always a string, maybe empty */
   if (!resp->body || (ctype && !resp->content_type)) {
     unsb_http_response_free(resp);
-    return unsb_fail(err, UNSB_ETRANSPORT, "out of memory");
+    return unsb_fail(err, UNSB_ENOMEM, "out of memory");
   }
   return 0;
 }

@@ -60,7 +60,7 @@ int unsb_request_perform(unsb_http *h, const char *base_url, const unsb_credenti
   if (asprintf(&url, "%s%s", base_url, r->path) < 0) url = NULL;
   headers = calloc(r->n_headers + 3, sizeof *headers);
   if (!url || !headers) {
-    unsb_fail(err, UNSB_ETRANSPORT, "out of memory");
+    unsb_fail(err, UNSB_ENOMEM, "out of memory");
     goto done;
   }
   if (cred) {
@@ -77,7 +77,7 @@ int unsb_request_perform(unsb_http *h, const char *base_url, const unsb_credenti
     if (asprintf(&xts, "X-Timestamp: %s", ts) < 0) xts = NULL;
     if (asprintf(&xsig, "X-Signature: %s", sig) < 0) xsig = NULL;
     if (!auth || !xts || !xsig) {
-      unsb_fail(err, UNSB_ETRANSPORT, "out of memory");
+      unsb_fail(err, UNSB_ENOMEM, "out of memory");
       goto done;
     }
     headers[n++] = auth;

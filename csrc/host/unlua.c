@@ -32,11 +32,9 @@
 #include "lua-cjson.h"
 
 #include "core/interrupt.h"
+#include "core/version.h"
 #include "host/local_backend.h"
 
-#ifndef UNLUA_VERSION
-#define UNLUA_VERSION "0.1.0"
-#endif
 
 #ifndef LUA_IGMARK  /* luaconf.h has it only from 5.4.5 on */
 #define LUA_IGMARK "-"
@@ -172,7 +170,7 @@ static int docall(lua_State *L, int narg, int nres) {
 
 static void print_version(void) {
   static const char version[] =
-    "unlua " UNLUA_VERSION " (unsandbox for Lua)  " LUA_COPYRIGHT;
+    "unlua " UNSB_VERSION " (unsandbox for Lua)  " LUA_COPYRIGHT;
   lua_writestring(version, sizeof version - 1);
   lua_writeline();
 }

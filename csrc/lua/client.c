@@ -145,11 +145,12 @@ static void set_string(lua_State *L, const char *field, const char *s) {
   lua_setfield(L, -2, field);
 }
 
+static void free_response(void *resp) { unsb_http_response_free(resp); }
+
 /* c:request(method, path, body, opts) */
 static int l_request(lua_State *L) {
   unsb_client *c = check_open(L);
   unsb_api_request r;
-  unsb_http_response resp;
   unsb_error err;
   int sign = 1;
 
@@ -174,21 +175,24 @@ static int l_request(lua_State *L) {
     return luaL_argerror(L, arg, err.message);
   }
 
-  if (unsb_client_request(c, &r, sign, &resp, &err) != 0) return ub_push_error(L, &err);
+  /* boxed before the call: pushing below may raise, the box still frees it */
+  unsb_http_response *resp = ub_cbox_new(L, sizeof *resp, free_response);
+  int box = lua_gettop(L);
+  if (unsb_client_request(c, &r, sign, resp, &err) != 0) return ub_push_error(L, &err);
   lua_createtable(L, 0, 6);
-  lua_pushinteger(L, resp.status);
+  lua_pushinteger(L, resp->status);
   lua_setfield(L, -2, "status");
-  lua_pushlstring(L, resp.body, resp.body_len);
+  lua_pushlstring(L, resp->body, resp->body_len);
   lua_setfield(L, -2, "body");
-  set_string(L, "request_id", resp.request_id);
-  set_string(L, "content_type", resp.content_type);
-  if (resp.retry_after >= 0) {
-    lua_pushinteger(L, (lua_Integer)resp.retry_after);
+  set_string(L, "request_id", resp->request_id);
+  set_string(L, "content_type", resp->content_type);
+  if (resp->retry_after >= 0) {
+    lua_pushinteger(L, (lua_Integer)resp->retry_after);
     lua_setfield(L, -2, "retry_after");
   }
-  lua_pushinteger(L, resp.new_connections);
+  lua_pushinteger(L, resp->new_connections);
   lua_setfield(L, -2, "new_connections");
-  unsb_http_response_free(&resp);
+  ub_cbox_done(L, box);
   return 1;
 }
 

@@ -6,6 +6,7 @@
 #include "lua/binding.h"
 
 #include "core/http.h"
+#include "core/version.h"
 
 LUAMOD_API int luaopen_unsandbox_core(lua_State *L) {
   luaL_checkversion(L);
@@ -21,7 +22,8 @@ LUAMOD_API int luaopen_unsandbox_core(lua_State *L) {
   ub_open_manager(L);
   ub_open_transfer(L);
   ub_open_sandbox(L);
-  lua_pushliteral(L, "0.1.0");
+  ub_open_validate(L);
+  lua_pushliteral(L, UNSB_VERSION);
   lua_setfield(L, -2, "VERSION");
   return 1;
 }

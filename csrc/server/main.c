@@ -30,6 +30,7 @@
 #include "server/cp/cp.h"
 #include "server/cp/runtime.h"
 #include "server/fsutil.h"
+#include "server/mem.h"
 #include "server/http/http.h"
 #include "server/http/limits.h"
 #include "server/exec/jobs.h"
@@ -168,7 +169,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
       else if (!strcmp(optarg, "off")) cfg->cgroups = 0;
       else ux_die_usage("--cgroups wants auto or off, got '%s'", optarg);
       break;
-    case OPT_VERSION: printf("unsandboxd %s\n", UX_VERSION); exit(0);
+    case OPT_VERSION: printf("unsandboxd %s\n", UNSB_VERSION); exit(0);
     case OPT_HELP: usage(stdout); exit(0);
     default:
       if (optopt) ux_die_usage("option needs a value or is unknown: %s", argv[optind - 1]);
@@ -300,6 +301,7 @@ static int prepare_sandbox(ux_config *cfg, ux_isolation *iso, char *volumes, siz
 
 int main(int argc, char **argv) {
   char err[512];
+  ux_mem_init();                       /* before any JSON value: mem.h's policy */
   int sub = ux_cli_subcommand(argc, argv);
   if (sub >= 0) return sub;
   ux_server srv;
@@ -319,10 +321,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "unsandboxd: cannot create dev keys\n");
     return 1;
   }
-  srv.jobs = ux_jobs_new(srv.store, srv.cfg.workers, srv.cfg.queue);
-  srv.svcs = ux_svcs_new();
-  if (srv.cfg.enable_faults && !(srv.faults = ux_faults_new())) {
-    fprintf(stderr, "unsandboxd: out of memory\n");
+  if (!(srv.jobs = ux_jobs_new(srv.store, srv.cfg.workers, srv.cfg.queue)) ||
+      !(srv.svcs = ux_svcs_new()) || (srv.cfg.enable_faults && !(srv.faults = ux_faults_new()))) {
+    fprintf(stderr, "unsandboxd: cannot initialise the job pool, services or faults\n");
     return 1;
   }
   ux_services_resume(&srv);
@@ -338,7 +339,7 @@ int main(int argc, char **argv) {
   fflush(stdout);
   memset(sk, 0, sizeof sk);
   fprintf(stderr, "unsandboxd %s listening on %s, Control Plane on %s (data %s, %d workers,"
-          " queue %d%s); isolation: %s\n", UX_VERSION, l.exec_url, l.cp_url, srv.cfg.data, srv.cfg.workers, srv.cfg.queue,
+          " queue %d%s); isolation: %s\n", UNSB_VERSION, l.exec_url, l.cp_url, srv.cfg.data, srv.cfg.workers, srv.cfg.queue,
           srv.cfg.enable_faults ? ", faults enabled" : "", iso.detail);
   fprintf(stderr, "unsandboxd: %s\n", volumes);
 

@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#define UX_VERSION "0.1.0"
+#include "core/version.h"
 
 typedef struct ux_store ux_store;
 typedef struct ux_jobs ux_jobs;

@@ -18,9 +18,10 @@ local execute = require "unsandbox.execute"
 local languages = require "unsandbox.languages"
 local poll = require "unsandbox.poll"
 local results = require "unsandbox.results"
+local shape = require "unsandbox.shape"
 
 local unsandbox = {
-  VERSION = "0.1.0",
+  VERSION = core.VERSION,
   Error = Error,
   core = core,
 }
@@ -30,6 +31,9 @@ local Client = core.Client   -- the methods table of the C userdata
 -- The Control Plane client: unsandbox.manager, Manager, Sandbox,
 -- acting_subject, trace, current_trace, new_trace_id (lua/unsandbox/cp.lua).
 for k, v in pairs(require "unsandbox.cp") do unsandbox[k] = v end
+-- Each client's timeout in ms as it was made (weak keys): health() never
+-- waits longer than the client would.
+local TIMEOUTS = setmetatable({}, { __mode = "k" })
 
 local CONNECTION = { public_key = true, secret_key = true, account = true, url = true,
                      timeout = true, connect_timeout = true, ca_file = true, max_response = true }
@@ -45,7 +49,9 @@ function unsandbox.client(opts)
   check.positive("client", "connect_timeout", opts.connect_timeout)
   if opts.timeout then c.timeout = math.floor(opts.timeout * 1000) end
   if opts.connect_timeout then c.connect_timeout = math.floor(opts.connect_timeout * 1000) end
-  return core.client(c)
+  local client = core.client(c)
+  TIMEOUTS[client] = c.timeout
+  return client
 end
 
 -- How long to wait for a job when the caller gave no timeout: its ttl
@@ -84,6 +90,8 @@ function Client:execute_code(language, code, opts)
   local doc, rid = api.call(self, "POST", "/execute", body, { timeout = req_timeout })
   if not doc then return nil, rid end
   if results.is_pending(doc) then
+    local id, bad = results.pending_id(doc, rid)
+    if not id then return nil, bad end
     local budget = opts.timeout and opts.timeout - (core.monotonic_ms() - started) / 1000
                    or default_wait(ttl)
     return wait_result(self, doc.job_id, math.max(budget, 0.001), opts.on_poll, opts.return_artifacts)
@@ -98,10 +106,9 @@ function Client:execute_async(language, code, opts)
   if not body then return nil, err end
   local doc, rid = api.call(self, "POST", "/execute/async", body, { timeout = opts.timeout })
   if not doc then return nil, rid end
-  if type(doc.job_id) ~= "string" then
-    return nil, Error.new { kind = "protocol", request_id = rid, message = "no job_id in the reply to /execute/async" }
-  end
-  return doc.job_id, rid
+  local id, bad = shape.id(doc, "job_id", rid)
+  if not id then return nil, bad end
+  return id, rid
 end
 
 --- The job's current state; when it is finished, its result fields too.
@@ -109,7 +116,7 @@ function Client:get_job(job_id)
   check.id("get_job", "job_id", job_id)
   local doc, rid = api.call(self, "GET", "/jobs/" .. job_id)
   if not doc then return nil, rid end
-  return results.normalise(doc, rid, doc.artifacts ~= nil)
+  return results.normalise(doc, rid, doc.artifacts ~= nil)   -- checks the shape
 end
 
 local WAIT_OPTIONS = { timeout = true, on_poll = true, return_artifacts = true }
@@ -158,8 +165,8 @@ function Client:execute_many(list, opts)
     else
       local doc, rid = api.call(self, "POST", "/execute/async", body)
       if not doc then errors[i] = rid
-      elseif type(doc.job_id) ~= "string" then
-        errors[i] = Error.new { kind = "protocol", request_id = rid, message = "no job_id in the reply to /execute/async" }
+      elseif not shape.valid_id(doc.job_id) then
+        errors[i] = select(2, shape.id(doc, "job_id", rid))
       else
         artifacts[i] = body.return_artifact
         pollers[i] = poll.poller(self, doc.job_id, opts.on_poll and function(job, attempt)
@@ -169,7 +176,10 @@ function Client:execute_many(list, opts)
     end
   end
   poll.wait_all(pollers, opts.timeout or default_wait(longest),
-    function(i, job, rid) out[i] = results.normalise(job, rid, artifacts[i]) end,
+    function(i, job, rid)
+      local r, err = results.normalise(job, rid, artifacts[i])
+      if r then out[i] = r else errors[i] = err end
+    end,
     function(i, err) errors[i] = err end)
   return out, errors
 end
@@ -182,7 +192,9 @@ end
 function Client:list_jobs()
   local doc, rid = api.call(self, "GET", "/jobs")
   if not doc then return nil, rid end
-  return doc.jobs or doc, rid
+  local list, err = shape.list(doc, "jobs", rid, true)
+  if not list then return nil, err end
+  return list, rid
 end
 
 ------------------------------------------------------------------------
@@ -202,9 +214,11 @@ function Client:validate_keys()
   return api.call(self, "POST", "/keys/validate")
 end
 
---- true when the service answers GET /health (unsigned).
+--- true when the service answers GET /health (unsigned), within 10 s or
+-- the client's own timeout when that is shorter.
 function Client:health()
-  local doc, err = api.call(self, "GET", "/health", nil, { auth = false, timeout = 10 })
+  local limit = math.min(10, (TIMEOUTS[self] or 120000) / 1000)
+  local doc, err = api.call(self, "GET", "/health", nil, { auth = false, timeout = limit })
   if not doc then return nil, err end
   return true, doc
 end
@@ -226,7 +240,9 @@ local function list_of(key)
   return function(self)
     local doc, rid = api.call(self, "GET", "/" .. key)
     if not doc then return nil, rid end
-    return doc[key] or {}, rid
+    local list, err = shape.list(doc, key, rid)
+    if not list then return nil, err end
+    return list, rid
   end
 end
 
@@ -268,6 +284,17 @@ local function destructive(method, prefix, fname, suffix)
   end
 end
 
+-- A created resource's document with `id` filled from its own key; both
+-- are ids the caller will put in paths, so they are checked like one.
+local function with_id(doc, rid, key)
+  if not doc then return nil, rid end
+  local id, err = shape.id(doc, doc.id ~= nil and "id" or key, rid)
+  if not id then return nil, err end
+  if doc[key] ~= nil and not shape.valid_id(doc[key]) then return shape.id(doc, key, rid) end
+  doc.id = id
+  return doc, rid
+end
+
 local SESSION_OPTIONS = { network_mode = true, ttl = true, shell = true, vcpu = true, input_files = true }
 
 --- Creates a session: a persistent sandbox that runs commands.
@@ -279,8 +306,7 @@ function Client:create_session(opts)
   body.ttl = check.int_range("create_session", "ttl", opts.ttl, 1, 86400)
   body.shell = check.type("create_session", "shell", opts.shell, "string", true)
   local doc, rid = api.call(self, "POST", "/sessions", body)
-  if doc then doc.id = doc.id or doc.session_id end
-  return doc, rid
+  return with_id(doc, rid, "session_id")
 end
 
 Client.list_sessions = list_of("sessions")
@@ -320,8 +346,7 @@ function Client:create_service(opts)
   body.ports = check.type("create_service", "ports", opts.ports, "table", true)
   body.custom_domains = check.type("create_service", "custom_domains", opts.custom_domains, "table", true)
   local doc, rid = api.call(self, "POST", "/services", body)
-  if doc then doc.id = doc.id or doc.service_id end
-  return doc, rid
+  return with_id(doc, rid, "service_id")
 end
 
 Client.list_services = list_of("services")
@@ -333,7 +358,9 @@ function Client:service_logs(id)
   check.id("service_logs", "id", id)
   local doc, rid = api.call(self, "GET", "/services/" .. id .. "/logs")
   if not doc then return nil, rid end
-  return doc.log or doc.logs or "", rid
+  local log = doc.log or doc.logs or ""
+  if type(log) ~= "string" then return shape.fail(rid, "'log' is not a string") end
+  return log, rid
 end
 
 --- Runs a command in a running service: submitted as a job and waited for.
@@ -348,7 +375,9 @@ function Client:service_execute(id, command, opts)
   if not doc then return nil, rid end
   -- the service answers 202 {job_id}, usually without a status
   if doc.job_id == nil or results.TERMINAL[doc.status] then return results.normalise(doc, rid) end
-  return wait_result(self, doc.job_id, timeout + 30, opts.on_poll)
+  local job_id, bad = results.pending_id(doc, rid)
+  if not job_id then return nil, bad end
+  return wait_result(self, job_id, timeout + 30, opts.on_poll)
 end
 
 local SNAPSHOT_OPTIONS = { name = true, hot = true }
@@ -362,8 +391,7 @@ local function snapshot_of(kind)
     local body = { name = check.type(fname, "name", opts.name, "string", true),
                    hot = check.type(fname, "hot", opts.hot, "boolean", true) or false }
     local doc, rid = api.call(self, "POST", "/" .. kind .. "s/" .. id .. "/snapshot", body)
-    if doc then doc.id = doc.id or doc.snapshot_id end
-    return doc, rid
+    return with_id(doc, rid, "snapshot_id")
   end
 end
 

@@ -6,6 +6,7 @@ local core = require "unsandbox.core"
 local api = require "unsandbox.api"
 local Error = require "unsandbox.errors"
 local results = require "unsandbox.results"
+local shape = require "unsandbox.shape"
 
 local M = {}
 
@@ -30,6 +31,9 @@ function Poller:poll(timeout)
   self.attempt = self.attempt + 1
   local job, rid = api.call(self.client, "GET", "/jobs/" .. self.id, nil,
     timeout and { timeout = timeout })
+  if job and job.status ~= nil and type(job.status) ~= "string" then
+    return "failed", select(2, shape.fail(rid, "'status' should be a string, got " .. type(job.status)))
+  end
   if job then
     self.tracker:success()
     if self.on_poll and self.on_poll(job, self.attempt) == false then

@@ -14,7 +14,7 @@ int ux_h_health(ux_req *r, const char *id) {
   (void)id;
   json_t *j = json_object();
   json_object_set_new(j, "status", json_string("ok"));
-  json_object_set_new(j, "version", json_string(UX_VERSION));
+  json_object_set_new(j, "version", json_string(UNSB_VERSION));
   /* how runs are limited here (cgroup version or rlimits, network) */
   const ux_isolation *iso = ux_runner_isolation();
   json_t *i = json_object();
@@ -68,6 +68,8 @@ ux_job *ux_submit(ux_req *r, ux_exec_spec *spec) {
   int rc = ux_jobs_submit(r->srv->jobs, r->owner, spec, &job, &active, &limit);
   if (rc == UX_JOBS_OK) return job;
   ux_exec_spec_free(spec);
+  if (rc == UX_JOBS_ERROR)
+    return ux_reply_error(r, 500, "internal_error", "cannot store the job"), NULL;
   if (rc == UX_JOBS_STOPPING) {
     ux_reply_error(r, 503, "shutting_down", "the server is shutting down");
     r->reply.retry_after = 1;

@@ -29,6 +29,7 @@
 
 #include "server/fsutil.h"
 #include "server/sandbox/cgroup.h"
+#include "server/mem.h"
 
 #define PREFIX "unsandboxd-"
 
@@ -181,12 +182,12 @@ static char *slurp(const char *path) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return NULL;
   size_t cap = 8192, len = 0;
-  char *buf = malloc(cap);
+  char *buf = ux_xmalloc(cap);
   while (buf) {
     if (len + 1 >= cap) {
-      char *nb = cap < (1u << 22) ? realloc(buf, cap * 2) : NULL;
-      if (!nb) { free(buf); buf = NULL; break; }
-      buf = nb; cap *= 2;
+      if (cap >= (1u << 22)) { free(buf); buf = NULL; break; }   /* not a small file */
+      buf = ux_xrealloc(buf, cap * 2);
+      cap *= 2;
     }
     ssize_t n = read(fd, buf + len, cap - 1 - len);
     if (n < 0 && errno == EINTR) continue;

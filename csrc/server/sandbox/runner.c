@@ -91,6 +91,7 @@
 #include "server/sandbox/tree.h"
 #include "server/sandbox/volume.h"
 #include "server/sandbox/slots.h"
+#include "server/mem.h"
 
 /* ---------------------------------------------------------------------
 ** Process-wide state: the registry of live runs (for ux_run_cancel_id
@@ -348,8 +349,7 @@ static void sf_close(start_fds *f) {
 }
 
 static ux_run *new_run(const ux_run_spec *spec) {
-  ux_run *r = calloc(1, sizeof *r);
-  if (!r) return NULL;
+  ux_run *r = ux_xcalloc(1, sizeof *r);
   r->out_fd = r->err_fd = r->started_fd = r->pidfd = r->cancel_fd = -1;
   r->info_fd = r->inner_fd = -1;
   r->work_fd = r->base_fd = -1;
@@ -399,9 +399,9 @@ static int set_up(ux_run *r, const ux_run_spec *spec, const ux_lang *lang, int u
                   unsigned long long mem, start_fds *f, char *err, size_t errlen) {
   if (ux_privileged()) ux_become_subreaper();
   if (spec->n_files) {
-    if (!(r->inputs = calloc(spec->n_files, sizeof *r->inputs))) goto oom;
+    r->inputs = ux_xcalloc(spec->n_files, sizeof *r->inputs);
     for (; r->n_inputs < spec->n_files; r->n_inputs++)
-      if (!(r->inputs[r->n_inputs] = strdup(spec->files[r->n_inputs].name))) goto oom;
+      r->inputs[r->n_inputs] = ux_xstrdup(spec->files[r->n_inputs].name);
   }
   if (prepare_dirs(r, spec, lang, &f->code, err, errlen) != 0 ||
       take_slot(r, spec, err, errlen) != 0) return -1;
@@ -413,9 +413,6 @@ static int set_up(ux_run *r, const ux_run_spec *spec, const ux_lang *lang, int u
     r->mem_mb = (long)(mem >> 20);
   }
   return open_fds(r, spec, f, err, errlen);
-oom:
-  snprintf(err, errlen, "out of memory");
-  return -1;
 }
 
 static void fill_plan(ux_child_plan *p, const ux_run *r, const ux_run_spec *spec,
@@ -555,7 +552,6 @@ static ux_run *start(const ux_run_spec *spec, const ux_lang *lang, const char *s
     return NULL;
   }
   ux_run *r = new_run(spec);
-  if (!r) { snprintf(err, errlen, "out of memory"); ux_sb_argv_free(&argv); return NULL; }
   start_fds f;
   sf_init(&f);
   ux_child_plan plan;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "core/validate.h"
 #include "server/sandbox/runner.h"
 
 /* ---------------------------------------------------------------------
@@ -40,7 +41,7 @@
 #define UX_SB_OUTPUT_CAP    (1ul << 20)     /* default per stream */
 #define UX_SB_ART_FILES     100      /* artifacts returned at most */
 #define UX_SB_ART_BYTES     (16ul << 20)    /* their total size */
-#define UX_SB_ENV_BYTES     (256ul << 10)   /* all env strings together */
+#define UX_SB_ENV_BYTES     ((unsigned long)UNSB_ENV_MAX_BYTES)   /* all env strings together */
 #define UX_SB_BWRAP         "/usr/bin/bwrap"
 #define UX_SB_CODE_DIR      "/code"  /* read-only, holds the source */
 #define UX_SB_WORK_DIR      "/sandbox"  /* default ux_run_spec.work_mount */

@@ -24,18 +24,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/validate.h"
 #include "server/sandbox/sandbox.h"
 #include "server/sandbox/tree.h"
+#include "server/mem.h"
 
 static void push(ux_argv *a, const char *s) {
   if (a->oom) return;
   if (a->n + 2 > a->cap) {
     size_t cap = a->cap ? a->cap * 2 : 128;
-    char **v = realloc(a->v, cap * sizeof *v);
-    if (!v) { a->oom = 1; return; }
+    char **v = ux_xrealloc(a->v, cap * sizeof *v);
     a->v = v; a->cap = cap;
   }
-  if (!(a->v[a->n] = strdup(s))) { a->oom = 1; return; }
+  a->v[a->n] = ux_xstrdup(s);
   a->v[++a->n] = NULL;
 }
 
@@ -50,15 +51,10 @@ void ux_sb_argv_free(ux_argv *a) {
   a->v = NULL; a->n = a->cap = 0; a->oom = 0;
 }
 
+/* the name's rule is the core's (validate.h), as for the request */
 int ux_sb_env_ok(const char *kv) {
   const char *eq = kv ? strchr(kv, '=') : NULL;
-  if (!eq || eq == kv) return 0;
-  if (!(kv[0] == '_' || (kv[0] >= 'A' && kv[0] <= 'Z') || (kv[0] >= 'a' && kv[0] <= 'z')))
-    return 0;
-  for (const char *p = kv + 1; p < eq; p++)
-    if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-          (*p >= '0' && *p <= '9'))) return 0;
-  return 1;
+  return eq && !unsb_env_name_check(kv, (size_t)(eq - kv));
 }
 
 /* Debian is merged-usr: /bin, /lib, ... are symlinks into /usr. Mirror
@@ -90,7 +86,7 @@ char *ux_sb_script(const ux_lang *lang, const ux_run_spec *spec) {
   ** starts. */
   const char *pre = "printf x >&3; exec 3>&-; ";
   size_t cap = strlen(pre) + strlen(lang->script) + 64;
-  char *s = malloc(cap), *o;
+  char *s = ux_xmalloc(cap), *o;
   if (!s) return NULL;
   strcpy(s, pre);
   o = s + strlen(s);
@@ -212,8 +208,7 @@ int ux_sb_build_argv(ux_argv *a, const ux_run_spec *spec, const ux_sb_plan *plan
   push3(a, "--setenv", "TMPDIR", "/tmp");
   for (size_t i = 0; i < spec->n_env && !a->oom; i++) {
     const char *kv = spec->env[i], *eq = strchr(kv, '=');
-    char *key = strndup(kv, (size_t)(eq - kv));
-    if (!key) { a->oom = 1; break; }
+    char *key = ux_xstrndup(kv, (size_t)(eq - kv));
     push3(a, "--setenv", key, eq + 1);
     free(key);
   }

@@ -34,6 +34,7 @@
 #include "server/fsutil.h"
 #include "server/sandbox/runner.h"
 #include "server/sandbox/tree.h"
+#include "server/mem.h"
 
 #define IMAGE       "disk.img"
 #define NEXT_IMAGE  "next.img"
@@ -320,8 +321,8 @@ static use *find_use(const char *dir, int create) {
   for (use *u = uses; u; u = u->next)
     if (!strcmp(u->dir, dir)) return u;
   if (!create) return NULL;
-  use *u = calloc(1, sizeof *u);
-  if (!u || !(u->dir = strdup(dir))) { free(u); return NULL; }
+  use *u = ux_xcalloc(1, sizeof *u);
+  u->dir = ux_xstrdup(dir);
   u->next = uses;
   uses = u;
   return u;

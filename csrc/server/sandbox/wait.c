@@ -27,6 +27,7 @@
 #include "server/sandbox/tree.h"
 #include "server/sandbox/volume.h"
 #include "server/sandbox/slots.h"
+#include "server/mem.h"
 
 #define DRAIN_MS     1000     /* output still read after the child is reaped */
 #define CHUNK        65536
@@ -75,8 +76,7 @@ static void pump(ux_run *r, int channel, int *fd, outbuf *b) {
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < b->len + keep + 1) cap *= 2;
     if (cap > b->limit + 1) cap = b->limit + 1;
-    char *p = realloc(b->p, cap);
-    if (!p) { b->truncated = 1; return; }
+    char *p = ux_xrealloc(b->p, cap);
     b->p = p; b->cap = cap;
   }
   memcpy(b->p + b->len, chunk, keep);
@@ -206,7 +206,7 @@ static void end_inner(ux_run *r) {
 }
 
 static char *finish_buf(outbuf *b) {
-  if (!b->p && !(b->p = malloc(1))) return NULL;
+  if (!b->p) b->p = ux_xmalloc(1);
   b->p[b->len] = '\0';
   return b->p;
 }
@@ -311,7 +311,7 @@ static void collect(waiter *w) {
   if (r->want_artifacts && r->work_fd >= 0) {
     ux_tree_list after = { 0 };
     ux_file *skip = NULL;
-    if (r->n_inputs && (skip = calloc(r->n_inputs, sizeof *skip)))
+    if (r->n_inputs && (skip = ux_xcalloc(r->n_inputs, sizeof *skip)))
       for (size_t i = 0; i < r->n_inputs; i++) skip[i].name = r->inputs[i];
     if (ux_tree_list_files(r->work_fd, &after) == 0)
       ux_tree_collect(r->work_fd, &r->before, &after, skip, skip ? r->n_inputs : 0,
