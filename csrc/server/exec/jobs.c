@@ -137,7 +137,9 @@ static void run_one(ux_jobs *js, ux_job *j) {
   pthread_mutex_unlock(&js->mu);
   if (cancel_now) ux_run_cancel(run);
 
-  ux_run_wait(run, &res);                            /* frees run */
+  /* the result is in once the run's processes are gone; its cgroup and
+  ** directories are released in the background, after the answer */
+  ux_run_wait_detached(run, &res);
   pthread_mutex_lock(&js->mu);
   j->run_id = 0;
   int user_cancel = j->cancel, stopping = js->stopping;

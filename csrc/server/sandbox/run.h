@@ -188,4 +188,11 @@ void ux_run_unregister(ux_run *r);
 /* Frees a run that never reached ux_run_wait or has finished it. */
 void ux_run_free(ux_run *r);
 
+/* ---------------------------------------------------------------------
+** reaper.c
+** ------------------------------------------------------------------- */
+
+/* Frees a finished, unregistered run on the reaper thread. */
+void ux_reaper_free(ux_run *r);
+
 #endif

@@ -109,6 +109,15 @@ ux_run *ux_run_start(const ux_run_spec *spec, char *err, size_t errlen);
 /* Blocks until the run ends, fills res, and frees the run. */
 void ux_run_wait(ux_run *run, ux_run_result *res);
 
+/* The same, but returns as soon as every process of the run is gone and
+** res is filled: what is left (cgroup, run directory, scratch volume,
+** slot) is released by a background thread. The run is unregistered
+** before it returns (cancels by id no longer find it). For a caller that
+** answers a client first; ux_runner_reaper_flush (and ux_runner_shutdown)
+** wait until everything released so is. */
+void ux_run_wait_detached(ux_run *run, ux_run_result *res);
+void ux_runner_reaper_flush(void);
+
 /* Kills the run's whole process tree; the waiter reports cancelled.
 ** A run that ux_run_wait already freed is ignored (runs are looked up in a
 ** registry), but only ux_run_cancel_id is immune to a freed run's address
@@ -154,8 +163,9 @@ int ux_runner_init(int cgroups, ux_isolation *iso);
 /* What ux_runner_init decided (deciding now if it was not called). */
 const ux_isolation *ux_runner_isolation(void);
 
-/* Stops the pool (ux_runner_pool_stop), then removes the server's parent
-** cgroup once every run has ended. */
+/* Stops the pool (ux_runner_pool_stop), waits for the background releases
+** (ux_runner_reaper_flush), then removes the server's parent cgroup once
+** every run has ended. */
 void ux_runner_shutdown(void);
 
 /*

@@ -321,9 +321,12 @@ static void collect(waiter *w) {
   }
 }
 
-void ux_run_wait(ux_run *r, ux_run_result *res) {
+/* Waits for the end of every process of the run and fills res; the run
+** stays allocated (and registered) for the caller to free. 0, or -1 for
+** no run. */
+static int wait_end(ux_run *r, ux_run_result *res) {
   memset(res, 0, sizeof *res);
-  if (!r) { snprintf(res->error, sizeof res->error, "no run"); return; }
+  if (!r) { snprintf(res->error, sizeof res->error, "no run"); return -1; }
   waiter w = { .r = r, .res = res, .ob = { .limit = r->cap }, .eb = { .limit = r->cap },
                .deadline = r->ttl_s > 0 ? r->t0_ms + (long long)r->ttl_s * 1000 : -1,
                .drain_end = -1 };
@@ -341,8 +344,19 @@ void ux_run_wait(ux_run *r, ux_run_result *res) {
     ux_net_stop(&r->net);
   }
   collect(&w);
+  return 0;
+}
+
+void ux_run_wait(ux_run *r, ux_run_result *res) {
+  if (wait_end(r, res) != 0) return;
   ux_run_unregister(r);
   ux_run_free(r);
+}
+
+void ux_run_wait_detached(ux_run *r, ux_run_result *res) {
+  if (wait_end(r, res) != 0) return;
+  ux_run_unregister(r);
+  ux_reaper_free(r);
 }
 
 void ux_run_result_free(ux_run_result *res) {
