@@ -75,11 +75,14 @@ build = {
         "csrc/lua/sse_parser.c",
         "csrc/lua/tracker.c",
         "csrc/lua/util.c",
+        -- libcurl and libcrypto are loaded on first use (csrc/lazy/lazy.h)
+        "csrc/lazy/crypto.c",
+        "csrc/lazy/curl.c",
+        "csrc/lazy/lazy.c",
       },
       defines = { "_GNU_SOURCE" },
       incdirs = { "csrc", "$(CURL_INCDIR)", "$(OPENSSL_INCDIR)" },
-      libdirs = { "$(CURL_LIBDIR)", "$(OPENSSL_LIBDIR)" },
-      libraries = { "curl", "crypto" },
+      libraries = { "dl" },
     },
   },
 }
