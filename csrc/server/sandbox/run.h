@@ -104,6 +104,8 @@ typedef struct ux_child_plan {
   int nlim;
   int drop;                   /* setuid to uid/gid */
   int mount;                  /* bind the dirs at UX_SB_MNT_* first */
+  const char *const *detach;  /* then detach these mounts (mounts.c) */
+  int n_detach;
   int ro_dir[UX_SB_RO_BINDS]; /* ro bind n is a directory (else a file) */
   int n_ro;
   uid_t uid; gid_t gid;
@@ -131,6 +133,23 @@ int ux_place_fds(const int *fds, int n);
 
 /* What each step of ux_spawn_child is, for the error message. */
 const char *ux_spawn_step(int step);
+
+/* ---------------------------------------------------------------------
+** mounts.c
+** ------------------------------------------------------------------- */
+
+/* The mount points of this process's namespace that a sandbox's child
+** detaches before it execs bwrap: all but /, /proc, /dev, /usr, /etc
+** and what is below /usr and /etc (the outermost of each subtree only).
+** The paths point into text. 0, or -1 (the child then detaches none). */
+typedef struct ux_detach {
+  char *text;
+  const char **paths;
+  int n;
+} ux_detach;
+
+int ux_detach_plan(ux_detach *d);
+void ux_detach_free(ux_detach *d);
 
 /* ---------------------------------------------------------------------
 ** setup.c: a sandbox up to its release

@@ -98,6 +98,8 @@ static int mount_dirs(const ux_child_plan *p, int *step) {
   *step = 1;
   if (unshare(CLONE_NEWNS) != 0) return -1;
   if (mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return -1;
+  /* what bwrap does not need (mounts.c); one already gone is fine */
+  for (int i = 0; i < p->n_detach; i++) umount2(p->detach[i], MNT_DETACH);
   *step = 2;
   if (mount("ux", UX_SB_MNT_ROOT, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
             "mode=0755,size=64k") != 0) return -1;
