@@ -133,8 +133,15 @@ demo: deps
 	@$(MAKE) -s --no-print-directory all
 	$(UNLUA) --local examples/quickstart.lua
 
+# the baselines the bench measures from C (bench/tool.c)
+BENCH_TOOL = build/bench/tool
+$(BENCH_TOOL): bench/tool.c
+	@mkdir -p build/bench
+	$(call say,LD,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -lcurl
+
 bench: deps
-	@$(MAKE) -s --no-print-directory all
+	@$(MAKE) -s --no-print-directory all $(BENCH_TOOL)
 	@bench/run.sh
 
 # Proves the rockspec: builds and installs into a temporary tree, then

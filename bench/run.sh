@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# make bench: starts a private unsandboxd and prints latency and throughput
-# figures of the Lua client against it, with baselines from the same run.
+# make bench: private unsandboxd servers (one with a pool of sandboxes
+# prepared ahead, one without), every figure next to a baseline measured
+# in the same run (bench/bench.lua). Needs root, as unsandboxd does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export LUA_PATH="lua/?.lua;lua/?/init.lua;bench/?.lua;spec/?.lua;;"
+export LUA_PATH="lua/?.lua;lua/?/init.lua;;"
 export LUA_CPATH="lua/?.so;;"
-exec lua5.4 bench/latency.lua "$@"
+exec lua5.4 bench/bench.lua "$@"
