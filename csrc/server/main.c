@@ -280,6 +280,8 @@ static int prepare_sandbox(ux_config *cfg, ux_isolation *iso, char *volumes, siz
   ux_runner_init(cfg->cgroups, iso);
   if (chdir("/") < 0) { perror("unsandboxd: chdir /"); return -1; }
   ux_runner_set_tmpdir(tmp);
+  /* a slot per sandbox that may run at once stays ours between runs */
+  ux_runner_keep_slots(cfg->workers + cfg->cp_max_runtimes);
   /* a start-up probe can fail once for a passing reason; three strikes
   ** mean the sandbox really cannot run here */
   int checked = -1;

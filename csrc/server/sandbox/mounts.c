@@ -14,10 +14,14 @@
 ** changes nothing for them.
 **
 ** The list is read in the server (the child may only make raw
-** syscalls); a mount made or gone since is harmless: one line more for
+** syscalls), once per process: the server's namespace is private, so it
+** changes only by the server's own mounts, all of which are below its
+** data directory, itself a mount that the list holds (volume.c makes it
+** one). A mount made or gone since is harmless anyway: one line more for
 ** bwrap, or an EINVAL the child ignores.
 */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,10 +86,12 @@ static char *read_mountinfo(void) {
   return buf;
 }
 
-int ux_detach_plan(ux_detach *d) {
+static int make_plan(ux_detach *d) {
   memset(d, 0, sizeof *d);
   if (!(d->text = read_mountinfo()) || !(d->paths = calloc(MAX_DETACH, sizeof *d->paths))) {
-    ux_detach_free(d);
+    free(d->text);
+    free(d->paths);
+    memset(d, 0, sizeof *d);
     return -1;
   }
   for (char *line = d->text, *next; line && *line && d->n < MAX_DETACH; line = next) {
@@ -101,8 +107,13 @@ int ux_detach_plan(ux_detach *d) {
   return 0;
 }
 
-void ux_detach_free(ux_detach *d) {
-  free(d->text);
-  free(d->paths);
-  memset(d, 0, sizeof *d);
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static ux_detach plan;
+static int plan_ok;
+
+static void plan_once(void) { plan_ok = make_plan(&plan) == 0; }
+
+const ux_detach *ux_detach_plan(void) {
+  pthread_once(&once, plan_once);
+  return plan_ok ? &plan : NULL;
 }

@@ -376,10 +376,10 @@ int ux_runner_pool_start(int size, const char *shapes, char *err, size_t errlen)
     goto out;
   }
   /* the slots of finished pooled runs stay ours for the next ones */
-  ux_slots_keep(size * pool.n_shapes + PIPELINE + 8);
+  ux_slots_keep(UX_KEEP_POOL, size * pool.n_shapes + PIPELINE);
   if ((errno = pthread_create(&pool.filler, NULL, filler, NULL)) != 0) {
     snprintf(err, errlen, "cannot start the pool's thread: %s", strerror(errno));
-    ux_slots_keep(0);
+    ux_slots_keep(UX_KEEP_POOL, 0);
     free_shapes();
     goto out;
   }
@@ -404,7 +404,7 @@ void ux_runner_pool_stop(void) {
   pool.trash = NULL;
   pool.n_trash = pool.cap_trash = 0;
   pthread_mutex_unlock(&pool.lock);
-  ux_slots_keep(0);
+  ux_slots_keep(UX_KEEP_POOL, 0);
 }
 
 void ux_runner_pool_stats(ux_pool_stats *st) {

@@ -141,15 +141,15 @@ const char *ux_spawn_step(int step);
 /* The mount points of this process's namespace that a sandbox's child
 ** detaches before it execs bwrap: all but /, /proc, /dev, /usr, /etc
 ** and what is below /usr and /etc (the outermost of each subtree only).
-** The paths point into text. 0, or -1 (the child then detaches none). */
+** Read once per process; NULL when it could not be (the child then
+** detaches nothing). */
 typedef struct ux_detach {
   char *text;
-  const char **paths;
+  const char **paths;         /* point into text */
   int n;
 } ux_detach;
 
-int ux_detach_plan(ux_detach *d);
-void ux_detach_free(ux_detach *d);
+const ux_detach *ux_detach_plan(void);
 
 /* ---------------------------------------------------------------------
 ** setup.c: a sandbox up to its release

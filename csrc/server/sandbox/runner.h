@@ -227,6 +227,13 @@ typedef struct ux_pool_stats {
 
 void ux_runner_pool_stats(ux_pool_stats *st);
 
+/* Slots (uids) whose runs all ended with their processes proven gone
+** are kept locked, idle, by this process, up to n of them (default 0,
+** plus the pool's own), so the next runs take one without first sweeping
+** /proc for leftovers of its uid. The server keeps as many as it runs
+** sandboxes at once; each kept slot holds one fd (its flock). */
+void ux_runner_keep_slots(int n);
+
 /* Where private run directories (source, temporary work directory) are
 ** made; default /tmp. Call before the first run (e.g. with DATA/tmp). The
 ** sandbox receives them as open fds, so DIR may be private to root. */

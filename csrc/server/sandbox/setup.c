@@ -392,15 +392,14 @@ ux_run *ux_sb_prepare(const ux_run_spec *spec, const ux_lang *lang, const char *
   start_fds f;
   sf_init(&f);
   ux_child_plan plan;
-  ux_detach detach = { 0 };
   if (set_up(r, spec, use_cg, mem, &f, err, errlen) != 0) goto fail;
   fill_plan(&plan, r, spec, &f, mem, !pooled, argv.v);
-  if (plan.mount && ux_detach_plan(&detach) == 0) {
-    plan.detach = detach.paths;
-    plan.n_detach = detach.n;
+  const ux_detach *detach = plan.mount ? ux_detach_plan() : NULL;
+  if (detach) {
+    plan.detach = detach->paths;
+    plan.n_detach = detach->n;
   }
   if (spawn(r, &plan, &f, err, errlen) != 0) goto fail;
-  ux_detach_free(&detach);
   ux_sb_argv_free(&argv);
   sf_close(&f);
   if (spec->network && net_up(r, err, errlen) < 0) {
@@ -409,7 +408,6 @@ ux_run *ux_sb_prepare(const ux_run_spec *spec, const ux_lang *lang, const char *
   }
   return r;
 fail:
-  ux_detach_free(&detach);
   sf_close(&f);
   ux_sb_argv_free(&argv);
   ux_run_free(r);

@@ -164,8 +164,9 @@ int ux_sweep_uid(uid_t uid) {
 ** Sweeps read /proc/PID/status of every process on the machine, so they
 ** stay off the hot path: the mutex is never held across one, a slot
 ** whose runs all proved their processes gone (ux_slot_give's `clean`)
-** is given back without one, and up to ux_slots_keep(n) such slots stay
-** locked by this process, idle, for the next runs to take at no cost.
+** is given back without one, and up to a number of such slots stay
+** locked by this process, idle, for the next runs to take at no cost
+** (ux_runner_keep_slots, plus the pool's own: ux_slots_keep).
 ** A slot left with no proof is swept before it is reused or unlocked.
 ** ------------------------------------------------------------------- */
 
@@ -186,8 +187,9 @@ static struct {
   ino_t ino[UX_SB_SLOTS];
   unsigned char tree[UX_SB_SLOTS];   /* TREE_*: is the workdir the uid's? */
   int cursor, n_kept, keep_max;
+  int keep[2];                /* UX_KEEP_*: the runner's, the pool's */
 } slots = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-            {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, 0, 0, 0 };
+            {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, 0, 0, 0, {0, 0} };
 
 static int slot_lock(int i) {
   char path[64];
@@ -335,9 +337,8 @@ int ux_slot_shared(int slot) {
   return shared;
 }
 
-void ux_slots_keep(int n) {
-  pthread_mutex_lock(&slots.lock);
-  slots.keep_max = n < 0 ? 0 : n > UX_SB_SLOTS ? UX_SB_SLOTS : n;
+/* Unlocks kept slots beyond the limit. Locked. */
+static void trim_kept(void) {
   for (int i = 0; i < UX_SB_SLOTS && slots.n_kept > slots.keep_max; i++) {
     if (!slots.kept[i]) continue;
     slots.kept[i] = 0;
@@ -345,5 +346,15 @@ void ux_slots_keep(int n) {
     close(slots.lockfd[i]);
     slots.lockfd[i] = -1;
   }
+}
+
+void ux_slots_keep(int who, int n) {
+  pthread_mutex_lock(&slots.lock);
+  slots.keep[who] = n < 0 ? 0 : n > UX_SB_SLOTS ? UX_SB_SLOTS : n;
+  slots.keep_max = slots.keep[UX_KEEP_RUNNER] + slots.keep[UX_KEEP_POOL];
+  if (slots.keep_max > UX_SB_SLOTS) slots.keep_max = UX_SB_SLOTS;
+  trim_kept();
   pthread_mutex_unlock(&slots.lock);
 }
+
+void ux_runner_keep_slots(int n) { ux_slots_keep(UX_KEEP_RUNNER, n); }

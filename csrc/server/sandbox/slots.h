@@ -52,8 +52,10 @@ void ux_slot_give(int slot, int clean);
 int ux_slot_shared(int slot);
 
 /* How many idle, clean slots this process may keep locked for the next
-** runs (default 0: a slot is unlocked when its last run ends, and swept
-** when next locked). Lowering it unlocks the surplus. */
-void ux_slots_keep(int n);
+** runs: the sum of what the runner (ux_runner_keep_slots) and the pool
+** ask for (default 0: a slot is unlocked when its last run ends, and
+** swept when next locked). Lowering it unlocks the surplus. */
+enum { UX_KEEP_RUNNER, UX_KEEP_POOL };
+void ux_slots_keep(int who, int n);
 
 #endif

@@ -237,6 +237,16 @@ static int probe(const char *data_dir, char *why, size_t whylen) {
   return rc;
 }
 
+/* The data directory as a mount of its own (a bind onto itself, in the
+** private namespace): a sandbox's child detaches it, and with it every
+** volume and scratch volume below, in one call (mounts.c). Without it the
+** child would have to detach them one by one; it works, only slower. */
+static void own_mount(const char *data_dir) {
+  if (mount(data_dir, data_dir, NULL, MS_BIND, NULL) != 0)
+    fprintf(stderr, "unsandboxd: cannot bind %s onto itself (%s): sandboxes start a little "
+            "slower\n", data_dir, strerror(errno));
+}
+
 int ux_volume_init(const char *data_dir, unsigned long long disk_bytes,
                    unsigned long long budget_bytes, char *desc, size_t desclen,
                    char *err, size_t errlen) {
@@ -249,10 +259,13 @@ int ux_volume_init(const char *data_dir, unsigned long long disk_bytes,
   if (geteuid() != 0) snprintf(why, sizeof why, "not running as root");
   else if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
     snprintf(why, sizeof why, "no private mount namespace: %s", strerror(errno));
-  else if (access(MKFS, X_OK) != 0)
-    snprintf(why, sizeof why, MKFS " not found (apt-get install e2fsprogs)");
-  else if (probe(data_dir, why, sizeof why) == 0)
-    vol.loop = 1;
+  else {
+    own_mount(data_dir);
+    if (access(MKFS, X_OK) != 0)
+      snprintf(why, sizeof why, MKFS " not found (apt-get install e2fsprogs)");
+    else if (probe(data_dir, why, sizeof why) == 0)
+      vol.loop = 1;
+  }
   struct statvfs fsst;
   vol.claimed = vol.loop ? claimed_on_disk(data_dir) : 0;
   if (budget_bytes) vol.budget = budget_bytes;
