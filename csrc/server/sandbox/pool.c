@@ -60,6 +60,7 @@ static struct {
   shape shapes[UX_POOL_SHAPES];
   ux_run **trash; int n_trash, cap_trash;   /* dead at a take */
   int live;                   /* pooled sandboxes not yet freed */
+  int break_next;             /* tests: sandboxes to prepare broken */
   long long backoff_until;
   int backoff_ms;
   pthread_t filler;
@@ -147,7 +148,10 @@ static int parse_shapes(const char *list, int size, char *err, size_t errlen) {
       return -1;
     }
     p += len;
-    if (*p == ',') p++;
+    if (*p == ',' && !*++p) {
+      snprintf(err, errlen, "bad pool shape '' (a comma ends the list)");
+      return -1;
+    }
   }
   if (pool.n_shapes == 0) { snprintf(err, errlen, "no pool shape given"); return -1; }
   return 0;
@@ -195,6 +199,12 @@ ux_run *ux_pool_take(const ux_run_spec *spec) {
   return r;
 }
 
+void ux_pool_break_next(int n) {
+  pthread_mutex_lock(&pool.lock);
+  pool.break_next = n;
+  pthread_mutex_unlock(&pool.lock);
+}
+
 void ux_pool_done(void) {
   pthread_mutex_lock(&pool.lock);
   pool.live--;
@@ -234,7 +244,11 @@ static int begin(int k, starting *s) {
   shape *sh = &pool.shapes[k];
   ux_run_spec spec = shape_spec(sh);
   char err[256] = "";
-  ux_run *r = ux_sb_prepare(&spec, sh->lang, sh->script, 1, err, sizeof err);
+  pthread_mutex_lock(&pool.lock);
+  int flags = UX_SB_POOLED | (pool.break_next > 0 ? UX_SB_BROKEN : 0);
+  if (pool.break_next > 0) pool.break_next--;
+  pthread_mutex_unlock(&pool.lock);
+  ux_run *r = ux_sb_prepare(&spec, sh->lang, sh->script, flags, err, sizeof err);
   if (!r) { failed(err[0] ? err : "cannot prepare a sandbox"); return -1; }
   pthread_mutex_lock(&pool.lock);
   pool.live++;

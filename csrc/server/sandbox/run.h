@@ -157,10 +157,12 @@ const ux_detach *ux_detach_plan(void);
 
 /* Everything of a run but its source, input files and release: bwrap is
 ** left waiting on its block fd (and a semitrusted run's network is up).
-** `pooled`: RLIMIT_CPU is left to ux_sb_arm (the ttl is not known yet).
-** NULL with err. */
+** Flags: UX_SB_POOLED leaves RLIMIT_CPU to the arming (the ttl is not
+** known yet); UX_SB_BROKEN (tests) makes bwrap's set-up fail. NULL with
+** err. */
+enum { UX_SB_POOLED = 1, UX_SB_BROKEN = 2 };
 ux_run *ux_sb_prepare(const ux_run_spec *spec, const struct ux_lang *lang, const char *script,
-                      int pooled, char *err, size_t errlen);
+                      int flags, char *err, size_t errlen);
 
 /* 1 when bwrap has finished its set-up and waits on the block fd, 0 not
 ** yet, -1 when the sandbox died (discard it). */
@@ -189,6 +191,10 @@ ux_run *ux_pool_take(const ux_run_spec *spec);
 
 /* A pooled run has been freed (ux_run_free calls it). */
 void ux_pool_done(void);
+
+/* Tests: the next n sandboxes the pool prepares fail their set-up inside
+** bwrap (UX_SB_BROKEN), as a sandbox that cannot start would. */
+void ux_pool_break_next(int n);
 
 /* ---------------------------------------------------------------------
 ** wait.c

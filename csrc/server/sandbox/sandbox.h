@@ -112,6 +112,8 @@ typedef struct ux_sb_plan {
   const ux_lang *lang;        /* NULL when the spec brings argv */
   const char *script;         /* the language's script (expanded) */
   unsigned long tmp_size, shm_size;
+  int broken;                 /* tests: a bind of a missing source, so the
+                                 set-up fails inside bwrap (ux_pool_break_next) */
 } ux_sb_plan;
 
 /* Builds the bwrap command line for `spec`. The arguments are copies

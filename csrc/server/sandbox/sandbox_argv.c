@@ -266,6 +266,7 @@ int ux_sb_build_argv(ux_argv *a, const ux_run_spec *spec, const ux_sb_plan *plan
                      char *err, size_t errlen) {
   if (check_env(spec, err, errlen) != 0) return -1;
   namespaces(a);
+  if (plan->broken) push3(a, "--ro-bind", "/nonexistent/unsb-broken", "/unsb-broken");
   system_files(a, spec, plan);
   run_files(a, spec, plan);
   environment(a, spec);

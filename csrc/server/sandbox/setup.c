@@ -374,12 +374,13 @@ void ux_sb_abandon(ux_run *r) {
 }
 
 ux_run *ux_sb_prepare(const ux_run_spec *spec, const ux_lang *lang, const char *script,
-                      int pooled, char *err, size_t errlen) {
+                      int flags, char *err, size_t errlen) {
+  int pooled = (flags & UX_SB_POOLED) != 0;
   int use_cg = ux_privileged() && ux_runner_cg()->version != UX_CG_NONE;
   int vcpu = spec->vcpu < 1 ? 1 : spec->vcpu > 8 ? 8 : spec->vcpu;
   unsigned long long mem = (unsigned long long)UX_SB_MEM_PER_VCPU * (unsigned)vcpu;
   ux_sb_plan sp = { ux_privileged(), lang, script, use_cg ? (unsigned long)mem : UX_SB_TMP_SIZE,
-                    use_cg ? (unsigned long)mem : UX_SB_SHM_SIZE };
+                    use_cg ? (unsigned long)mem : UX_SB_SHM_SIZE, (flags & UX_SB_BROKEN) != 0 };
   ux_argv argv = { 0 };
   if (ux_sb_build_argv(&argv, spec, &sp, err, errlen) != 0) {
     ux_sb_argv_free(&argv);
