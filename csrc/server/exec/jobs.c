@@ -116,9 +116,9 @@ static void run_one(ux_jobs *js, ux_job *j) {
   char err[256] = "";
   ux_run_result res;
   memset(&res, 0, sizeof res);
-  json_t *running = doc_head(j, J_RUNNING, 0, NULL);
-  ux_store_put(js->st, "jobs", j->id, j->owner, "running", running);
-  json_decref(running);
+  /* no "running" row: while the job runs every reader finds it in the
+  ** active list, and a restart fails a "pending" row as it would a
+  ** "running" one; a write less on every run's path */
 
   /* the volume is taken into use only now (exec_spec.h): a session
   ** deleted while this job waited makes it end here */
