@@ -258,6 +258,19 @@ static int set_cpu_limit(ux_run *r, int ttl_s, char *err, size_t errlen) {
   return -1;
 }
 
+/* A pooled sandbox was prepared at a low priority (UX_POOL_NICE); it
+** gets the normal one back before the program starts from its inner
+** process, so the program runs as it would after a cold start. Both
+** processes are checked alive through their pidfds first (see
+** set_cpu_limit on the pid). */
+static int set_priority(ux_run *r, char *err, size_t errlen) {
+  if (r->pidfd >= 0 && ux_pidfd_alive(r->pidfd) && r->inner_fd >= 0 &&
+      ux_pidfd_alive(r->inner_fd) && setpriority(PRIO_PROCESS, (id_t)r->pid, 0) == 0 &&
+      setpriority(PRIO_PROCESS, (id_t)r->inner, 0) == 0) return 0;
+  snprintf(err, errlen, "cannot restore the priority of the sandbox: %s", strerror(errno));
+  return -1;
+}
+
 /* The source and input files, then the release. 0; -1 with err for what
 ** the spec brought (a file that cannot be placed), -2 for the sandbox's
 ** own failure; the caller then abandons the sandbox. */
@@ -273,7 +286,8 @@ static int arm(ux_run *r, const ux_run_spec *spec, char *err, size_t errlen) {
                            spec->files[i].len, r->uid, r->gid, err, errlen) != 0) return -1;
   r->want_artifacts = spec->want_artifacts;
   if (r->want_artifacts) ux_tree_list_files(r->work_fd, &r->before);
-  if (r->pooled && set_cpu_limit(r, spec->ttl_s, err, errlen) != 0) return -2;
+  if (r->pooled && (set_cpu_limit(r, spec->ttl_s, err, errlen) != 0 ||
+                    set_priority(r, err, errlen) != 0)) return -2;
   r->ttl_s = spec->ttl_s;
   r->cap = spec->output_cap ? spec->output_cap : UX_SB_OUTPUT_CAP;
   r->on_output = spec->on_output;
@@ -315,14 +329,19 @@ static ux_run *start(const ux_run_spec *spec, const ux_lang *lang, const char *s
   int failed = 0;
   ux_run *r = pool ? start_pooled(spec, err, errlen, &failed) : NULL;
   if (r || failed) return r;
-  if (!(r = ux_sb_prepare(spec, lang, script, 0, err, errlen))) return NULL;
   /* released only once its set-up is seen complete: a failure after
-  ** that is the program's, before it bwrap's (and the run's error) */
-  if (ux_sb_await_ready(r, err, errlen) != 0 || arm(r, spec, err, errlen) != 0) {
+  ** that is the program's, before it bwrap's. Nothing of the program has
+  ** run then, so a second sandbox is tried once (bwrap's set-up can fail
+  ** for a passing reason: a new network namespace's loopback was seen to
+  ** refuse its address under load); the second failure is the run's */
+  for (int attempt = 0; attempt < 2; attempt++) {
+    if (!(r = ux_sb_prepare(spec, lang, script, 0, err, errlen))) return NULL;
+    int ready = ux_sb_await_ready(r, err, errlen) == 0;
+    if (ready && arm(r, spec, err, errlen) == 0) return r;
     ux_sb_abandon(r);
-    return NULL;
+    if (ready) return NULL;                  /* arming failed: not bwrap's */
   }
-  return r;
+  return NULL;
 }
 
 ux_run *ux_run_start(const ux_run_spec *spec, char *err, size_t errlen) {
