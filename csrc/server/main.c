@@ -276,6 +276,10 @@ static int prepare_sandbox(ux_config *cfg, ux_isolation *iso, char *volumes, siz
     fprintf(stderr, "unsandboxd: %s\n", err);
     return -1;
   }
+  if (ux_volume_runs_dir(cfg->data, tmp, sizeof tmp) != 0) {
+    fprintf(stderr, "unsandboxd: cannot create %s/tmp/run: %s\n", cfg->data, strerror(errno));
+    return -1;
+  }
   install_signals();
   ux_runner_init(cfg->cgroups, iso);
   if (chdir("/") < 0) { perror("unsandboxd: chdir /"); return -1; }

@@ -355,7 +355,7 @@ static void *filler(void *arg) {
   while (!pool.stop || n_st > 0) {
     if (round_locked(st, &n_st)) {
       pthread_mutex_unlock(&pool.lock);
-      struct timespec ts = { 0, 500 * 1000L };      /* bwrap's set-up: ms */
+      struct timespec ts = { 0, 1000 * 1000L };     /* bwrap's set-up: ms */
       nanosleep(&ts, NULL);
       pthread_mutex_lock(&pool.lock);
     } else if (!pool.stop && pool.n_trash == 0) {

@@ -36,6 +36,7 @@ struct ux_run {
   char info[512]; size_t info_len;
   pid_t inner;                /* bwrap's inner process (0: not known yet) */
   int inner_fd;               /* its pidfd, -1 when not pinned */
+  int sys_fd;                 /* its /proc/PID/syscall while setting up */
   int ns_gone;                /* the inner process exited: proof that every
                                  process of the pid namespace is gone */
   long long t0_ms;

@@ -214,7 +214,7 @@ static ux_run *new_run(const ux_run_spec *spec) {
   ux_run *r = calloc(1, sizeof *r);
   if (!r) return NULL;
   r->out_fd = r->err_fd = r->pidfd = r->cancel_fd = -1;
-  r->info_fd = r->inner_fd = r->block_fd = r->code_fd = -1;
+  r->info_fd = r->inner_fd = r->block_fd = r->code_fd = r->sys_fd = -1;
   r->work_fd = r->base_fd = -1;
   r->slot = -1;
   r->uid = getuid(); r->gid = getgid();
@@ -434,27 +434,41 @@ static int outer_gone(const ux_run *r) {
 ** the pivot, the dropped capabilities) and before it forks the program:
 ** the inner process blocked in read(UX_FD_BLOCK) is a sandbox that can
 ** no longer fail to start for its own reasons. /proc/PID/syscall shows
-** the syscall a blocked process is in and its arguments. A kernel without
-** that file is trusted once the inner process is pinned (a set-up
-** failure then surfaces as the run's "sandbox failed to start").
+** the syscall a blocked process is in and its arguments. The file is
+** opened once the inner process is pinned, and read again from offset 0
+** at each look: one pread, which fails once that process is gone (a
+** /proc file stays bound to its process, whatever its pid becomes). A
+** kernel without that file is trusted once the inner process is pinned
+** (a set-up failure then surfaces as the run's "sandbox failed to
+** start").
 */
 int ux_sb_ready(ux_run *r) {
-  ux_read_info(r);
-  if (!r->pid || outer_gone(r)) return -1;
-  if (r->inner_fd < 0) return r->info_fd < 0 ? -1 : 0;
-  char path[64], buf[256];
-  snprintf(path, sizeof path, "/proc/%ld/syscall", (long)r->inner);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT && ux_pidfd_alive(r->inner_fd) ? 1 : -1;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return ux_pidfd_alive(r->inner_fd) ? 0 : -1;
+  /* the info pipe is read to its end, so that a poll on it (the cold
+  ** start's wait) never wakes for an EOF left unread */
+  if (r->info_fd >= 0) ux_read_info(r);
+  if (r->inner_fd < 0) {
+    if (!r->pid || outer_gone(r)) return -1;
+    return r->info_fd < 0 ? -1 : 0;
+  }
+  if (r->sys_fd < 0) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/syscall", (long)r->inner);
+    if ((r->sys_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+      return errno == ENOENT && ux_pidfd_alive(r->inner_fd) ? 1 : -1;
+    /* the pidfd, checked after the open, proves the pid was still its */
+    if (!ux_pidfd_alive(r->inner_fd)) return -1;
+  }
+  char buf[256];
+  ssize_t n = pread(r->sys_fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return -1;
   buf[n] = '\0';
-  long nr;
-  unsigned long arg0;
-  if (sscanf(buf, "%ld 0x%lx", &nr, &arg0) == 2 && nr == SYS_read && arg0 == UX_FD_BLOCK)
-    return ux_pidfd_alive(r->inner_fd) ? 1 : -1;
-  return ux_pidfd_alive(r->inner_fd) ? 0 : -1;
+  /* "NR 0xARG0 ...": in read(2) on the block fd */
+  char *end;
+  long nr = strtol(buf, &end, 10);
+  if (end == buf || nr != SYS_read || strncmp(end, " 0x", 3) != 0) return 0;
+  if (strtoul(end + 3, NULL, 16) != UX_FD_BLOCK) return 0;
+  ux_close_fd(&r->sys_fd);
+  return 1;
 }
 
 int ux_sb_alive(ux_run *r) {

@@ -536,6 +536,19 @@ int ux_volume_swap_end(const char *dir, int commit, char *err, size_t errlen) {
 ** Scratch volumes
 ** ------------------------------------------------------------------- */
 
+int ux_volume_runs_dir(const char *data_dir, char *out, size_t outlen) {
+  if (ux_path(out, outlen, "%s/tmp/run", data_dir) < 0) { errno = ENAMETOOLONG; return -1; }
+  if (ux_mkdir_p(out, 0700) < 0) return -1;
+  /* only empty directories live here (each a mount point): 1024 of them
+  ** at most, in a few pages */
+  if (geteuid() == 0 && !is_mounted(out) &&
+      mount("unsandbox-runs", out, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            "size=1m,nr_inodes=1024,mode=0700") != 0)
+    fprintf(stderr, "unsandboxd: cannot mount a tmpfs on %s (%s): run directories stay on "
+            "disk\n", out, strerror(errno));
+  return 0;
+}
+
 int ux_scratch_mount(const char *path) {
   if (geteuid() != 0) return 0;                   /* plain directory */
   char opts[64];

@@ -35,7 +35,7 @@ void ux_run_free(ux_run *r) {
   ux_close_fd(&r->out_fd); ux_close_fd(&r->err_fd);
   ux_close_fd(&r->pidfd); ux_close_fd(&r->cancel_fd);
   ux_close_fd(&r->info_fd); ux_close_fd(&r->inner_fd);
-  ux_close_fd(&r->block_fd); ux_close_fd(&r->code_fd);
+  ux_close_fd(&r->block_fd); ux_close_fd(&r->code_fd); ux_close_fd(&r->sys_fd);
   /* the run's processes are proven gone when its pid namespace's init
   ** has exited (end_inner) and its outer bwrap was reaped: the slot then
   ** needs no sweep. slirp4netns, the one other process of the uid, is
