@@ -491,8 +491,9 @@ void ux_sb_start_error(ux_run *r, char *err, size_t errlen) {
 
 int ux_sb_await_ready(ux_run *r, char *err, size_t errlen) {
   long long end = ux_now_ms() + UX_SB_NET_MS;
-  /* bwrap's set-up takes a few milliseconds: look rarely at first */
-  struct timespec nap = { 0, 1000 * 1000L };
+  /* bwrap's set-up takes a few milliseconds: look once after two, then
+  ** every half millisecond (each look is a pread of a /proc file) */
+  struct timespec nap = { 0, 2000 * 1000L };
   for (;;) {
     int rc = ux_sb_ready(r);
     if (rc > 0) return 0;
@@ -510,6 +511,6 @@ int ux_sb_await_ready(ux_run *r, char *err, size_t errlen) {
       snprintf(err, errlen, "cannot wait for the sandbox: %s", strerror(errno));
       return -1;
     }
-    nap.tv_nsec = 200 * 1000L;
+    nap.tv_nsec = 500 * 1000L;
   }
 }
