@@ -21,6 +21,7 @@
 ** otherwise (not root) they are passed with --bind-fd.
 */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,17 +66,31 @@ int ux_sb_env_ok(const char *kv) {
 }
 
 /* Debian is merged-usr: /bin, /lib, ... are symlinks into /usr. Mirror
-** whichever of them exist so the same paths work inside. */
-static void usr_links(ux_argv *a) {
-  static const char *const top[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
-  char path[64], target[256];
-  for (size_t i = 0; i < sizeof top / sizeof top[0]; i++) {
+** whichever of them exist so the same paths work inside. Read once per
+** process (the host's root does not change under a running server). */
+static const char *const top[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
+#define NTOP (sizeof top / sizeof top[0])
+static char link_target[NTOP][64];
+static pthread_once_t links_once = PTHREAD_ONCE_INIT;
+
+static void read_links(void) {
+  char path[64];
+  for (size_t i = 0; i < NTOP; i++) {
     snprintf(path, sizeof path, "/%s", top[i]);
-    ssize_t n = readlink(path, target, sizeof target - 1);
-    if (n <= 0) continue;
-    target[n] = '\0';
-    if (strncmp(target, "usr/", 4) != 0 && strncmp(target, "/usr/", 5) != 0) continue;
-    push3(a, "--symlink", target, path);
+    ssize_t n = readlink(path, link_target[i], sizeof link_target[i] - 1);
+    link_target[i][n > 0 ? n : 0] = '\0';
+    if (strncmp(link_target[i], "usr/", 4) != 0 && strncmp(link_target[i], "/usr/", 5) != 0)
+      link_target[i][0] = '\0';
+  }
+}
+
+static void usr_links(ux_argv *a) {
+  char path[64];
+  pthread_once(&links_once, read_links);
+  for (size_t i = 0; i < NTOP; i++) {
+    if (!link_target[i][0]) continue;
+    snprintf(path, sizeof path, "/%s", top[i]);
+    push3(a, "--symlink", link_target[i], path);
   }
 }
 
