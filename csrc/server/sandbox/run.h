@@ -107,8 +107,6 @@ typedef struct ux_child_plan {
   int mount;                  /* bind the dirs at UX_SB_MNT_* first */
   const char *const *detach;  /* then detach these mounts (mounts.c) */
   int n_detach;
-  int nice;                   /* > 0: the sandbox's set-up runs at this
-                                 niceness (a pooled one, until armed) */
   int ro_dir[UX_SB_RO_BINDS]; /* ro bind n is a directory (else a file) */
   int n_ro;
   uid_t uid; gid_t gid;

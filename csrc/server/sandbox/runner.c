@@ -258,19 +258,6 @@ static int set_cpu_limit(ux_run *r, int ttl_s, char *err, size_t errlen) {
   return -1;
 }
 
-/* A pooled sandbox was prepared at a low priority (UX_POOL_NICE); it
-** gets the normal one back before the program starts from its inner
-** process, so the program runs as it would after a cold start. Both
-** processes are checked alive through their pidfds first (see
-** set_cpu_limit on the pid). */
-static int set_priority(ux_run *r, char *err, size_t errlen) {
-  if (r->pidfd >= 0 && ux_pidfd_alive(r->pidfd) && r->inner_fd >= 0 &&
-      ux_pidfd_alive(r->inner_fd) && setpriority(PRIO_PROCESS, (id_t)r->pid, 0) == 0 &&
-      setpriority(PRIO_PROCESS, (id_t)r->inner, 0) == 0) return 0;
-  snprintf(err, errlen, "cannot restore the priority of the sandbox: %s", strerror(errno));
-  return -1;
-}
-
 /* The source and input files, then the release. 0; -1 with err for what
 ** the spec brought (a file that cannot be placed), -2 for the sandbox's
 ** own failure; the caller then abandons the sandbox. */
@@ -286,8 +273,7 @@ static int arm(ux_run *r, const ux_run_spec *spec, char *err, size_t errlen) {
                            spec->files[i].len, r->uid, r->gid, err, errlen) != 0) return -1;
   r->want_artifacts = spec->want_artifacts;
   if (r->want_artifacts) ux_tree_list_files(r->work_fd, &r->before);
-  if (r->pooled && (set_cpu_limit(r, spec->ttl_s, err, errlen) != 0 ||
-                    set_priority(r, err, errlen) != 0)) return -2;
+  if (r->pooled && set_cpu_limit(r, spec->ttl_s, err, errlen) != 0) return -2;
   r->ttl_s = spec->ttl_s;
   r->cap = spec->output_cap ? spec->output_cap : UX_SB_OUTPUT_CAP;
   r->on_output = spec->on_output;

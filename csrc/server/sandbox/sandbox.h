@@ -47,7 +47,6 @@
 #define UX_SB_RO_BINDS      8        /* ux_run_spec.ro_binds at most */
 #define UX_SB_ARGV_MAX      1024     /* ux_run_spec.argv entries at most */
 #define UX_SB_NET_MS        5000     /* semitrusted: network up within */
-#define UX_POOL_NICE        19       /* a pooled sandbox's set-up, until armed */
 
 /* ---------------------------------------------------------------------
 ** languages.c

@@ -395,9 +395,6 @@ ux_run *ux_sb_prepare(const ux_run_spec *spec, const ux_lang *lang, const char *
   ux_child_plan plan;
   if (set_up(r, spec, use_cg, mem, &f, err, errlen) != 0) goto fail;
   fill_plan(&plan, r, spec, &f, mem, !pooled, argv.v);
-  /* a sandbox prepared ahead yields the CPU to the runs going on; the
-  ** arming gives it back its normal priority (runner.c) */
-  if (pooled) plan.nice = UX_POOL_NICE;
   const ux_detach *detach = plan.mount ? ux_detach_plan() : NULL;
   if (detach) {
     plan.detach = detach->paths;

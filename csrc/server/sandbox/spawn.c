@@ -144,7 +144,6 @@ static int spawn_child(void *arg) {
   err[0] = 5;
   for (int i = 0; i < p->nlim; i++)
     if (setrlimit(p->res[i], &p->lim[i]) != 0) goto fail;
-  if (p->nice > 0 && syscall(SYS_setpriority, PRIO_PROCESS, 0, p->nice) != 0) goto fail;
   umask(022);
   err[0] = 6;
   if (p->drop) {
