@@ -105,11 +105,14 @@ build = {
         "csrc/lua/transfer.c",
         "csrc/lua/util.c",
         "csrc/lua/validate.c",
+        -- libcurl and libcrypto are loaded on first use (csrc/lazy/lazy.h)
+        "csrc/lazy/crypto.c",
+        "csrc/lazy/curl.c",
+        "csrc/lazy/lazy.c",
       },
       defines = { "_GNU_SOURCE" },
       incdirs = { "csrc", "$(CURL_INCDIR)", "$(OPENSSL_INCDIR)" },
-      libdirs = { "$(CURL_LIBDIR)", "$(OPENSSL_LIBDIR)" },
-      libraries = { "curl", "crypto" },
+      libraries = { "dl" },
     },
   },
 }

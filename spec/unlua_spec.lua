@@ -266,6 +266,47 @@ describe("unlua #unit", function()
       out = unlua("-E -e 'print(greeting)'", "LUA_INIT='greeting=\"hi\"'")
       assert.equal("nil\n", out)
     end)
+
+    -- which of the network libraries this process has mapped, as "curl crypto"
+    local MAPS = [[
+      local function has(lib)
+        local f = assert(io.open("/proc/self/maps"))
+        local m = f:read("a"); f:close()
+        return m:find(lib, 1, true) and lib or "-"
+      end
+      local function libs() return has("libcurl") .. " " .. has("libcrypto") end
+    ]]
+
+    it("runs with no network library loaded until a client is made", function()
+      local out, code = unlua("-e " .. q(MAPS .. [[
+        print(1, libs())
+        local u = require "unsandbox"
+        print("required", libs())
+        print(#u.sign("k", "1", "GET", "/", ""), libs())
+        local c = u.client { url = "http://127.0.0.1:1", public_key = "p", secret_key = "s" }
+        print("client", libs())
+        c:close()
+      ]]))
+      assert.equal(0, code, out)
+      assert.equal("1\t- -\nrequired\t- -\n64\t- libcrypto\nclient\tlibcurl libcrypto\n", out)
+    end)
+
+    it("keeps stock lua5.4's require of the module free of libcurl too", function()
+      local out, code = sh("env LUA_PATH=" .. q(ROOT .. "/lua/?.lua;" .. ROOT .. "/lua/?/init.lua;;")
+        .. " LUA_CPATH=" .. q(ROOT .. "/lua/?.so;;") .. " lua5.4 -e "
+        .. q(MAPS .. "require 'unsandbox'; print(libs())"))
+      assert.equal(0, code, out)
+      assert.equal("- -\n", out)
+    end)
+
+    it("says where it looked when the module is not next to it", function()
+      local copy = tmp .. "/bin"
+      assert(os.execute("mkdir -p " .. q(copy) .. " && cp " .. q(UNLUA) .. " " .. q(copy)))
+      local out, code = sh("env -u LUA_PATH -u LUA_PATH_5_4 LUA_CPATH_5_4=/nonexistent/?.so "
+        .. q(copy .. "/unlua") .. " -e 'print(pcall(require, \"unsandbox.core\"))'")
+      assert.equal(0, code, out)
+      assert.matches("^false\t.*module 'unsandbox.core' not found next to .*/bin", out)
+    end)
   end)
 
   describe("-i (REPL)", function()

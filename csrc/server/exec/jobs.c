@@ -102,7 +102,6 @@ static void unlink_active(ux_jobs *js, ux_job *j) {
 
 /* The statuses a job's row may still leave: once terminal, it is final. */
 static const char *const UNFINISHED[] = { "pending", "running", NULL };
-static const char *const PENDING[] = { "pending", NULL };
 
 /* Makes j terminal with its final document: stored first, then visible,
 ** so a poll never sees a terminal status the store does not have yet.
@@ -124,9 +123,9 @@ static void run_one(ux_jobs *js, ux_job *j) {
   char err[256] = "";
   ux_run_result res;
   memset(&res, 0, sizeof res);
-  json_t *running = doc_head(j, J_RUNNING, 0, NULL);
-  ux_store_update(js->st, "jobs", j->id, j->owner, "running", running, PENDING);
-  json_decref(running);
+  /* no "running" row: while the job runs every reader finds it in the
+  ** active list, and a restart fails a "pending" row as it would a
+  ** "running" one; a write less on every run's path */
 
   /* the volume is taken into use only now (exec_spec.h): a session
   ** deleted while this job waited makes it end here */
@@ -145,7 +144,9 @@ static void run_one(ux_jobs *js, ux_job *j) {
   pthread_mutex_unlock(&js->mu);
   if (cancel_now) ux_run_cancel(run);
 
-  ux_run_wait(run, &res);                            /* frees run */
+  /* the result is in once the run's processes are gone; its cgroup and
+  ** directories are released in the background, after the answer */
+  ux_run_wait_detached(run, &res);
   pthread_mutex_lock(&js->mu);
   j->run_id = 0;
   int user_cancel = j->cancel, stopping = js->stopping;

@@ -409,6 +409,8 @@ static void remove_children(int dirfd, const char *tail, int timeout_ms) {
 }
 
 int ux_cg_remove_tree(int parentfd, const char *name, const char *tail, int timeout_ms) {
+  /* the common case, an empty cgroup with no child: one rmdir */
+  if (unlinkat(parentfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT) return 0;
   int fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return errno == ENOENT ? 0 : -1;
   remove_children(fd, tail, timeout_ms);
