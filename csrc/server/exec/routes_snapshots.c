@@ -25,6 +25,9 @@
 #include "server/sandbox/volume.h"
 #include "server/store/store.h"
 
+static int restore_volume(const char *arch, const char *dir, ux_extract_report *rep,
+                          char *err, size_t errlen);
+
 static const char *table_of(const char *source_type) {
   return !strcmp(source_type, "session") ? "sessions" : "services";
 }
@@ -33,10 +36,14 @@ static int archive_path(ux_req *r, const char *id, char *out, size_t len) {
   return ux_path(out, len, "%s/snapshots/%s.tar.gz", r->srv->cfg.data, id);
 }
 
+int ux_snapshot_archive_path(ux_req *r, const char *id, char *out, size_t len) {
+  return archive_path(r, id, out, len);
+}
+
 /* Archives the volume dir into arch (via a temporary name): the other
 ** runs of the volume are frozen meanwhile, so the archive is consistent
 ** and nothing moves under the agent. 0, -1 with err, -2: volume gone. */
-static int archive_volume(const char *dir, const char *arch, long *size, char *err, size_t errlen) {
+int ux_archive_volume(const char *dir, const char *arch, long *size, char *err, size_t errlen) {
   char tmp[4300];
   int root = ux_volume_acquire(dir, err, errlen);
   if (root < 0) return -2;
@@ -84,7 +91,7 @@ int ux_snapshot_take(ux_req *r, const char *type, const char *source_id) {
            ux_resource_dir(r->srv, type, source_id, dir, sizeof dir) != 0)
     snprintf(err, sizeof err, "the data directory's path is too long");
   else
-    rc = archive_volume(dir, arch, &size, err, sizeof err);
+    rc = ux_archive_volume(dir, arch, &size, err, sizeof err);
   if (rc != 0) {
     json_decref(body);
     if (rc == -2) return ux_reply_error(r, 404, "not_found", "no such %s", type);
@@ -149,6 +156,11 @@ int ux_h_snapshot_delete(ux_req *r, const char *id) {
 /* Replaces the volume dir's tree with the archive's: the volume's runs
 ** are killed, the archive is unpacked into a fresh volume by the agent,
 ** and only a complete unpacking takes the old tree's place. */
+int ux_restore_volume(const char *arch, const char *dir, char *err, size_t errlen) {
+  ux_extract_report rep;
+  return restore_volume(arch, dir, &rep, err, errlen);
+}
+
 static int restore_volume(const char *arch, const char *dir, ux_extract_report *rep,
                           char *err, size_t errlen) {
   char next[4300];
