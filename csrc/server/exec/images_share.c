@@ -92,6 +92,9 @@ static int edit_access(json_t *doc, void *ctx) {
 static int change_access(ux_req *r, const char *id, const char *key, int add) {
   if (!key || strlen(key) > 100 || !ux_valid_id(key))
     return ux_reply_error(r, 400, "bad_request", "a public key is needed");
+  json_t *mine = ux_store_get(r->srv->store, "images", id, r->owner);
+  if (!mine) return ux_reply_error(r, 404, "not_found", "no such image");
+  json_decref(mine);
   if (add && !strcmp(key, r->owner))
     return ux_reply_error(r, 400, "bad_request", "the owner needs no grant");
   access_edit e = { key, add };
