@@ -41,6 +41,7 @@ build = {
     ["unsandbox.cpapi"] = "lua/unsandbox/cpapi.lua",
     ["unsandbox.errors"] = "lua/unsandbox/errors.lua",
     ["unsandbox.execute"] = "lua/unsandbox/execute.lua",
+    ["unsandbox.execapi"] = "lua/unsandbox/execapi.lua",
     ["unsandbox"] = "lua/unsandbox/init.lua",
     ["unsandbox.languages"] = "lua/unsandbox/languages.lua",
     ["unsandbox.leases"] = "lua/unsandbox/leases.lua",
