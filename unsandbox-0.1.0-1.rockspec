@@ -42,6 +42,7 @@ build = {
     ["unsandbox.errors"] = "lua/unsandbox/errors.lua",
     ["unsandbox.execute"] = "lua/unsandbox/execute.lua",
     ["unsandbox.execapi"] = "lua/unsandbox/execapi.lua",
+    ["unsandbox.cli_exec"] = "lua/unsandbox/cli_exec.lua",
     ["unsandbox"] = "lua/unsandbox/init.lua",
     ["unsandbox.languages"] = "lua/unsandbox/languages.lua",
     ["unsandbox.leases"] = "lua/unsandbox/leases.lua",
