@@ -20,6 +20,7 @@
 #include "core/base64.h"
 #include "core/validate.h"
 #include "server/fsutil.h"
+#include "server/mem.h"
 
 #define NONCE_LEN 12
 #define TAG_LEN 16
@@ -91,7 +92,7 @@ json_t *ux_vault_seal(const unsigned char key[UX_VAULT_KEY_LEN], const char *aad
                       const char *text, size_t len) {
   unsigned char nonce[NONCE_LEN];
   if (len > UX_VAULT_MAX || RAND_bytes(nonce, NONCE_LEN) != 1) return NULL;
-  unsigned char *out = malloc(len + TAG_LEN);
+  unsigned char *out = ux_xmalloc(len + TAG_LEN);
   if (!out) return NULL;
   int n = gcm(1, key, nonce, aad, (const unsigned char *)text, (int)len, out);
   char *b_nonce = unsb_base64_encode(nonce, NONCE_LEN, NULL);
@@ -120,7 +121,7 @@ char *ux_vault_open(const unsigned char key[UX_VAULT_KEY_LEN], const char *aad,
   unsigned char *data = sd ? unsb_base64_decode(sd, strlen(sd), &nd) : NULL;
   char *out = NULL;
   if (nonce && data && nn == NONCE_LEN && nd >= TAG_LEN && nd <= UX_VAULT_MAX + TAG_LEN &&
-      (out = malloc(nd + 1)) != NULL) {
+      (out = ux_xmalloc(nd + 1)) != NULL) {
     int n = gcm(0, key, nonce, aad, data, (int)nd, (unsigned char *)out);
     if (n < 0) { free(out); out = NULL; }
     else { out[n] = '\0'; *len = (size_t)n; }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/validate.h"
+#include "server/mem.h"
 
 void ux_vault_env_free(char **env, size_t n) {
   if (!env) return;
@@ -39,10 +40,10 @@ static int cut(const char *s, const char *e, unsb_env_var *v) {
 
 /* "NAME=value" strings of vars[0..n). */
 static char **join(const unsb_env_var *vars, size_t n) {
-  char **env = calloc(n + 1, sizeof *env);
+  char **env = ux_xcalloc(n + 1, sizeof *env);
   for (size_t i = 0; env && i < n; i++) {
     size_t len = vars[i].name_len + vars[i].value_len + 2;
-    if (!(env[i] = malloc(len))) { ux_vault_env_free(env, i); return NULL; }
+    if (!(env[i] = ux_xmalloc(len))) { ux_vault_env_free(env, i); return NULL; }
     memcpy(env[i], vars[i].name, vars[i].name_len);
     env[i][vars[i].name_len] = '=';
     memcpy(env[i] + vars[i].name_len + 1, vars[i].value, vars[i].value_len);
