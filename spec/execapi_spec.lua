@@ -220,6 +220,27 @@ describe("execution API routes #integration", function()
     end)
   end)
 
+  it("a restart keeps the env vault and thaws frozen services", function()
+    local s1 = server.start()
+    local data = s1.data
+    local k = unsandbox.client(s1.client_opts())
+    local svc = assert(k:create_service { name = "persist", bootstrap_content = "sleep 600" })
+    assert(k:set_service_env(svc.id, "KEEP=me\n"))
+    assert(k:freeze_service(svc.id))
+    k:close()
+    s1.stop(true)
+    local s2 = server.start { data = data }
+    k = unsandbox.client(s2.client_opts())
+    assert.equal("running", assert(k:get_service(svc.id)).state)
+    assert.equal("KEEP=me\n", assert(k:export_service_env(svc.id)))
+    assert.equal("me\n", assert(k:service_execute(svc.id, "echo $KEEP")).stdout)
+    assert(k:delete_service(svc.id))
+    k:close()
+    s2.stop()
+    server.rm_rf(data)
+    os.remove(s1.log)
+  end)
+
   it("the module functions exist for every new route", function()
     for _, name in ipairs { "freeze_session", "unfreeze_session", "boost_session", "unboost_session",
       "freeze_service", "unfreeze_service", "lock_service", "unlock_service", "update_service",

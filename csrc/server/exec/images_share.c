@@ -82,7 +82,8 @@ static int edit_access(json_t *doc, void *ctx) {
     acc = json_object_get(doc, "access");
   }
   json_array_foreach(acc, i, x)
-    if (!strcmp(json_string_value(x), e->key)) return e->add ? 0 : json_array_remove(acc, i);
+    if (json_is_string(x) && !strcmp(json_string_value(x), e->key))
+      return e->add ? 0 : json_array_remove(acc, i);
   if (!e->add) return 1;                          /* was not trusted */
   if (json_array_size(acc) >= 1000) return 1;
   return json_array_append_new(acc, json_string(e->key));

@@ -255,6 +255,16 @@ int ux_services_start(ux_server *srv, json_t *doc) {
 void ux_services_resume(ux_server *srv) {
   json_t *docs = ux_store_list(srv->store, "services", NULL), *doc;
   size_t i;
-  json_array_foreach(docs, i, doc) ux_services_start(srv, doc);
+  /* a restart starts every bootstrap afresh, so nothing is frozen after it */
+  json_array_foreach(docs, i, doc) {
+    const char *id = json_string_value(json_object_get(doc, "id"));
+    if (id && json_is_true(json_object_get(doc, "frozen"))) {
+      json_t *no = json_false(), *out = NULL;
+      ux_store_set_field(srv->store, "services", id, NULL, "frozen", no, &out);
+      json_decref(no);
+      json_decref(out);
+    }
+    ux_services_start(srv, doc);
+  }
   json_decref(docs);
 }
