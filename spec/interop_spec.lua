@@ -27,6 +27,7 @@ local function run_interop(srv, lenient)
   local q = server.sh_quote
   local cmd = table.concat({ "timeout 600 python3", q(SCRIPT), "--url", q(srv.url), "--pk", q(srv.public_key),
     "--sk", q(srv.secret_key), "--pk2", q(pk2), "--sk2", q(sk2), "--data", q(srv.data),
+    "--vectors", q(ROOT .. "/spec/fixtures/signing.json"),
     lenient and "--lenient" or "", "2>&1" }, " ")
   local p = assert(io.popen(cmd))
   local out = p:read("a")

@@ -224,6 +224,10 @@ local function images(Client, h)
     if not doc then return nil, rid end
     return shape.list(doc, "images", rid)
   end
+end
+
+-- Who may see and use an image, and its lock.
+local function image_sharing(Client, h)
   Client.get_image = h.by_id("GET", "/images/", "get_image")
   Client.delete_image = h.destructive("DELETE", "/images/", "delete_image")
   Client.lock_image = h.by_id("POST", "/images/", "lock_image", "/lock")
@@ -252,6 +256,9 @@ local function images(Client, h)
     end
     return keys, rid
   end
+end
+
+local function image_use(Client, h)
   --- A new service from the image.
   function Client:spawn_image(id, opts)
     check.id("spawn_image", "id", id)
@@ -282,6 +289,8 @@ function M.install(Client, helpers)
   vault(Client, helpers)
   snapshots(Client, helpers)
   images(Client, helpers)
+  image_sharing(Client, helpers)
+  image_use(Client, helpers)
 end
 
 return M

@@ -10,7 +10,7 @@ a running unsandboxd and prints one TAP line per check; the exit status is
 0 only when every check passed.
 
   unsandbox_interop.py --url URL --pk PK --sk SK --pk2 PK2 --sk2 SK2
-                       --data DIR [--lenient]
+                       --data DIR [--lenient] [--vectors signing.json]
 
 --lenient also drives the variant forms (query-signed paths, "" signed
 for a {} body, the Lua and Python SDKs' alias routes and keys), which a
@@ -26,6 +26,27 @@ import sys
 import time
 import urllib.error
 import urllib.request
+
+
+def sign(secret, ts, method, path, body):
+    """X-Signature: lowercase hex HMAC-SHA256 over "ts:METHOD:path:" + body bytes."""
+    msg = ("%s:%s:%s:" % (ts, method, path)).encode("utf-8") + body
+    return hmac.new(secret.encode("utf-8"), msg, hashlib.sha256).hexdigest()
+
+
+def vectors(t, path):
+    """This signer against the documented vectors (spec section 3.2)."""
+    with open(path, encoding="utf-8") as f:
+        cases = json.load(f)["cases"]
+    n = 0
+    for c in cases:
+        fields = [c.get(k) for k in ("secret", "timestamp", "method", "path", "body")]
+        if not all(isinstance(v, str) for v in fields):
+            continue
+        got = sign(fields[0], fields[1], fields[2], fields[3], fields[4].encode("utf-8"))
+        t.ok(got == c["signature"], "signing vector %s" % c["name"], got)
+        n += 1
+    t.ok(n >= 8, "at least 8 signing vectors checked", n)
 
 
 class Api:
@@ -45,9 +66,7 @@ class Api:
             data = b""
         ts = str(int(time.time()))
         signed_path = path + ("?" + query if sign_query and query else "")
-        signed_body = b"" if sign_empty else data
-        msg = ("%s:%s:%s:" % (ts, method, signed_path)).encode("utf-8") + signed_body
-        sig = hmac.new(self.sk.encode("utf-8"), msg, hashlib.sha256).hexdigest()
+        sig = sign(self.sk, ts, method, signed_path, b"" if sign_empty else data)
         url = self.base + path + ("?" + query if query else "")
         send = data if (data or method in ("POST", "PUT", "PATCH")) else None
         req = urllib.request.Request(url, data=send, method=method)
@@ -484,9 +503,12 @@ def main():
     for opt in ("--url", "--pk", "--sk", "--pk2", "--sk2", "--data"):
         p.add_argument(opt, required=True)
     p.add_argument("--lenient", action="store_true")
+    p.add_argument("--vectors", help="signing.json: check this signer first")
     a = p.parse_args()
     api, api2 = Api(a.url, a.pk, a.sk), Api(a.url, a.pk2, a.sk2)
     t = Tap()
+    if a.vectors:
+        vectors(t, a.vectors)
     basics(t, api)
     sid = sessions(t, api)
     snap = snapshots(t, api, sid)
