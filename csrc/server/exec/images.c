@@ -85,9 +85,10 @@ static int make_archive(ux_req *r, const char *type, const char *source, const c
   }
   json_t *svc = ux_store_get(r->srv->store, "services", source, r->owner);
   if (!svc) return -2;
+  int frozen = ux_resource_frozen(svc);
   json_decref(svc);
   if (ux_resource_dir(r->srv, "service", source, from, sizeof from) != 0) return -1;
-  return ux_archive_volume(from, arch, size, err, errlen);
+  return ux_archive_volume(from, arch, size, frozen, err, errlen);
 }
 
 json_t *ux_image_doc(const char *id, const char *name, const char *desc, const char *type,

@@ -43,7 +43,13 @@ int ux_snapshot_archive_path(ux_req *r, const char *id, char *out, size_t len) {
 /* Archives the volume dir into arch (via a temporary name): the other
 ** runs of the volume are frozen meanwhile, so the archive is consistent
 ** and nothing moves under the agent. 0, -1 with err, -2: volume gone. */
-int ux_archive_volume(const char *dir, const char *arch, long *size, char *err, size_t errlen) {
+int ux_resource_frozen(const json_t *doc) {
+  const char *status = json_string_value(json_object_get(doc, "status"));
+  return json_is_true(json_object_get(doc, "frozen")) || (status && !strcmp(status, "frozen"));
+}
+
+int ux_archive_volume(const char *dir, const char *arch, long *size, int stay_frozen,
+                      char *err, size_t errlen) {
   char tmp[4300];
   int root = ux_volume_acquire(dir, err, errlen);
   if (root < 0) return -2;
@@ -52,7 +58,7 @@ int ux_archive_volume(const char *dir, const char *arch, long *size, char *err, 
       (out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) >= 0) {
     ux_runner_freeze_workdir(root, 1);
     rc = ux_archive_tree(root, out, NULL, err, errlen);
-    ux_runner_freeze_workdir(root, 0);
+    if (!stay_frozen) ux_runner_freeze_workdir(root, 0);   /* a frozen resource stays so */
     struct stat st;
     if (rc == 0 && (fsync(out) != 0 || fstat(out, &st) != 0 || rename(tmp, arch) != 0)) {
       snprintf(err, errlen, "cannot store the archive: %s", strerror(errno));
@@ -76,6 +82,7 @@ int ux_snapshot_take(ux_req *r, const char *type, const char *source_id) {
   char id[64], dir[4200], arch[4200], err[512] = "";
   json_t *source = ux_store_get(r->srv->store, table_of(type), source_id, r->owner);
   if (!source) return ux_reply_error(r, 404, "not_found", "no such %s", type);
+  int frozen = ux_resource_frozen(source);
   json_decref(source);
   json_t *body = ux_body_object(r, 1);
   if (!body) return -1;
@@ -91,7 +98,7 @@ int ux_snapshot_take(ux_req *r, const char *type, const char *source_id) {
            ux_resource_dir(r->srv, type, source_id, dir, sizeof dir) != 0)
     snprintf(err, sizeof err, "the data directory's path is too long");
   else
-    rc = ux_archive_volume(dir, arch, &size, err, sizeof err);
+    rc = ux_archive_volume(dir, arch, &size, frozen, err, sizeof err);
   if (rc != 0) {
     json_decref(body);
     if (rc == -2) return ux_reply_error(r, 404, "not_found", "no such %s", type);

@@ -119,8 +119,12 @@ int ux_h_snapshot_unlock(ux_req *r, const char *id);
 int ux_h_snapshot_create(ux_req *r, const char *id);
 int ux_h_snapshot_clone(ux_req *r, const char *id);
 /* Archives the volume dir into the file arch (its runs frozen meanwhile,
-** the archive made by the agent): 0, -1 with err, -2 the volume is gone. */
-int ux_archive_volume(const char *dir, const char *arch, long *size, char *err, size_t errlen);
+** and thawed afterwards unless stay_frozen: the resource was frozen by its
+** owner; the archive made by the agent): 0, -1 with err, -2 the volume is gone. */
+int ux_archive_volume(const char *dir, const char *arch, long *size, int stay_frozen,
+                      char *err, size_t errlen);
+/* 1 when a session's or service's document says it is frozen. */
+int ux_resource_frozen(const json_t *doc);
 /* Replaces the tree of volume dir with the archive's (unpacked by the
 ** agent into a fresh volume; all or nothing): 0, or -1 with err. */
 int ux_restore_volume(const char *arch, const char *dir, char *err, size_t errlen);
