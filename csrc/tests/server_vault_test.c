@@ -8,6 +8,7 @@
 ** ux_store_set_owner moves a row only from its owner.
 */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,40 @@ static int add_x(json_t *doc, void *ctx) {
 }
 static int refuse(json_t *doc, void *ctx) { (void)doc; (void)ctx; return 1; }
 
+typedef struct { ux_store *st; int base, fails; } adder;
+
+static int append_item(json_t *doc, void *ctx) {
+  json_t *list = json_object_get(doc, "items");
+  return json_array_append_new(list, json_integer(*(int *)ctx));
+}
+
+static void *add_many(void *arg) {
+  adder *a = arg;
+  for (int i = 0; i < 200; i++) {
+    int v = a->base + i;
+    if (ux_store_modify(a->st, "images", "race", NULL, append_item, &v, NULL) != 1) a->fails++;
+  }
+  return NULL;
+}
+
+/* Two threads append 200 items each to one document: none is lost. */
+static void test_modify_race(ux_store *st) {
+  json_t *d = json_pack("{s:s,s:I,s:[]}", "id", "race", "created_at", (json_int_t)1, "items");
+  ok(ux_store_insert(st, "images", "race", "alice", "ready", d) == 0, "race row");
+  json_decref(d);
+  adder a = { st, 0, 0 }, b = { st, 1000, 0 };
+  pthread_t ta, tb;
+  int started = pthread_create(&ta, NULL, add_many, &a) == 0 && pthread_create(&tb, NULL, add_many, &b) == 0;
+  ok(started, "two editing threads start");
+  if (!started) return;
+  pthread_join(ta, NULL);
+  pthread_join(tb, NULL);
+  json_t *got = ux_store_get(st, "images", "race", "alice");
+  ok(a.fails == 0 && b.fails == 0 && json_array_size(json_object_get(got, "items")) == 400,
+     "400 concurrent edits: none lost (%zu)", json_array_size(json_object_get(got, "items")));
+  json_decref(got);
+}
+
 static void test_store(const char *dir) {
   char err[256];
   ux_store *st = ux_store_open(dir, err, sizeof err);
@@ -145,6 +180,7 @@ static void test_store(const char *dir) {
   json_decref(got);
   ok(!ux_store_get(st, "images", "img1", "alice"), "the old owner no longer has it");
   json_decref(d);
+  test_modify_race(st);
   ux_store_close(st);
 }
 
