@@ -142,7 +142,7 @@ def basics(t, api):
 
 
 def sessions(t, api):
-    s, d = api.call("POST", "/sessions", {"network_mode": "zerotrust", "ttl": 3600})
+    s, d = api.call("POST", "/sessions", {"network_mode": "zerotrust", "ttl": 3600, "shell": "bash"})
     t.ok(s in (200, 201) and d.get("session_id"), "POST /sessions", d)
     sid = d["session_id"]
     s, d = api.call("POST", "/sessions/%s/shell" % sid, {"command": "echo data > f.txt"})

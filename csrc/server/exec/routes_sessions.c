@@ -141,8 +141,9 @@ int ux_h_session_create(ux_req *r, const char *unused) {
     json_decref(body);
     return -1;
   }
+  int rc = ux_session_store(r, id, shell, net, vcpu, ttl);     /* shell lives in body */
   json_decref(body);
-  return ux_session_store(r, id, shell, net, vcpu, ttl);
+  return rc;
 }
 
 int ux_session_store(ux_req *r, const char *id, const char *shell, int net, long vcpu, long ttl) {
