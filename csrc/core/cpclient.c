@@ -104,6 +104,8 @@ unsb_cp *unsb_cp_new(const unsb_cp_config *cfg, unsb_error *err) {
     .connect_timeout_ms = cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 10000,
     .ca_file = cfg->ca_file,
     .max_response = cfg->max_response ? cfg->max_response : UNSB_CP_DEFAULT_MAX_RESPONSE,
+    .loop = cfg->loop,
+    .max_concurrency = cfg->max_concurrency,
   };
   if (!(c->http = unsb_http_new(&hc, err))) {
     unsb_cp_free(c);

@@ -47,6 +47,8 @@ typedef struct {
   const char *ca_file;
   size_t max_response;          /* 0 = UNSB_CP_DEFAULT_MAX_RESPONSE */
   size_t lease_capacity;        /* 0 = UNSB_LEASE_CACHE_DEFAULT */
+  unsb_loop *loop;              /* the event loop to share; NULL = a private one */
+  int max_concurrency;          /* transfers at once; 0 = UNSB_HTTP_DEFAULT_CONCURRENCY */
 } unsb_cp_config;
 
 /* Zeroes cfg and fills env_* from the process environment. */

@@ -92,7 +92,7 @@ static void collect(unsb_http *h) {
     x->in_multi = 0;
     x->done = 1;
     x->rc = rc;
-    x->ended_us = unsb_xfer_now_us();
+    x->ended_us = unsb_monotonic_us();
     h->running--;
     unsb_loop_notify(h->loop, x->token);
   }
@@ -235,7 +235,7 @@ static int check_request(const unsb_http_request *req, unsb_error *err) {
 /* Puts x into the multi handle with what is left of its timeout. */
 static void start(unsb_http *h, unsb_http_xfer *x, int64_t now_ms) {
   x->queued = 0;
-  x->started_us = unsb_xfer_now_us();
+  x->started_us = unsb_monotonic_us();
   curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)(x->deadline_ms - now_ms));
   if (curl_multi_add_handle(h->multi, x->easy) == CURLM_OK) {
     x->in_multi = 1;
@@ -244,7 +244,7 @@ static void start(unsb_http *h, unsb_http_xfer *x, int64_t now_ms) {
   }
   x->done = 1;                   /* reported as a transport error */
   x->rc = CURLE_FAILED_INIT;
-  x->ended_us = unsb_xfer_now_us();
+  x->ended_us = unsb_monotonic_us();
   unsb_loop_notify(h->loop, x->token);
 }
 
@@ -261,7 +261,7 @@ static void promote(unsb_http *h) {
       x->queued = 0;
       x->done = x->queue_timeout = 1;
       x->rc = CURLE_OPERATION_TIMEDOUT;
-      x->ended_us = unsb_xfer_now_us();
+      x->ended_us = unsb_monotonic_us();
       unsb_loop_notify(h->loop, x->token);
     } else {
       start(h, x, now);
@@ -290,7 +290,7 @@ unsb_http_xfer *unsb_http_open(unsb_http *h, const unsb_http_request *req, unsb_
   if (check_request(req, err) != 0) return NULL;
   if (!(x = calloc(1, sizeof *x))) { unsb_fail(err, UNSB_ENOMEM, "out of memory"); return NULL; }
   x->h = h;
-  x->opened_us = unsb_xfer_now_us();
+  x->opened_us = unsb_monotonic_us();
   x->deadline_ms = unsb_monotonic_ms() + req->timeout_ms;
   x->easy = h->n_idle > 0 ? h->idle[--h->n_idle] : curl_easy_init();
   /* linked first, so unsb_http_close can undo any step below */
@@ -319,6 +319,7 @@ void unsb_http_wait(unsb_http *h, long ms) {
 }
 
 int unsb_http_done(const unsb_http_xfer *x) { return x->done; }
+unsb_http *unsb_http_of(const unsb_http_xfer *x) { return x->h; }
 
 void unsb_http_notify(unsb_http_xfer *x, unsb_token tok) {
   x->token = tok;

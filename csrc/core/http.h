@@ -72,6 +72,7 @@ typedef struct {
   uint64_t bytes_out;        /* request head and body */
   uint64_t bytes_in;         /* response heads and body */
   long new_connections;      /* connections opened (0 = reused) */
+  int sent;                  /* some of the request left: the server may have seen it */
 } unsb_http_timing;
 
 /* What on_head asks for the body. */
@@ -175,6 +176,9 @@ int unsb_http_drive(unsb_http *h, unsb_http_xfer *x, unsb_error *err);
 
 /* 1 once x has ended (completed or failed), else 0. */
 int unsb_http_done(const unsb_http_xfer *x);
+
+/* The engine x belongs to. */
+unsb_http *unsb_http_of(const unsb_http_xfer *x);
 
 /* Queues tok on the engine's loop when x ends or is closed (at once when
 ** it already has); 0 stops that. */

@@ -6,6 +6,7 @@
 ** complete. Every response header the caller asked for is kept, capped.
 */
 #include "core/http_xfer.h"
+#include "core/clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
   unsb_http_response *r = &x->resp;
   size_t len = size * n;
   if (x->streaming) {
-    if (!x->first_data_us) x->first_data_us = unsb_xfer_now_us();
+    if (!x->first_data_us) x->first_data_us = unsb_monotonic_us();
     int rc = x->stream.on_data(x->stream.ud, data, len);
     if (rc == UNSB_HTTP_PAUSE) {
       x->paused = 1;
@@ -296,12 +297,6 @@ int unsb_xfer_fail(const unsb_http_xfer *x, int rc, unsb_error *err) {
 ** timing
 ** ------------------------------------------------------------------- */
 
-int64_t unsb_xfer_now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static int64_t info_us(CURL *e, CURLINFO what) {
   curl_off_t v = 0;
   if (curl_easy_getinfo(e, what, &v) != CURLE_OK || v < 0) return 0;
@@ -315,7 +310,7 @@ static int64_t gap(int64_t later, int64_t earlier) {
 /* libcurl's timers are cumulative from the transfer's start (each 0 when
 ** its phase did not happen); the parts are the gaps between them. */
 void unsb_http_timing_of(const unsb_http_xfer *x, unsb_http_timing *t) {
-  int64_t now = unsb_xfer_now_us();
+  int64_t now = unsb_monotonic_us();
   memset(t, 0, sizeof *t);
   int64_t end = x->ended_us ? x->ended_us : now;
   t->first_data_us = x->first_data_us ? x->first_data_us - x->opened_us : -1;
@@ -340,4 +335,5 @@ void unsb_http_timing_of(const unsb_http_xfer *x, unsb_http_timing *t) {
   t->bytes_out = (uint64_t)reqsize + (uint64_t)info_us(e, CURLINFO_SIZE_UPLOAD_T);
   t->bytes_in = (uint64_t)hdrsize + (uint64_t)info_us(e, CURLINFO_SIZE_DOWNLOAD_T);
   t->new_connections = conns;
+  t->sent = reqsize > 0;
 }

@@ -60,9 +60,6 @@ struct unsb_http_xfer {
 ** -1 with err (transport: memory or a refused option). */
 int unsb_xfer_setup(unsb_http_xfer *x, const unsb_http_request *req, unsb_error *err);
 
-/* The monotonic clock in microseconds (timing). */
-int64_t unsb_xfer_now_us(void);
-
 /* The error of a transfer that ended badly (rc a CURLcode), named by
 ** host. Always -1. */
 int unsb_xfer_fail(const unsb_http_xfer *x, int rc, unsb_error *err);

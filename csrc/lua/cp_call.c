@@ -77,7 +77,7 @@ static void set_string(lua_State *L, const char *field, const char *s) {
 
 void ub_push_response(lua_State *L, const unsb_http_response *resp, const char **names,
                       size_t n_names) {
-  lua_createtable(L, 0, 8);
+  lua_createtable(L, 0, 9);
   lua_pushinteger(L, resp->status);
   lua_setfield(L, -2, "status");
   lua_pushlstring(L, resp->body ? resp->body : "", resp->body ? resp->body_len : 0);
@@ -95,4 +95,6 @@ void ub_push_response(lua_State *L, const unsb_http_response *resp, const char *
   lua_createtable(L, 0, (int)n_names);
   for (size_t i = 0; i < n_names; i++) set_string(L, names[i], resp->captured[i]);
   lua_setfield(L, -2, "headers");
+  ub_push_timing(L, &resp->timing);
+  lua_setfield(L, -2, "timing");
 }
