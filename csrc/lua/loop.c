@@ -196,6 +196,46 @@ static int l_loop_abort(lua_State *L) {
   return 0;
 }
 
+static int park_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status;
+  (void)ctx;
+  ub_wait_done(L);
+  return 0;
+}
+
+/* core.park([ms]): the running task waits until core.unpark(its thread)
+** or ms pass (none: no timer). Raises outside a task's own thread. */
+static int l_park(lua_State *L) {
+  lua_Integer ms = lua_isnoneornil(L, 1) ? 0 : ub_check_ms(L, 1, "ms", 0);
+  unsb_error err;
+  if (!ub_task_can_yield(L)) return luaL_error(L, "only a task can wait here");
+  unsb_token tok = ub_wait(L, 0);
+  if (ms > 0 && unsb_loop_timer(ub_loop(L), unsb_monotonic_ms() + ms, tok, &err) != 0)
+    return luaL_error(L, "not enough memory");
+  return ub_yield(L, 0, park_k);
+}
+
+/* core.unpark(co): a parked thread is woken at the next loop step. */
+static int l_unpark(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTHREAD);
+  lua_settop(L, 1);
+  lloop *lp = push_loop(L);
+  lua_getiuservalue(L, 2, 2);
+  lua_pushvalue(L, 1);
+  if (lua_rawget(L, 3) == LUA_TNUMBER) {
+    unsb_token tok = (unsb_token)lua_tointeger(L, -1);
+    unsb_loop_timer_cancel(lp->l, tok);
+    unsb_loop_notify(lp->l, tok);
+  }
+  return 0;
+}
+
+/* core.can_yield(): the running thread is a task's and may yield. */
+static int l_can_yield(lua_State *L) {
+  lua_pushboolean(L, ub_task_can_yield(L));
+  return 1;
+}
+
 /* core.loop_stats() -> {timers=, pending=, watched=}: for tests. */
 static int l_loop_stats(lua_State *L) {
   lloop *lp = push_loop(L);
@@ -227,6 +267,9 @@ static const luaL_Reg FUNCTIONS[] = {
   {"loop_pollfds", l_loop_pollfds},
   {"loop_abort", l_loop_abort},
   {"loop_stats", l_loop_stats},
+  {"park", l_park},
+  {"unpark", l_unpark},
+  {"can_yield", l_can_yield},
   {"monotonic_us", l_monotonic_us},
   {NULL, NULL},
 };

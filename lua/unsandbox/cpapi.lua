@@ -14,8 +14,8 @@ local Error = require "unsandbox.errors"
 local M = {}
 
 M.subjects = context.store()   -- Manager -> coroutine -> X-Acting-Subject
-M.traces = context.store()     -- the module -> coroutine -> {trace_id, flags}
-M.TRACE_OWNER = M              -- the traces store has one owner: the process
+M.traces = context.traces      -- one owner -> coroutine -> {trace_id, flags}
+M.TRACE_OWNER = context.TRACE_OWNER
 
 -- Decoded JSON as Lua values read best: cjson.null becomes nil, and a
 -- number with an integral value (cjson decodes every number as a float)

@@ -18,6 +18,7 @@ local execute = require "unsandbox.execute"
 local languages = require "unsandbox.languages"
 local poll = require "unsandbox.poll"
 local results = require "unsandbox.results"
+local tasks = require "unsandbox.tasks"
 
 local unsandbox = {
   VERSION = "0.1.0",
@@ -26,6 +27,15 @@ local unsandbox = {
 }
 
 local Client = core.Client   -- the methods table of the C userdata
+
+-- Tasks (lua/unsandbox/tasks.lua): spawn, step, run, pollfds, completed.
+unsandbox.spawn = tasks.spawn
+unsandbox.step = tasks.step
+unsandbox.run = tasks.run
+unsandbox.pollfds = tasks.pollfds
+unsandbox.completed = tasks.completed
+unsandbox.Task = tasks.Task
+unsandbox.current_task = tasks.current
 
 -- The Control Plane client: unsandbox.manager, Manager, Sandbox,
 -- acting_subject, trace, current_trace, new_trace_id (lua/unsandbox/cp.lua).
