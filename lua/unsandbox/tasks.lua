@@ -126,7 +126,9 @@ function M.spawn(fn, ...)
   local args = table.pack(...)
   next_id = next_id + 1
   local t = setmetatable({ id = next_id, state = "ready", on_finish = {}, cleanups = {},
-                           threads = setmetatable({}, { __mode = "k" }) }, Task)
+                           threads = setmetatable({}, { __mode = "k" }),
+                           children = setmetatable({}, { __mode = "k" }) }, Task)
+  if current then current.children[t] = true end
   t.co = coroutine.create(function() return fn(table.unpack(args, 1, args.n)) end)
   context.apply(context.capture(), t.co)
   register(t, t.co)
@@ -212,19 +214,27 @@ function Task:wait(timeout)
 end
 
 local function cancelled_error(t, why)
+  if why == "interrupted" then
+    return Error.new { kind = "interrupted", message = "task " .. t.id .. " cancelled: interrupted" }
+  end
   return Error.new { kind = "cancelled", status = 499, message = "task " .. t.id .. " cancelled" ..
     (why and (": " .. why) or "") }
 end
 
---- cancel(): ends the task now. Its open transfer is closed, its
--- coroutine closed (pending <close> variables run), the cleanups of its
--- calls (cancelling its remote jobs) start as tasks. true, or false when
--- it had already ended.
+--- cancel(): ends the task now. The tasks it spawned that still run are
+-- cancelled first; its open transfer is closed, its coroutine closed
+-- (pending <close> variables run), the cleanups of its calls (cancelling
+-- its remote jobs) start as tasks. true, or false when it had already
+-- ended.
 function Task:cancel(why)
   if self:done() then return false end
   if current and by_thread[coroutine.running()] == self then
     error("a task cannot cancel itself: return from it instead", 2)
   end
+  local kids = {}
+  for child in pairs(self.children) do kids[#kids + 1] = child end
+  table.sort(kids, function(a, b) return a.id < b.id end)
+  for _, child in ipairs(kids) do child:cancel(why) end
   for th in pairs(self.threads) do core.loop_abort(th) end
   live[self] = nil
   n_live = n_live - 1
@@ -348,37 +358,82 @@ function M.pollfds()
   return fds, timeout
 end
 
+local Channel = {}
+Channel.__index = Channel
+
+--- channel(): a queue a task (or the main thread) can wait on: push()
+-- from anywhere, pop() waits for an item (yielding inside a task,
+-- driving the loop elsewhere).
+function M.channel()
+  -- head and tail counted apart: a popped slot is nil, so #items would lie
+  return setmetatable({ items = {}, head = 1, tail = 0, closed = false }, Channel)
+end
+
+function Channel:push(v)
+  self.tail = self.tail + 1
+  self.items[self.tail] = v
+  if self.waiter then core.unpark(self.waiter) end
+end
+
+--- No more items will come: pop() returns nil once the queue is empty.
+function Channel:close()
+  self.closed = true
+  if self.waiter then core.unpark(self.waiter) end
+end
+
+--- The next item, or nil once closed and empty, or nil, Error(interrupted).
+function Channel:pop()
+  while self.head > self.tail do
+    if self.closed then return nil end
+    if current then
+      if not core.can_yield() then
+        error("a task can only wait from its own coroutine (not a coroutine of its own making)", 2)
+      end
+      self.waiter = coroutine.running()
+      core.park()
+      self.waiter = nil
+    else
+      local n, err = M.step(100)
+      if not n then return nil, err end
+    end
+  end
+  local v = self.items[self.head]
+  self.items[self.head] = nil
+  self.head = self.head + 1
+  return v
+end
+
 --- completed(list) -> iterator of i, task in the order the tasks end
 -- (list: tasks, or false/nil holes, which are skipped). Inside a task it
--- yields between them, elsewhere it drives the loop.
+-- yields between them, elsewhere it drives the loop (Ctrl-C: the tasks
+-- are cancelled and the iteration ends).
 function M.completed(list)
-  local queue, head, pending = {}, 1, 0
-  local waiter
+  local ch, pending = M.channel(), 0
   for i, t in pairs(list) do
     if t then
       pending = pending + 1
-      t:_on_finish(function()
-        queue[#queue + 1] = i
-        if waiter then core.unpark(waiter) end
-      end)
+      t:_on_finish(function() ch:push(i) end)
     end
   end
   return function()
-    while head > #queue do
-      if pending == 0 then return nil end
-      if current then
-        waiter = coroutine.running()
-        core.park()
-      else
-        local n, err = M.step(100)
-        if not n then error(err, 0) end
-      end
-    end
-    local i = queue[head]
-    head = head + 1
+    if pending == 0 then return nil end
+    local i = ch:pop()
+    if i == nil then return nil end
     pending = pending - 1
     return i, list[i]
   end
+end
+
+--- Waits for every task of list to end (see completed): true, or nil and
+-- Error(interrupted) after Ctrl-C (the tasks were cancelled).
+function M.wait_all(list)
+  for _ in M.completed(list) do end
+  for _, t in pairs(list) do
+    if t and not t:done() then
+      return nil, Error.new { kind = "interrupted", message = "interrupted while waiting for tasks" }
+    end
+  end
+  return true
 end
 
 ------------------------------------------------------------------------
