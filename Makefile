@@ -24,6 +24,7 @@ endif
 
 CORE_SRC   := $(wildcard csrc/core/*.c)
 BIND_SRC   := $(wildcard csrc/lua/*.c)
+LAZY_SRC   := $(wildcard csrc/lazy/*.c)
 HOST_SRC   := $(wildcard csrc/host/*.c)
 SERVER_SRC := $(wildcard csrc/server/*.c csrc/server/*/*.c)
 AGENT_SRC  := $(wildcard csrc/agent/*.c)
@@ -31,6 +32,7 @@ TEST_SRC   := $(wildcard csrc/tests/*_test.c)
 
 CORE_OBJ   := $(CORE_SRC:csrc/%.c=build/%.o)
 BIND_OBJ   := $(BIND_SRC:csrc/%.c=build/%.o)
+LAZY_OBJ   := $(LAZY_SRC:csrc/%.c=build/%.o)
 HOST_OBJ   := $(HOST_SRC:csrc/%.c=build/%.o)
 SERVER_OBJ := $(SERVER_SRC:csrc/%.c=build/%.o)
 # everything of the server but its main(), for the C unit tests
@@ -46,7 +48,7 @@ UNSANDBOXD = bin/unsandboxd
 AGENT     = bin/unsandboxd-agent
 EMBED     = examples/embed/embed_demo
 
-.PHONY: all deps test check-c demo bench rock-check clean
+.PHONY: all deps test check-c demo bench rock-check clean fuzz sanitize coverage
 all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(TEST_BIN)
 
 build/%.o: csrc/%.c
@@ -54,19 +56,27 @@ build/%.o: csrc/%.c
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(MODULE): $(CORE_OBJ) $(BIND_OBJ)
+# libcurl and libcrypto are loaded on first use (csrc/lazy/lazy.h): a
+# module that still needs one of their symbols from the loader is refused
+$(MODULE): $(CORE_OBJ) $(BIND_OBJ) $(LAZY_OBJ)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -shared -o $@ $^ $(NET_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -shared -o $@ $^ -ldl
+	$(Q)if nm -D --undefined-only $@ | grep -E ' (curl_|EVP_|OSSL_|OPENSSL_|CRYPTO_|RAND_)'; then \
+	  echo "$@: the functions above need a line in csrc/lazy/" >&2; rm -f $@; exit 1; fi
 
-# -Wl,-E exports the Lua API so C modules loaded by scripts link against it
-$(UNLUA): $(HOST_OBJ) $(CORE_OBJ) $(BIND_OBJ)
+# unlua links Lua alone: unsandbox.core is loaded when required
+# (package.preload). -Wl,-E exports the Lua API, and the core's interrupt
+# flag, so the module (and C modules of scripts) bind to this copy; the
+# monotonic clock is the launcher's
+$(UNLUA): $(HOST_OBJ) build/core/interrupt.o build/core/clock.o
 	@mkdir -p bin
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -Wl,-E -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
+	$(Q)$(CC) $(LDFLAGS) -Wl,-E -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) -lm -ldl
 
 # the server shares signing, base64, the id rule, trace context, the
 # pseudonym and the MCP rules (session ids, tool names) with the client core
 SERVER_CORE := build/core/sign.o build/core/base64.o build/core/ids.o build/core/trace.o \
+               build/core/clock.o build/core/interrupt.o build/core/validate.o build/core/file.o \
                build/core/digest.o build/core/error.o build/core/pseudonym.o build/core/utf8.o \
                build/core/mcp.o
 
@@ -87,12 +97,24 @@ $(AGENT): $(AGENT_OBJ) $(AGENT_CORE)
 
 $(EMBED): examples/embed/embed_demo.c $(CORE_OBJ) $(BIND_OBJ)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o,$^) $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
 
 build/tests/core_%: csrc/tests/core_%.c $(CORE_OBJ) csrc/tests/tap.h
 	@mkdir -p build/tests
 	$(call say,LD,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(CORE_OBJ) $(NET_LIBS)
+
+# the binding under a Lua state of the test's own (lua_*_test.c)
+build/tests/lua_%: csrc/tests/lua_%.c $(BIND_OBJ) $(CORE_OBJ) csrc/tests/tap.h
+	@mkdir -p build/tests
+	$(call say,LD,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BIND_OBJ) $(CORE_OBJ) $(LUA_LIBS) $(NET_LIBS) -lm -ldl -lpthread
+
+# linked as unsandbox/core.so is: libcurl and libcrypto through csrc/lazy
+build/tests/lazy_%: csrc/tests/lazy_%.c $(CORE_OBJ) $(LAZY_OBJ) csrc/tests/tap.h
+	@mkdir -p build/tests
+	$(call say,LD,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(CORE_OBJ) $(LAZY_OBJ) -ldl -lpthread
 
 build/tests/server_%: csrc/tests/server_%.c $(SERVER_LIB) $(SERVER_CORE) csrc/tests/tap.h
 	@mkdir -p build/tests
@@ -116,13 +138,34 @@ test: deps
 check-c: all
 	@for t in $(TEST_BIN); do $$t; done
 
+# Hardening (each ends with "N passed, N failed"): libFuzzer harnesses of
+# fuzz/ for FUZZ_TIME seconds each (clang); the C tests and every spec with
+# the sanitizers, and C line coverage of both, each in its own copy of the
+# tree under build/ (scripts/variant.sh), so the ordinary build is untouched.
+FUZZ_TIME ?= 20
+fuzz: deps
+	@FUZZ_TIME=$(FUZZ_TIME) scripts/fuzz.sh
+
+sanitize: deps
+	@scripts/sanitize.sh
+
+coverage: deps
+	@scripts/coverage.sh
+
 # The README's first command: the quickstart on a private local backend.
 demo: deps
 	@$(MAKE) -s --no-print-directory all
 	$(UNLUA) --local examples/quickstart.lua
 
+# the baselines the bench measures from C (bench/tool.c)
+BENCH_TOOL = build/bench/tool
+$(BENCH_TOOL): bench/tool.c
+	@mkdir -p build/bench
+	$(call say,LD,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -lcurl
+
 bench: deps
-	@$(MAKE) -s --no-print-directory all
+	@$(MAKE) -s --no-print-directory all $(BENCH_TOOL)
 	@bench/run.sh
 
 # Proves the rockspec: builds and installs into a temporary tree, then

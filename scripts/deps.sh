@@ -8,8 +8,9 @@ packages=(
   liblua5.4-dev lua5.4 lua-cjson lua-cjson-dev lua-busted lua-socket luarocks
   libcurl4-openssl-dev libssl-dev
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libarchive-dev
-  bubblewrap slirp4netns faketime
+  bubblewrap slirp4netns faketime sqlite3
   python3 perl nodejs
+  clang-14 libclang-rt-14-dev lcov
 )
 
 missing=()

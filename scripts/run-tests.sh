@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the C unit tests and the busted specs (both speak TAP), shows the
 # failures, and ends with the single line "N passed, N failed".
+# UNSB_C_ENV / UNSB_BUSTED_ENV: NAME=value words set for the C tests /
+# for busted (make sanitize sets the sanitizers' options and preload).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,10 +12,10 @@ status=0
 
 for t in build/tests/*; do
   [ -x "$t" ] || continue
-  "$t" >"$out/$(basename "$t").tap" 2>&1 || status=1
+  env ${UNSB_C_ENV:-} "$t" >"$out/$(basename "$t").tap" 2>&1 || status=1
 done
 
-busted -o TAP "$@" >"$out/busted.tap" 2>&1 || status=1
+env ${UNSB_BUSTED_ENV:-} busted -o TAP "$@" >"$out/busted.tap" 2>&1 || status=1
 
 passed=$(cat "$out"/*.tap | grep -cE '^ok [0-9]+')
 failed=$(cat "$out"/*.tap | grep -cE '^not ok [0-9]+')

@@ -194,7 +194,7 @@ describe("unsandbox.core #unit", function()
       local okay, why = core.sleep(5000)
       assert.is_nil(okay)
       assert.equal("interrupted", why)
-      assert.is_true(core.monotonic_ms() - t0 < 500)
+      assert.is_true(core.monotonic_ms() - t0 < 4000)   -- not after its 5 s
       assert.is_true(core.sleep(0))   -- the flag was consumed
     end)
 
@@ -215,6 +215,61 @@ describe("unsandbox.core #unit", function()
       local v, why = core.base64_decode("a=b")
       assert.is_nil(v)
       assert.equal("invalid base64", why)
+    end)
+  end)
+
+  describe("the shared rules (core/validate.h) and write_file()", function()
+    it("env_name_check() and env_check() give the reason, or nil", function()
+      assert.is_nil(core.env_name_check("PATH_2"))
+      assert.matches("start", core.env_name_check("2X"))
+      assert.is_nil(core.env_check {})
+      assert.is_nil(core.env_check { A = "1", B = "" })
+      local why, name = core.env_check { GOOD = "x", ["A-B"] = "y" }
+      assert.matches("letters, digits", why)
+      assert.are.equal("A-B", name)
+      assert.matches("strings", core.env_check { A = 5 })
+      assert.matches("256 KiB", (core.env_check { A = string.rep("x", 100000), B = string.rep("x", 100000),
+                                                  C = string.rep("x", 100000) }))
+      assert.matches("table expected", raised(core.env_check, "A=1"))
+    end)
+
+    it("relpath_check() and paths_conflict()", function()
+      assert.is_nil(core.relpath_check("a/b.txt"))
+      for _, bad in ipairs { "", "/a", "a/", "a//b", "../a", "a/./b", "a\nb", "a\0b", string.rep("x", 256) } do
+        assert.is_string(core.relpath_check(bad), bad)
+      end
+      assert.is_nil(core.paths_conflict { "a", "b/c", "b/d" })
+      local why, i, j = core.paths_conflict { "z", "a/b", "a" }
+      assert.matches("directory", why)
+      assert.are.same({ 2, 3 }, { i, j })
+      assert.matches("twice", (core.paths_conflict { "x", "x" }))
+      assert.matches("string expected", raised(core.paths_conflict, { "a", 5 }))
+    end)
+
+    it("LIMITS are the core's numbers", function()
+      assert.are.same({ env_vars = 256, env_bytes = 262144, env_one = 131072, input_files = 1000,
+                        relpath = 4095, retry_after = 86400 }, core.LIMITS)
+    end)
+
+    it("write_file() writes whole files and reports failures without raising", function()
+      local dir = tmpdir()
+      assert.is_true(core.write_file(dir .. "/f.bin", "a\0b"))
+      assert.are.equal("a\0b", read(dir .. "/f.bin"))
+      assert.is_true(core.write_file(dir .. "/f.bin", "new", 384))
+      assert.are.equal("new", read(dir .. "/f.bin"))
+      os.execute("mkdir " .. fs.quote(dir .. "/d"))
+      local okay, msg = core.write_file(dir .. "/d", "x")
+      assert.is_nil(okay)
+      assert.matches("cannot rename", msg)
+      okay, msg = core.write_file(dir .. "/missing/f", "x")
+      assert.is_nil(okay)
+      assert.matches("cannot open directory", msg)
+      assert.matches("mode", raised(core.write_file, dir .. "/x", "x", -1))
+      local p = io.popen("ls -A " .. fs.quote(dir))
+      local names = p:read("a")
+      p:close()
+      assert.are.equal("d\nf.bin\n", names)
+      rm_rf(dir)
     end)
   end)
 

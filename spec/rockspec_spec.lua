@@ -32,6 +32,14 @@ describe("rockspec", function()
     end
   end)
 
+  it("has the version the code reports (core/version.h) #unit", function()
+    local spec = rockspec()
+    local core = require "unsandbox.core"
+    assert.are.equal(core.VERSION .. "-1", spec.version)
+    assert.are.equal("v" .. core.VERSION, spec.source.tag)
+    assert.are.equal(core.VERSION, require("unsandbox").VERSION)
+  end)
+
   it("installs into a temporary tree that stock lua5.4 requires from #integration", function()
     local out, code = proc.run("scripts/rock-check.sh")
     assert.are.equal(0, code, out)

@@ -7,20 +7,13 @@ local function tmpdir() return fs.tmpdir("unsb-unit") end
 
 
 
--- Fake HOME for a spec: os.getenv is wrapped, the module reloaded.
+-- os.getenv is restored after each spec, in case one wraps it
 local real_getenv = os.getenv
-local function fake_env(vars)
-  os.getenv = function(k)
-    if vars[k] ~= nil then return vars[k] or nil end
-    return real_getenv(k)
-  end
-end
 
 describe("unsandbox #unit", function()
   local unsandbox
   before_each(function()
     package.loaded["unsandbox"] = nil
-    package.loaded["unsandbox.languages"] = nil
     unsandbox = require "unsandbox"
   end)
   after_each(function() os.getenv = real_getenv end)
@@ -138,86 +131,6 @@ describe("unsandbox #unit", function()
     end)
   end)
 
-  describe("get_languages() cache", function()
-    local home, langs
-    before_each(function()
-      home = tmpdir()
-      fake_env { HOME = home }
-      package.loaded["unsandbox.languages"] = nil
-      langs = require "unsandbox.languages"
-    end)
-    after_each(function() os.execute("rm -rf " .. home) end)
-
-    -- a client whose request function records calls; the cache logic is
-    -- what is under test here, the HTTP path is covered by integration specs
-    local function recording_client(list)
-      local calls = 0
-      return {
-        request = function()
-          calls = calls + 1
-          return { status = 200, body = cjson.encode { languages = list }, request_id = "r" }
-        end,
-      }, function() return calls end
-    end
-
-    it("fetches, writes the cache 0600 in a 0700 directory, then serves from it", function()
-      local c, calls = recording_client { "python", "lua" }
-      local list, from = langs.get(c, "http://x", {})
-      assert.same({ "python", "lua" }, list)
-      assert.are.equal("service", from)
-      local p = io.popen("stat -c %a " .. home .. "/.unsandbox " .. home .. "/.unsandbox/languages.json")
-      assert.are.equal("700", p:read("l"))
-      assert.are.equal("600", p:read("l"))
-      p:close()
-      list, from = langs.get(c, "http://x", {})
-      assert.are.equal("cache", from)
-      assert.are.equal(1, calls())
-    end)
-
-    it("refetches when the file is stale by mtime", function()
-      local c, calls = recording_client { "python" }
-      langs.get(c, "http://x", {})
-      os.execute("touch -d '2 hours ago' " .. home .. "/.unsandbox/languages.json")
-      local _, from = langs.get(c, "http://x", {})
-      assert.are.equal("service", from)
-      assert.are.equal(2, calls())
-    end)
-
-    it("ignores a corrupt cache file and one written for another URL", function()
-      os.execute("mkdir -p " .. home .. "/.unsandbox")
-      write(home .. "/.unsandbox/languages.json", "{not json")
-      local c, calls = recording_client { "bash" }
-      local list = langs.get(c, "http://x", {})
-      assert.same({ "bash" }, list)
-      local _, from = langs.get(c, "http://other", {})
-      assert.are.equal("service", from)
-      assert.are.equal(2, calls())
-    end)
-
-    it("never caches a failed or empty fetch", function()
-      local c = { request = function() return { status = 500, body = '{"error":"x"}' } end }
-      local list, err = langs.get(c, "http://x", {})
-      assert.is_nil(list)
-      assert.are.equal(500, err.status)
-      local empty = { request = function() return { status = 200, body = '{"languages":[]}' } end }
-      assert.is_nil((langs.get(empty, "http://x", {})))
-      assert.is_nil(io.open(home .. "/.unsandbox/languages.json"))
-    end)
-
-    it("works with no cache when HOME is unwritable or unset", function()
-      os.execute("chmod 500 " .. home)
-      local c, calls = recording_client { "lua" }
-      -- root ignores permission bits, so point HOME at a file instead
-      write(home .. "/file", "")
-      fake_env { HOME = home .. "/file" }
-      assert.same({ "lua" }, (langs.get(c, "http://x", {})))
-      fake_env { HOME = false }
-      assert.same({ "lua" }, (langs.get(c, "http://x", {})))
-      assert.are.equal(2, calls())
-      os.execute("chmod 700 " .. home)
-    end)
-  end)
-
   describe("client()", function()
     it("raises on unknown options and wrong types", function()
       assert.has_error(function() unsandbox.client { urll = "x" } end)
@@ -234,6 +147,11 @@ describe("unsandbox #unit", function()
   end)
 
   describe("argument checks", function()
+    local function many_vars(n)
+      local t = {}
+      for i = 1, n do t["V" .. i] = "x" end
+      return t
+    end
     local c
     before_each(function() c = unsandbox.client { url = "http://127.0.0.1:9", public_key = "p", secret_key = "s" } end)
     after_each(function() c:close() end)
@@ -247,6 +165,20 @@ describe("unsandbox #unit", function()
       { "execute_code", { "python", "x", { network_mode = "open" } }, "network_mode" },
       { "execute_code", { "python", "x", { env = { ["1BAD"] = "x" } } }, "env" },
       { "execute_code", { "python", "x", { input_files = { "/etc/hostname", 5 } } }, "input_files" },
+      -- the rules of core/validate.h, the same unsandboxd applies
+      { "execute_code", { "python", "x", { env = many_vars(257) } }, "too many variables" },
+      { "execute_code", { "python", "x", { env = { A = string.rep("x", 131070) } } }, "128 KiB" },
+      { "execute_code", { "python", "x", { env = { A = string.rep("x", 100000), B = string.rep("x", 100000),
+                                                   C = string.rep("x", 100000) } } }, "256 KiB" },
+      { "execute_code", { "python", "x", { env = { A = "x\0y" } } }, "NUL" },
+      { "execute_code", { "python", "x", { input_files = { { filename = "a", content = "" },
+                                                           { filename = "a/b", content = "" } } } },
+        "input_files[1] and [2]" },
+      { "execute_code", { "python", "x", { input_files = { { filename = "a/../b", content = "" } } } }, "'..'" },
+      { "execute_code", { "python", "x", { input_files = { { filename = string.rep("d/", 64) .. "f", content = "" } } } },
+        "nested too deeply" },
+      { "create_session", { { input_files = { { filename = "x", content = "" }, { filename = "x", content = "" } } } },
+        "twice" },
       { "execute_code", { "python", "x", { bogus = 1 } }, "bogus" },
       -- a Client has its own connection: a per-call url would be ignored
       { "execute_code", { "python", "x", { url = "http://elsewhere" } }, "url" },

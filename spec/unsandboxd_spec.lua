@@ -7,6 +7,7 @@ local server = require "spec.helpers.unsandboxd"
 local core = require "unsandbox.core"
 local json = require "cjson"
 local socket = require "socket"
+local rawhttp = require "spec.helpers.rawhttp"
 local fs = require "spec.helpers.fs"
 local read, alive = fs.read, fs.alive
 
@@ -750,7 +751,14 @@ describe("unsandboxd limits, restart and shutdown #integration", function()
     assert.are.equal("persisted\n", again.stdout)
     -- a crash (SIGKILL) while a job runs
     local _, running = call(c, "POST", "/execute/async", { language = "bash", code = "sleep 30" })
-    socket.sleep(0.5)
+    -- the crash comes once the job really runs (its status says so)
+    local status
+    for _ = 1, 200 do
+      status = select(2, call(c, "GET", "/jobs/" .. running.job_id)).status
+      if status == "running" then break end
+      socket.sleep(0.05)
+    end
+    assert.are.equal("running", status)
     c:close()
     os.execute("kill -9 " .. srv.pid)
     for _ = 1, 50 do if not alive(srv.pid) then break end socket.sleep(0.1) end
@@ -782,44 +790,55 @@ describe("unsandboxd limits, restart and shutdown #integration", function()
   it("SIGTERM with a running job exits 0 quickly and leaves no process behind", function()
     local srv = server.start()
     local c = client(srv)
-    local marker = "37.25"
+    -- unique to this server: another suite on the machine may run this spec at once
+    local marker = "37." .. srv.pid
     local r, doc = call(c, "POST", "/execute/async", { language = "bash", code = "sleep " .. marker })
     assert.are.equal(202, r.status)
-    for _ = 1, 50 do
+    for _ = 1, 200 do
       local _, j = call(c, "GET", "/jobs/" .. doc.job_id)
       if j.status == "running" and #leftovers(-1, "sleep " .. marker) > 0 then break end
       socket.sleep(0.1)
     end
     assert.is_true(#leftovers(-1, "sleep " .. marker) > 0, "the job never started")
     c:close()
-    local t0 = core.monotonic_ms()
     os.execute("kill -TERM " .. srv.pid)
-    for _ = 1, 100 do
+    -- bounded far above the shutdown's own limits (the drain): a server
+    -- that does not stop fails here, a slow machine does not
+    for _ = 1, 600 do
       if not alive(srv.pid) then break end
       socket.sleep(0.05)
     end
-    local took = core.monotonic_ms() - t0
     local still = alive(srv.pid)
     local left = leftovers(srv.pid, "sleep " .. marker)
     local log = read(srv.log) or ""
     srv.stop()
     assert.is_false(still, "server still running")
-    assert.is_true(took < 5000, "took " .. took .. " ms")
     assert.are.same({}, left)
     assert.matches("stopped", log)
   end)
 
   it("an in-flight request is answered during shutdown", function()
-    local srv = server.start { args = { "--sync-ms", "10000" } }
+    local srv = server.start { args = { "--sync-ms", "60000" } }
     local c = client(srv)
-    -- the request blocks in the server waiting for the job; SIGTERM cancels it
-    os.execute("(sleep 1; kill -TERM " .. srv.pid .. ") &")
-    local r = c:request("POST", "/execute", '{"language":"bash","code":"sleep 30"}')
+    -- the request waits in the server for its job; once the job is seen
+    -- running (a second connection asks), SIGTERM cancels it
+    local s = rawhttp.send(srv, "POST", "/execute", '{"language":"bash","code":"sleep 30"}', 60)
+    local running
+    for _ = 1, 200 do
+      local _, list = call(c, "GET", "/jobs")
+      running = list.jobs[1] and list.jobs[1].status == "running"
+      if running then break end
+      socket.sleep(0.05)
+    end
+    assert.is_true(running, "the job never ran")
+    os.execute("kill -TERM " .. srv.pid)
+    local status, _, body = rawhttp.read_response(s)
+    s:close()
     c:close()
     srv.stop()
-    assert.is_not_nil(r, "no answer")
-    local doc = decode(r.body)
-    assert.are.equal(200, r.status)
+    assert.is_not_nil(status, "no answer")
+    local doc = decode(body)
+    assert.are.equal(200, status)
     assert.are.equal("failed", doc.status)
     assert.matches("shutting down", doc.error)
   end)

@@ -1,7 +1,9 @@
 /*
-** Cache files (see cache.h). Plain POSIX calls, never a shell.
+** Cache files (see cache.h). Plain POSIX calls, never a shell; the
+** writing itself is file.c's, the one whole-file writer.
 */
 #include "core/cache.h"
+#include "core/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -73,48 +75,16 @@ static int ensure_parent(const char *path, char *msg, size_t msg_size) {
   return rc;
 }
 
-static int write_all(int fd, const char *data, size_t len) {
-  while (len > 0) {
-    ssize_t n = write(fd, data, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return -1;
-    data += n;
-    len -= (size_t)n;
-  }
-  return 0;
-}
-
 int unsb_cache_write(const char *path, const char *data, size_t len,
                      char *msg, size_t msg_size) {
-  char tmp[4096];
-  int fd, n;
-
+  const char *step = "write";
   if (!path || !*path) {
     snprintf(msg, msg_size, "cache: empty path");
     return -1;
   }
-  n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  if (n < 0 || (size_t)n >= sizeof tmp) {
-    snprintf(msg, msg_size, "cache: path too long");
-    return -1;
-  }
   if (ensure_parent(path, msg, msg_size) != 0) return -1;
-
-  unlink(tmp);   /* a leftover of a crashed earlier process with our pid */
-  fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) {
-    snprintf(msg, msg_size, "cache %s: %s", tmp, strerror(errno));
-    return -1;
-  }
-  if (write_all(fd, data, len) != 0 || fsync(fd) != 0) {
-    snprintf(msg, msg_size, "cache %s: %s", tmp, strerror(errno ? errno : EIO));
-    close(fd);
-    unlink(tmp);
-    return -1;
-  }
-  if (close(fd) != 0 || rename(tmp, path) != 0) {
-    snprintf(msg, msg_size, "cache %s: %s", path, strerror(errno));
-    unlink(tmp);
+  if (unsb_file_write(path, data, len, 0600, UNSB_FILE_FSYNC, &step) != 0) {
+    snprintf(msg, msg_size, "cache %s: cannot %s: %s", path, step, strerror(errno));
     return -1;
   }
   return 0;

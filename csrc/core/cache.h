@@ -21,9 +21,9 @@ unsb_cache_state unsb_cache_read(const char *path, int64_t ttl_s,
                                  char **data, size_t *len);
 
 /* Writes path atomically: creates the parent directory 0700 if it is
-** missing (one level only), writes "<path>.tmp.<pid>" with mode 0600,
-** fsyncs, renames over path. Returns 0, or -1 with a message in msg (the
-** temporary file is removed). */
+** missing (one level only), then writes it with mode 0600 and an fsync
+** through unsb_file_write (file.h: a fresh temporary renamed over path).
+** Returns 0, or -1 with a message in msg (the temporary file is removed). */
 int unsb_cache_write(const char *path, const char *data, size_t len,
                      char *msg, size_t msg_size);
 

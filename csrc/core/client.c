@@ -47,7 +47,7 @@ unsb_client *unsb_client_new(const unsb_client_config *cfg, unsb_error *err) {
   if (!url || !*url) url = UNSB_DEFAULT_URL;
   if (check_url(url, err) != 0) return NULL;
   c = calloc(1, sizeof *c);
-  if (!c) { unsb_fail(err, UNSB_ETRANSPORT, "out of memory"); return NULL; }
+  if (!c) { unsb_fail(err, UNSB_ENOMEM, "out of memory"); return NULL; }
   c->url = strdup(url);
   if (c->url) {
     size_t n = strlen(c->url);
@@ -91,7 +91,7 @@ unsb_client *unsb_client_new(const unsb_client_config *cfg, unsb_error *err) {
   };
   if (oom || !c->url) {
     unsb_client_free(c);
-    unsb_fail(err, UNSB_ETRANSPORT, "out of memory");
+    unsb_fail(err, UNSB_ENOMEM, "out of memory");
     return NULL;
   }
   c->http = unsb_http_new(&hc, err);

@@ -52,7 +52,7 @@ static int fill(unsb_credentials *out, const char *pk, size_t pk_len,
     free(out->secret);
     free(out->source);
     out->public_key = out->secret = out->source = NULL;
-    return unsb_fail(err, UNSB_ECREDENTIALS, "out of memory");
+    return unsb_fail(err, UNSB_ENOMEM, "out of memory");
   }
   memcpy(out->secret, sk, sk_len);
   out->secret[sk_len] = '\0';
@@ -73,6 +73,15 @@ static void trim(const char **s, const char **e) {
 
 typedef struct { const char *pk, *sk; size_t pk_len, sk_len; } csv_row;
 
+/* A key goes into a header and is compared as a C string: a NUL or any
+** other control byte in it (found by fuzz/accounts.c: a NUL-led key
+** resolved as "") makes the line no key pair. */
+static int has_control(const char *s, const char *e) {
+  for (; s < e; s++)
+    if ((unsigned char)*s < 0x20 || *s == 0x7f) return 1;
+  return 0;
+}
+
 /* Finds data row `index`; returns 1 and fills row, else 0 with *rows set
 ** to the number of data rows. */
 static int csv_find(const char *buf, size_t len, long long index,
@@ -91,7 +100,8 @@ static int csv_find(const char *buf, size_t len, long long index,
     const char *ps = s, *pe = c1, *ss = c1 + 1, *se = c2 ? c2 : e;
     trim(&ps, &pe);
     trim(&ss, &se);
-    if (ps == pe || ss == se) continue;        /* not a key pair: not counted */
+    if (ps == pe || ss == se || has_control(ps, pe) || has_control(ss, se))
+      continue;                                /* not a key pair: not counted */
     if (n == index) {
       row->pk = ps; row->pk_len = (size_t)(pe - ps);
       row->sk = ss; row->sk_len = (size_t)(se - ss);
@@ -158,7 +168,7 @@ static int try_file(const char *path, long long index, unsb_credentials *out,
     char *source = NULL;
     if (asprintf(&source, "%s:%lld", path, index) < 0) source = NULL;
     rc = source && fill(out, row.pk, row.pk_len, row.sk, row.sk_len, source, err) == 0 ? 1 : -1;
-    if (!source) unsb_fail(err, UNSB_ECREDENTIALS, "out of memory");
+    if (!source) unsb_fail(err, UNSB_ENOMEM, "out of memory");
     free(source);
   } else {
     note(notes, notes_size, "%s (%lld account%s, no row %lld)", path, rows,
@@ -176,7 +186,7 @@ static int try_files(const unsb_cred_opts *o, long long index, unsb_credentials 
   int rc;
   if (o->home && *o->home) {
     if (asprintf(&path, "%s/.unsandbox/accounts.csv", o->home) < 0)
-      return unsb_fail(err, UNSB_ECREDENTIALS, "out of memory");
+      return unsb_fail(err, UNSB_ENOMEM, "out of memory");
     rc = try_file(path, index, out, notes, notes_size, err);
     free(path);
     if (rc != 0) return rc;
@@ -184,7 +194,7 @@ static int try_files(const unsb_cred_opts *o, long long index, unsb_credentials 
     note(notes, notes_size, "~/.unsandbox/accounts.csv (HOME not set)");
   }
   if (asprintf(&path, "%s/accounts.csv", o->cwd ? o->cwd : ".") < 0)
-    return unsb_fail(err, UNSB_ECREDENTIALS, "out of memory");
+    return unsb_fail(err, UNSB_ENOMEM, "out of memory");
   rc = try_file(path, index, out, notes, notes_size, err);
   free(path);
   return rc;

@@ -7,6 +7,7 @@
 */
 #include "core/http_xfer.h"
 #include "core/clock.h"
+#include "core/headers.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,33 +64,6 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
 ** headers
 ** ------------------------------------------------------------------- */
 
-/* Value of "Name: value" if the line's name is `name`, trimmed; else NULL. */
-static const char *header_value(const char *line, size_t len, const char *name,
-                                size_t *vlen) {
-  size_t nl = strlen(name);
-  if (len <= nl || line[nl] != ':' || strncasecmp(line, name, nl) != 0) return NULL;
-  const char *v = line + nl + 1, *e = line + len;
-  while (v < e && (*v == ' ' || *v == '\t')) v++;
-  while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' ' || e[-1] == '\t')) e--;
-  *vlen = (size_t)(e - v);
-  return v;
-}
-
-/* Retry-After: delta seconds, or an HTTP date turned into seconds from now. */
-static long long parse_retry_after(const char *v, size_t len) {
-  char buf[REQUEST_ID_MAX];
-  char *end;
-  if (len == 0 || len >= sizeof buf) return -1;
-  memcpy(buf, v, len);
-  buf[len] = '\0';
-  long long s = strtoll(buf, &end, 10);
-  if (end != buf && *end == '\0') return s < 0 ? 0 : s;
-  time_t when = curl_getdate(buf, NULL);
-  if (when == (time_t)-1) return -1;
-  s = (long long)(when - time(NULL));
-  return s < 0 ? 0 : s;
-}
-
 /* The blank line after the final response's headers: the stream decides
 ** what happens to the body. Returns 0 to go on, -1 to cancel. */
 static int end_of_head(unsb_http_xfer *x) {
@@ -125,7 +99,7 @@ static void capture(unsb_http_xfer *x, const char *line, size_t len) {
   size_t vlen;
   const char *v;
   for (size_t i = 0; i < x->n_capture; i++) {
-    if (!(v = header_value(line, len, x->capture[i], &vlen))) continue;
+    if (!(v = unsb_header_value(line, len, x->capture[i], &vlen))) continue;
     free(x->resp.captured[i]);
     x->resp.captured[i] = strndup(v, vlen < UNSB_HTTP_CAPTURE_VALUE_MAX ? vlen
                                                                         : UNSB_HTTP_CAPTURE_VALUE_MAX);
@@ -143,12 +117,12 @@ static size_t on_header(char *line, size_t size, size_t n, void *ud) {
     if (end_of_head(x) != 0) return 0;   /* aborts the transfer */
   } else if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
     forget_headers(r);   /* a new response (after a 100 Continue) */
-  } else if ((v = header_value(line, len, "X-Request-Id", &vlen))) {
+  } else if ((v = unsb_header_value(line, len, "X-Request-Id", &vlen))) {
     free(r->request_id);
     r->request_id = strndup(v, vlen < REQUEST_ID_MAX ? vlen : REQUEST_ID_MAX);
     if (!r->request_id) x->oom = 1;
-  } else if ((v = header_value(line, len, "Retry-After", &vlen))) {
-    r->retry_after = parse_retry_after(v, vlen);
+  } else if ((v = unsb_header_value(line, len, "Retry-After", &vlen))) {
+    r->retry_after = unsb_retry_after(v, vlen, (int64_t)time(NULL));
   } else {
     capture(x, line, len);
   }
@@ -257,8 +231,7 @@ int unsb_xfer_setup(unsb_http_xfer *x, const unsb_http_request *req, unsb_error 
   x->n_capture = req->n_capture;
   for (size_t i = 0; i < req->n_capture; i++)
     snprintf(x->capture[i], UNSB_HTTP_NAME_MAX, "%s", req->capture[i]);
-  /* out of memory stays a transport error here, as the execution client had it */
-  if (!(x->headers = build_headers(req))) return unsb_fail(err, UNSB_ETRANSPORT, "out of memory");
+  if (!(x->headers = build_headers(req))) return unsb_fail(err, UNSB_ENOMEM, "out of memory");
   if (set_options(x, req) != 0) return unsb_fail(err, UNSB_ETRANSPORT, "libcurl refused an option");
   return 0;
 }
@@ -279,14 +252,19 @@ int unsb_xfer_fail(const unsb_http_xfer *x, int rc, unsb_error *err) {
     return unsb_fail(err, UNSB_EPROTOCOL,
                      "response from %s is larger than max_response (%zu bytes); refused",
                      x->host, x->max);
-  if (x->oom) return unsb_fail(err, UNSB_ETRANSPORT, "out of memory");
+  if (x->oom)
+    return unsb_fail(err, UNSB_ENOMEM, "out of memory reading a response from %s", x->host);
   switch (rc) {
     case CURLE_OPERATION_TIMEDOUT:
       return unsb_fail(err, UNSB_ETIMEOUT, "request to %s timed out after %ld ms (%s)",
                        x->host, x->timeout_ms, detail);
     case CURLE_URL_MALFORMAT:
-    case CURLE_UNSUPPORTED_PROTOCOL:
       return unsb_fail(err, UNSB_EVALIDATION, "bad URL for host %s: %s", x->host, detail);
+    /* the URL's scheme was checked before (http/https only), so these
+    ** come from the peer's bytes: an HTTP/0.9 reply, a mangled status line */
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_WEIRD_SERVER_REPLY:
+      return unsb_fail(err, UNSB_EPROTOCOL, "malformed response from %s: %s", x->host, detail);
     default:
       return unsb_fail(err, UNSB_ETRANSPORT, "transport error talking to %s: %s (%s)",
                        x->host, curl_easy_strerror((CURLcode)rc), detail);

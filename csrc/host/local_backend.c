@@ -21,6 +21,7 @@
 ** backend, and neither signal handlers nor atexit() take arguments.
 */
 #include "host/local_backend.h"
+#include "core/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -85,12 +86,6 @@ static int search_path(const char *name, char *out, size_t outlen) {
 static void sleep_ms(long ms) {
   struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
-}
-
-static long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Blocks (or restores) the fatal signals around state changes, so the
@@ -395,12 +390,12 @@ static int complete(const announcement *a, int quiet) {
 static int read_announcement(announcement *a, const char **why) {
   char buf[4096];
   size_t len = 0;
-  long deadline = now_ms() + LOCAL_START_TIMEOUT_S * 1000L;
+  long deadline = (long)unsb_monotonic_ms() + LOCAL_START_TIMEOUT_S * 1000L;
   int quiet = 0;
   memset(a, 0, sizeof *a);
   while (!complete(a, quiet)) {
     struct pollfd pfd = { lb.out_fd, POLLIN, 0 };
-    long left = deadline - now_ms();
+    long left = deadline - (long)unsb_monotonic_ms();
     int have_exec = a->url[0] && a->pub[0] && a->sec[0];
     char *nl;
     ssize_t got;

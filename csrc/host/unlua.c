@@ -3,8 +3,12 @@
 **
 ** It behaves like the stock `lua` program (options, the `arg` table,
 ** LUA_INIT, LUA_PATH, tracebacks, exit statuses, the REPL) and adds:
-**   - `unsandbox.core` and `cjson` (and `cjson.safe`) in package.preload,
-**     linked statically, so no C module has to be found at run time;
+**   - `cjson` (and `cjson.safe`) in package.preload, linked in, and
+**     `unsandbox.core` in package.preload too: a loader of the module
+**     that came with this unlua (core.so next to the facade), so no C
+**     path is needed. It is loaded only when required, and the network
+**     stack inside it only when a client is made: unlua links Lua alone
+**     and starts as fast as `lua` does;
 **   - the Lua facade (`require "unsandbox"`) found without LUA_PATH:
 **     package.path starts with <dir of unlua>/../lua (a build tree) and
 **     <dir of unlua>/../share/lua/5.4 (an installed prefix), where they
@@ -32,11 +36,9 @@
 #include "lua-cjson.h"
 
 #include "core/interrupt.h"
+#include "core/version.h"
 #include "host/local_backend.h"
 
-#ifndef UNLUA_VERSION
-#define UNLUA_VERSION "0.1.0"
-#endif
 
 #ifndef LUA_IGMARK  /* luaconf.h has it only from 5.4.5 on */
 #define LUA_IGMARK "-"
@@ -45,8 +47,7 @@
 #define UNLUA_INIT_VAR  "LUA_INIT"
 #define UNLUA_INITVARVERSION  UNLUA_INIT_VAR LUA_VERSUFFIX
 
-/* the binding (csrc/lua) and lua-cjson's second entry point */
-extern int luaopen_unsandbox_core(lua_State *L);
+/* lua-cjson's second entry point */
 extern int luaopen_cjson_safe(lua_State *L);
 
 static lua_State *globalL = NULL;
@@ -172,7 +173,7 @@ static int docall(lua_State *L, int narg, int nres) {
 
 static void print_version(void) {
   static const char version[] =
-    "unlua " UNLUA_VERSION " (unsandbox for Lua)  " LUA_COPYRIGHT;
+    "unlua " UNSB_VERSION " (unsandbox for Lua)  " LUA_COPYRIGHT;
   lua_writestring(version, sizeof version - 1);
   lua_writeline();
 }
@@ -203,9 +204,44 @@ static void createargtable(lua_State *L, char **argv, int argc, int script) {
   lua_setglobal(L, "arg");
 }
 
+/*
+** package.preload["unsandbox.core"]: the module next to the facade this
+** unlua finds (a build tree's lua/unsandbox/core.so, an installed
+** prefix's lib/lua/5.4/unsandbox/core.so), opened by package.loadlib so
+** the package library owns the handle as for any C module. The core's
+** interrupt flag is this program's (it is exported: see the Makefile), so
+** Ctrl-C reaches the module's C waits.
+*/
+static int load_core(lua_State *L) {
+  static const char *const rel[] = {
+    "../lua/unsandbox/core.so",
+    "../lib/lua/" LUA_VERSION_MAJOR "." LUA_VERSION_MINOR "/unsandbox/core.so",
+  };
+  char path[PATH_MAX];
+  for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+    if (exedir[0] == '\0' ||
+        snprintf(path, sizeof path, "%s/%s", exedir, rel[i]) >= (int)sizeof path ||
+        access(path, R_OK) != 0) continue;
+    lua_getglobal(L, "package");
+    lua_getfield(L, -1, "loadlib");
+    lua_pushstring(L, path);
+    lua_pushliteral(L, "luaopen_unsandbox_core");
+    lua_call(L, 2, 2);
+    if (lua_isnil(L, -2))
+      return luaL_error(L, "cannot load %s: %s", path, lua_tostring(L, -1));
+    lua_pop(L, 1);
+    lua_pushvalue(L, 1);           /* the module name, as require passes it */
+    lua_call(L, 1, 1);
+    return 1;
+  }
+  return luaL_error(L, "module 'unsandbox.core' not found next to %s "
+                    "(../lua/unsandbox/core.so or ../lib/lua/5.4/unsandbox/core.so)",
+                    exedir[0] ? exedir : progname);
+}
+
 static void preload_modules(lua_State *L) {
   static const luaL_Reg builtin[] = {
-    { "unsandbox.core", luaopen_unsandbox_core },
+    { "unsandbox.core", load_core },
     { "cjson", luaopen_cjson },
     { "cjson.safe", luaopen_cjson_safe },
     { NULL, NULL }

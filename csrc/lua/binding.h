@@ -76,6 +76,15 @@ int ub_push_error(lua_State *L, const unsb_error *err);
 char **ub_box_new(lua_State *L);
 void ub_box_push(lua_State *L, char **box, size_t len);
 
+/* A box for a C resource that is more than one string (cbox.c): size
+** zeroed bytes inside a userdata left on the stack, whose __gc runs
+** cleanup(obj) once. Make it before the core call that fills obj; then a
+** Lua error while results are pushed still frees (and wipes) it.
+** ub_cbox_done runs the cleanup now and removes the box at idx. */
+typedef void (*ub_cleanup)(void *obj);
+void *ub_cbox_new(lua_State *L, size_t size, ub_cleanup cleanup);
+void ub_cbox_done(lua_State *L, int idx);
+
 /* Registration of each part into the module table at the top. */
 void ub_open_functions(lua_State *L);
 void ub_open_files(lua_State *L);
@@ -139,5 +148,6 @@ void ub_cp_call_args(lua_State *L, unsb_cp_call *call, const char **names);
 /* The response table of _request and Transfer:result(). */
 void ub_push_response(lua_State *L, const unsb_http_response *resp, const char **names,
                       size_t n_names);
+void ub_open_validate(lua_State *L);
 
 #endif

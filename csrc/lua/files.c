@@ -15,16 +15,15 @@ static int l_cache_read(lua_State *L) {
   if (!lua_isinteger(L, 2) && lua_type(L, 2) != LUA_TNUMBER)
     return ub_type_error(L, 2, 2, "ttl_s", "number");
   int64_t ttl = (int64_t)lua_tonumber(L, 2);
-  char *data;
   size_t len;
-  unsb_cache_state st = unsb_cache_read(path, ttl, &data, &len);
+  char **box = ub_box_new(L);
+  unsb_cache_state st = unsb_cache_read(path, ttl, box, &len);
   if (st == UNSB_CACHE_MISSING) {
     lua_pushnil(L);
     lua_pushliteral(L, "missing");
     return 2;
   }
-  lua_pushlstring(L, data, len);
-  free(data);
+  ub_box_push(L, box, len);
   lua_pushstring(L, st == UNSB_CACHE_FRESH ? "fresh" : "stale");
   return 2;
 }
@@ -47,23 +46,27 @@ static const char *const CRED_OPTIONS[] = {
   "public_key", "secret_key", "account", "home", "cwd", "env", NULL,
 };
 
+static void free_credentials(void *c) { unsb_credentials_free(c); }
+
 /* core.credentials(opts): which key pair would be used, never the secret. */
 static int l_credentials(lua_State *L) {
   unsb_cred_opts o;
-  unsb_credentials c;
   unsb_error err;
   if (!lua_isnoneornil(L, 1)) {
     if (!lua_istable(L, 1)) return ub_type_error(L, 1, 1, "opts", "table");
     ub_check_keys(L, 1, 1, CRED_OPTIONS);
   }
   ub_cred_opts(L, 1, 1, &o);
-  if (unsb_credentials_resolve(&o, &c, &err) != 0) return ub_push_error(L, &err);
+  /* the secret is wiped by the box's cleanup however the pushing ends */
+  unsb_credentials *c = ub_cbox_new(L, sizeof *c, free_credentials);
+  int box = lua_gettop(L);
+  if (unsb_credentials_resolve(&o, c, &err) != 0) return ub_push_error(L, &err);
   lua_createtable(L, 0, 2);
-  lua_pushstring(L, c.public_key);
+  lua_pushstring(L, c->public_key);
   lua_setfield(L, -2, "public_key");
-  lua_pushstring(L, c.source);
+  lua_pushstring(L, c->source);
   lua_setfield(L, -2, "source");
-  unsb_credentials_free(&c);
+  ub_cbox_done(L, box);
   return 1;
 }
 

@@ -131,24 +131,23 @@ static int l_interrupt(lua_State *L) {
 static int l_base64_encode(lua_State *L) {
   size_t len, out_len;
   const char *s = ub_check_string(L, 1, "data", &len);
-  char *out = unsb_base64_encode((const unsigned char *)s, len, &out_len);
-  if (!out) return luaL_error(L, "base64_encode: out of memory or input too large");
-  lua_pushlstring(L, out, out_len);
-  free(out);
+  char **box = ub_box_new(L);
+  if (!(*box = unsb_base64_encode((const unsigned char *)s, len, &out_len)))
+    return luaL_error(L, "base64_encode: out of memory or input too large");
+  ub_box_push(L, box, out_len);
   return 1;
 }
 
 static int l_base64_decode(lua_State *L) {
   size_t len, out_len;
   const char *s = ub_check_string(L, 1, "text", &len);
-  unsigned char *out = unsb_base64_decode(s, len, &out_len);
-  if (!out) {
+  char **box = ub_box_new(L);
+  if (!(*box = (char *)unsb_base64_decode(s, len, &out_len))) {
     lua_pushnil(L);
     lua_pushliteral(L, "invalid base64");
     return 2;
   }
-  lua_pushlstring(L, (const char *)out, out_len);
-  free(out);
+  ub_box_push(L, box, out_len);
   return 1;
 }
 

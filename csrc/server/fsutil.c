@@ -4,6 +4,8 @@
 */
 #include "server/fsutil.h"
 
+#include "core/clock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -38,8 +40,5 @@ int ux_mkdir_p(const char *path, int mode) {
 
 long ux_now(void) { return (long)time(NULL); }
 
-long ux_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
+/* the core's clock: one monotonic clock for client, host and server */
+long ux_now_ms(void) { return (long)unsb_monotonic_ms(); }

@@ -29,21 +29,3 @@ int ux_valid_id(const char *s) {
   /* the client's rule exactly: one function for both sides */
   return s && unsb_valid_id(s, strlen(s));
 }
-
-int ux_valid_relpath(const char *name) {
-  const char *p = name;
-  size_t n = name ? strlen(name) : 0;
-  if (n == 0 || n > 1024 || name[0] == '/' || name[n - 1] == '/') return 0;
-  while (*p) {
-    const char *end = strchr(p, '/');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    if (len == 0) return 0;                          /* "a//b", trailing '/' */
-    if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
-      return 0;
-    for (size_t i = 0; i < len; i++)
-      if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f) return 0;
-    p += len;
-    if (*p == '/') p++;
-  }
-  return 1;
-}

@@ -30,6 +30,7 @@
 #include "server/cp/cp.h"
 #include "server/cp/runtime.h"
 #include "server/fsutil.h"
+#include "server/mem.h"
 #include "server/http/http.h"
 #include "server/http/limits.h"
 #include "server/exec/jobs.h"
@@ -74,6 +75,9 @@ static void usage(FILE *f) {
     "  --cgroups auto|off   limit runs with cgroups (v2, else v1) when usable, as root\n"
     "                       (default auto); off: rlimits only, the fallback\n"
     "  --agent PATH         unsandboxd-agent (default: next to this program)\n"
+    "  --pool N             keep N sandboxes per shape started ahead (default 0: none)\n"
+    "  --pool-shapes LIST   their shapes, LANG or LANG/semitrusted, comma-separated\n"
+    "                       (default " UX_POOL_DEFAULT_SHAPES ")\n"
     "  --cp-listen HOST:PORT  the Control Plane's address (default 127.0.0.1:0)\n"
     "  --image-registries LIST  comma-separated image prefixes templates may use\n"
     "                       (default none: template management disabled)\n"
@@ -98,8 +102,9 @@ static void usage(FILE *f) {
 
 static void parse_args(int argc, char **argv, ux_config *cfg) {
   enum { OPT_LISTEN = 256, OPT_DATA, OPT_DEV, OPT_SYNC, OPT_WORKERS, OPT_QUEUE, OPT_BODY,
-         OPT_DISK, OPT_BUDGET, OPT_AGENT, OPT_FAULTS, OPT_CGROUPS, OPT_CP_LISTEN, OPT_REGISTRIES,
-         OPT_TOKEN_TTL, OPT_IDLE_TTL, OPT_HARD_TTL, OPT_MAX_RT, OPT_OBJ_XFERS, OPT_VERSION, OPT_HELP };
+         OPT_DISK, OPT_BUDGET, OPT_AGENT, OPT_FAULTS, OPT_CGROUPS, OPT_POOL, OPT_POOL_SHAPES,
+         OPT_CP_LISTEN, OPT_REGISTRIES, OPT_TOKEN_TTL, OPT_IDLE_TTL, OPT_HARD_TTL, OPT_MAX_RT,
+         OPT_OBJ_XFERS, OPT_VERSION, OPT_HELP };
   static const struct option opts[] = {
     { "listen", required_argument, NULL, OPT_LISTEN },
     { "data", required_argument, NULL, OPT_DATA },
@@ -113,6 +118,8 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     { "enable-faults", no_argument, NULL, OPT_FAULTS },
     { "cgroups", required_argument, NULL, OPT_CGROUPS },
     { "agent", required_argument, NULL, OPT_AGENT },
+    { "pool", required_argument, NULL, OPT_POOL },
+    { "pool-shapes", required_argument, NULL, OPT_POOL_SHAPES },
     { "cp-listen", required_argument, NULL, OPT_CP_LISTEN },
     { "image-registries", required_argument, NULL, OPT_REGISTRIES },
     { "cp-token-ttl", required_argument, NULL, OPT_TOKEN_TTL },
@@ -154,6 +161,8 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     case OPT_BUDGET: cfg->disk_budget_mb = ux_parse_num("--disk-budget-mb", optarg, 16, 1L << 30); break;
     case OPT_FAULTS: cfg->enable_faults = 1; break;
     case OPT_AGENT: cfg->agent = optarg; break;
+    case OPT_POOL: cfg->pool = (int)ux_parse_num("--pool", optarg, 0, UX_POOL_MAX); break;
+    case OPT_POOL_SHAPES: cfg->pool_shapes = optarg; break;
     case OPT_CP_LISTEN: cfg->cp_listen = optarg; break;
     case OPT_REGISTRIES: cfg->registries = *optarg ? optarg : NULL; break;
     case OPT_TOKEN_TTL: cfg->cp_token_ttl_s = (int)ux_parse_num("--cp-token-ttl", optarg, 1, 86400); break;
@@ -168,7 +177,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
       else if (!strcmp(optarg, "off")) cfg->cgroups = 0;
       else ux_die_usage("--cgroups wants auto or off, got '%s'", optarg);
       break;
-    case OPT_VERSION: printf("unsandboxd %s\n", UX_VERSION); exit(0);
+    case OPT_VERSION: printf("unsandboxd %s\n", UNSB_VERSION); exit(0);
     case OPT_HELP: usage(stdout); exit(0);
     default:
       if (optopt) ux_die_usage("option needs a value or is unknown: %s", argv[optind - 1]);
@@ -177,6 +186,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
   }
   if (optind < argc) ux_die_usage("unexpected argument '%s'", argv[optind]);
   if (!data) ux_die_usage("--data DIR is required%s", "");
+  if (cfg->pool_shapes && !cfg->pool) ux_die_usage("--pool-shapes needs --pool N%s", "");
   ux_set_data_dir(cfg, data);
 }
 
@@ -276,10 +286,16 @@ static int prepare_sandbox(ux_config *cfg, ux_isolation *iso, char *volumes, siz
     fprintf(stderr, "unsandboxd: %s\n", err);
     return -1;
   }
+  if (ux_volume_runs_dir(cfg->data, tmp, sizeof tmp) != 0) {
+    fprintf(stderr, "unsandboxd: cannot create %s/tmp/run: %s\n", cfg->data, strerror(errno));
+    return -1;
+  }
   install_signals();
   ux_runner_init(cfg->cgroups, iso);
   if (chdir("/") < 0) { perror("unsandboxd: chdir /"); return -1; }
   ux_runner_set_tmpdir(tmp);
+  /* a slot per sandbox that may run at once stays ours between runs */
+  ux_runner_keep_slots(cfg->workers + cfg->cp_max_runtimes);
   /* a start-up probe can fail once for a passing reason; three strikes
   ** mean the sandbox really cannot run here */
   int checked = -1;
@@ -295,11 +311,15 @@ static int prepare_sandbox(ux_config *cfg, ux_isolation *iso, char *volumes, siz
     fprintf(stderr, "unsandboxd: %s\n", err);
     return -1;
   }
+  /* a bad shape is a bad flag: exit 2 */
+  if (cfg->pool > 0 && ux_runner_pool_start(cfg->pool, cfg->pool_shapes, err, sizeof err) != 0)
+    ux_die_usage("--pool: %s", err);
   return 0;
 }
 
 int main(int argc, char **argv) {
   char err[512];
+  ux_mem_init();                       /* before any JSON value: mem.h's policy */
   int sub = ux_cli_subcommand(argc, argv);
   if (sub >= 0) return sub;
   ux_server srv;
@@ -319,10 +339,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "unsandboxd: cannot create dev keys\n");
     return 1;
   }
-  srv.jobs = ux_jobs_new(srv.store, srv.cfg.workers, srv.cfg.queue);
-  srv.svcs = ux_svcs_new();
-  if (srv.cfg.enable_faults && !(srv.faults = ux_faults_new())) {
-    fprintf(stderr, "unsandboxd: out of memory\n");
+  if (!(srv.jobs = ux_jobs_new(srv.store, srv.cfg.workers, srv.cfg.queue)) ||
+      !(srv.svcs = ux_svcs_new()) || (srv.cfg.enable_faults && !(srv.faults = ux_faults_new()))) {
+    fprintf(stderr, "unsandboxd: cannot initialise the job pool, services or faults\n");
     return 1;
   }
   ux_services_resume(&srv);
@@ -338,9 +357,12 @@ int main(int argc, char **argv) {
   fflush(stdout);
   memset(sk, 0, sizeof sk);
   fprintf(stderr, "unsandboxd %s listening on %s, Control Plane on %s (data %s, %d workers,"
-          " queue %d%s); isolation: %s\n", UX_VERSION, l.exec_url, l.cp_url, srv.cfg.data, srv.cfg.workers, srv.cfg.queue,
+          " queue %d%s); isolation: %s\n", UNSB_VERSION, l.exec_url, l.cp_url, srv.cfg.data, srv.cfg.workers, srv.cfg.queue,
           srv.cfg.enable_faults ? ", faults enabled" : "", iso.detail);
   fprintf(stderr, "unsandboxd: %s\n", volumes);
+  if (srv.cfg.pool)
+    fprintf(stderr, "unsandboxd: %d sandbox(es) started ahead per shape (%s)\n", srv.cfg.pool,
+            srv.cfg.pool_shapes ? srv.cfg.pool_shapes : UX_POOL_DEFAULT_SHAPES);
 
   char sig;
   while (read(signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {}

@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#define UX_VERSION "0.1.0"
+#include "core/version.h"
 
 typedef struct ux_store ux_store;
 typedef struct ux_jobs ux_jobs;
@@ -30,6 +30,8 @@ typedef struct ux_config {
   int enable_faults;
   const char *agent;      /* --agent: unsandboxd-agent; NULL = next to us */
   int cgroups;            /* limit runs with cgroups when usable (else rlimits) */
+  int pool;               /* sandboxes prepared ahead per shape; 0 = none */
+  const char *pool_shapes;/* their shapes (runner.h); NULL = the default */
   /* the Control Plane's listener and settings (cp/) */
   const char *cp_listen;  /* "HOST:PORT" of the Control Plane */
   const char *registries; /* --image-registries: template management */

@@ -133,6 +133,17 @@ int main(void) {
   expect("home csv row 0 (CRLF, comment, blanks)", env_opts(), "pk-zero", "sk-zero",
          (snprintf(src, sizeof src, "%s:0", home_csv), src));
 
+  /* a control byte or a NUL inside a key: not a key pair, not counted */
+  {
+    static const char rows[] = "pk-\0nul,sk-nul\n\x01pk-ctl,sk-ctl\npk-del,sk\x7f\npk-good,sk-good\n";
+    FILE *f = fopen(home_csv, "wb");
+    if (!f || fwrite(rows, 1, sizeof rows - 1, f) != sizeof rows - 1) { perror(home_csv); exit(2); }
+    fclose(f);
+    expect("rows with control bytes are skipped", env_opts(), "pk-good", "sk-good",
+           (snprintf(src, sizeof src, "%s:0", home_csv), src));
+    write_file(home_csv, "  pk-zero , sk-zero \r\npk-one,sk-one,work account\r\npk-two,sk-two");
+  }
+
   /* tier 3 beats the files */
   setenv("UNSANDBOX_PUBLIC_KEY", "pk-env", 1);
   setenv("UNSANDBOX_SECRET_KEY", "sk-env", 1);

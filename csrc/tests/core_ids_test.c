@@ -42,12 +42,14 @@ int main(void) {
   int64_t t0 = unsb_monotonic_ms();
   ok(unsb_sleep_ms(150) == 0, "sleep 150 ms");
   int64_t dt = unsb_monotonic_ms() - t0;
-  ok(dt >= 150 && dt < 1000, "slept about 150 ms (%lld)", (long long)dt);
+  /* at least the time asked; the upper bound only catches a sleep of the
+  ** wrong unit (seconds), far above what a busy machine adds */
+  ok(dt >= 150 && dt < 5000, "slept at least 150 ms (%lld)", (long long)dt);
   ok(unsb_sleep_ms(0) == 0 && unsb_sleep_ms(-5) == 0, "sleep 0 and negative return at once");
   unsb_interrupt_request();
   t0 = unsb_monotonic_ms();
   ok(unsb_sleep_ms(5000) == -1, "a pending interrupt ends the sleep");
-  ok(unsb_monotonic_ms() - t0 < 500, "... at once");
+  ok(unsb_monotonic_ms() - t0 < 4000, "... at once, not after its 5 s");
   ok(unsb_interrupt_take() == 0, "... and is consumed");
   ok(unsb_now() > 1700000000, "now() is unix seconds");
   return tap_done();

@@ -325,7 +325,9 @@ static void cancel_from_callback(unsb_http *h) {
   int64_t dt = unsb_monotonic_ms() - t0;
   peer_stop(&p);
   ok(rc == -1 && err.kind == UNSB_ECANCELLED, "on_data cancels: kind cancelled (%s)", err.message);
-  ok(c.events == 2 && dt < 3000, "stopped at the second event, after %lld ms", (long long)dt);
+  /* the kind tells the cancel from the 10 s timeout; the bound only
+  ** says "not at the timeout", far from what a busy machine adds */
+  ok(c.events == 2 && dt < 9000, "stopped at the second event, after %lld ms", (long long)dt);
   ok(p.saw_close && p.sent < 100, "the peer saw the connection closed after %d events", p.sent);
 }
 
@@ -340,7 +342,7 @@ static void cancel_by_interrupt(unsb_http *h) {
   int64_t dt = unsb_monotonic_ms() - t0;
   peer_stop(&p);
   ok(rc == -1 && err.kind == UNSB_EINTERRUPTED, "the interrupt flag ends a silent stream");
-  ok(dt < 2000, "within %lld ms (slices of 100 ms)", (long long)dt);
+  ok(dt < 9000, "before the 10 s timeout: %lld ms (slices of 100 ms)", (long long)dt);
   ok(p.saw_close, "the peer saw the connection closed");
   ok(!unsb_interrupt_pending(), "the interrupt was consumed");
 }
@@ -357,7 +359,7 @@ static void cancel_by_tick(unsb_http *h) {
   peer_stop(&p);
   ok(rc == -1 && err.kind == UNSB_ECANCELLED && c.events == 1,
      "on_tick cancels a silent stream after its first event");
-  ok(dt < 2000 && p.saw_close, "within %lld ms, connection closed", (long long)dt);
+  ok(dt < 9000 && p.saw_close, "before the 10 s timeout (%lld ms), connection closed", (long long)dt);
 }
 
 static void error_bodies_are_buffered(unsb_http *h) {

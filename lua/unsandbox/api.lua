@@ -11,6 +11,7 @@ local context = require "unsandbox.context"
 local Error = require "unsandbox.errors"
 local observe = require "unsandbox.observe"
 local retry = require "unsandbox.retry"
+local shape = require "unsandbox.shape"
 
 local M = {}
 
@@ -61,8 +62,8 @@ function M.decode(resp)
     code = doc and type(doc.error) == "string" and doc.error or nil,
     message = message_of(doc, "HTTP " .. resp.status),
     request_id = resp.request_id,
-    retry_after = resp.retry_after or (doc and tonumber(doc.retry_after)) or nil,
-    challenge_id = doc and doc.challenge_id or nil,
+    retry_after = resp.retry_after or (doc and shape.retry_after(doc.retry_after)) or nil,
+    challenge_id = doc and shape.token(doc.challenge_id) or nil,
     body = doc,
   }
 end

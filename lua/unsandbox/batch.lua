@@ -23,6 +23,7 @@ local execute = require "unsandbox.execute"
 local observe = require "unsandbox.observe"
 local poll = require "unsandbox.poll"
 local results = require "unsandbox.results"
+local shape = require "unsandbox.shape"
 local tasks = require "unsandbox.tasks"
 local core = require "unsandbox.core"
 
@@ -55,11 +56,12 @@ local function submit(self, body)
   local meter = observe.meter()
   local doc, rid = api.call(self, "POST", "/execute/async", body, { meter = meter })
   if not doc then return nil, rid end
-  if type(doc.job_id) ~= "string" then
-    return nil, Error.new { kind = "protocol", request_id = rid, timing = meter:timing(),
-      message = "no job_id in the reply to /execute/async" }
+  local id, bad = shape.id(doc, "job_id", rid)
+  if not id then
+    bad.timing = meter:timing()
+    return nil, bad
   end
-  return doc.job_id, meter
+  return id, meter
 end
 
 local function follow(self, job_id, meter, deadline, on_poll, i, artifacts)
@@ -70,9 +72,9 @@ local function follow(self, job_id, meter, deadline, on_poll, i, artifacts)
     rid.timing = meter:timing()
     return nil, rid
   end
-  local r = results.normalise(job, rid, artifacts)
-  r.timing = meter:timing()
-  return r
+  local r, err = results.normalise(job, rid, artifacts)   -- checks the shape
+  if r then r.timing = meter:timing() else err.timing = meter:timing() end
+  return r, err
 end
 
 -- Submits every program, then starts a task per job. Returns the tasks

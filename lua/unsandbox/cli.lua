@@ -67,8 +67,8 @@ local function parse(args)
     if a == "-h" or a == "--help" then o.help = true
     elseif a == "-s" then o.language = value(a)
     elseif a == "-e" then
-      local k, v = value(a):match("^([%a_][%w_]*)=(.*)$")
-      if not k then usage("-e expects KEY=VALUE, got '" .. args[i] .. "'") end
+      local k, v = value(a):match("^([^=]*)=(.*)$")
+      if not k or core.env_name_check(k) then usage("-e expects KEY=VALUE, got '" .. args[i] .. "'") end
       o.env[k] = v
     elseif a == "-f" then o.files[#o.files + 1] = value(a)
     elseif a == "-n" then
@@ -165,14 +165,15 @@ local function progress()
   end, function() io.stderr:write("\r\27[K"); io.stderr:flush() end
 end
 
+-- Artifacts are written whole or not at all (core.write_file: a fresh
+-- temporary renamed over the name), flattened into dir; their names were
+-- checked as relative paths when the result was read.
 local function save_artifacts(list, dir)
   dir = dir or "."
   for _, a in ipairs(list) do
     local name = a.filename:gsub("/", "_")
-    local f = io.open(dir .. "/" .. name, "wb")
-    if not f then exit_with(EXIT_API, "un: cannot write artifact " .. dir .. "/" .. name) end
-    f:write(a.content or "")
-    f:close()
+    local saved, err = core.write_file(dir .. "/" .. name, a.content or "")
+    if not saved then exit_with(EXIT_API, "un: cannot write artifact " .. err) end
     io.stderr:write("[un] saved " .. dir .. "/" .. name .. "\n")
   end
 end

@@ -7,8 +7,9 @@ local Error = require "unsandbox.errors"
 local M = {}
 
 local NETWORK = { zerotrust = true, semitrusted = true }
-local MAX_ENV = 256
-local MAX_FILES = 1000
+-- the limits and the rules of names are the core's (core/validate.h), the
+-- same functions unsandboxd runs on the request
+local MAX_FILES = core.LIMITS.input_files
 
 M.OPTIONS = {
   env = true, input_files = true, network_mode = true, ttl = true, vcpu = true,
@@ -55,7 +56,7 @@ end
 local function encode_files(fname, files)
   check.type(fname, "input_files", files, "table")
   if #files > MAX_FILES then check.fail(fname, "input_files", "more than " .. MAX_FILES .. " files") end
-  local out = {}
+  local out, names = {}, {}
   for i, f in ipairs(files) do
     local name, data
     if type(f) == "string" then
@@ -71,11 +72,16 @@ local function encode_files(fname, files)
     else
       check.fail(fname, "input_files[" .. i .. "]", "path or {filename, content} expected, got " .. type(f))
     end
-    if name == "" or name:sub(1, 1) == "/" or ("/" .. name .. "/"):find("/%.%./") then
-      check.fail(fname, "input_files[" .. i .. "]", "file name must be a relative path inside the sandbox: " .. name)
+    local why = core.relpath_check(name)
+    if why then
+      check.fail(fname, "input_files[" .. i .. "]", "file name " .. string.format("%q", name:sub(1, 200))
+        .. " " .. why .. " (a relative path inside the sandbox is expected)")
     end
+    names[i] = name
     out[i] = { filename = name, content = core.base64_encode(data) }
   end
+  local why, a, b = core.paths_conflict(names)
+  if why then check.fail(fname, "input_files[" .. a .. "] and [" .. b .. "]", why) end
   return out
 end
 
@@ -83,16 +89,17 @@ local function encode_env(fname, env)
   check.type(fname, "env", env, "table")
   local out, n = {}, 0
   for k, v in pairs(env) do
-    if type(k) ~= "string" or not k:match("^[%a_][%w_]*$") then
-      check.fail(fname, "env", "variable names must match [A-Za-z_][A-Za-z0-9_]*, got " .. tostring(k))
-    end
+    if type(k) ~= "string" then check.fail(fname, "env", "variable names must be strings, got " .. type(k)) end
     if type(v) ~= "string" and type(v) ~= "number" then
       check.fail(fname, "env", "value of " .. k .. " must be a string or number, got " .. type(v))
     end
     n = n + 1
     out[k] = tostring(v)
   end
-  if n > MAX_ENV then check.fail(fname, "env", "more than " .. MAX_ENV .. " variables") end
+  local why, name = core.env_check(out)
+  if why then
+    check.fail(fname, "env", (name and "variable " .. string.format("%q", name:sub(1, 64)) .. ": " or "") .. why)
+  end
   return n > 0 and out or nil
 end
 

@@ -23,9 +23,10 @@ local batch = require "unsandbox.batch"
 local context = require "unsandbox.context"
 local observe = require "unsandbox.observe"
 local retry = require "unsandbox.retry"
+local shape = require "unsandbox.shape"
 
 local unsandbox = {
-  VERSION = "0.1.0",
+  VERSION = core.VERSION,
   Error = Error,
   core = core,
 }
@@ -41,9 +42,19 @@ unsandbox.completed = tasks.completed
 unsandbox.Task = tasks.Task
 unsandbox.current_task = tasks.current
 
--- The Control Plane client: unsandbox.manager, Manager, Sandbox,
--- acting_subject, trace, current_trace, new_trace_id (lua/unsandbox/cp.lua).
-for k, v in pairs(require "unsandbox.cp") do unsandbox[k] = v end
+-- The Control Plane client (lua/unsandbox/cp.lua), loaded on first use of
+-- one of its names: a script that only runs code does not pay for its
+-- dozen modules when it requires unsandbox (half the require's time).
+local CP_NAMES = { manager = true, Manager = true, Sandbox = true, acting_subject = true,
+                   trace = true, current_trace = true, new_trace_id = true }
+setmetatable(unsandbox, { __index = function(t, k)
+  if not CP_NAMES[k] then return nil end
+  for name, v in pairs(require "unsandbox.cp") do rawset(t, name, v) end
+  return rawget(t, k)
+end })
+-- Each client's timeout in ms as it was made (weak keys): health() never
+-- waits longer than the client would.
+local TIMEOUTS = setmetatable({}, { __mode = "k" })
 
 local CONNECTION = { public_key = true, secret_key = true, account = true, url = true,
                      timeout = true, connect_timeout = true, ca_file = true, max_response = true,
@@ -68,6 +79,7 @@ function unsandbox.client(opts)
   if opts.connect_timeout then c.connect_timeout = math.floor(opts.connect_timeout * 1000) end
   c.retry, c.on_request = nil, nil
   local client = core.client(c)
+  TIMEOUTS[client] = c.timeout
   local state = client:_state()
   state.retry, state.on_request = policy, opts.on_request
   return client
@@ -106,9 +118,11 @@ function Client:execute_code(language, code, opts)
   local doc, rid = api.call(self, "POST", "/execute", body, { timeout = req_timeout, meter = meter })
   if not doc then return timed(meter, nil, rid) end
   if results.is_pending(doc) then
+    local id, bad = results.pending_id(doc, rid)
+    if not id then return timed(meter, nil, bad) end
     local budget = opts.timeout and opts.timeout - (core.monotonic_ms() - started) / 1000
                    or default_wait(ttl)
-    return timed(meter, wait_result(self, doc.job_id, math.max(budget, 0.001), opts.on_poll,
+    return timed(meter, wait_result(self, id, math.max(budget, 0.001), opts.on_poll,
       opts.return_artifacts, meter))
   end
   return timed(meter, results.normalise(doc, rid, opts.return_artifacts))
@@ -121,10 +135,9 @@ function Client:execute_async(language, code, opts)
   if not body then return nil, err end
   local doc, rid = api.call(self, "POST", "/execute/async", body, { timeout = opts.timeout })
   if not doc then return nil, rid end
-  if type(doc.job_id) ~= "string" then
-    return nil, Error.new { kind = "protocol", request_id = rid, message = "no job_id in the reply to /execute/async" }
-  end
-  return doc.job_id, rid
+  local id, bad = shape.id(doc, "job_id", rid)
+  if not id then return nil, bad end
+  return id, rid
 end
 
 --- The job's current state; when it is finished, its result fields too.
@@ -133,7 +146,7 @@ function Client:get_job(job_id)
   local meter = observe.meter()
   local doc, rid = api.call(self, "GET", "/jobs/" .. job_id, nil, { meter = meter })
   if not doc then return timed(meter, nil, rid) end
-  return timed(meter, results.normalise(doc, rid, doc.artifacts ~= nil))
+  return timed(meter, results.normalise(doc, rid, doc.artifacts ~= nil))   -- checks the shape
 end
 
 local WAIT_OPTIONS = { timeout = true, on_poll = true, return_artifacts = true }
@@ -162,7 +175,9 @@ end
 function Client:list_jobs()
   local doc, rid = api.call(self, "GET", "/jobs")
   if not doc then return nil, rid end
-  return doc.jobs or doc, rid
+  local list, err = shape.list(doc, "jobs", rid, true)
+  if not list then return nil, err end
+  return list, rid
 end
 
 ------------------------------------------------------------------------
@@ -182,9 +197,11 @@ function Client:validate_keys()
   return api.call(self, "POST", "/keys/validate")
 end
 
---- true when the service answers GET /health (unsigned).
+--- true when the service answers GET /health (unsigned), within 10 s or
+-- the client's own timeout when that is shorter.
 function Client:health()
-  local doc, err = api.call(self, "GET", "/health", nil, { auth = false, timeout = 10 })
+  local limit = math.min(10, (TIMEOUTS[self] or 120000) / 1000)
+  local doc, err = api.call(self, "GET", "/health", nil, { auth = false, timeout = limit })
   if not doc then return nil, err end
   return true, doc
 end
@@ -206,7 +223,9 @@ local function list_of(key)
   return function(self)
     local doc, rid = api.call(self, "GET", "/" .. key)
     if not doc then return nil, rid end
-    return doc[key] or {}, rid
+    local list, err = shape.list(doc, key, rid)
+    if not list then return nil, err end
+    return list, rid
   end
 end
 
@@ -248,6 +267,17 @@ local function destructive(method, prefix, fname, suffix)
   end
 end
 
+-- A created resource's document with `id` filled from its own key; both
+-- are ids the caller will put in paths, so they are checked like one.
+local function with_id(doc, rid, key)
+  if not doc then return nil, rid end
+  local id, err = shape.id(doc, doc.id ~= nil and "id" or key, rid)
+  if not id then return nil, err end
+  if doc[key] ~= nil and not shape.valid_id(doc[key]) then return shape.id(doc, key, rid) end
+  doc.id = id
+  return doc, rid
+end
+
 local SESSION_OPTIONS = { network_mode = true, ttl = true, shell = true, vcpu = true, input_files = true }
 
 --- Creates a session: a persistent sandbox that runs commands.
@@ -259,8 +289,7 @@ function Client:create_session(opts)
   body.ttl = check.int_range("create_session", "ttl", opts.ttl, 1, 86400)
   body.shell = check.type("create_session", "shell", opts.shell, "string", true)
   local doc, rid = api.call(self, "POST", "/sessions", body)
-  if doc then doc.id = doc.id or doc.session_id end
-  return doc, rid
+  return with_id(doc, rid, "session_id")
 end
 
 Client.list_sessions = list_of("sessions")
@@ -301,8 +330,7 @@ function Client:create_service(opts)
   body.ports = check.type("create_service", "ports", opts.ports, "table", true)
   body.custom_domains = check.type("create_service", "custom_domains", opts.custom_domains, "table", true)
   local doc, rid = api.call(self, "POST", "/services", body)
-  if doc then doc.id = doc.id or doc.service_id end
-  return doc, rid
+  return with_id(doc, rid, "service_id")
 end
 
 Client.list_services = list_of("services")
@@ -314,7 +342,9 @@ function Client:service_logs(id)
   check.id("service_logs", "id", id)
   local doc, rid = api.call(self, "GET", "/services/" .. id .. "/logs")
   if not doc then return nil, rid end
-  return doc.log or doc.logs or "", rid
+  local log = doc.log or doc.logs or ""
+  if type(log) ~= "string" then return shape.fail(rid, "'log' is not a string") end
+  return log, rid
 end
 
 --- Runs a command in a running service: submitted as a job and waited for.
@@ -330,7 +360,9 @@ function Client:service_execute(id, command, opts)
   if not doc then return timed(meter, nil, rid) end
   -- the service answers 202 {job_id}, usually without a status
   if doc.job_id == nil or results.TERMINAL[doc.status] then return timed(meter, results.normalise(doc, rid)) end
-  return timed(meter, wait_result(self, doc.job_id, timeout + 30, opts.on_poll, nil, meter))
+  local job_id, bad = results.pending_id(doc, rid)
+  if not job_id then return timed(meter, nil, bad) end
+  return timed(meter, wait_result(self, job_id, timeout + 30, opts.on_poll, nil, meter))
 end
 
 local SNAPSHOT_OPTIONS = { name = true, hot = true }
@@ -344,8 +376,7 @@ local function snapshot_of(kind)
     local body = { name = check.type(fname, "name", opts.name, "string", true),
                    hot = check.type(fname, "hot", opts.hot, "boolean", true) or false }
     local doc, rid = api.call(self, "POST", "/" .. kind .. "s/" .. id .. "/snapshot", body)
-    if doc then doc.id = doc.id or doc.snapshot_id end
-    return doc, rid
+    return with_id(doc, rid, "snapshot_id")
   end
 end
 

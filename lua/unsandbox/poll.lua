@@ -9,6 +9,7 @@ local api = require "unsandbox.api"
 local Error = require "unsandbox.errors"
 local results = require "unsandbox.results"
 local tasks = require "unsandbox.tasks"
+local shape = require "unsandbox.shape"
 
 local M = {}
 
@@ -34,6 +35,9 @@ function Poller:poll(timeout)
   if self.meter then self.meter.polls = self.meter.polls + 1 end
   local job, rid = api.call(self.client, "GET", "/jobs/" .. self.id, nil,
     { timeout = timeout, meter = self.meter })
+  if job and job.status ~= nil and type(job.status) ~= "string" then
+    return "failed", select(2, shape.fail(rid, "'status' should be a string, got " .. type(job.status)))
+  end
   if job then
     self.tracker:success()
     if self.on_poll and self.on_poll(job, self.attempt) == false then

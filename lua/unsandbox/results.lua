@@ -1,6 +1,6 @@
 --- Normalises what the service returns for a run (POST /execute, a job, a
 -- session command) into the table the library documents. Internal module.
-local core = require "unsandbox.core"
+local shape = require "unsandbox.shape"
 
 local M = {}
 
@@ -12,6 +12,11 @@ function M.is_pending(doc)
   return doc.job_id ~= nil and (doc.status == "pending" or doc.status == "running")
 end
 
+--- The job id of a pending document, checked (shape.id), or nil, Error.
+function M.pending_id(doc, request_id)
+  return shape.id(doc, "job_id", request_id)
+end
+
 -- Services disagree on the timing field; read them in the spec's order.
 local function execution_time_ms(doc)
   local ms = doc.execution_time_ms or doc.runtime_ms or doc.duration_ms
@@ -21,19 +26,13 @@ local function execution_time_ms(doc)
   return type(ms) == "number" and (math.tointeger(ms) or ms) or nil
 end
 
-local function decode_artifacts(list)
-  local out = {}
-  for i, a in ipairs(list) do
-    local bytes = type(a.content_base64) == "string" and core.base64_decode(a.content_base64)
-    out[i] = { filename = a.filename, content = bytes or nil, size = bytes and #bytes or nil }
-  end
-  return out
-end
-
 --- The documented result table: stdout, stderr, exit_code, status,
 -- job_id, execution_time_ms, request_id, truncation flags, error text and,
--- when asked, artifacts ({filename, content}).
+-- when asked, artifacts ({filename, content}). Every field is
+-- shape-checked first: a wrong one gives nil, Error (kind protocol).
 function M.normalise(doc, request_id, want_artifacts)
+  local fine, err = shape.result(doc, request_id)
+  if not fine then return nil, err end
   local r = {
     stdout = doc.stdout or "",
     stderr = doc.stderr or "",
@@ -49,7 +48,10 @@ function M.normalise(doc, request_id, want_artifacts)
     completed_at = doc.completed_at,
     request_id = request_id,
   }
-  if want_artifacts then r.artifacts = decode_artifacts(doc.artifacts or {}) end
+  if want_artifacts then
+    r.artifacts, err = shape.artifacts(doc.artifacts, request_id)
+    if not r.artifacts then return nil, err end
+  end
   return r
 end
 

@@ -84,6 +84,19 @@ function M.read_response(s)
   return status, h, body
 end
 
+-- Sends one signed request of the execution API with its body (a string,
+-- or nil) on a fresh connection and returns the socket without reading:
+-- two of them sent back to back race inside the server. Read the answer
+-- with M.read_response.
+function M.send(srv, method, path, body, timeout)
+  local s = M.connect(srv, timeout)
+  local h = M.signed(srv, method, path, body or "")
+  h["Content-Length"] = tostring(#(body or ""))
+  h["Connection"] = "close"
+  assert(s:send(M.head(method, path, h) .. (body or "")))
+  return s
+end
+
 -- Whether the server closed s, without blocking. It may consume a byte
 -- of a reply: use it on sockets whose replies do not matter.
 function M.closed(s)

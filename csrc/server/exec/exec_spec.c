@@ -12,11 +12,10 @@
 #include <unistd.h>
 
 #include "core/base64.h"
+#include "core/validate.h"
 #include "server/ids.h"
+#include "server/mem.h"
 #include "server/sandbox/volume.h"
-
-#define MAX_ENV 256
-#define MAX_FILES 1000
 
 void ux_exec_spec_free(ux_exec_spec *s) {
   if (!s) return;
@@ -39,9 +38,9 @@ void ux_exec_spec_free(ux_exec_spec *s) {
 
 int ux_exec_spec_set_volume(ux_exec_spec *s, const char *dir) {
   free(s->volume);
-  s->volume = strdup(dir);
+  s->volume = ux_xstrdup(dir);
   s->run.workdir = s->volume;
-  return s->volume ? 0 : -1;
+  return 0;
 }
 
 int ux_exec_spec_open_volume(ux_exec_spec *s, char *err, size_t errlen) {
@@ -60,37 +59,57 @@ int ux_network_mode(ux_req *r, json_t *body, const char *dflt) {
                         "network_mode must be \"zerotrust\" or \"semitrusted\"");
 }
 
-static int env_name_ok(const char *k) {
-  if (!*k || (*k >= '0' && *k <= '9')) return 0;
-  for (; *k; k++)
-    if (!((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') ||
-          (*k >= '0' && *k <= '9') || *k == '_')) return 0;
-  return 1;
-}
-
+/* env: an object of strings, checked whole by the core's rule
+** (validate.h) before anything is copied, so a spec the runner would
+** refuse (a bad name, 257 variables, more than 256 KiB) is a 400 here. */
 static int parse_env(ux_req *r, ux_exec_spec *s, json_t *env) {
   const char *k;
   json_t *v;
+  size_t n = 0, bad;
   if (!env || json_is_null(env)) return 0;
   if (!json_is_object(env))
     return ux_reply_error(r, 400, "bad_request", "field 'env' must be an object");
-  if (json_object_size(env) > MAX_ENV)
-    return ux_reply_error(r, 400, "bad_request", "at most %d environment variables", MAX_ENV);
-  s->env = calloc(json_object_size(env) + 1, sizeof *s->env);
+  if (json_object_size(env) > UNSB_ENV_MAX_VARS)
+    return ux_reply_error(r, 400, "bad_request", "at most %d environment variables",
+                          UNSB_ENV_MAX_VARS);
+  unsb_env_var vars[UNSB_ENV_MAX_VARS];
   json_object_foreach(env, k, v) {
-    if (!env_name_ok(k))
-      return ux_reply_error(r, 400, "bad_request", "bad environment variable name");
     if (!json_is_string(v))
       return ux_reply_error(r, 400, "bad_request", "env values must be strings");
-    const char *val = json_string_value(v);
-    if (strlen(val) != json_string_length(v))
-      return ux_reply_error(r, 400, "bad_request", "env values must not contain NUL");
-    size_t n = strlen(k) + strlen(val) + 2;
-    char *kv = malloc(n);
-    snprintf(kv, n, "%s=%s", k, val);
-    s->env[s->run.n_env++] = kv;
+    vars[n++] = (unsb_env_var){ k, json_string_value(v), strlen(k), json_string_length(v) };
   }
+  const char *why = unsb_env_check(vars, n, &bad);
+  if (why && bad < n)
+    return ux_reply_error(r, 400, "bad_request", "env: variable %zu: %s", bad, why);
+  if (why) return ux_reply_error(r, 400, "bad_request", "env: %s", why);
+  s->env = ux_xcalloc(n + 1, sizeof *s->env);
+  for (size_t i = 0; i < n; i++) {
+    size_t len = vars[i].name_len + vars[i].value_len + 2;
+    s->env[i] = ux_xmalloc(len);
+    snprintf(s->env[i], len, "%s=%s", vars[i].name, vars[i].value);
+  }
+  s->run.n_env = n;
   return 0;
+}
+
+/* Names that cannot all be placed ("a" and "a/b", or one name twice)
+** are the request's fault, not the sandbox's: 400 before a job exists. */
+static int check_file_set(ux_req *r, json_t *files) {
+  size_t n = json_array_size(files), i, j;
+  const char **names = ux_xcalloc(n + 1, sizeof *names);
+  size_t *lens = ux_xcalloc(n + 1, sizeof *lens), *order = ux_xcalloc(n + 1, sizeof *order);
+  for (size_t k = 0; k < n; k++) {
+    json_t *name = json_object_get(json_array_get(files, k), "filename");
+    names[k] = json_string_value(name);
+    lens[k] = json_string_length(name);
+  }
+  const char *why = unsb_paths_conflict(names, lens, n, order, &i, &j);
+  int rc = why ? ux_reply_error(r, 400, "bad_request", "input_files[%zu] and [%zu]: %s",
+                                i < j ? i : j, i < j ? j : i, why) : 0;
+  free(names);
+  free(lens);
+  free(order);
+  return rc;
 }
 
 int ux_exec_spec_files(ux_req *r, ux_exec_spec *s, json_t *files) {
@@ -99,23 +118,27 @@ int ux_exec_spec_files(ux_req *r, ux_exec_spec *s, json_t *files) {
   if (!files || json_is_null(files)) return 0;
   if (!json_is_array(files))
     return ux_reply_error(r, 400, "bad_request", "field 'input_files' must be an array");
-  if (json_array_size(files) > MAX_FILES)
-    return ux_reply_error(r, 400, "bad_request", "at most %d input files", MAX_FILES);
-  s->files = calloc(json_array_size(files) + 1, sizeof *s->files);
+  if (json_array_size(files) > UNSB_FILES_MAX)
+    return ux_reply_error(r, 400, "bad_request", "at most %d input files", UNSB_FILES_MAX);
   json_array_foreach(files, i, f) {
     json_t *name = json_object_get(f, "filename");
     json_t *content = json_object_get(f, "content");
     if (!json_is_object(f) || !json_is_string(name) || !json_is_string(content))
       return ux_reply_error(r, 400, "bad_request",
                             "input_files[%zu] needs string 'filename' and 'content'", i);
-    if (!ux_valid_relpath(json_string_value(name)))
-      return ux_reply_error(r, 400, "bad_request", "input_files[%zu]: bad file name", i);
+    const char *why = unsb_relpath_check(json_string_value(name), json_string_length(name));
+    if (why) return ux_reply_error(r, 400, "bad_request", "input_files[%zu]: file name %s", i, why);
+  }
+  if (check_file_set(r, files) < 0) return -1;
+  s->files = ux_xcalloc(json_array_size(files) + 1, sizeof *s->files);
+  json_array_foreach(files, i, f) {
+    json_t *content = json_object_get(f, "content");
     ux_file *uf = &s->files[s->run.n_files];
     uf->data = unsb_base64_decode(json_string_value(content), json_string_length(content), &uf->len);
     if (!uf->data)
       return ux_reply_error(r, 400, "bad_request",
                             "input_files[%zu]: content is not valid base64", i);
-    uf->name = strdup(json_string_value(name));
+    uf->name = ux_xstrdup(json_string_value(json_object_get(f, "filename")));
     s->run.n_files++;
   }
   return 0;
@@ -133,9 +156,8 @@ ux_exec_spec *ux_exec_spec_from_json(ux_req *r, json_t *body, long dflt_ttl) {
   const char *lang, *code;
   long ttl, vcpu;
   int art1, art2, net;
-  ux_exec_spec *s = calloc(1, sizeof *s);
-  if (s) s->work_fd = -1;
-  if (!s) { ux_reply_error(r, 500, "internal_error", "out of memory"); return NULL; }
+  ux_exec_spec *s = ux_xcalloc(1, sizeof *s);
+  s->work_fd = -1;
   if (ux_get_str(r, body, "language", 1, NULL, &lang) < 0 ||
       ux_get_str(r, body, "code", 1, NULL, &code) < 0 ||
       ux_get_int(r, body, "ttl", 1, 900, dflt_ttl, &ttl) < 0 ||
@@ -151,10 +173,10 @@ ux_exec_spec *ux_exec_spec_from_json(ux_req *r, json_t *body, long dflt_ttl) {
                    "language is not supported here; GET /languages lists the available ones");
     goto fail;
   }
-  s->language = strdup(lang);
-  s->code = malloc(json_string_length(json_object_get(body, "code")) + 1);
-  memcpy(s->code, code, json_string_length(json_object_get(body, "code")) + 1);
-  s->run.code_len = json_string_length(json_object_get(body, "code"));
+  size_t code_len = json_string_length(json_object_get(body, "code"));
+  s->language = ux_xstrdup(lang);
+  s->code = memcpy(ux_xmalloc(code_len + 1), code, code_len + 1);
+  s->run.code_len = code_len;
   s->run.network = net;
   s->run.ttl_s = (int)ttl;
   s->run.vcpu = (int)vcpu;
@@ -167,12 +189,10 @@ fail:
 }
 
 ux_exec_spec *ux_exec_spec_command(const char *command, int network, int vcpu, int ttl_s) {
-  ux_exec_spec *s = calloc(1, sizeof *s);
-  if (!s) return NULL;
-  s->language = strdup("bash");
-  s->code = strdup(command);
+  ux_exec_spec *s = ux_xcalloc(1, sizeof *s);
+  s->language = ux_xstrdup("bash");
+  s->code = ux_xstrdup(command);
   s->work_fd = -1;
-  if (!s->language || !s->code) { ux_exec_spec_free(s); return NULL; }
   s->run.code_len = strlen(command);
   s->run.network = network;
   s->run.vcpu = vcpu;

@@ -17,6 +17,7 @@
 #include "server/fsutil.h"
 #include "server/ids.h"
 #include "server/http/reply.h"
+#include "server/mem.h"
 
 typedef enum { J_PENDING, J_RUNNING, J_COMPLETED, J_FAILED, J_TIMEOUT, J_CANCELLED } jstate;
 static const char *const STATE[] = {
@@ -99,10 +100,16 @@ static void unlink_active(ux_jobs *js, ux_job *j) {
     if (*p == j) { *p = j->anext; return; }
 }
 
+/* The statuses a job's row may still leave: once terminal, it is final. */
+static const char *const UNFINISHED[] = { "pending", "running", NULL };
+
 /* Makes j terminal with its final document: stored first, then visible,
-** so a poll never sees a terminal status the store does not have yet. */
+** so a poll never sees a terminal status the store does not have yet.
+** The row changes only while unfinished, so nothing overwrites a final
+** document. */
 static void finish(ux_jobs *js, ux_job *j, jstate s, json_t *doc) {
-  ux_store_put(js->st, "jobs", j->id, j->owner, state_name(s), doc);
+  if (ux_store_update(js->st, "jobs", j->id, j->owner, state_name(s), doc, UNFINISHED) != 1)
+    fprintf(stderr, "unsandboxd: job %s: its final state was not stored\n", j->id);
   pthread_mutex_lock(&js->mu);
   j->state = s;
   j->doc = doc;
@@ -116,9 +123,9 @@ static void run_one(ux_jobs *js, ux_job *j) {
   char err[256] = "";
   ux_run_result res;
   memset(&res, 0, sizeof res);
-  json_t *running = doc_head(j, J_RUNNING, 0, NULL);
-  ux_store_put(js->st, "jobs", j->id, j->owner, "running", running);
-  json_decref(running);
+  /* no "running" row: while the job runs every reader finds it in the
+  ** active list, and a restart fails a "pending" row as it would a
+  ** "running" one; a write less on every run's path */
 
   /* the volume is taken into use only now (exec_spec.h): a session
   ** deleted while this job waited makes it end here */
@@ -137,7 +144,9 @@ static void run_one(ux_jobs *js, ux_job *j) {
   pthread_mutex_unlock(&js->mu);
   if (cancel_now) ux_run_cancel(run);
 
-  ux_run_wait(run, &res);                            /* frees run */
+  /* the result is in once the run's processes are gone; its cgroup and
+  ** directories are released in the background, after the answer */
+  ux_run_wait_detached(run, &res);
   pthread_mutex_lock(&js->mu);
   j->run_id = 0;
   int user_cancel = j->cancel, stopping = js->stopping;
@@ -188,15 +197,16 @@ static void *worker(void *arg) {
 }
 
 ux_jobs *ux_jobs_new(ux_store *st, int workers, int queue) {
-  ux_jobs *js = calloc(1, sizeof *js);
-  if (!js) return NULL;
+  ux_jobs *js = ux_xcalloc(1, sizeof *js);
   js->st = st;
   js->workers = workers;
   js->queue_limit = queue;
-  pthread_mutex_init(&js->mu, NULL);
-  pthread_cond_init(&js->work, NULL);
-  pthread_cond_init(&js->done, NULL);
-  js->threads = calloc((size_t)workers, sizeof *js->threads);
+  if (pthread_mutex_init(&js->mu, NULL) != 0 || pthread_cond_init(&js->work, NULL) != 0 ||
+      pthread_cond_init(&js->done, NULL) != 0) {
+    free(js);                       /* glibc's init of default objects allocates nothing */
+    return NULL;
+  }
+  js->threads = ux_xcalloc((size_t)workers, sizeof *js->threads);
   for (int i = 0; i < workers; i++)
     if (pthread_create(&js->threads[i], NULL, worker, js) != 0) {
       js->workers = i;
@@ -217,20 +227,26 @@ int ux_jobs_submit(ux_jobs *js, const char *owner, ux_exec_spec *spec,
     pthread_mutex_unlock(&js->mu);
     return rc;
   }
-  ux_job *j = calloc(1, sizeof *j);
-  ux_random_id(j->id, sizeof j->id, "job_", 12);
+  ux_job *j = ux_xcalloc(1, sizeof *j);
   snprintf(j->owner, sizeof j->owner, "%s", owner);
   j->created_at = ux_now();
   j->spec = spec;
+  /* the row first: a job the store does not know is never queued */
+  json_t *d = NULL;
+  if (ux_random_id(j->id, sizeof j->id, "job_", 12) == 0) d = doc_head(j, J_PENDING, 0, NULL);
+  int stored = d && ux_store_insert(js->st, "jobs", j->id, j->owner, "pending", d) == 0;
+  json_decref(d);
+  if (!stored) {
+    pthread_mutex_unlock(&js->mu);
+    free(j);                                         /* the spec stays the caller's */
+    return UX_JOBS_ERROR;
+  }
   j->refs = 2;                                       /* active list + caller */
   j->anext = js->active;
   js->active = j;
   if (js->qtail) js->qtail->qnext = j; else js->qhead = j;
   js->qtail = j;
   js->queued++;
-  json_t *d = doc_head(j, J_PENDING, 0, NULL);
-  ux_store_put(js->st, "jobs", j->id, j->owner, "pending", d);
-  json_decref(d);
   pthread_cond_signal(&js->work);
   pthread_mutex_unlock(&js->mu);
   *out = j;

@@ -15,13 +15,14 @@
 typedef struct ux_jobs ux_jobs;
 typedef struct ux_job ux_job;
 
-enum { UX_JOBS_OK = 0, UX_JOBS_FULL = 1, UX_JOBS_STOPPING = 2 };
+enum { UX_JOBS_OK = 0, UX_JOBS_FULL = 1, UX_JOBS_STOPPING = 2, UX_JOBS_ERROR = 3 };
 
 ux_jobs *ux_jobs_new(ux_store *st, int workers, int queue);
 
 /* Queues spec (ownership passes to the pool on success). On success *out
 ** holds a reference the caller must release; on UX_JOBS_FULL *active and
-** *limit say how busy the pool is. */
+** *limit say how busy the pool is; UX_JOBS_ERROR: the job's row could not
+** be stored, and nothing was queued. */
 int ux_jobs_submit(ux_jobs *js, const char *owner, ux_exec_spec *spec,
                    ux_job **out, int *active, int *limit);
 

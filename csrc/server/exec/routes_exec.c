@@ -10,11 +10,26 @@
 #include "server/http/routes.h"
 #include "server/sandbox/volume.h"
 
+/* The sandboxes prepared ahead: per shape how many wait, and counters
+** (how runs found the pool, how many sandboxes failed or died). */
+static json_t *pool_json(void) {
+  ux_pool_stats st;
+  ux_runner_pool_stats(&st);
+  json_t *shapes = json_array();
+  for (int k = 0; k < st.n_shapes; k++)
+    json_array_append_new(shapes, json_pack("{s:s,s:s,s:i}", "language", st.shape[k].language,
+      "network_mode", st.shape[k].network ? "semitrusted" : "zerotrust", "ready", st.shape[k].ready));
+  return json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:o}", "size", st.size,
+    "started", (json_int_t)st.started, "failed", (json_int_t)st.failed,
+    "hits", (json_int_t)st.hits, "misses", (json_int_t)st.misses,
+    "discarded", (json_int_t)st.discarded, "shapes", shapes);
+}
+
 int ux_h_health(ux_req *r, const char *id) {
   (void)id;
   json_t *j = json_object();
   json_object_set_new(j, "status", json_string("ok"));
-  json_object_set_new(j, "version", json_string(UX_VERSION));
+  json_object_set_new(j, "version", json_string(UNSB_VERSION));
   /* how runs are limited here (cgroup version or rlimits, network) */
   const ux_isolation *iso = ux_runner_isolation();
   json_t *i = json_object();
@@ -30,6 +45,7 @@ int ux_h_health(ux_req *r, const char *id) {
     "volume_mb", (json_int_t)(ux_volume_disk_bytes() >> 20), "claimed_mb", (json_int_t)(claimed >> 20),
     "budget_mb", (json_int_t)(budget >> 20)));
   json_object_set_new(j, "isolation", i);
+  json_object_set_new(j, "pool", pool_json());
   return ux_reply_json(r, 200, j);
 }
 
@@ -68,6 +84,8 @@ ux_job *ux_submit(ux_req *r, ux_exec_spec *spec) {
   int rc = ux_jobs_submit(r->srv->jobs, r->owner, spec, &job, &active, &limit);
   if (rc == UX_JOBS_OK) return job;
   ux_exec_spec_free(spec);
+  if (rc == UX_JOBS_ERROR)
+    return ux_reply_error(r, 500, "internal_error", "cannot store the job"), NULL;
   if (rc == UX_JOBS_STOPPING) {
     ux_reply_error(r, 503, "shutting_down", "the server is shutting down");
     r->reply.retry_after = 1;

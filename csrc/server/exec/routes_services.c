@@ -112,7 +112,9 @@ int ux_h_service_create(ux_req *r, const char *unused) {
   json_object_set_new(doc, "ports", ports ? json_deep_copy(ports) : json_array());
   json_object_set_new(doc, "domains", domains ? json_deep_copy(domains) : json_array());
   json_decref(body);                                 /* script dangles from here on */
-  if (ux_store_put(r->srv->store, "services", id, r->owner, "created", doc) < 0 ||
+  /* created in the store first, started second; a failure of either
+  ** undoes both and the volume, so nothing half-made stays behind */
+  if (ux_store_insert(r->srv->store, "services", id, r->owner, "created", doc) < 0 ||
       ux_svcs_start(r->srv->svcs, id, json_string_value(json_object_get(doc, "bootstrap")),
                     dir, net, (int)vcpu) < 0) {
     json_decref(doc);
@@ -138,10 +140,10 @@ int ux_h_service_get(ux_req *r, const char *id) {
 }
 
 int ux_h_service_delete(ux_req *r, const char *id) {
-  json_t *doc = ux_store_get(r->srv->store, "services", id, r->owner);
-  if (!doc) return ux_reply_error(r, 404, "not_found", "no such service");
-  json_decref(doc);
-  ux_store_delete(r->srv->store, "services", id, r->owner);
+  /* the row's deletion decides: of two racing DELETEs one gets 404 */
+  int gone = ux_store_delete(r->srv->store, "services", id, r->owner);
+  if (gone < 0) return ux_reply_error(r, 500, "internal_error", "cannot delete the service");
+  if (gone == 0) return ux_reply_error(r, 404, "not_found", "no such service");
   ux_svcs_stop(r->srv->svcs, id);
   ux_remove_volume(r->srv, "service", id);
   return ux_reply_deleted(r, "service_id", id);
@@ -159,7 +161,6 @@ int ux_h_service_execute(ux_req *r, const char *id) {
     goto out;
   }
   if (ux_exec_spec_files(r, spec, json_object_get(body, "input_files")) < 0) {
-    if (!r->reply.status) ux_reply_error(r, 500, "internal_error", "out of memory");
     ux_exec_spec_free(spec);
     goto out;
   }
@@ -192,6 +193,18 @@ int ux_h_service_logs(ux_req *r, const char *id) {
 
 int ux_h_service_snapshot(ux_req *r, const char *id) {
   return ux_snapshot_take(r, "service", id);
+}
+
+/* (Re)starts the bootstrap, then looks at the store again: a DELETE that
+** removed the row meanwhile either stops what was started here (its stop
+** comes after this start) or was seen by this look (then it is stopped
+** here), so a deleted service never keeps a bootstrap. */
+void ux_services_restart(ux_server *srv, json_t *doc, const char *owner) {
+  const char *id = json_string_value(json_object_get(doc, "id"));
+  ux_services_start(srv, doc);
+  json_t *still = id ? ux_store_get(srv->store, "services", id, owner) : NULL;
+  if (id && !still) ux_svcs_stop(srv->svcs, id);
+  json_decref(still);
 }
 
 void ux_services_start(ux_server *srv, json_t *doc) {

@@ -77,16 +77,12 @@ ux_exec_spec *ux_command_spec(ux_req *r, const char *kind, const char *id,
   mode = json_string_value(json_object_get(doc, "network_mode"));
   int net = mode && !strcmp(mode, "semitrusted");
   int vcpu = (int)json_integer_value(json_object_get(doc, "vcpu"));
+  if (ux_resource_dir(r->srv, kind, id, dir, sizeof dir) < 0) {
+    ux_reply_error(r, 500, "internal_error", "the %s's directory name is too long", kind);
+    return NULL;
+  }
   ux_exec_spec *spec = ux_exec_spec_command(command, net, vcpu, (int)((timeout + 999) / 1000));
-  if (!spec) {
-    ux_reply_error(r, 500, "internal_error", "out of memory");
-    return NULL;
-  }
-  if (ux_resource_dir(r->srv, kind, id, dir, sizeof dir) < 0 || ux_exec_spec_set_volume(spec, dir) < 0) {
-    ux_reply_error(r, 500, "internal_error", "out of memory");
-    ux_exec_spec_free(spec);
-    return NULL;
-  }
+  ux_exec_spec_set_volume(spec, dir);
   return spec;
 }
 
@@ -159,7 +155,7 @@ int ux_h_session_create(ux_req *r, const char *unused) {
   json_object_set_new(doc, "ttl", json_integer(ttl));
   json_object_set_new(doc, "created_at", json_integer(now));
   json_object_set_new(doc, "last_activity", json_integer(now));
-  if (ux_store_put(r->srv->store, "sessions", id, r->owner, "running", doc) < 0) {
+  if (ux_store_insert(r->srv->store, "sessions", id, r->owner, "running", doc) < 0) {
     json_decref(doc);
     ux_remove_volume(r->srv, "session", id);
     return ux_reply_error(r, 500, "internal_error", "cannot store the session");
@@ -194,11 +190,21 @@ int ux_h_session_shell(ux_req *r, const char *id) {
     json_decref(doc);
     return -1;
   }
-  json_object_set_new(doc, "last_activity", json_integer(ux_now()));
-  ux_store_put(r->srv->store, "sessions", id, r->owner, "running", doc);
   json_decref(doc);
+  /* the touch is one conditional statement: a session deleted since the
+  ** read above stays deleted, and the command is refused */
+  json_t *now = json_integer(ux_now()), *touched = NULL;
+  int found = ux_store_set_field(r->srv->store, "sessions", id, r->owner, "last_activity",
+                                 now, &touched);
+  json_decref(now);
+  json_decref(touched);
+  if (found != 1) {
+    ux_exec_spec_free(spec);
+    return found == 0 ? ux_reply_error(r, 404, "not_found", "no such session")
+                      : ux_reply_error(r, 500, "internal_error", "cannot update the session");
+  }
   ux_job *job = ux_submit(r, spec);
-  if (!job) return r->reply.status ? -1 : ux_reply_error(r, 500, "internal_error", "out of memory");
+  if (!job) return -1;                               /* ux_submit answered */
   int terminal;
   json_t *res = ux_jobs_wait(r->srv->jobs, job, -1, &terminal);
   ux_jobs_release(r->srv->jobs, job);

@@ -5,7 +5,9 @@
 ** handles the archive file only. A snapshot freezes the volume's runs; a
 ** restore kills them (a service's bootstrap starts again afterwards) and
 ** replaces the tree whole or not at all. A locked snapshot cannot be
-** deleted.
+** deleted. Rows change by conditional statements only (store.h): a
+** snapshot is stored only while its source exists, deleted only while
+** unlocked, and locked only while it exists.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -76,9 +78,12 @@ int ux_snapshot_take(ux_req *r, const char *type, const char *source_id) {
   }
   ux_random_id(id, sizeof id, "unsb-snapshot-", 12);
   int rc = -1;
-  if (ux_path(dir, sizeof dir, "%s/snapshots", r->srv->cfg.data) == 0 && ux_mkdir_p(dir, 0700) == 0 &&
-      archive_path(r, id, arch, sizeof arch) == 0 &&
-      ux_resource_dir(r->srv, type, source_id, dir, sizeof dir) == 0)
+  if (ux_path(dir, sizeof dir, "%s/snapshots", r->srv->cfg.data) != 0 || ux_mkdir_p(dir, 0700) != 0)
+    snprintf(err, sizeof err, "cannot create the snapshots directory: %s", strerror(errno));
+  else if (archive_path(r, id, arch, sizeof arch) != 0 ||
+           ux_resource_dir(r->srv, type, source_id, dir, sizeof dir) != 0)
+    snprintf(err, sizeof err, "the data directory's path is too long");
+  else
     rc = archive_volume(dir, arch, &size, err, sizeof err);
   if (rc != 0) {
     json_decref(body);
@@ -98,10 +103,15 @@ int ux_snapshot_take(ux_req *r, const char *type, const char *source_id) {
   json_object_set_new(doc, "locked", json_false());
   json_object_set_new(doc, "created_at", json_integer(ux_now()));
   json_decref(body);
-  if (ux_store_put(r->srv->store, "snapshots", id, r->owner, "ready", doc) < 0) {
+  /* stored only while its source still exists (one statement): a source
+  ** deleted during the archive leaves no snapshot and no archive */
+  int stored = ux_store_insert_child(r->srv->store, "snapshots", id, r->owner, "ready", doc,
+                                     table_of(type), source_id);
+  if (stored != 1) {
     unlink(arch);
     json_decref(doc);
-    return ux_reply_error(r, 500, "internal_error", "cannot store the snapshot");
+    return stored == 0 ? ux_reply_error(r, 404, "not_found", "no such %s", type)
+                       : ux_reply_error(r, 500, "internal_error", "cannot store the snapshot");
   }
   return ux_reply_json(r, 201, doc);
 }
@@ -123,13 +133,16 @@ int ux_h_snapshot_get(ux_req *r, const char *id) {
 
 int ux_h_snapshot_delete(ux_req *r, const char *id) {
   char arch[4200];
-  json_t *doc = ux_store_get(r->srv->store, "snapshots", id, r->owner);
-  if (!doc) return ux_reply_error(r, 404, "not_found", "no such snapshot");
-  int locked = json_is_true(json_object_get(doc, "locked"));
-  json_decref(doc);
-  if (locked) return ux_reply_error(r, 409, "locked", "the snapshot is locked; unlock it first");
-  ux_store_delete(r->srv->store, "snapshots", id, r->owner);
-  if (archive_path(r, id, arch, sizeof arch) == 0) unlink(arch);
+  /* "not locked" and the deletion are one transaction: a lock racing it
+  ** either comes first (409 here) or finds no row (404 there) */
+  int rc = ux_store_delete_unless(r->srv->store, "snapshots", id, r->owner, "locked");
+  if (rc == UX_STORE_ABSENT) return ux_reply_error(r, 404, "not_found", "no such snapshot");
+  if (rc == UX_STORE_REFUSED)
+    return ux_reply_error(r, 409, "locked", "the snapshot is locked; unlock it first");
+  if (rc != UX_STORE_DELETED) return ux_reply_error(r, 500, "internal_error", "cannot delete the snapshot");
+  /* the row is gone first, so no request finds a snapshot without its archive */
+  if (archive_path(r, id, arch, sizeof arch) == 0 && unlink(arch) != 0 && errno != ENOENT)
+    fprintf(stderr, "unsandboxd: cannot remove %s: %s\n", arch, strerror(errno));
   return ux_reply_deleted(r, "id", id);
 }
 
@@ -176,7 +189,7 @@ int ux_h_snapshot_restore(ux_req *r, const char *id) {
   int rc = archive_path(r, id, arch, sizeof arch) == 0 &&
            ux_resource_dir(r->srv, type, source_id, dir, sizeof dir) == 0
            ? restore_volume(arch, dir, &rep, err, sizeof err) : -1;
-  if (service) ux_services_start(r->srv, source);
+  if (service) ux_services_restart(r->srv, source, r->owner);
   json_decref(source);
   if (rc != 0) {
     fprintf(stderr, "unsandboxd: restore of %s failed: %s\n", id, err);
@@ -192,14 +205,13 @@ int ux_h_snapshot_restore(ux_req *r, const char *id) {
   return ux_reply_json(r, 200, j);
 }
 
+/* One conditional statement: a snapshot deleted meanwhile stays deleted. */
 static int set_lock(ux_req *r, const char *id, int locked) {
-  json_t *doc = ux_store_get(r->srv->store, "snapshots", id, r->owner);
-  if (!doc) return ux_reply_error(r, 404, "not_found", "no such snapshot");
-  json_object_set_new(doc, "locked", json_boolean(locked));
-  if (ux_store_put(r->srv->store, "snapshots", id, r->owner, "ready", doc) < 0) {
-    json_decref(doc);
-    return ux_reply_error(r, 500, "internal_error", "cannot update the snapshot");
-  }
+  json_t *flag = json_boolean(locked), *doc = NULL;
+  int rc = ux_store_set_field(r->srv->store, "snapshots", id, r->owner, "locked", flag, &doc);
+  json_decref(flag);
+  if (rc == 0) return ux_reply_error(r, 404, "not_found", "no such snapshot");
+  if (rc != 1) return ux_reply_error(r, 500, "internal_error", "cannot update the snapshot");
   return ux_reply_json(r, 200, doc);
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "server/exec/exec_spec.h"
+#include "server/mem.h"
 
 typedef struct entry {
   char id[128];
@@ -32,8 +33,8 @@ struct ux_svcs {
 };
 
 ux_svcs *ux_svcs_new(void) {
-  ux_svcs *s = calloc(1, sizeof *s);
-  if (s) pthread_mutex_init(&s->mu, NULL);
+  ux_svcs *s = ux_xcalloc(1, sizeof *s);
+  if (pthread_mutex_init(&s->mu, NULL) != 0) { free(s); return NULL; }
   return s;
 }
 
@@ -87,8 +88,7 @@ static void on_output(void *ctx, int channel, const char *data, size_t len) {
 static ux_exec_spec *bootstrap_spec(entry *e, const char *bootstrap, const char *dir,
                                     int network, int vcpu) {
   size_t n = strlen(bootstrap) + 16;
-  char *code = malloc(n);
-  if (!code) return NULL;
+  char *code = ux_xmalloc(n);
   snprintf(code, n, "exec 2>&1\n%s\n", bootstrap);
   ux_exec_spec *spec = ux_exec_spec_command(code, network, vcpu, 0);
   free(code);
@@ -102,10 +102,22 @@ static ux_exec_spec *bootstrap_spec(entry *e, const char *bootstrap, const char 
   return spec;
 }
 
+static void stop_entry(ux_svcs *s, entry *e);
+
+/* Takes the entry of id out of the list (locked); NULL if there is none. */
+static entry *unlink_id(ux_svcs *s, const char *id) {
+  for (entry **p = &s->list; *p; p = &(*p)->next)
+    if (!strcmp((*p)->id, id)) {
+      entry *e = *p;
+      *p = e->next;
+      return e;
+    }
+  return NULL;
+}
+
 int ux_svcs_start(ux_svcs *s, const char *id, const char *bootstrap,
                   const char *dir, int network, int vcpu) {
-  entry *e = calloc(1, sizeof *e);
-  if (!e) return -1;
+  entry *e = ux_xcalloc(1, sizeof *e);
   snprintf(e->id, sizeof e->id, "%s", id);
   e->owner = s;
   e->running = 1;
@@ -113,6 +125,9 @@ int ux_svcs_start(ux_svcs *s, const char *id, const char *bootstrap,
     if (!(e->spec = bootstrap_spec(e, bootstrap, dir, network, vcpu))) { free(e); return -1; }
   }
   pthread_mutex_lock(&s->mu);
+  /* one entry per service: a second start (two restores at once) replaces
+  ** the first, which is stopped below, outside the lock */
+  entry *old = unlink_id(s, id);
   e->next = s->list;
   s->list = e;
   if (e->spec) {
@@ -120,6 +135,7 @@ int ux_svcs_start(ux_svcs *s, const char *id, const char *bootstrap,
     else { e->running = 0; snprintf(e->tail, sizeof e->tail, "cannot start bootstrap thread\n"); }
   }
   pthread_mutex_unlock(&s->mu);
+  if (old) stop_entry(s, old);
   return 0;
 }
 
@@ -138,7 +154,7 @@ int ux_svcs_running(ux_svcs *s, const char *id) {
 }
 
 char *ux_svcs_log(ux_svcs *s, const char *id, size_t *len) {
-  char *out = malloc(UX_SVC_LOG_CAP + sizeof ((entry *)0)->tail + 1);
+  char *out = ux_xmalloc(UX_SVC_LOG_CAP + sizeof ((entry *)0)->tail + 1);
   *len = 0;
   if (!out) return NULL;
   pthread_mutex_lock(&s->mu);
@@ -167,9 +183,7 @@ static void stop_entry(ux_svcs *s, entry *e) {
 
 void ux_svcs_stop(ux_svcs *s, const char *id) {
   pthread_mutex_lock(&s->mu);
-  entry *e = NULL;
-  for (entry **p = &s->list; *p; p = &(*p)->next)
-    if (!strcmp((*p)->id, id)) { e = *p; *p = e->next; break; }
+  entry *e = unlink_id(s, id);
   pthread_mutex_unlock(&s->mu);
   if (e) stop_entry(s, e);
 }

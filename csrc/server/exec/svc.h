@@ -20,7 +20,8 @@ typedef struct ux_svcs ux_svcs;
 ux_svcs *ux_svcs_new(void);
 
 /* Starts service id (bootstrap NULL or "" = none) in the volume dir,
-** whose use the bootstrap holds while it runs. 0 or -1. */
+** whose use the bootstrap holds while it runs; a bootstrap already
+** running for id is stopped (a restart). 0 or -1. */
 int ux_svcs_start(ux_svcs *s, const char *id, const char *bootstrap,
                   const char *dir, int network, int vcpu);
 /* 1 running, 0 stopped or unknown. */

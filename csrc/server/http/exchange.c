@@ -27,6 +27,7 @@
 
 #include "server/fsutil.h"
 #include "server/ids.h"
+#include "server/mem.h"
 
 static ux_conn *conn_of(struct MHD_Connection *c) {
   const union MHD_ConnectionInfo *ci =
@@ -122,9 +123,9 @@ static ux_xchg *x_new(ux_http *h, struct MHD_Connection *c, ux_conn *cn, const c
   MHD_get_connection_values(c, MHD_HEADER_KIND, count_hdr, &hc);
   MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, count_hdr, &hc);
   size_t fixed = strlen(method) + strlen(url) + strlen(cn->peer) + 3;
-  ux_xchg *x = calloc(1, sizeof *x);
-  char *arena = malloc(fixed + hc.bytes);
-  ux_kv *kv = calloc(hc.max ? hc.max : 1, sizeof *kv);
+  ux_xchg *x = ux_xcalloc(1, sizeof *x);
+  char *arena = ux_xmalloc(fixed + hc.bytes);
+  ux_kv *kv = ux_xcalloc(hc.max ? hc.max : 1, sizeof *kv);
   pthread_condattr_t ca;
   int cond_ok = x && pthread_condattr_init(&ca) == 0;
   if (cond_ok) {
@@ -349,8 +350,7 @@ static enum MHD_Result first_call(ux_http *h, struct MHD_Connection *c, const ch
     return run(h, x, c, X_RUNNING);
   }
   if (x->streaming) {
-    x->in.buf = malloc(UX_HTTP_RING);
-    if (!x->in.buf) return MHD_NO;
+    x->in.buf = ux_xmalloc(UX_HTTP_RING);
     x->in.cap = UX_HTTP_RING;
     return run(h, x, c, X_STREAM_WAIT);
   }
@@ -377,8 +377,7 @@ static enum MHD_Result take_buffered(ux_xchg *x, const char *data, size_t n) {
   if (x->len + n + 1 > x->cap) {
     size_t cap = x->cap ? x->cap : 4096;
     while (cap < x->len + n + 1) cap *= 2;
-    char *b = realloc(x->body, cap);
-    if (!b) return MHD_NO;
+    char *b = ux_xrealloc(x->body, cap);
     x->body = b;
     x->cap = cap;
   }

@@ -11,7 +11,9 @@
 #include "core/sign.h"
 #include "server/fsutil.h"
 #include "server/ids.h"
+#include "server/mem.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,11 +42,13 @@ struct ux_faults {
   int n;
   long streams[UX_FAULTS_NSTATS];  /* started, completed, gone */
   long gone_at_ms;                 /* when a writer last saw -1 (ux_now_ms) */
+  long delaying;                   /* requests asleep in a latency fault now: a
+                                      test's readiness signal ("it is held") */
 };
 
 ux_faults *ux_faults_new(void) {
-  ux_faults *f = calloc(1, sizeof *f);
-  if (f && pthread_mutex_init(&f->mu, NULL) != 0) {
+  ux_faults *f = ux_xcalloc(1, sizeof *f);
+  if (pthread_mutex_init(&f->mu, NULL) != 0) {
     free(f);
     return NULL;
   }
@@ -67,6 +71,7 @@ json_t *ux_faults_stats_json(ux_faults *f) {
   json_object_set_new(j, "streams_completed", json_integer(f->streams[UX_FAULTS_COMPLETED]));
   json_object_set_new(j, "streams_gone", json_integer(f->streams[UX_FAULTS_GONE]));
   json_object_set_new(j, "gone_at_ms", json_integer(f->gone_at_ms));
+  json_object_set_new(j, "delaying", json_integer(f->delaying));
   pthread_mutex_unlock(&f->mu);
   json_object_set_new(j, "now_ms", json_integer(ux_now_ms()));
   return j;
@@ -204,7 +209,13 @@ int ux_faults_apply(ux_faults *f, ux_req *r) {
   switch (hit.mode) {
   case F_LATENCY: {
     struct timespec ts = { hit.ms / 1000, (hit.ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&f->mu);
+    f->delaying++;
+    pthread_mutex_unlock(&f->mu);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+    pthread_mutex_lock(&f->mu);
+    f->delaying--;
+    pthread_mutex_unlock(&f->mu);
     return 0;
   }
   case F_DEFER:
@@ -221,7 +232,7 @@ int ux_faults_apply(ux_faults *f, ux_req *r) {
     return 1;
   case F_MALFORMED:
     r->reply.status = 200;
-    r->reply.raw = strdup("<html>this is not JSON {\"job_id\":");
+    r->reply.raw = ux_xstrdup("<html>this is not JSON {\"job_id\":");
     r->reply.raw_len = strlen(r->reply.raw);
     return 1;
   case F_SUDO:             /* decided under the lock above */

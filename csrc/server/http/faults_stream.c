@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "server/http/stream.h"
+#include "server/mem.h"
 
 #define READ_PIECE (16 * 1024)
 
@@ -41,8 +42,7 @@ static void nap(long ms) {
 
 /* Reads the whole body into the digest; its length, or -1. */
 static long long digest_body(ux_req *r, EVP_MD_CTX *md, long delay, long stall) {
-  char *buf = malloc(READ_PIECE);
-  if (!buf) return -1;
+  char *buf = ux_xmalloc(READ_PIECE);
   long long total = 0;
   ssize_t n;
   while ((n = ux_req_read_body(r, buf, READ_PIECE)) > 0) {
@@ -106,8 +106,7 @@ int ux_faults_stream(ux_req *r, const char *id) {
             ux_get_int(r, body, "size", 1, 1 << 20, 16, &size) < 0;
   json_decref(body);
   if (bad) return -1;
-  char *buf = malloc((size_t)size + 64);
-  if (!buf) return ux_reply_error(r, 500, "internal_error", "out of memory");
+  char *buf = ux_xmalloc((size_t)size + 64);
   ux_stream *s = ux_reply_stream(r, 200, "text/event-stream", -1);
   if (!s) {
     free(buf);

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "server/fsutil.h"
+#include "server/mem.h"
 
 /* Keeps the path byte-for-byte as sent: signatures cover the raw path. */
 static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s) {
@@ -150,10 +151,10 @@ ux_http *ux_http_start(const ux_http_config *cfg, char *url, size_t urllen,
     return NULL;
   }
   if (parse_listen(cfg->listen, &ss, host, sizeof host, err, errlen) < 0) return NULL;
-  ux_http *h = calloc(1, sizeof *h);
-  if (!h || init_sync(h) < 0) {
+  ux_http *h = ux_xcalloc(1, sizeof *h);
+  if (init_sync(h) < 0) {
     free(h);
-    snprintf(err, errlen, "out of memory");
+    snprintf(err, errlen, "cannot initialise the listener's locks");
     return NULL;
   }
   h->cfg = *cfg;

@@ -5,6 +5,7 @@
 ** time: setting JSON drops a raw body and the other way round.
 */
 #include "server/http/reply.h"
+#include "server/mem.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -59,10 +60,9 @@ int ux_reply_header(ux_req *r, const char *name, const char *value) {
                                        "Connection", "X-Request-Id", NULL };
   if (!name || !value || !is_token(name) || !clean_value(value)) return -1;
   for (int i = 0; owned[i]; i++) if (!strcasecmp(name, owned[i])) return -1;
-  ux_kv *h = realloc(r->reply.headers, (r->reply.nheaders + 1) * sizeof *h);
-  if (!h) return -1;
+  ux_kv *h = ux_xrealloc(r->reply.headers, (r->reply.nheaders + 1) * sizeof *h);
   r->reply.headers = h;
-  char *n = strdup(name), *v = strdup(value);
+  char *n = ux_xstrdup(name), *v = ux_xstrdup(value);
   if (!n || !v) { free(n); free(v); return -1; }
   h[r->reply.nheaders].name = n;
   h[r->reply.nheaders].value = v;
@@ -72,8 +72,7 @@ int ux_reply_header(ux_req *r, const char *name, const char *value) {
 
 int ux_reply_content_type(ux_req *r, const char *type) {
   if (!type || !*type || !clean_value(type)) return -1;
-  char *t = strdup(type);
-  if (!t) return -1;
+  char *t = ux_xstrdup(type);
   free(r->reply.content_type);
   r->reply.content_type = t;
   return 0;
@@ -81,8 +80,7 @@ int ux_reply_content_type(ux_req *r, const char *type) {
 
 int ux_reply_raw(ux_req *r, int status, const char *type, const void *buf, size_t len) {
   if (type && ux_reply_content_type(r, type) < 0) return -1;
-  char *copy = malloc(len ? len : 1);
-  if (!copy) return -1;
+  char *copy = ux_xmalloc(len ? len : 1);
   if (len) memcpy(copy, buf, len);
   drop_body(&r->reply);
   r->reply.status = status;
@@ -211,7 +209,7 @@ json_t *ux_json_bytes(const char *s, size_t len) {
     i += l;
   }
   if (i == len) return json_stringn(s, len);
-  char *buf = malloc(len * 3 + 1), *o = buf;
+  char *buf = ux_xmalloc(len * 3 + 1), *o = buf;
   if (!buf) return json_string("");
   for (i = 0; i < len;) {
     size_t l = utf8_len(u + i, len - i);

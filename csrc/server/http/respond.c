@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "server/fsutil.h"
+#include "server/mem.h"
 
 void ux_log_request(const char *method, const char *path, int status, long ms, const char *rid) {
   char clean[201];
@@ -51,8 +52,7 @@ static void drop_free(void *cls) {
 static struct MHD_Response *from_body(char *body, size_t len, int drop) {
   struct MHD_Response *resp;
   if (drop) {
-    dropper *d = malloc(sizeof *d);
-    if (!d) { free(body); return NULL; }
+    dropper *d = ux_xmalloc(sizeof *d);
     d->buf = body;
     d->len = len;
     resp = MHD_create_response_from_callback(len, 4096, drop_reader, d, drop_free);

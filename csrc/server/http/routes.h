@@ -52,6 +52,9 @@ int ux_h_service_snapshot(ux_req *r, const char *id);
 /* Starts the bootstrap of the stored service doc; ux_services_resume
 ** starts every stored service's (start-up). */
 void ux_services_start(ux_server *srv, json_t *doc);
+/* ux_services_start for a service that may be deleted meanwhile (after a
+** restore): the bootstrap does not outlive the row. */
+void ux_services_restart(ux_server *srv, json_t *doc, const char *owner);
 void ux_services_resume(ux_server *srv);
 
 /* routes_snapshots.c */

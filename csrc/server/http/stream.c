@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "server/http/http_int.h"
+#include "server/mem.h"
 
 /* ------------------------------------------------------- request bodies */
 
@@ -117,8 +118,7 @@ ux_stream *ux_reply_stream(ux_req *r, int status, const char *content_type, long
   ux_xchg *x = r ? r->x : NULL;
   if (!x || status < 200 || status > 999) return NULL;
   if (content_type && ux_reply_content_type(r, content_type) < 0) return NULL;
-  char *buf = malloc(UX_HTTP_RING);
-  if (!buf) return NULL;
+  char *buf = ux_xmalloc(UX_HTTP_RING);
   ux_http *h = x->h;
   pthread_mutex_lock(&h->mu);
   if (x->stream_open || x->head_ready) {

@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "server/fsutil.h"
+#include "server/mem.h"
 
 long long ux_tcp_bytes_received(int fd) {
   struct tcp_info ti;
@@ -67,9 +68,8 @@ void ux_conn_on_notify(void *cls, struct MHD_Connection *c, void **socket_contex
                        enum MHD_ConnectionNotificationCode toe) {
   ux_http *h = cls;
   if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-    ux_conn *cn = calloc(1, sizeof *cn);
+    ux_conn *cn = ux_xcalloc(1, sizeof *cn);
     *socket_context = cn;
-    if (!cn) return;                           /* its requests are refused */
     const union MHD_ConnectionInfo *ci =
       MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     cn->fd = ci ? ci->connect_fd : -1;

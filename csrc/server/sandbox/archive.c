@@ -45,6 +45,8 @@ static int run_agent(const char *const *argv, int workdir_fd, const char *workdi
   ux_ro_bind bind = { agent.fd, NULL, AGENT_IN };
   ux_run_spec spec;
   memset(&spec, 0, sizeof spec);
+  memset(res, 0, sizeof *res);        /* the caller frees it on every path */
+  if (errlen) err[0] = '\0';
   spec.argv = argv;
   spec.workdir_fd = workdir_fd;
   spec.workdir = workdir;

@@ -29,6 +29,7 @@
 
 #include "server/fsutil.h"
 #include "server/sandbox/cgroup.h"
+#include "server/mem.h"
 
 #define PREFIX "unsandboxd-"
 
@@ -181,12 +182,12 @@ static char *slurp(const char *path) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return NULL;
   size_t cap = 8192, len = 0;
-  char *buf = malloc(cap);
+  char *buf = ux_xmalloc(cap);
   while (buf) {
     if (len + 1 >= cap) {
-      char *nb = cap < (1u << 22) ? realloc(buf, cap * 2) : NULL;
-      if (!nb) { free(buf); buf = NULL; break; }
-      buf = nb; cap *= 2;
+      if (cap >= (1u << 22)) { free(buf); buf = NULL; break; }   /* not a small file */
+      buf = ux_xrealloc(buf, cap * 2);
+      cap *= 2;
     }
     ssize_t n = read(fd, buf + len, cap - 1 - len);
     if (n < 0 && errno == EINTR) continue;
@@ -408,6 +409,8 @@ static void remove_children(int dirfd, const char *tail, int timeout_ms) {
 }
 
 int ux_cg_remove_tree(int parentfd, const char *name, const char *tail, int timeout_ms) {
+  /* the common case, an empty cgroup with no child: one rmdir */
+  if (unlinkat(parentfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT) return 0;
   int fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return errno == ENOENT ? 0 : -1;
   remove_children(fd, tail, timeout_ms);

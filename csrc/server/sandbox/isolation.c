@@ -76,6 +76,8 @@ const ux_cg_layout *ux_runner_cg(void) {
 }
 
 void ux_runner_shutdown(void) {
+  ux_runner_pool_stop();          /* its sandboxes are runs' cgroups too */
+  ux_runner_reaper_flush();
   pthread_mutex_lock(&lim.lock);
   if (lim.decided && lim.cg.version != UX_CG_NONE) ux_cg_teardown(&lim.cg);
   lim.cg.version = UX_CG_NONE;    /* a run after this fails its cgroup */

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "server/sandbox/sandbox.h"
+#include "server/mem.h"
 
 /* Compiled programs are built in the sandbox's private /tmp, never in the
 ** work directory (where they would come back as artifacts). */
@@ -102,7 +103,7 @@ static void find_etc(size_t i) {
   size_t k = 0;
   if (table[i].etc && glob(table[i].etc, 0, NULL, &g) == 0) {
     for (size_t j = 0; j < g.gl_pathc && k < MAX_ETC; j++)
-      if ((probe.etc[i][k] = strdup(g.gl_pathv[j]))) k++;
+      if ((probe.etc[i][k] = ux_xstrdup(g.gl_pathv[j]))) k++;
     globfree(&g);
   }
   probe.etc[i][k] = NULL;

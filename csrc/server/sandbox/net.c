@@ -5,8 +5,8 @@
 ** process itself: /proc/PID/ns/net, checked against the pinned pidfd so a
 ** reused pid is never taken, and the owning user namespace through
 ** NS_GET_USERNS on it. slirp4netns gets both as /proc/self/fd paths and
-** never looks up the pid. Its child code below runs between fork and
-** exec of a multi-threaded process: raw syscalls only.
+** never looks up the pid. Its child code below runs between the start
+** (ux_spawn: sharing our memory) and the exec: raw syscalls only.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,10 +34,21 @@ void ux_net_init(ux_net *n) { n->pid = 0; n->pidfd = -1; n->exit_fd = -1; }
 
 int ux_net_available(void) { return access(UX_NET_SLIRP, X_OK) == 0; }
 
-/* The forked child: joins the cgroup, gets a /dev/net/tun it can open as
-** the slot uid, drops to it, execs slirp4netns. Never returns. */
-static void slirp_child(const ux_net_how *how, const int *fds, char **argv) {
+typedef struct slirp_plan {
+  const ux_net_how *how;
+  const int *fds;
+  char **argv;
+} slirp_plan;
+
+/* The child (ux_spawn: it shares our memory until it execs): joins the
+** cgroup, gets a /dev/net/tun it can open as the slot uid, drops to it,
+** execs slirp4netns. Never returns. */
+static int slirp_child(void *arg) {
   static char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
+  const slirp_plan *plan = arg;
+  const ux_net_how *how = plan->how;
+  const int *fds = plan->fds;
+  char **argv = plan->argv;
   if (ux_cg_join(how->cg_fds, how->n_cg) != 0 || setsid() < 0) _exit(120);
   struct sigaction dfl;
   memset(&dfl, 0, sizeof dfl);
@@ -125,14 +136,13 @@ int ux_net_start(ux_net *n, const ux_net_how *how, char *err, size_t errlen) {
                    "--enable-seccomp", "--ready-fd=3", "--exit-fd=4", "--netns-type=path",
                    "--userns-path=/proc/self/fd/6", "/proc/self/fd/5", "tap0", NULL };
   int fds[NFD_COUNT] = { devnull, devnull, devnull, ready[1], ex[0], netfd, userfd };
-  n->pid = fork();
+  slirp_plan plan = { how, fds, argv };
+  n->pid = ux_spawn(slirp_child, &plan, &n->pidfd);
   if (n->pid < 0) {
     n->pid = 0;
-    snprintf(err, errlen, "cannot fork slirp4netns: %s", strerror(errno));
+    snprintf(err, errlen, "cannot start slirp4netns: %s", strerror(errno));
     goto out;
   }
-  if (n->pid == 0) slirp_child(how, fds, argv);
-  n->pidfd = (int)syscall(SYS_pidfd_open, n->pid, 0);
   ux_close_fd(&ready[1]);
   ux_close_fd(&ex[0]);
   n->exit_fd = ex[1];

@@ -1,6 +1,7 @@
 /*
 ** The run object and the helpers the runner's files share: runner.c
-** (checks, set-up, start), spawn.c (the forked children), wait.c (the
+** (checks, arming, start), setup.c (a sandbox up to its release), pool.c
+** (sandboxes prepared ahead), spawn.c (the children), wait.c (the
 ** waiter), workgroup.c (freeze and kill by work directory), net.c
 ** (slirp4netns). Internal: the public interface is runner.h.
 */
@@ -28,11 +29,16 @@ struct ux_run {
   pid_t pid;
   atomic_int reaped;          /* the waiter has reaped pid */
   int pidfd;                  /* -1 when the kernel has no pidfd_open */
-  int out_fd, err_fd, started_fd;
+  int out_fd, err_fd;
+  int block_fd;               /* bwrap's --block-fd (write end): one byte
+                                 lets the program start */
   int info_fd;                /* bwrap's --info-fd, until EOF */
   char info[512]; size_t info_len;
   pid_t inner;                /* bwrap's inner process (0: not known yet) */
   int inner_fd;               /* its pidfd, -1 when not pinned */
+  int sys_fd;                 /* its /proc/PID/syscall while setting up */
+  int ns_gone;                /* the inner process exited: proof that every
+                                 process of the pid namespace is gone */
   long long t0_ms;
   int ttl_s;
   size_t cap;
@@ -42,6 +48,9 @@ struct ux_run {
   int base_fd;                /* directory holding the run directory */
   char run_name[64];          /* its name there */
   char run_path[PATH_MAX + 32];  /* and its path: a scratch volume's mount point */
+  int code_fd;                /* the code directory (source placed at arming) */
+  const struct ux_lang *lang; /* NULL for an argv run */
+  int pooled;                 /* prepared ahead by the pool */
   int work_fd;
   dev_t wd_dev; ino_t wd_ino; /* the work directory, for workgroup.c */
   int want_artifacts;
@@ -70,6 +79,14 @@ ux_run *ux_reg_first(void);         /* under ux_reg_lock */
 /* The cgroup layout in force (version UX_CG_NONE: rlimits). */
 const ux_cg_layout *ux_runner_cg(void);
 
+/* The directory for run directories (ux_runner_set_tmpdir), and a new,
+** never reused run id. */
+void ux_runner_tmpdir(char *out, size_t size);
+unsigned long long ux_reg_next_id(void);
+
+/* RLIMIT_CPU for a ttl: a backstop behind the wall clock. */
+void ux_sb_cpu_limit(int ttl_s, struct rlimit *l);
+
 int ux_privileged(void);
 void ux_close_fd(int *fd);
 
@@ -88,6 +105,8 @@ typedef struct ux_child_plan {
   int nlim;
   int drop;                   /* setuid to uid/gid */
   int mount;                  /* bind the dirs at UX_SB_MNT_* first */
+  const char *const *detach;  /* then detach these mounts (mounts.c) */
+  int n_detach;
   int ro_dir[UX_SB_RO_BINDS]; /* ro bind n is a directory (else a file) */
   int n_ro;
   uid_t uid; gid_t gid;
@@ -97,9 +116,17 @@ typedef struct ux_child_plan {
 
 void ux_plan_limit(ux_child_plan *p, int res, rlim_t soft, rlim_t hard);
 
-/* The child of fork(): never returns. Writes {step, errno} to
-** UX_FD_EXECERR when a step fails, then _exits 127. */
-void ux_spawn_child(const ux_child_plan *p);
+/* Starts the child of a plan (see spawn.c): it execs bwrap, or writes
+** {step, errno} to UX_FD_EXECERR when a step fails and _exits 127. The
+** calling thread waits until it has exec'd or exited, and is the one
+** whose end kills it (PR_SET_PDEATHSIG). pid, or -1 with errno; *pidfd
+** is its pidfd (close-on-exec), -1 on a kernel without pidfds. */
+pid_t ux_spawn_bwrap(const ux_child_plan *p, int *pidfd);
+
+/* The same for any child function that ends in execve or _exit and makes
+** only async-signal-safe calls (it shares the caller's memory until then;
+** every signal is blocked when it starts). */
+pid_t ux_spawn(int (*fn)(void *), void *arg, int *pidfd);
 
 /* Moves fds[i] to fd i for i < n (-1: close i), closes every fd >= n.
 ** Async-signal-safe. 0 or -1. */
@@ -107,6 +134,68 @@ int ux_place_fds(const int *fds, int n);
 
 /* What each step of ux_spawn_child is, for the error message. */
 const char *ux_spawn_step(int step);
+
+/* ---------------------------------------------------------------------
+** mounts.c
+** ------------------------------------------------------------------- */
+
+/* The mount points of this process's namespace that a sandbox's child
+** detaches before it execs bwrap: all but /, /proc, /dev, /usr, /etc
+** and what is below /usr and /etc (the outermost of each subtree only).
+** Read once per process; NULL when it could not be (the child then
+** detaches nothing). */
+typedef struct ux_detach {
+  char *text;
+  const char **paths;         /* point into text */
+  int n;
+} ux_detach;
+
+const ux_detach *ux_detach_plan(void);
+
+/* ---------------------------------------------------------------------
+** setup.c: a sandbox up to its release
+** ------------------------------------------------------------------- */
+
+/* Everything of a run but its source, input files and release: bwrap is
+** left waiting on its block fd (and a semitrusted run's network is up).
+** Flags: UX_SB_POOLED leaves RLIMIT_CPU to the arming (the ttl is not
+** known yet); UX_SB_BROKEN (tests) makes bwrap's set-up fail. NULL with
+** err. */
+enum { UX_SB_POOLED = 1, UX_SB_BROKEN = 2 };
+ux_run *ux_sb_prepare(const ux_run_spec *spec, const struct ux_lang *lang, const char *script,
+                      int flags, char *err, size_t errlen);
+
+/* 1 when bwrap has finished its set-up and waits on the block fd, 0 not
+** yet, -1 when the sandbox died (discard it). */
+int ux_sb_ready(ux_run *r);
+
+/* Waits (at most UX_SB_NET_MS) until ux_sb_ready; 0, or -1 with err
+** ("sandbox failed to start: " and bwrap's message when it died). */
+int ux_sb_await_ready(ux_run *r, char *err, size_t errlen);
+
+/* The message for a sandbox that died before its release. */
+void ux_sb_start_error(ux_run *r, char *err, size_t errlen);
+
+/* 1 while the outer bwrap and the pinned inner process both live. */
+int ux_sb_alive(ux_run *r);
+
+/* Kills, reaps and frees a sandbox that must not go on. */
+void ux_sb_abandon(ux_run *r);
+
+/* ---------------------------------------------------------------------
+** pool.c
+** ------------------------------------------------------------------- */
+
+/* A ready sandbox prepared for `spec`'s shape, out of the pool, or NULL
+** (no pool, not a pooled shape, none ready). The caller arms it. */
+ux_run *ux_pool_take(const ux_run_spec *spec);
+
+/* A pooled run has been freed (ux_run_free calls it). */
+void ux_pool_done(void);
+
+/* Tests: the next n sandboxes the pool prepares fail their set-up inside
+** bwrap (UX_SB_BROKEN), as a sandbox that cannot start would. */
+void ux_pool_break_next(int n);
 
 /* ---------------------------------------------------------------------
 ** wait.c
@@ -124,5 +213,12 @@ void ux_run_unregister(ux_run *r);
 
 /* Frees a run that never reached ux_run_wait or has finished it. */
 void ux_run_free(ux_run *r);
+
+/* ---------------------------------------------------------------------
+** reaper.c
+** ------------------------------------------------------------------- */
+
+/* Frees a finished, unregistered run on the reaper thread. */
+void ux_reaper_free(ux_run *r);
 
 #endif

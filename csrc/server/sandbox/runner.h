@@ -7,8 +7,10 @@
 ** Thread-safety: ux_run_start/ux_run_wait are called from one worker
 ** thread per run; ux_run_cancel may be called from any thread. The same
 ** thread must call ux_run_start and ux_run_wait and stay alive meanwhile:
-** the sandbox is killed (PR_SET_PDEATHSIG) when the starting thread exits,
-** so a crashed or stopped server never leaves programs running.
+** a sandbox is killed (PR_SET_PDEATHSIG) when the thread that started it
+** exits (the run's own thread, or the pool's thread for a sandbox
+** prepared ahead), so a crashed or stopped server never leaves programs
+** running.
 **
 ** Process-wide effects (when running as root): ux_runner_init makes the
 ** parent cgroup unsandboxd-PID-START next to the server's own cgroup (and
@@ -107,6 +109,15 @@ ux_run *ux_run_start(const ux_run_spec *spec, char *err, size_t errlen);
 /* Blocks until the run ends, fills res, and frees the run. */
 void ux_run_wait(ux_run *run, ux_run_result *res);
 
+/* The same, but returns as soon as every process of the run is gone and
+** res is filled: what is left (cgroup, run directory, scratch volume,
+** slot) is released by a background thread. The run is unregistered
+** before it returns (cancels by id no longer find it). For a caller that
+** answers a client first; ux_runner_reaper_flush (and ux_runner_shutdown)
+** wait until everything released so is. */
+void ux_run_wait_detached(ux_run *run, ux_run_result *res);
+void ux_runner_reaper_flush(void);
+
 /* Kills the run's whole process tree; the waiter reports cancelled.
 ** A run that ux_run_wait already freed is ignored (runs are looked up in a
 ** registry), but only ux_run_cancel_id is immune to a freed run's address
@@ -152,7 +163,9 @@ int ux_runner_init(int cgroups, ux_isolation *iso);
 /* What ux_runner_init decided (deciding now if it was not called). */
 const ux_isolation *ux_runner_isolation(void);
 
-/* Removes the server's parent cgroup once every run has ended. */
+/* Stops the pool (ux_runner_pool_stop), waits for the background releases
+** (ux_runner_reaper_flush), then removes the server's parent cgroup once
+** every run has ended. */
 void ux_runner_shutdown(void);
 
 /*
@@ -179,6 +192,47 @@ int ux_runner_freeze_workdir(int dir_fd, int frozen);
 ** returns 0 once all their processes are gone, or -1 when timeout_ms
 ** passed first. Frozen runs are killed too. */
 int ux_runner_kill_workdir(int dir_fd, int timeout_ms);
+
+/*
+** Sandboxes prepared ahead. ux_runner_pool_start keeps, for each shape
+** of the comma-separated list ("LANG" or "LANG/semitrusted"; NULL or ""
+** = UX_POOL_DEFAULT_SHAPES), up to `size` sandboxes started and waiting:
+** namespaces, mounts, cgroup, slot, scratch volume and (semitrusted)
+** network done. A run of that language and network mode that brings
+** nothing else (no argv, env, persistent work directory, fds, ro binds
+** or work_mount; vcpu 1) takes one in ux_run_start; a thread refills the
+** pool. A sandbox serves one run only. With none ready, or for any other
+** spec, a run starts as without a pool. Call after ux_runner_init;
+** ux_runner_pool_stop (also done by ux_runner_shutdown) frees the idle
+** sandboxes and waits (bounded) for pooled runs to end. 0 or -1 with err
+** (a bad size or shape, a language not installed).
+*/
+#define UX_POOL_SHAPES 16
+#define UX_POOL_MAX    64
+#define UX_POOL_DEFAULT_SHAPES "bash,python"
+
+int ux_runner_pool_start(int size, const char *shapes, char *err, size_t errlen);
+void ux_runner_pool_stop(void);
+
+typedef struct ux_pool_stats {
+  int running, size, n_shapes;
+  struct { char language[32]; int network; int ready; } shape[UX_POOL_SHAPES];
+  unsigned long long started;   /* sandboxes prepared (ready or not) */
+  unsigned long long failed;    /* of them, never ready (discarded) */
+  unsigned long long hits;      /* runs that took a ready sandbox */
+  unsigned long long misses;    /* runs of a pooled shape that found none */
+  unsigned long long discarded; /* ready ones found dead when taken */
+  char last_error[256];         /* why the last failed one failed */
+} ux_pool_stats;
+
+void ux_runner_pool_stats(ux_pool_stats *st);
+
+/* Slots (uids) whose runs all ended with their processes proven gone
+** are kept locked, idle, by this process, up to n of them (default 0,
+** plus the pool's own), so the next runs take one without first sweeping
+** /proc for leftovers of its uid. The server keeps as many as it runs
+** sandboxes at once; each kept slot holds one fd (its flock). */
+void ux_runner_keep_slots(int n);
 
 /* Where private run directories (source, temporary work directory) are
 ** made; default /tmp. Call before the first run (e.g. with DATA/tmp). The

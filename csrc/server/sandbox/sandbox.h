@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "core/validate.h"
 #include "server/sandbox/runner.h"
 
 /* ---------------------------------------------------------------------
@@ -40,7 +41,7 @@
 #define UX_SB_OUTPUT_CAP    (1ul << 20)     /* default per stream */
 #define UX_SB_ART_FILES     100      /* artifacts returned at most */
 #define UX_SB_ART_BYTES     (16ul << 20)    /* their total size */
-#define UX_SB_ENV_BYTES     (256ul << 10)   /* all env strings together */
+#define UX_SB_ENV_BYTES     ((unsigned long)UNSB_ENV_MAX_BYTES)   /* all env strings together */
 #define UX_SB_BWRAP         "/usr/bin/bwrap"
 #define UX_SB_CODE_DIR      "/code"  /* read-only, holds the source */
 #define UX_SB_WORK_DIR      "/sandbox"  /* default ux_run_spec.work_mount */
@@ -72,9 +73,9 @@ const char *const *ux_sb_lang_etc(const ux_lang *lang);
 ** sandbox_argv.c
 ** ------------------------------------------------------------------- */
 
-/* Fixed fd numbers inside the child, right before exec'ing bwrap. */
+/* Fixed fd numbers inside the child, right before exec'ing bwrap (3 is
+** closed). */
 enum {
-  UX_FD_STARTED = 3,    /* the sandbox writes one byte when it is up */
   UX_FD_WORK    = 4,    /* the work directory (closed before exec when
                            mounted at UX_SB_MNT_WORK) */
   UX_FD_CODE    = 5,    /* the code directory (likewise) */
@@ -84,8 +85,9 @@ enum {
   UX_FD_INFO    = 9,    /* bwrap --info-fd: {"child-pid": N}, the pid of
                            its inner process (the pid namespace's init) */
   UX_FD_PASS    = 10,   /* ux_run_spec.pass_fd: stays open in the program */
-  UX_FD_BLOCK   = 11,   /* bwrap --block-fd: semitrusted runs wait on it
-                           until their network is up */
+  UX_FD_BLOCK   = 11,   /* bwrap --block-fd: the program waits on it
+                           until the runner releases it (its network up,
+                           its source placed) */
   UX_FD_RESOLV  = 12,   /* pipe holding /etc/resolv.conf (semitrusted) */
   UX_FD_RO      = 13,   /* ro_binds[0..UX_SB_RO_BINDS-1] (closed before
                            exec when mounted at UX_SB_MNT_RO) */
@@ -111,6 +113,8 @@ typedef struct ux_sb_plan {
   const ux_lang *lang;        /* NULL when the spec brings argv */
   const char *script;         /* the language's script (expanded) */
   unsigned long tmp_size, shm_size;
+  int broken;                 /* tests: a bind of a missing source, so the
+                                 set-up fails inside bwrap (ux_pool_break_next) */
 } ux_sb_plan;
 
 /* Builds the bwrap command line for `spec`. The arguments are copies

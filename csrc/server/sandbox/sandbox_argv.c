@@ -8,8 +8,11 @@
 ** read-only binds. The root itself is remounted read-only, so nothing
 ** else is writable. Host paths that must not be visible (/root, /home,
 ** /work, /var, the server's data directory) are simply never mounted.
-** Every run has its own network namespace; a semitrusted one waits on
-** --block-fd until slirp4netns has brought its tap device up (net.c).
+** Every run has its own network namespace. bwrap waits on --block-fd,
+** its set-up done, until the runner lets the program start (setup.c,
+** runner.c); then it execs the program: the words of a language script
+** that is one plain `exec` itself (no shell started), any other script
+** under /bin/sh -c, or the spec's argv through sh's exec.
 **
 ** The work and code directories may live below a directory the slot uid
 ** cannot traverse (the server's 0700 data directory). Running as root,
@@ -18,24 +21,26 @@
 ** otherwise (not root) they are passed with --bind-fd.
 */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/validate.h"
 #include "server/sandbox/sandbox.h"
+#include "server/mem.h"
 #include "server/sandbox/tree.h"
 
 static void push(ux_argv *a, const char *s) {
   if (a->oom) return;
   if (a->n + 2 > a->cap) {
     size_t cap = a->cap ? a->cap * 2 : 128;
-    char **v = realloc(a->v, cap * sizeof *v);
-    if (!v) { a->oom = 1; return; }
+    char **v = ux_xrealloc(a->v, cap * sizeof *v);
     a->v = v; a->cap = cap;
   }
-  if (!(a->v[a->n] = strdup(s))) { a->oom = 1; return; }
+  a->v[a->n] = ux_xstrdup(s);
   a->v[++a->n] = NULL;
 }
 
@@ -50,29 +55,38 @@ void ux_sb_argv_free(ux_argv *a) {
   a->v = NULL; a->n = a->cap = 0; a->oom = 0;
 }
 
+/* the name's rule is the core's (validate.h), as for the request */
 int ux_sb_env_ok(const char *kv) {
   const char *eq = kv ? strchr(kv, '=') : NULL;
-  if (!eq || eq == kv) return 0;
-  if (!(kv[0] == '_' || (kv[0] >= 'A' && kv[0] <= 'Z') || (kv[0] >= 'a' && kv[0] <= 'z')))
-    return 0;
-  for (const char *p = kv + 1; p < eq; p++)
-    if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-          (*p >= '0' && *p <= '9'))) return 0;
-  return 1;
+  return eq && !unsb_env_name_check(kv, (size_t)(eq - kv));
 }
 
 /* Debian is merged-usr: /bin, /lib, ... are symlinks into /usr. Mirror
-** whichever of them exist so the same paths work inside. */
-static void usr_links(ux_argv *a) {
-  static const char *const top[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
-  char path[64], target[256];
-  for (size_t i = 0; i < sizeof top / sizeof top[0]; i++) {
+** whichever of them exist so the same paths work inside. Read once per
+** process (the host's root does not change under a running server). */
+static const char *const top[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
+#define NTOP (sizeof top / sizeof top[0])
+static char link_target[NTOP][64];
+static pthread_once_t links_once = PTHREAD_ONCE_INIT;
+
+static void read_links(void) {
+  char path[64];
+  for (size_t i = 0; i < NTOP; i++) {
     snprintf(path, sizeof path, "/%s", top[i]);
-    ssize_t n = readlink(path, target, sizeof target - 1);
-    if (n <= 0) continue;
-    target[n] = '\0';
-    if (strncmp(target, "usr/", 4) != 0 && strncmp(target, "/usr/", 5) != 0) continue;
-    push3(a, "--symlink", target, path);
+    ssize_t n = readlink(path, link_target[i], sizeof link_target[i] - 1);
+    link_target[i][n > 0 ? n : 0] = '\0';
+    if (strncmp(link_target[i], "usr/", 4) != 0 && strncmp(link_target[i], "/usr/", 5) != 0)
+      link_target[i][0] = '\0';
+  }
+}
+
+static void usr_links(ux_argv *a) {
+  char path[64];
+  pthread_once(&links_once, read_links);
+  for (size_t i = 0; i < NTOP; i++) {
+    if (!link_target[i][0]) continue;
+    snprintf(path, sizeof path, "/%s", top[i]);
+    push3(a, "--symlink", link_target[i], path);
   }
 }
 
@@ -85,15 +99,9 @@ char *ux_sb_script(const ux_lang *lang, const ux_run_spec *spec) {
   unsigned long mem_mb = (UX_SB_MEM_PER_VCPU >> 20) * (unsigned long)vcpu;
   char heap[32];
   snprintf(heap, sizeof heap, "%lu", mem_mb * 3 / 4);
-  /* fd 3 tells the runner the sandbox is up (so a bwrap failure is told
-  ** apart from the program's own exit status); closed before the program
-  ** starts. */
-  const char *pre = "printf x >&3; exec 3>&-; ";
-  size_t cap = strlen(pre) + strlen(lang->script) + 64;
-  char *s = malloc(cap), *o;
+  size_t cap = strlen(lang->script) + 64;
+  char *s = ux_xmalloc(cap), *o = s;
   if (!s) return NULL;
-  strcpy(s, pre);
-  o = s + strlen(s);
   for (const char *p = lang->script; *p; ) {
     if (strncmp(p, "{MEM}", 5) == 0) { o += sprintf(o, "%s", heap); p += 5; }
     else *o++ = *p++;
@@ -102,10 +110,8 @@ char *ux_sb_script(const ux_lang *lang, const ux_run_spec *spec) {
   return s;
 }
 
-int ux_sb_build_argv(ux_argv *a, const ux_run_spec *spec, const ux_sb_plan *plan,
-                     char *err, size_t errlen) {
-  char num[32];
-  const char *work = ux_sb_work_mount(spec);
+/* Names of the environment checked, and their size bounded. */
+static int check_env(const ux_run_spec *spec, char *err, size_t errlen) {
   size_t env_bytes = 0;
   for (size_t i = 0; i < spec->n_env; i++) {
     if (!ux_sb_env_ok(spec->env[i])) {
@@ -121,30 +127,39 @@ int ux_sb_build_argv(ux_argv *a, const ux_run_spec *spec, const ux_sb_plan *plan
              env_bytes, (unsigned long)UX_SB_ENV_BYTES);
     return -1;
   }
+  return 0;
+}
 
+/* The namespaces, identity and the fds bwrap talks to the runner on. */
+static void namespaces(ux_argv *a) {
+  char num[32];
   push(a, "/usr/bin/bwrap");
   push(a, "--unshare-user");
   push(a, "--unshare-pid");
   push(a, "--unshare-ipc");
   push(a, "--unshare-uts");
   push(a, "--unshare-cgroup-try");
-  push(a, "--unshare-net");          /* semitrusted: slirp4netns, below */
+  push(a, "--unshare-net");          /* semitrusted: slirp4netns, net.c */
   push(a, "--disable-userns");       /* no nested user namespaces */
   push(a, "--die-with-parent");
   push(a, "--new-session");          /* no TIOCSTI on a terminal */
   snprintf(num, sizeof num, "%d", UX_FD_INFO);
   push2(a, "--info-fd", num);        /* the runner kills a run by its pid
                                         namespace: see wait.c */
-  if (spec->network) {
-    snprintf(num, sizeof num, "%d", UX_FD_BLOCK);
-    push2(a, "--block-fd", num);     /* until the network is up */
-  }
+  /* every namespace and mount is made before bwrap reads this fd; the
+  ** program starts once the runner writes to it: runner.c, setup.c */
+  snprintf(num, sizeof num, "%d", UX_FD_BLOCK);
+  push2(a, "--block-fd", num);
   push2(a, "--cap-drop", "ALL");
   snprintf(num, sizeof num, "%u", UX_SB_INNER_ID);
   push2(a, "--uid", num);
   push2(a, "--gid", num);
   push2(a, "--hostname", "sandbox");
+}
 
+/* /usr, the merged-usr links and the /etc entries the programs read. */
+static void system_files(ux_argv *a, const ux_run_spec *spec, const ux_sb_plan *plan) {
+  char num[32];
   push3(a, "--ro-bind", "/usr", "/usr");
   usr_links(a);
   etc_ro(a, "/etc/ld.so.cache");
@@ -172,7 +187,13 @@ int ux_sb_build_argv(ux_argv *a, const ux_run_spec *spec, const ux_sb_plan *plan
   push3(a, "--ro-bind-data", num, "/etc/passwd");
   snprintf(num, sizeof num, "%d", UX_FD_GROUP);
   push3(a, "--ro-bind-data", num, "/etc/group");
+}
 
+/* /proc, /dev, the private tmpfs, the work and code directories, the
+** spec's read-only binds; then the root goes read-only. */
+static void run_files(ux_argv *a, const ux_run_spec *spec, const ux_sb_plan *plan) {
+  char num[32];
+  const char *work = ux_sb_work_mount(spec);
   push2(a, "--proc", "/proc");
   push2(a, "--dev", "/dev");
   snprintf(num, sizeof num, "%lu", plan->tmp_size);
@@ -202,7 +223,10 @@ int ux_sb_build_argv(ux_argv *a, const ux_run_spec *spec, const ux_sb_plan *plan
   }
   push2(a, "--remount-ro", "/");
   push2(a, "--chdir", work);
+}
 
+static void environment(ux_argv *a, const ux_run_spec *spec) {
+  const char *work = ux_sb_work_mount(spec);
   push(a, "--clearenv");
   push3(a, "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin");
   push3(a, "--setenv", "HOME", work);
@@ -212,22 +236,51 @@ int ux_sb_build_argv(ux_argv *a, const ux_run_spec *spec, const ux_sb_plan *plan
   push3(a, "--setenv", "TMPDIR", "/tmp");
   for (size_t i = 0; i < spec->n_env && !a->oom; i++) {
     const char *kv = spec->env[i], *eq = strchr(kv, '=');
-    char *key = strndup(kv, (size_t)(eq - kv));
-    if (!key) { a->oom = 1; break; }
+    char *key = ux_xstrndup(kv, (size_t)(eq - kv));
     push3(a, "--setenv", key, eq + 1);
     free(key);
   }
+}
 
+/* 1 when a script is one `exec` of fixed words: no quoting, expansion,
+** redirection or second command, so exec'ing the words is what /bin/sh
+** would do, minus starting a shell. */
+static int plain_exec(const char *script) {
+  if (strncmp(script, "exec ", 5) != 0) return 0;
+  for (const char *p = script + 5; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          strchr(" /._-+=:,@", *p))) return 0;
+  return 1;
+}
+
+/* The program: the spec's argv (through /bin/sh's exec, so a program
+** not found is exit 127 as from any shell), a plain script's words, or
+** the script under /bin/sh. bwrap execs it once released. */
+static void command(ux_argv *a, const ux_run_spec *spec, const ux_sb_plan *plan) {
   push(a, "--");
   if (spec->argv) {
-    /* the started marker on fd 3 (so a bwrap failure is told apart from
-    ** the program's own exit status), then the program itself */
-    push3(a, "/bin/sh", "-c", "printf x >&3; exec 3>&-; exec \"$@\"");
+    push3(a, "/bin/sh", "-c", "exec \"$@\"");
     push(a, "sh");
     for (const char *const *v = spec->argv; *v; v++) push(a, *v);
+  } else if (plain_exec(plan->script)) {
+    char *words = strdup(plan->script + 5), *save = NULL;
+    if (!words) { a->oom = 1; return; }
+    for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) push(a, w);
+    free(words);
   } else {
     push3(a, "/bin/sh", "-c", plan->script);
   }
+}
+
+int ux_sb_build_argv(ux_argv *a, const ux_run_spec *spec, const ux_sb_plan *plan,
+                     char *err, size_t errlen) {
+  if (check_env(spec, err, errlen) != 0) return -1;
+  namespaces(a);
+  if (plan->broken) push3(a, "--ro-bind", "/nonexistent/unsb-broken", "/unsb-broken");
+  system_files(a, spec, plan);
+  run_files(a, spec, plan);
+  environment(a, spec);
+  command(a, spec, plan);
   if (a->oom) {
     snprintf(err, errlen, "out of memory building the sandbox command line");
     return -1;

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -55,6 +56,11 @@ static int owned_by(const char *pid, uid_t uid) {
   return 0;
 }
 
+
+int ux_pidfd_alive(int fd) {
+  struct pollfd pf = { fd, POLLIN, 0 };
+  return fd >= 0 && poll(&pf, 1, 0) == 0;
+}
 
 int ux_pidfd_kill(int fd) {
 #ifdef SYS_pidfd_send_signal
@@ -150,10 +156,18 @@ int ux_sweep_uid(uid_t uid) {
 /* ---------------------------------------------------------------------
 ** Slots. Within the process a table under a mutex; across processes (two
 ** servers, a server and the tests) an flock on /run/unsandboxd/uid-UID,
-** which the kernel drops when a process dies. A slot just taken is swept:
-** whatever still runs as its uid belongs to nobody. A slot taken for a
-** persistent work directory is shared by every run of that directory
-** until the last one ends (see the top of this file).
+** which the kernel drops when a process dies. A slot newly locked is
+** swept: whatever still runs as its uid belongs to nobody. A slot taken
+** for a persistent work directory is shared by every run of that
+** directory until the last one ends (see the top of runner.c).
+**
+** Sweeps read /proc/PID/status of every process on the machine, so they
+** stay off the hot path: the mutex is never held across one, a slot
+** whose runs all proved their processes gone (ux_slot_give's `clean`)
+** is given back without one, and up to a number of such slots stay
+** locked by this process, idle, for the next runs to take at no cost
+** (ux_runner_keep_slots, plus the pool's own: ux_slots_keep).
+** A slot left with no proof is swept before it is reused or unlocked.
 ** ------------------------------------------------------------------- */
 
 #define LOCK_DIR "/run/unsandboxd"
@@ -163,16 +177,19 @@ enum { TREE_NONE, TREE_PREPARING, TREE_READY };
 static struct {
   pthread_mutex_t lock;
   pthread_cond_t ready;       /* a tree was handed over (or not) */
-  unsigned char busy[UX_SB_SLOTS];
-  int lockfd[UX_SB_SLOTS];
+  unsigned char busy[UX_SB_SLOTS];   /* in use, or being locked/swept */
+  unsigned char kept[UX_SB_SLOTS];   /* locked, idle, known clean */
+  unsigned char unsure[UX_SB_SLOTS]; /* a run ended without proof */
+  int lockfd[UX_SB_SLOTS];    /* the flock while busy or kept */
   int refs[UX_SB_SLOTS];      /* runs using the slot */
   unsigned char keyed[UX_SB_SLOTS];  /* joinable by runs of the workdir */
   dev_t dev[UX_SB_SLOTS];
   ino_t ino[UX_SB_SLOTS];
   unsigned char tree[UX_SB_SLOTS];   /* TREE_*: is the workdir the uid's? */
-  int cursor;
+  int cursor, n_kept, keep_max;
+  int keep[2];                /* UX_KEEP_*: the runner's, the pool's */
 } slots = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-            {0}, {0}, {0}, {0}, {0}, {0}, {0}, 0 };
+            {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, 0, 0, 0, {0, 0} };
 
 static int slot_lock(int i) {
   char path[64];
@@ -183,47 +200,94 @@ static int slot_lock(int i) {
   return fd;
 }
 
+/* Makes slot i (busy, locked: lockfd set) the caller's; locked. */
+static void own(int i, const struct stat *wd) {
+  slots.refs[i] = 1;
+  slots.unsure[i] = 0;
+  slots.keyed[i] = wd != NULL;
+  slots.dev[i] = wd ? wd->st_dev : 0;
+  slots.ino[i] = wd ? wd->st_ino : 0;
+  slots.tree[i] = TREE_PREPARING;
+}
+
+/* The slot that already serves the work directory wd, with one more
+** use, or -1. Locked. */
+static int find_keyed(const struct stat *wd) {
+  for (int i = 0; i < UX_SB_SLOTS; i++) {
+    if (!slots.busy[i] || !slots.keyed[i] || slots.dev[i] != wd->st_dev ||
+        slots.ino[i] != wd->st_ino) continue;
+    slots.refs[i]++;
+    return i;
+  }
+  return -1;
+}
+
+/* A run that joined slot i waits until the tree is the slot's. Locked. */
+static void await_tree(int i, int *prepare) {
+  while (slots.tree[i] == TREE_PREPARING) pthread_cond_wait(&slots.ready, &slots.lock);
+  /* the run that took it could not hand the tree over: try again */
+  if (slots.tree[i] == TREE_READY) *prepare = 0;
+  else slots.tree[i] = TREE_PREPARING;
+}
+
+/* An idle slot this process kept, or -1. Locked. */
+static int take_kept(const struct stat *wd) {
+  for (int i = 0; slots.n_kept > 0 && i < UX_SB_SLOTS; i++) {
+    if (!slots.kept[i]) continue;
+    slots.kept[i] = 0;
+    slots.n_kept--;
+    slots.busy[i] = 1;
+    own(i, wd);
+    return i;
+  }
+  return -1;
+}
+
+/* A slot no process of ours holds: locked and swept with the mutex
+** released (the candidate is marked busy meanwhile). Called and returns
+** with the lock held; -1 when every slot is taken. */
+static int lock_fresh(const struct stat *wd) {
+  for (int k = 0; k < UX_SB_SLOTS; k++) {
+    int i = (slots.cursor + k) % UX_SB_SLOTS;
+    if (slots.busy[i] || slots.kept[i]) continue;
+    slots.busy[i] = 1;
+    pthread_mutex_unlock(&slots.lock);
+    int fd = slot_lock(i);
+    if (fd >= 0 && ux_sweep_uid(UX_SB_UID_BASE + (uid_t)i) != 0) { close(fd); fd = -1; }
+    pthread_mutex_lock(&slots.lock);
+    if (fd < 0) { slots.busy[i] = 0; continue; }
+    slots.lockfd[i] = fd;
+    slots.cursor = i + 1;
+    own(i, wd);
+    return i;
+  }
+  return -1;
+}
+
+/* Serialises the takes of runs with a persistent work directory from
+** "is a slot serving it?" to "this one is": two runs of a fresh directory
+** must not each lock a slot of their own (the table's mutex is released
+** during a sweep). Taken before slots.lock; never held while waiting for
+** a tree to be handed over. */
+static pthread_mutex_t wd_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /*
 ** A slot for a run whose persistent work directory is `wd` (NULL for a
-** temporary one): the slot already held for that directory, else a fresh
-** one. *prepare is set when the caller must hand the work directory to
-** the slot uid and then call slot_prepared; a run joining a slot returns
-** only once the tree is the slot's. -1 when every slot is taken.
+** temporary one): the slot already held for that directory, else a kept
+** one, else a fresh one. *prepare is set when the caller must hand the
+** work directory to the slot uid and then call slot_prepared; a run
+** joining a slot returns only once the tree is the slot's. -1 when every
+** slot is taken.
 */
 int ux_slot_take(const struct stat *wd, int *prepare) {
   *prepare = 1;
+  if (wd) pthread_mutex_lock(&wd_lock);
   pthread_mutex_lock(&slots.lock);
-  if (wd)
-    for (int i = 0; i < UX_SB_SLOTS; i++) {
-      if (!slots.busy[i] || !slots.keyed[i] || slots.dev[i] != wd->st_dev ||
-          slots.ino[i] != wd->st_ino) continue;
-      slots.refs[i]++;
-      while (slots.tree[i] == TREE_PREPARING) pthread_cond_wait(&slots.ready, &slots.lock);
-      /* the run that took it could not hand the tree over: try again */
-      if (slots.tree[i] == TREE_READY) *prepare = 0;
-      else slots.tree[i] = TREE_PREPARING;
-      pthread_mutex_unlock(&slots.lock);
-      return i;
-    }
-  if (mkdir(LOCK_DIR, 0700) != 0 && errno != EEXIST) {
-    pthread_mutex_unlock(&slots.lock);
-    return -1;
-  }
-  int got = -1;
-  for (int k = 0; k < UX_SB_SLOTS && got < 0; k++) {
-    int i = (slots.cursor + k) % UX_SB_SLOTS, fd;
-    if (slots.busy[i] || (fd = slot_lock(i)) < 0) continue;
-    if (ux_sweep_uid(UX_SB_UID_BASE + (uid_t)i) != 0) { close(fd); continue; }
-    slots.busy[i] = 1;
-    slots.lockfd[i] = fd;
-    slots.refs[i] = 1;
-    slots.keyed[i] = wd != NULL;
-    slots.dev[i] = wd ? wd->st_dev : 0;
-    slots.ino[i] = wd ? wd->st_ino : 0;
-    slots.tree[i] = TREE_PREPARING;
-    slots.cursor = i + 1;
-    got = i;
-  }
+  int got = wd ? find_keyed(wd) : -1, joined = got >= 0;
+  if (got < 0) got = take_kept(wd);
+  if (got < 0 && (mkdir(LOCK_DIR, 0700) == 0 || errno == EEXIST)) got = lock_fresh(wd);
+  if (wd) pthread_mutex_unlock(&wd_lock);
+  if (joined) await_tree(got, prepare);
   pthread_mutex_unlock(&slots.lock);
   return got;
 }
@@ -236,20 +300,31 @@ void ux_slot_prepared(int slot, int ok) {
   pthread_mutex_unlock(&slots.lock);
 }
 
-/* Drops the caller's use of the slot; the last user sweeps and frees it.
-** A slot being swept is no longer joinable: a new run of its work
-** directory takes a fresh slot (and chowns the tree to it). */
-void ux_slot_give(int slot) {
+/* Drops the caller's use of the slot. The last user sweeps it unless
+** every run proved its processes gone, then keeps it (up to the keep
+** limit) or unlocks it. A slot being given back is no longer joinable:
+** a new run of its work directory takes another slot (and chowns the
+** tree to it). */
+void ux_slot_give(int slot, int clean) {
   if (slot < 0) return;
   pthread_mutex_lock(&slots.lock);
+  if (!clean) slots.unsure[slot] = 1;
   int last = --slots.refs[slot] == 0;
+  int sweep = last && slots.unsure[slot];
   if (last) slots.keyed[slot] = 0;
   pthread_mutex_unlock(&slots.lock);
   if (!last) return;
-  ux_sweep_uid(UX_SB_UID_BASE + (uid_t)slot);
+  int swept = sweep ? ux_sweep_uid(UX_SB_UID_BASE + (uid_t)slot) == 0 : 1;
   pthread_mutex_lock(&slots.lock);
   slots.busy[slot] = 0;
-  close(slots.lockfd[slot]);
+  slots.unsure[slot] = 0;
+  if (swept && slots.n_kept < slots.keep_max) {
+    slots.kept[slot] = 1;
+    slots.n_kept++;
+  } else {
+    close(slots.lockfd[slot]);
+    slots.lockfd[slot] = -1;
+  }
   pthread_mutex_unlock(&slots.lock);
 }
 
@@ -262,3 +337,24 @@ int ux_slot_shared(int slot) {
   return shared;
 }
 
+/* Unlocks kept slots beyond the limit. Locked. */
+static void trim_kept(void) {
+  for (int i = 0; i < UX_SB_SLOTS && slots.n_kept > slots.keep_max; i++) {
+    if (!slots.kept[i]) continue;
+    slots.kept[i] = 0;
+    slots.n_kept--;
+    close(slots.lockfd[i]);
+    slots.lockfd[i] = -1;
+  }
+}
+
+void ux_slots_keep(int who, int n) {
+  pthread_mutex_lock(&slots.lock);
+  slots.keep[who] = n < 0 ? 0 : n > UX_SB_SLOTS ? UX_SB_SLOTS : n;
+  slots.keep_max = slots.keep[UX_KEEP_RUNNER] + slots.keep[UX_KEEP_POOL];
+  if (slots.keep_max > UX_SB_SLOTS) slots.keep_max = UX_SB_SLOTS;
+  trim_kept();
+  pthread_mutex_unlock(&slots.lock);
+}
+
+void ux_runner_keep_slots(int n) { ux_slots_keep(UX_KEEP_RUNNER, n); }

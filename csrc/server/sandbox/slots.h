@@ -21,6 +21,7 @@
 int ux_proc_status(long pid, char *buf, size_t size);
 
 int ux_pidfd_kill(int fd);  /* SIGKILL through a pidfd */
+int ux_pidfd_alive(int fd); /* 1 while the process has not exited */
 
 /* SIGKILLs (and reaps) every live process of uid but spare; returns how
 ** many were seen. ux_sweep_uid repeats until none is left or SWEEP_MS
@@ -37,13 +38,24 @@ int ux_signal_uid(uid_t uid, int sig);
 void ux_become_subreaper(void);
 
 /* A slot for a run whose persistent work directory is wd (NULL: a
-** temporary one): the slot held for that directory, else a fresh one; -1
-** when all are taken. *prepare: the caller must hand the tree to the slot
-** uid, then call ux_slot_prepared. ux_slot_give drops a use; the last one
-** sweeps the uid and frees the slot. ux_slot_shared: another run uses it. */
+** temporary one): the slot held for that directory, else an idle one this
+** process kept, else a fresh one (locked and swept); -1 when all are
+** taken. *prepare: the caller must hand the tree to the slot uid, then
+** call ux_slot_prepared. ux_slot_give drops a use, `clean` when the run
+** proved every process of it gone (its pid namespace's init reaped, its
+** slirp4netns stopped); the last use sweeps the uid unless every run was
+** clean, then keeps or frees the slot. ux_slot_shared: another run uses
+** it. None of them holds the table's mutex across a sweep. */
 int ux_slot_take(const struct stat *wd, int *prepare);
 void ux_slot_prepared(int slot, int ok);
-void ux_slot_give(int slot);
+void ux_slot_give(int slot, int clean);
 int ux_slot_shared(int slot);
+
+/* How many idle, clean slots this process may keep locked for the next
+** runs: the sum of what the runner (ux_runner_keep_slots) and the pool
+** ask for (default 0: a slot is unlocked when its last run ends, and
+** swept when next locked). Lowering it unlocks the surplus. */
+enum { UX_KEEP_RUNNER, UX_KEEP_POOL };
+void ux_slots_keep(int who, int n);
 
 #endif

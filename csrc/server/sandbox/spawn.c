@@ -1,9 +1,13 @@
 /*
-** The runner's forked child, from fork() to the exec of bwrap. The
-** server is multi-threaded, so this code makes only async-signal-safe
-** calls (raw syscalls: no malloc, no stdio, no locks); everything it
-** needs (fds, limits, the argument vector, the cgroup.procs fds) was
-** prepared by the parent in a ux_child_plan.
+** The runner's children, from their start to the exec of bwrap (or
+** slirp4netns). The server is multi-threaded and large, so a child is
+** started with clone(CLONE_VM | CLONE_VFORK), as posix_spawn does: it
+** borrows the server's memory until it execs instead of copying its page
+** tables, and the starting thread waits meanwhile. Hence the child code
+** makes only async-signal-safe calls (raw syscalls: no malloc, no stdio,
+** no locks) and writes nothing but its own stack; everything it needs
+** (fds, limits, the argument vector, the cgroup.procs fds) was prepared
+** by the parent in a ux_child_plan.
 **
 ** Order matters: the cgroups are joined first, while still root, so
 ** every process the run will ever have is counted from its first page;
@@ -21,6 +25,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "server/sandbox/run.h"
@@ -92,6 +97,8 @@ static int mount_dirs(const ux_child_plan *p, int *step) {
   *step = 1;
   if (unshare(CLONE_NEWNS) != 0) return -1;
   if (mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return -1;
+  /* what bwrap does not need (mounts.c); one already gone is fine */
+  for (int i = 0; i < p->n_detach; i++) umount2(p->detach[i], MNT_DETACH);
   *step = 2;
   if (mount("ux", UX_SB_MNT_ROOT, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
             "mode=0755,size=64k") != 0) return -1;
@@ -108,7 +115,8 @@ static int mount_dirs(const ux_child_plan *p, int *step) {
   return mount_ro(p);
 }
 
-void ux_spawn_child(const ux_child_plan *p) {
+static int spawn_child(void *arg) {
+  const ux_child_plan *p = arg;
   static char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
   int err[2] = { 0, 0 }, placed = 0;
 
@@ -155,4 +163,47 @@ fail:
   ** the parent then sees EOF and an exit status of 127 */
   if (placed && write(UX_FD_EXECERR, err, sizeof err) < 0) { /* nothing to do */ }
   _exit(127);
+}
+
+/* ---------------------------------------------------------------------
+** Starting a child without copying the server
+** ------------------------------------------------------------------- */
+
+#define CHILD_STACK (64 * 1024)
+
+/* The child's stack: one per starting thread, reused (the thread waits
+** while its child runs on it, CLONE_VFORK), rather than an mmap and an
+** munmap per start, which in a multi-threaded process costs a TLB
+** shootdown on every CPU. */
+static __thread char child_stack[CHILD_STACK] __attribute__((aligned(64)));
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x1000
+#endif
+
+pid_t ux_spawn(int (*fn)(void *), void *arg, int *pidfd) {
+  *pidfd = -1;
+  /* no handler of the server may run in the child before it has reset
+  ** them all: every signal stays blocked until the child unblocks */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
+  char *top = child_stack + CHILD_STACK;
+  pid_t pid = clone(fn, top, flags | CLONE_PIDFD, arg, pidfd);
+  if (pid < 0 && errno == EINVAL) {           /* a kernel before 5.2 */
+    *pidfd = -1;
+    pid = clone(fn, top, flags, arg);
+  }
+  int e = errno;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+#ifdef SYS_pidfd_open
+  if (pid > 0 && *pidfd < 0) *pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+#endif
+  errno = e;
+  return pid;
+}
+
+pid_t ux_spawn_bwrap(const ux_child_plan *p, int *pidfd) {
+  return ux_spawn(spawn_child, (void *)p, pidfd);
 }

@@ -21,7 +21,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/file.h"
+#include "core/validate.h"
 #include "server/ids.h"
+#include "server/mem.h"
 #include "server/sandbox/sandbox.h"
 
 int ux_tree_openat(int dirfd, const char *rel, int flags, mode_t mode) {
@@ -43,35 +46,16 @@ static int open_dir(int dirfd, const char *name) {
 
 #define MAX_DEPTH   64
 #define MAX_ENTRIES 100000   /* a listing stops here (artifacts only) */
-#define MAX_NAME    4096
+#define MAX_NAME    (UNSB_RELPATH_MAX + 1)   /* a name and its NUL */
 
 /* ---------------------------------------------------------------------
 ** Input file names
 ** ------------------------------------------------------------------- */
 
 int ux_tree_check_name(const char *name, char *err, size_t errlen) {
-  const char *why = NULL;
-  if (!name || !*name) why = "is empty";
-  else if (strlen(name) >= MAX_NAME) why = "is too long";
-  else if (name[0] == '/') why = "is absolute";
-  else {
-    const char *p = name;
-    size_t depth = 0;
-    while (*p && !why) {
-      const char *e = strchr(p, '/');
-      size_t len = e ? (size_t)(e - p) : strlen(p);
-      if (len == 0) why = "has an empty component";
-      else if (len > 255) why = "has a component longer than 255 bytes";
-      else if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
-        why = "has a '.' or '..' component";
-      else if (++depth > MAX_DEPTH) why = "is nested too deeply";
-      if (!e) break;
-      p = e + 1;
-      if (!*p) why = "ends with '/'";
-    }
-    for (p = name; !why && *p; p++)
-      if ((unsigned char)*p < 0x20 || *p == 0x7f) why = "contains a control character";
-  }
+  /* the rule is the core's, shared with the request validation and the
+  ** client (core/validate.h); only the message is worded here */
+  const char *why = unsb_relpath_check(name, name ? strlen(name) : 0);
   if (!why) return 0;
   char shown[201];   /* the name as quoted in the message: no control bytes */
   size_t k = 0;
@@ -101,38 +85,20 @@ static int open_parent(int dirfd, char *name, char **last, uid_t uid, gid_t gid)
   return fd;
 }
 
-static int write_all(int fd, const void *data, size_t len) {
-  const char *p = data;
-  while (len > 0) {
-    ssize_t w = write(fd, p, len);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) { if (w == 0) errno = EIO; return -1; }
-    p += w; len -= (size_t)w;
-  }
-  return 0;
-}
-
 int ux_tree_place_file(int dirfd, const char *name, const void *data,
                        size_t len, uid_t uid, gid_t gid,
                        char *err, size_t errlen) {
   if (ux_tree_check_name(name, err, errlen) != 0) return -1;
-  char *copy = strdup(name), *last = NULL, tmp[64] = "";
-  if (!copy) { snprintf(err, errlen, "out of memory"); return -1; }
-  int rc = -1, out = -1, dir = open_parent(dirfd, copy, &last, uid, gid);
-  if (dir < 0 || ux_random_id(tmp, sizeof tmp, ".unsandbox-in-", 8) < 0) goto fail;
-  out = ux_tree_openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
-  if (out < 0 || write_all(out, data, len) != 0 || fchown(out, uid, gid) != 0) goto fail;
-  if (close(out) != 0) { out = -1; goto fail; }
-  out = -1;
-  /* renameat replaces a file, a symlink or a FIFO by that name as an
-  ** entry, and never follows one; a directory there makes it fail */
-  if (renameat(dir, tmp, dir, last) != 0) goto fail;
-  tmp[0] = '\0';
-  rc = 0;
-fail:
-  if (rc != 0) snprintf(err, errlen, "cannot place file '%.200s': %s", name, strerror(errno));
-  if (out >= 0) close(out);
-  if (dir >= 0 && tmp[0]) unlinkat(dir, tmp, 0);
+  const char *step = "open the directory of";
+  char *copy = ux_xstrdup(name), *last = NULL;
+  int rc = -1, dir = open_parent(dirfd, copy, &last, uid, gid);
+  /* the parent was reached by open_parent's rules; inside it the core's
+  ** writer creates its temporary O_EXCL | O_NOFOLLOW and renames it over
+  ** the last component as an entry (a symlink there is replaced, never
+  ** followed; a directory there makes it fail) */
+  if (dir >= 0) rc = unsb_file_write_at(dir, last, data, len, 0644, uid, gid, 0, &step);
+  if (rc != 0) snprintf(err, errlen, "cannot place file '%.200s': cannot %s it: %s",
+                        name, step, strerror(errno));
   if (dir >= 0) close(dir);
   free(copy);
   return rc;
@@ -243,12 +209,10 @@ void ux_tree_list_free(ux_tree_list *l) {
 static int list_push(ux_tree_list *l, const char *path, const struct stat *st) {
   if (l->n == l->cap) {
     size_t cap = l->cap ? l->cap * 2 : 32;
-    ux_tree_entry *v = realloc(l->v, cap * sizeof *v);
-    if (!v) return -1;
+    ux_tree_entry *v = ux_xrealloc(l->v, cap * sizeof *v);
     l->v = v; l->cap = cap;
   }
-  char *p = strdup(path);
-  if (!p) return -1;
+  char *p = ux_xstrdup(path);
   l->v[l->n++] = (ux_tree_entry){ p, st->st_dev, st->st_ino, st->st_size,
     (long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec };
   return 0;
@@ -301,9 +265,8 @@ static int read_file(int dirfd, const char *rel, size_t max, ux_file *out) {
     close(fd); return -1;
   }
   size_t len = (size_t)st.st_size, got = 0;
-  unsigned char *data = malloc(len ? len : 1);
-  char *name = strdup(rel);
-  if (!data || !name) { free(data); free(name); close(fd); return -1; }
+  unsigned char *data = ux_xmalloc(len ? len : 1);
+  char *name = ux_xstrdup(rel);
   while (got < len) {
     ssize_t r = read(fd, data + got, len - got);
     if (r < 0 && errno == EINTR) continue;
@@ -323,8 +286,7 @@ int ux_tree_collect(int dirfd, const ux_tree_list *before,
                   const ux_tree_list *after, const ux_file *skip,
                   size_t n_skip, ux_file **out, size_t *n_out) {
   *out = NULL; *n_out = 0;
-  ux_file *v = calloc(UX_SB_ART_FILES, sizeof *v);
-  if (!v) return -1;
+  ux_file *v = ux_xcalloc(UX_SB_ART_FILES, sizeof *v);
   size_t n = 0, total = 0;
   for (size_t i = 0; i < after->n && n < UX_SB_ART_FILES; i++) {
     const ux_tree_entry *e = &after->v[i];

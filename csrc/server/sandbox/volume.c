@@ -34,6 +34,7 @@
 #include "server/fsutil.h"
 #include "server/sandbox/runner.h"
 #include "server/sandbox/tree.h"
+#include "server/mem.h"
 
 #define IMAGE       "disk.img"
 #define NEXT_IMAGE  "next.img"
@@ -237,6 +238,16 @@ static int probe(const char *data_dir, char *why, size_t whylen) {
   return rc;
 }
 
+/* The data directory as a mount of its own (a bind onto itself, in the
+** private namespace): a sandbox's child detaches it, and with it every
+** volume and scratch volume below, in one call (mounts.c). Without it the
+** child would have to detach them one by one; it works, only slower. */
+static void own_mount(const char *data_dir) {
+  if (mount(data_dir, data_dir, NULL, MS_BIND, NULL) != 0)
+    fprintf(stderr, "unsandboxd: cannot bind %s onto itself (%s): sandboxes start a little "
+            "slower\n", data_dir, strerror(errno));
+}
+
 int ux_volume_init(const char *data_dir, unsigned long long disk_bytes,
                    unsigned long long budget_bytes, char *desc, size_t desclen,
                    char *err, size_t errlen) {
@@ -249,10 +260,13 @@ int ux_volume_init(const char *data_dir, unsigned long long disk_bytes,
   if (geteuid() != 0) snprintf(why, sizeof why, "not running as root");
   else if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
     snprintf(why, sizeof why, "no private mount namespace: %s", strerror(errno));
-  else if (access(MKFS, X_OK) != 0)
-    snprintf(why, sizeof why, MKFS " not found (apt-get install e2fsprogs)");
-  else if (probe(data_dir, why, sizeof why) == 0)
-    vol.loop = 1;
+  else {
+    own_mount(data_dir);
+    if (access(MKFS, X_OK) != 0)
+      snprintf(why, sizeof why, MKFS " not found (apt-get install e2fsprogs)");
+    else if (probe(data_dir, why, sizeof why) == 0)
+      vol.loop = 1;
+  }
   struct statvfs fsst;
   vol.claimed = vol.loop ? claimed_on_disk(data_dir) : 0;
   if (budget_bytes) vol.budget = budget_bytes;
@@ -320,8 +334,8 @@ static use *find_use(const char *dir, int create) {
   for (use *u = uses; u; u = u->next)
     if (!strcmp(u->dir, dir)) return u;
   if (!create) return NULL;
-  use *u = calloc(1, sizeof *u);
-  if (!u || !(u->dir = strdup(dir))) { free(u); return NULL; }
+  use *u = ux_xcalloc(1, sizeof *u);
+  u->dir = ux_xstrdup(dir);
   u->next = uses;
   uses = u;
   return u;
@@ -522,6 +536,19 @@ int ux_volume_swap_end(const char *dir, int commit, char *err, size_t errlen) {
 /* ---------------------------------------------------------------------
 ** Scratch volumes
 ** ------------------------------------------------------------------- */
+
+int ux_volume_runs_dir(const char *data_dir, char *out, size_t outlen) {
+  if (ux_path(out, outlen, "%s/tmp/run", data_dir) < 0) { errno = ENAMETOOLONG; return -1; }
+  if (ux_mkdir_p(out, 0700) < 0) return -1;
+  /* only empty directories live here (each a mount point): 1024 of them
+  ** at most, in a few pages */
+  if (geteuid() == 0 && !is_mounted(out) &&
+      mount("unsandbox-runs", out, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            "size=1m,nr_inodes=1024,mode=0700") != 0)
+    fprintf(stderr, "unsandboxd: cannot mount a tmpfs on %s (%s): run directories stay on "
+            "disk\n", out, strerror(errno));
+  return 0;
+}
 
 int ux_scratch_mount(const char *path) {
   if (geteuid() != 0) return 0;                   /* plain directory */

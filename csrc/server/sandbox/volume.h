@@ -67,6 +67,15 @@ int ux_volume_destroy(const char *dir);
 int ux_volume_swap_begin(const char *dir, char *err, size_t errlen);
 int ux_volume_swap_end(const char *dir, int commit, char *err, size_t errlen);
 
+/* The directory for the runner's run directories (ux_runner_set_tmpdir):
+** DATA/tmp/run, made 0700, and as root a small tmpfs mounted there in the
+** private namespace, so a run directory (an empty mount point for its
+** scratch volume) is made and removed without a journalled inode of the
+** data directory's file system each time. Writes its path to out. 0, or
+** -1 (errno) when the directory cannot be made; a failed mount leaves a
+** plain directory. */
+int ux_volume_runs_dir(const char *data_dir, char *out, size_t outlen);
+
 /* A scratch volume: a tmpfs of the volume size mounted on the existing
 ** empty directory path (mode 0700). Unmounting detaches it; its pages go
 ** back to the kernel once nothing holds it. 0 or -1 (errno). */

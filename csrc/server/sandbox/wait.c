@@ -27,14 +27,21 @@
 #include "server/sandbox/tree.h"
 #include "server/sandbox/volume.h"
 #include "server/sandbox/slots.h"
+#include "server/mem.h"
 
 #define DRAIN_MS     1000     /* output still read after the child is reaped */
 #define CHUNK        65536
 
 void ux_run_free(ux_run *r) {
-  ux_close_fd(&r->out_fd); ux_close_fd(&r->err_fd); ux_close_fd(&r->started_fd);
+  ux_close_fd(&r->out_fd); ux_close_fd(&r->err_fd);
   ux_close_fd(&r->pidfd); ux_close_fd(&r->cancel_fd);
   ux_close_fd(&r->info_fd); ux_close_fd(&r->inner_fd);
+  ux_close_fd(&r->block_fd); ux_close_fd(&r->code_fd); ux_close_fd(&r->sys_fd);
+  /* the run's processes are proven gone when its pid namespace's init
+  ** has exited (end_inner) and its outer bwrap was reaped: the slot then
+  ** needs no sweep. slirp4netns, the one other process of the uid, is
+  ** stopped and reaped here if the waiter has not done it yet */
+  int clean = r->ns_gone && atomic_load(&r->reaped);
   ux_net_stop(&r->net);
   /* kills what is left in the run's cgroup, then removes it */
   if (r->has_cg || r->cg.name[0]) ux_cg_run_destroy(&r->cg, SWEEP_MS);
@@ -47,12 +54,14 @@ void ux_run_free(ux_run *r) {
   }
   /* the work directory stays open until the slot is given back: its
   ** inode, the slot's key, cannot be recycled while the slot is joinable */
-  ux_slot_give(r->slot);
+  ux_slot_give(r->slot, clean);
   ux_close_fd(&r->work_fd);
   ux_tree_list_free(&r->before);
   for (size_t i = 0; i < r->n_inputs; i++) free(r->inputs[i]);
   free(r->inputs);
+  int pooled = r->pooled;
   free(r);
+  if (pooled) ux_pool_done();
 }
 
 typedef struct outbuf {
@@ -75,8 +84,7 @@ static void pump(ux_run *r, int channel, int *fd, outbuf *b) {
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < b->len + keep + 1) cap *= 2;
     if (cap > b->limit + 1) cap = b->limit + 1;
-    char *p = realloc(b->p, cap);
-    if (!p) { b->truncated = 1; return; }
+    char *p = ux_xrealloc(b->p, cap);
     b->p = p; b->cap = cap;
   }
   memcpy(b->p + b->len, chunk, keep);
@@ -190,6 +198,10 @@ static void end_inner(ux_run *r) {
     return;
   }
   ux_pidfd_kill(r->inner_fd);
+  /* the init of a pid namespace exits only once the kernel has killed
+  ** and reaped every other process of it: its pidfd readable is the
+  ** proof that nothing of the run is left (checked below, whoever reaped
+  ** it: us, or the outer bwrap before it exited) */
   long long end = ux_now_ms() + SWEEP_MS;
   for (;;) {
     siginfo_t si;
@@ -202,11 +214,12 @@ static void end_inner(ux_run *r) {
     struct pollfd pf = { r->inner_fd, POLLIN, 0 };
     if (poll(&pf, 1, left > 50 ? 50 : (int)left) < 0 && errno != EINTR) break;
   }
+  r->ns_gone = !ux_pidfd_alive(r->inner_fd);
   ux_close_fd(&r->inner_fd);
 }
 
 static char *finish_buf(outbuf *b) {
-  if (!b->p && !(b->p = malloc(1))) return NULL;
+  if (!b->p) b->p = ux_xmalloc(1);
   b->p[b->len] = '\0';
   return b->p;
 }
@@ -292,26 +305,13 @@ static void collect(waiter *w) {
   res->oom_killed = r->oom_killed;
   res->memory_limit_mb = r->mem_mb;
 
-  char mark = 0;
-  int started = read(r->started_fd, &mark, 1) == 1 && mark == 'x';
-  if (!started && !res->timed_out && !res->cancelled && !res->oom_killed) {
-    /* bwrap itself failed: its message is the first line of stderr */
-    if (w->eb.len) {
-      const char *nl = memchr(w->eb.p, '\n', w->eb.len);
-      int len = nl ? (int)(nl - w->eb.p) : (int)w->eb.len;
-      snprintf(res->error, sizeof res->error, "sandbox failed to start: %.*s", len, w->eb.p);
-    } else {
-      snprintf(res->error, sizeof res->error,
-               "sandbox failed to start (exit status %d)", res->exit_code);
-    }
-  }
   res->out = finish_buf(&w->ob); res->out_len = w->ob.len; res->out_truncated = w->ob.truncated;
   res->err = finish_buf(&w->eb); res->err_len = w->eb.len; res->err_truncated = w->eb.truncated;
 
   if (r->want_artifacts && r->work_fd >= 0) {
     ux_tree_list after = { 0 };
     ux_file *skip = NULL;
-    if (r->n_inputs && (skip = calloc(r->n_inputs, sizeof *skip)))
+    if (r->n_inputs && (skip = ux_xcalloc(r->n_inputs, sizeof *skip)))
       for (size_t i = 0; i < r->n_inputs; i++) skip[i].name = r->inputs[i];
     if (ux_tree_list_files(r->work_fd, &after) == 0)
       ux_tree_collect(r->work_fd, &r->before, &after, skip, skip ? r->n_inputs : 0,
@@ -321,9 +321,12 @@ static void collect(waiter *w) {
   }
 }
 
-void ux_run_wait(ux_run *r, ux_run_result *res) {
+/* Waits for the end of every process of the run and fills res; the run
+** stays allocated (and registered) for the caller to free. 0, or -1 for
+** no run. */
+static int wait_end(ux_run *r, ux_run_result *res) {
   memset(res, 0, sizeof *res);
-  if (!r) { snprintf(res->error, sizeof res->error, "no run"); return; }
+  if (!r) { snprintf(res->error, sizeof res->error, "no run"); return -1; }
   waiter w = { .r = r, .res = res, .ob = { .limit = r->cap }, .eb = { .limit = r->cap },
                .deadline = r->ttl_s > 0 ? r->t0_ms + (long long)r->ttl_s * 1000 : -1,
                .drain_end = -1 };
@@ -341,8 +344,19 @@ void ux_run_wait(ux_run *r, ux_run_result *res) {
     ux_net_stop(&r->net);
   }
   collect(&w);
+  return 0;
+}
+
+void ux_run_wait(ux_run *r, ux_run_result *res) {
+  if (wait_end(r, res) != 0) return;
   ux_run_unregister(r);
   ux_run_free(r);
+}
+
+void ux_run_wait_detached(ux_run *r, ux_run_result *res) {
+  if (wait_end(r, res) != 0) return;
+  ux_run_unregister(r);
+  ux_reaper_free(r);
 }
 
 void ux_run_result_free(ux_run_result *res) {

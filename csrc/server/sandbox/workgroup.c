@@ -25,6 +25,7 @@
 #include "server/fsutil.h"
 #include "server/sandbox/run.h"
 #include "server/sandbox/slots.h"
+#include "server/mem.h"
 
 #define FREEZE_MS 2000        /* the kernel reports a freeze done within */
 
@@ -42,7 +43,7 @@ static int collect(int dir_fd, group *g) {
   pthread_mutex_lock(&ux_reg_lock);
   size_t cap = 0;
   for (ux_run *r = ux_reg_first(); r; r = r->next) if (r->wd_dev == st.st_dev && r->wd_ino == st.st_ino) cap++;
-  if (cap && !(g->v = calloc(cap, sizeof *g->v))) {
+  if (cap && !(g->v = ux_xcalloc(cap, sizeof *g->v))) {
     pthread_mutex_unlock(&ux_reg_lock);
     errno = ENOMEM;
     return -1;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "server/store/store_int.h"
+#include "server/mem.h"
 
 static __thread int last_broken;
 
@@ -42,8 +43,7 @@ static json_t *column(sqlite3_stmt *s, int c) {
   case SQLITE_BLOB: {
     const unsigned char *b = sqlite3_column_blob(s, c);
     int n = sqlite3_column_bytes(s, c);
-    char *h = malloc(2 * (size_t)n + 1);
-    if (!h) return json_null();
+    char *h = ux_xmalloc(2 * (size_t)n + 1);
     for (int k = 0; k < n; k++) { h[2 * k] = hex[b[k] >> 4]; h[2 * k + 1] = hex[b[k] & 15]; }
     h[2 * n] = '\0';
     json_t *j = json_string(h);

@@ -1,7 +1,9 @@
 /*
-** SQLite store. The data directory is created 0700 and the database file
-** 0600 before SQLite opens it: SQLite gives its -wal and -shm files the
-** mode of the database, so the secrets never become world-readable.
+** SQLite store: opening, keys, recovery after a crash (the documents'
+** reads and conditional writes are store_docs.c). The data directory is
+** created 0700 and the database file 0600 before SQLite opens it: SQLite
+** gives its -wal and -shm files the mode of the database, so the secrets
+** never become world-readable.
 */
 #include "server/store/store.h"
 
@@ -17,7 +19,9 @@
 
 #include "server/fsutil.h"
 
+#include "server/store/db.h"
 #include "server/store/store_int.h"
+#include "server/mem.h"
 
 static const char SCHEMA[] =
   "PRAGMA journal_mode=WAL;"
@@ -33,13 +37,6 @@ static const char SCHEMA[] =
   "CREATE TABLE IF NOT EXISTS snapshots(id TEXT PRIMARY KEY, owner TEXT NOT NULL,"
   "  status TEXT, created_at INTEGER, doc TEXT NOT NULL);"
   "CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status);";
-
-/* Table names come from the code, never from a request; still, only
-** these four may be spliced into SQL. */
-static int known_table(const char *t) {
-  return !strcmp(t, "jobs") || !strcmp(t, "sessions") ||
-         !strcmp(t, "services") || !strcmp(t, "snapshots");
-}
 
 ux_store *ux_store_open(const char *dir, char *err, size_t errlen) {
   char path[4200];
@@ -58,8 +55,7 @@ ux_store *ux_store_open(const char *dir, char *err, size_t errlen) {
     return NULL;
   }
   close(fd);
-  ux_store *st = calloc(1, sizeof *st);
-  if (!st) { snprintf(err, errlen, "out of memory"); return NULL; }
+  ux_store *st = ux_xcalloc(1, sizeof *st);
   /* recursive: ux_db_tx holds it across the statements of a transaction */
   pthread_mutexattr_t ma;
   pthread_mutexattr_init(&ma);
@@ -142,103 +138,10 @@ int ux_store_key_secret(ux_store *st, const char *pk, char *out, size_t outlen) 
   return rc;
 }
 
-int ux_store_put(ux_store *st, const char *table, const char *id,
-                 const char *owner, const char *status, const json_t *doc) {
-  char sql[160], created[32];
-  if (!known_table(table)) return -1;
-  json_t *c = json_object_get(doc, "created_at");
-  snprintf(created, sizeof created, "%lld", (long long)json_integer_value(c));
-  snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO %s(id, owner, status, created_at, doc)"
-           " VALUES(?1, ?2, ?3, ?4, ?5)", table);
-  char *text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
-  if (!text) return -1;
-  const char *args[] = { id, owner, status, created, text };
-  int rc = exec_text(st, sql, 5, args);
-  free(text);
-  return rc == 1 ? 0 : -1;
-}
-
-static json_t *parse_doc(sqlite3_stmt *s, int col) {
-  const char *text = (const char *)sqlite3_column_text(s, col);
-  return text ? json_loads(text, 0, NULL) : NULL;
-}
-
-json_t *ux_store_get(ux_store *st, const char *table, const char *id, const char *owner) {
-  char sql[160];
-  sqlite3_stmt *s = NULL;
-  json_t *doc = NULL;
-  if (!known_table(table)) return NULL;
-  snprintf(sql, sizeof sql, "SELECT doc FROM %s WHERE id = ?1 AND (?2 IS NULL OR owner = ?2)", table);
-  pthread_mutex_lock(&st->mu);
-  if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) == SQLITE_OK) {
-    sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 2, owner, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(s) == SQLITE_ROW) doc = parse_doc(s, 0);
-  }
-  sqlite3_finalize(s);
-  pthread_mutex_unlock(&st->mu);
-  return doc;
-}
-
-json_t *ux_store_list(ux_store *st, const char *table, const char *owner) {
-  char sql[200];
-  sqlite3_stmt *s = NULL;
-  json_t *arr = json_array();
-  if (!known_table(table)) return arr;
-  snprintf(sql, sizeof sql, "SELECT doc FROM %s WHERE (?1 IS NULL OR owner = ?1)"
-           " ORDER BY created_at, rowid", table);
-  pthread_mutex_lock(&st->mu);
-  if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) == SQLITE_OK) {
-    sqlite3_bind_text(s, 1, owner, -1, SQLITE_TRANSIENT);
-    while (sqlite3_step(s) == SQLITE_ROW) {
-      json_t *doc = parse_doc(s, 0);
-      if (doc) json_array_append_new(arr, doc);
-    }
-  }
-  sqlite3_finalize(s);
-  pthread_mutex_unlock(&st->mu);
-  return arr;
-}
-
-int ux_store_delete(ux_store *st, const char *table, const char *id, const char *owner) {
-  char sql[160];
-  if (!known_table(table)) return -1;
-  snprintf(sql, sizeof sql, "DELETE FROM %s WHERE id = ?1 AND (?2 IS NULL OR owner = ?2)", table);
-  const char *args[] = { id, owner };
-  return exec_text(st, sql, 2, args);
-}
-
 int ux_store_recover_jobs(ux_store *st, long now) {
-  sqlite3_stmt *s = NULL;
-  json_t *docs = json_array();
-  pthread_mutex_lock(&st->mu);
-  if (sqlite3_prepare_v2(st->db, "SELECT doc, owner FROM jobs WHERE status IN"
-                         " ('pending', 'running')", -1, &s, NULL) == SQLITE_OK) {
-    while (sqlite3_step(s) == SQLITE_ROW) {
-      json_t *doc = parse_doc(s, 0);
-      const char *owner = (const char *)sqlite3_column_text(s, 1);
-      if (doc && owner) {
-        json_object_set_new(doc, "_owner", json_string(owner));
-        json_array_append_new(docs, doc);
-      } else json_decref(doc);
-    }
-  }
-  sqlite3_finalize(s);
-  pthread_mutex_unlock(&st->mu);
-
-  size_t i;
-  json_t *doc;
-  json_array_foreach(docs, i, doc) {
-    char *owner = strdup(json_string_value(json_object_get(doc, "_owner")));
-    json_object_del(doc, "_owner");
-    json_object_set_new(doc, "status", json_string("failed"));
-    json_object_set_new(doc, "completed_at", json_integer(now));
-    json_object_set_new(doc, "error", json_string("server restarted"));
-    ux_store_put(st, "jobs", json_string_value(json_object_get(doc, "job_id")),
-                 owner, "failed", doc);
-    free(owner);
-  }
-  int n = (int)json_array_size(docs);
-  json_decref(docs);
-  return n;
+  /* one statement: every unfinished job at once, its document edited in
+  ** place (json_set keeps the other fields and their order) */
+  return ux_db_exec(st, "UPDATE jobs SET status = 'failed', doc = json_set(doc,"
+                    " '$.status', 'failed', '$.completed_at', ?1, '$.error', 'server restarted')"
+                    " WHERE status IN ('pending', 'running')", "i", (long long)now);
 }

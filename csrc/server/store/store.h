@@ -1,8 +1,9 @@
 /*
 ** Persistent state in DATA/unsandboxd.db (SQLite, WAL): API keys, and
 ** one JSON document per job, session, service and snapshot. Documents
-** keep the code small: every resource is read and written whole, and the
-** few columns beside the document exist only to filter (owner, status).
+** keep the code small: a resource is created and read whole, fields are
+** changed in place by SQL, and the few columns beside the document exist
+** only to filter (owner, status).
 ** All functions are thread-safe (one connection behind a mutex).
 */
 #ifndef UX_STORE_H
@@ -25,18 +26,48 @@ int ux_store_dev_key(ux_store *st, char *pk, size_t pklen, char *sk, size_t skle
 /* Copies the secret of a known key into out: 0, or -1 when unknown. */
 int ux_store_key_secret(ux_store *st, const char *public_key, char *out, size_t outlen);
 
-/* table is one of "jobs", "sessions", "services", "snapshots". */
-int ux_store_put(ux_store *st, const char *table, const char *id,
-                 const char *owner, const char *status, const json_t *doc);
-/* The document of id when it belongs to owner (owner NULL = anyone). */
+/* Documents: table is one of "jobs", "sessions", "services", "snapshots";
+** owner NULL means any owner. Nothing here reads a row to write it back
+** (store_docs.c): a creation is an INSERT, every change one conditional
+** statement or one transaction, so a change racing a DELETE never brings
+** the row back. */
+
+/* Creates a row: 0, or -1 (also when the id exists already). */
+int ux_store_insert(ux_store *st, const char *table, const char *id,
+                    const char *owner, const char *status, const json_t *doc);
+/* Creates a row that belongs to parent_id of parent_table (same owner),
+** in one statement that finds the parent: 1, 0 when the parent is gone,
+** -1 on error. */
+int ux_store_insert_child(ux_store *st, const char *table, const char *id, const char *owner,
+                          const char *status, const json_t *doc,
+                          const char *parent_table, const char *parent_id);
+/* Replaces status and document of id while its status is one of from (a
+** NULL-terminated list; NULL = any): 1, 0 (no such row, or a status not
+** in from), -1. */
+int ux_store_update(ux_store *st, const char *table, const char *id, const char *owner,
+                    const char *status, const json_t *doc, const char *const *from);
+/* Sets the top-level field of id's document to value (SQLite's json_set,
+** the rest of the document untouched) and returns the new document in
+** *out, in one transaction: 1, 0 when there is no such row, -1. */
+int ux_store_set_field(ux_store *st, const char *table, const char *id, const char *owner,
+                       const char *field, const json_t *value, json_t **out);
+
+enum { UX_STORE_ABSENT = 0, UX_STORE_DELETED = 1, UX_STORE_REFUSED = 2 };
+/* Deletes id unless its document's boolean field is true ("locked"), in
+** one transaction: UX_STORE_DELETED, UX_STORE_REFUSED (the field is
+** true), UX_STORE_ABSENT, or -1. */
+int ux_store_delete_unless(ux_store *st, const char *table, const char *id,
+                           const char *owner, const char *field);
+
+/* The document of id when it belongs to owner. */
 json_t *ux_store_get(ux_store *st, const char *table, const char *id, const char *owner);
-/* Documents of owner (NULL = all) in creation order, as a JSON array. */
+/* Documents of owner in creation order, as a JSON array. */
 json_t *ux_store_list(ux_store *st, const char *table, const char *owner);
-/* 1 when deleted, 0 when there was no such row. */
+/* 1 when deleted, 0 when there was no such row, -1. */
 int ux_store_delete(ux_store *st, const char *table, const char *id, const char *owner);
 
 /* Jobs left pending/running by a server that died become failed with
-** error "server restarted". Returns how many. */
+** error "server restarted", in one statement. Returns how many, or -1. */
 int ux_store_recover_jobs(ux_store *st, long now);
 
 #endif

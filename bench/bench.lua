@@ -1,0 +1,178 @@
+-- make bench: every figure next to its baseline, both measured in the
+-- same run, in rounds that alternate between them (the machine's load
+-- changes under a benchmark that runs for a minute, and other people's
+-- tests may share its cores); medians and p95 of all rounds. It never
+-- passes or fails: it prints what it measured, what the targets of issue
+-- 15 say about it, and how busy the machine was meanwhile.
+--
+-- Environment: BENCH_ROUNDS (default 5), BENCH_PER (samples per figure per
+-- round, 12), BENCH_JOBS (jobs per client in the throughput runs, 25),
+-- BENCH_POOL (sandboxes per shape, 4), BENCH_BASELINE_SERVER (another
+-- unsandboxd binary, e.g. one built from an older commit, whose throughput
+-- is measured in the same rounds as "baseline server").
+local unsandbox = require "unsandbox"
+local server = require "spec.helpers.unsandboxd"
+local socket = require "socket"      -- gettime(): a microsecond wall clock
+local util = require "bench.util"
+
+local ROUNDS = tonumber(os.getenv("BENCH_ROUNDS")) or 5
+local PER = tonumber(os.getenv("BENCH_PER")) or 12
+local JOBS = tonumber(os.getenv("BENCH_JOBS")) or 25
+local CLIENTS = 8
+local POOL = tonumber(os.getenv("BENCH_POOL")) or 4
+local BASELINE_SERVER = os.getenv("BENCH_BASELINE_SERVER")
+local TOOL = "build/bench/tool"
+local q = server.sh_quote
+
+local function now_ms() return socket.gettime() * 1000 end
+
+-- Samples of `n` calls of f, each timed in milliseconds.
+local function timed(n, f)
+  local s = {}
+  for i = 1, n do
+    local t0 = now_ms()
+    f()
+    s[i] = now_ms() - t0
+  end
+  return s
+end
+
+-- The tool's samples (microseconds, one per line) in milliseconds.
+local function tool(args)
+  local p = assert(io.popen(TOOL .. " " .. args))
+  local s = {}
+  for line in p:lines() do s[#s + 1] = tonumber(line) / 1000 end
+  local ok = p:close()
+  assert(ok, "bench tool failed: " .. args)
+  return s
+end
+
+local function spawn(n, argv, uid)
+  local words = {}
+  for i, a in ipairs(argv) do words[i] = q(a) end
+  return tool(string.format("spawn %d %s-- %s", n, uid and ("--uid " .. uid .. " ") or "",
+    table.concat(words, " ")))
+end
+
+local machine = util.machine()
+print(string.format("make bench: %s, %d cores, Linux %s; load average at start %s",
+  machine.cpu, machine.cores, machine.kernel, util.loadavg()))
+print(string.format("%d rounds, %d samples per figure per round, figure and baseline alternating; "
+  .. "median (p95) in ms", ROUNDS, PER))
+local account = util.account_start()
+
+local servers = {
+  pool = server.start { args = { "--pool", tostring(POOL), "--pool-shapes", "bash,python" } },
+  cold = server.start(),
+}
+if BASELINE_SERVER then
+  local saved = server.bin
+  server.bin = BASELINE_SERVER
+  servers.baseline = server.start()
+  server.bin = saved
+end
+local server_ticks = {}
+for name, s in pairs(servers) do server_ticks[name] = util.process_ticks(s.pid) end
+
+local ok, err = pcall(function()
+  local pc = unsandbox.client(servers.pool.client_opts())
+  local cc = unsandbox.client(servers.cold.client_opts())
+  local bwrap = util.bwrap_argv()
+  local lua_env = "LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='lua/?.so;;' "
+
+  -- warm-ups: connections, caches, the pools' first refills
+  assert(pc:health()); assert(cc:health())
+  for _ = 1, 3 do
+    assert(pc:execute_code("bash", "true")); assert(pc:execute_code("python", "print(1)"))
+    assert(cc:execute_code("bash", "true"))
+  end
+  socket.sleep(0.5)
+
+  local figures = {
+    { name = "client: health() round trip", base = "raw libcurl keep-alive GET",
+      run = function() return timed(PER, function() assert(pc:health()) end) end,
+      baseline = function() return tool(string.format("http %d %s/health", PER, servers.pool.url)) end },
+    { name = 'execute_code("bash", "true")', base = "bash -c true spawned",
+      run = function() return timed(PER, function() assert(pc:execute_code("bash", "true")) end) end,
+      baseline = function() return spawn(PER, { "/usr/bin/bash", "-c", "true" }) end,
+      target = function(m, b) return string.format("<= 3x and < 5 ms: %s",
+        (m <= 3 * b and m < 5) and "met" or "NOT met") end },
+    { name = "  the same with no pool (cold)", base = "the bare bwrap spawn",
+      run = function() return timed(PER, function() assert(cc:execute_code("bash", "true")) end) end,
+      baseline = function() return spawn(PER, bwrap, 65534) end },
+    { name = 'execute_code("python", "print(1)")', base = "python3 -c 'print(1)'",
+      run = function() return timed(PER, function()
+        assert(pc:execute_code("python", "print(1)")) end) end,
+      baseline = function() return spawn(PER, { "/usr/bin/python3", "-c", "print(1)" }) end,
+      target = function(m, b) return string.format("<= 2x: %s", m <= 2 * b and "met" or "NOT met") end },
+    { name = "unlua -e ''", base = "lua5.4 -e ''",
+      run = function() return spawn(PER, { "bin/unlua", "-e", "" }) end,
+      baseline = function() return spawn(PER, { "/usr/bin/lua5.4", "-e", "" }) end,
+      target = function(m, b) return string.format("<= 1.3x: %s", m <= 1.3 * b and "met" or "NOT met") end },
+    { name = "lua5.4 -e 'require \"unsandbox\"'", base = "lua5.4 -e ''",
+      run = function() return tool(string.format("spawn %d -- env %s/usr/bin/lua5.4 -e %s", PER,
+        lua_env, q('require "unsandbox"'))) end,
+      baseline = function() return tool(string.format("spawn %d -- env %s/usr/bin/lua5.4 -e ''",
+        PER, lua_env)) end,
+      target = function(m, b) return string.format("<= 3x: %s", m <= 3 * b and "met" or "NOT met") end },
+  }
+  local samples = {}
+  for r = 1, ROUNDS do
+    for i, f in ipairs(figures) do
+      samples[i] = samples[i] or { run = {}, base = {} }
+      -- which goes first alternates too
+      local a, b = f.run, f.baseline
+      if r % 2 == 0 then util.append(samples[i].base, b()); util.append(samples[i].run, a())
+      else util.append(samples[i].run, a()); util.append(samples[i].base, b()) end
+    end
+  end
+  print()
+  print(string.format("%-36s %-18s %-30s %-16s %s", "figure", "median (p95)", "baseline",
+    "median (p95)", "ratio"))
+  for i, f in ipairs(figures) do
+    local m, b = util.stats(samples[i].run), util.stats(samples[i].base)
+    print(string.format("%-36s %7.2f (%7.2f)  %-30s %6.2f (%6.2f)  %5.2fx  %s", f.name, m.median,
+      m.p95, f.base, b.median, b.p95, m.median / b.median, f.target and f.target(m.median, b.median) or ""))
+  end
+
+  -- throughput: 8 client processes, JOBS runs each, against each server
+  -- in turn, the order rotating between rounds
+  local order = { "pool", "cold" }
+  if servers.baseline then order[#order + 1] = "baseline" end
+  local tp = {}
+  for r = 1, ROUNDS do
+    for k = 0, #order - 1 do
+      local name = order[(r + k - 1) % #order + 1]
+      tp[name] = tp[name] or {}
+      tp[name][#tp[name] + 1] = util.throughput(servers[name], CLIENTS, JOBS)
+    end
+  end
+  print()
+  print(string.format("throughput, %d clients x %d bash \"true\" runs, %d rounds:", CLIENTS, JOBS, ROUNDS))
+  local summary = {}
+  for _, name in ipairs(order) do
+    local s = util.summarise(tp[name])
+    summary[name] = s
+    print(string.format("  %-16s %7.1f jobs/s (median of rounds; lowest %5.1f)   CPU per job: server and "
+      .. "its sandboxes %5.2f ms, whole machine %5.2f ms", name .. " server", s.rate, s.low,
+      s.server_cpu, s.machine_cpu))
+  end
+  if summary.baseline then
+    print(string.format("  against the baseline server: %.2fx the jobs per second, %.2fx its CPU per job "
+      .. "(target: >= 2x and <= 0.5x: %s)", summary.pool.rate / summary.baseline.rate,
+      summary.pool.server_cpu / summary.baseline.server_cpu,
+      (summary.pool.rate >= 2 * summary.baseline.rate) and "met" or "NOT met"))
+  end
+  pc:close(); cc:close()
+end)
+for name, s in pairs(servers) do
+  util.note_server(account, s, server_ticks[name])
+  s.stop()
+end
+if util.cleanup then util.cleanup() end
+local busy = util.account_end(account)
+print()
+print(string.format("machine: load average at the end %s; %.0f%% of %d cores busy during the bench, "
+  .. "%.0f%% of them outside the bench (other users)", util.loadavg(), busy.total, machine.cores,
+  busy.others))
+if not ok then error(err, 0) end

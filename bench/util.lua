@@ -1,0 +1,170 @@
+-- Helpers of make bench (bench/bench.lua): statistics, the machine and
+-- its CPU accounting, the bare bwrap command line, and one throughput run.
+local socket = require "socket"
+local server = require "spec.helpers.unsandboxd"
+local fs = require "spec.helpers.fs"
+
+local M = {}
+local q = server.sh_quote
+
+local function slurp(path) return fs.read(path) or "" end
+
+local function cmd(line)
+  local p = assert(io.popen(line))
+  local out = p:read("a")
+  p:close()
+  return (out:gsub("%s+$", ""))
+end
+
+local TICK_MS = 1000 / (tonumber(cmd("getconf CLK_TCK")) or 100)
+
+function M.append(dst, src) for _, v in ipairs(src) do dst[#dst + 1] = v end end
+
+function M.stats(samples)
+  local s = {}
+  for i, v in ipairs(samples) do s[i] = v end
+  table.sort(s)
+  local function pct(p) return s[math.max(1, math.ceil(#s * p))] end
+  return { median = pct(0.5), p95 = pct(0.95), n = #s }
+end
+
+function M.machine()
+  local cpu = slurp("/proc/cpuinfo"):match("model name%s*:%s*([^\n]+)") or "unknown CPU"
+  return { cpu = cpu, cores = tonumber(cmd("nproc")) or 1, kernel = cmd("uname -r") }
+end
+
+function M.loadavg()
+  return slurp("/proc/loadavg"):match("^(%S+ %S+ %S+)") or "?"
+end
+
+-- Busy and total ticks of the whole machine (/proc/stat).
+local function machine_ticks()
+  local f = {}
+  for n in slurp("/proc/stat"):match("^cpu%s+([^\n]+)"):gmatch("%d+") do f[#f + 1] = tonumber(n) end
+  local busy = f[1] + f[2] + f[3] + f[6] + f[7] + (f[8] or 0)
+  return busy, busy + f[4] + f[5]
+end
+
+-- utime + stime + cutime + cstime of a process: itself and the children
+-- it reaped (for unsandboxd: its sandboxes, all of whose processes are
+-- reaped up the chain to it).
+local function process_ticks(pid)
+  local stat = slurp("/proc/" .. pid .. "/stat")
+  local rest = stat:match("%) (.*)$")
+  if not rest then return 0 end
+  local f = {}
+  for w in rest:gmatch("%S+") do f[#f + 1] = w end
+  -- after "pid (comm) ": state is field 1, utime field 12 ... cstime 15
+  return (tonumber(f[12]) or 0) + (tonumber(f[13]) or 0) + (tonumber(f[14]) or 0) + (tonumber(f[15]) or 0)
+end
+M.process_ticks = process_ticks
+
+-- The CPU accounting of the whole bench: the machine's busy ticks, and
+-- ours (this process with every child it reaped; the servers are read
+-- separately, before they stop, with note_server).
+function M.account_start()
+  local busy, total = machine_ticks()
+  return { busy = busy, total = total, self = process_ticks("self"), servers = 0 }
+end
+
+function M.note_server(acc, srv, start_ticks)
+  acc.servers = acc.servers + process_ticks(srv.pid) - (start_ticks or 0)
+end
+
+function M.account_end(acc)
+  local busy, total = machine_ticks()
+  local all = busy - acc.busy
+  local ours = process_ticks("self") - acc.self + acc.servers
+  local span = total - acc.total
+  return { total = span > 0 and 100 * all / span * 1 or 0,
+           others = all > 0 and 100 * math.max(0, all - ours) / all or 0 }
+end
+
+-- The server's bwrap command line for a bash run (bash zerotrust, vcpu
+-- 1), without the fds the runner passes it (info, block, passwd): the
+-- sandbox alone, run as an unprivileged uid by the bench tool. Its work
+-- and code directories live in a temporary directory removed at exit.
+function M.bwrap_argv()
+  local dir = server.tmpdir("unsb-bench")
+  assert(os.execute("mkdir -p " .. q(dir .. "/code") .. " " .. q(dir .. "/work") ..
+    " && printf true > " .. q(dir .. "/code/main.sh") .. " && chmod -R a+rX " .. q(dir) ..
+    " && chown 65534 " .. q(dir .. "/work")))
+  M.cleanup = function() server.rm_rf(dir) end
+  local a = { "/usr/bin/bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+    "--unshare-cgroup-try", "--unshare-net", "--disable-userns", "--die-with-parent",
+    "--new-session", "--cap-drop", "ALL", "--uid", "1000", "--gid", "1000",
+    "--hostname", "sandbox", "--ro-bind", "/usr", "/usr" }
+  for _, top in ipairs { "bin", "sbin", "lib", "lib32", "lib64", "libx32" } do
+    local target = cmd("readlink /" .. top)
+    if target:match("^/?usr/") then
+      a[#a + 1] = "--symlink"; a[#a + 1] = target; a[#a + 1] = "/" .. top
+    end
+  end
+  for _, etc in ipairs { "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime",
+                         "nsswitch.conf", "hosts", "perl" } do
+    a[#a + 1] = "--ro-bind-try"; a[#a + 1] = "/etc/" .. etc; a[#a + 1] = "/etc/" .. etc
+  end
+  for _, w in ipairs { "--proc", "/proc", "--dev", "/dev", "--size", "1073741824", "--tmpfs", "/tmp",
+      "--size", "1073741824", "--tmpfs", "/dev/shm", "--bind", dir .. "/work", "/sandbox",
+      "--ro-bind", dir .. "/code", "/code", "--remount-ro", "/", "--chdir", "/sandbox",
+      "--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME",
+      "/sandbox", "--setenv", "LANG", "C.UTF-8", "--", "/usr/bin/bash", "/code/main.sh" } do
+    a[#a + 1] = w
+  end
+  return a
+end
+
+-- Waits (at most 5 s) until every shape of a pooled server is full again,
+-- so the CPU of refilling what a run took counts in that run.
+local function await_pool(c)
+  for _ = 1, 100 do
+    local h = c:call("GET", "/health")
+    local full = h and h.pool and h.pool.size > 0
+    for _, s in ipairs(h and h.pool and h.pool.shapes or {}) do
+      full = full and s.ready >= h.pool.size
+    end
+    if full or not (h and h.pool and h.pool.size > 0) then return end
+    socket.sleep(0.05)
+  end
+end
+
+-- One throughput run: `clients` processes of `jobs` bash "true" runs each.
+-- Jobs per second (wall clock from the start of the clients to the end of
+-- the last), and CPU per job of the server with its sandboxes and of the
+-- whole machine.
+function M.throughput(srv, clients, jobs)
+  local unsandbox = require "unsandbox"
+  local c = unsandbox.client(srv.client_opts())
+  await_pool(c)
+  socket.sleep(0.1)
+  local script = string.format([[
+    local u = require "unsandbox"
+    local c = u.client{url=%q, public_key=%q, secret_key=%q}
+    for i = 1, %d do assert(c:execute_code("bash", "true")) end]],
+    srv.url, srv.public_key, srv.secret_key, jobs)
+  local line = {}
+  for i = 1, clients do line[i] = "lua5.4 -e " .. q(script) .. " &" end
+  local s0, m0 = process_ticks(srv.pid), machine_ticks()
+  local t0 = socket.gettime()
+  local ok = os.execute(table.concat(line, " ") .. " wait")
+  local secs = socket.gettime() - t0
+  assert(ok, "a throughput client failed")
+  await_pool(c)
+  socket.sleep(0.1)                    -- the last runs' background release
+  local s1, m1 = process_ticks(srv.pid), machine_ticks()
+  c:close()
+  local n = clients * jobs
+  return { rate = n / secs, server_cpu = (s1 - s0) * TICK_MS / n, machine_cpu = (m1 - m0) * TICK_MS / n }
+end
+
+function M.summarise(runs)
+  local rate, scpu, mcpu, low = {}, {}, {}, math.huge
+  for i, r in ipairs(runs) do
+    rate[i], scpu[i], mcpu[i] = r.rate, r.server_cpu, r.machine_cpu
+    low = math.min(low, r.rate)
+  end
+  return { rate = M.stats(rate).median, low = low, server_cpu = M.stats(scpu).median,
+           machine_cpu = M.stats(mcpu).median }
+end
+
+return M

@@ -1,0 +1,85 @@
+/*
+** The whole-file writer (see file.h): plain *at() calls on a directory
+** fd, never a path walked twice, never a shell.
+*/
+#include "core/file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/digest.h"
+
+static int write_all(int fd, const char *data, size_t len) {
+  while (len > 0) {
+    ssize_t n = write(fd, data, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;
+    if (n == 0) { errno = EIO; return -1; }
+    data += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+/* ".unsb-<16 hex>.tmp": random, so two writers never share one, and
+** short, so any valid name leaves room for it. */
+static int temp_name(char out[32]) {
+  unsigned char raw[8];
+  if (unsb_random_bytes(raw, sizeof raw) != 0) { errno = EAGAIN; return -1; }
+  memcpy(out, ".unsb-", 6);
+  unsb_hex(raw, sizeof raw, out + 6);
+  memcpy(out + 22, ".tmp", 5);
+  return 0;
+}
+
+static int fail(int fd, int dirfd, const char *tmp, const char **step, const char *what) {
+  int e = errno;
+  if (fd >= 0) close(fd);
+  if (tmp) unlinkat(dirfd, tmp, 0);
+  if (step) *step = what;
+  errno = e;
+  return -1;
+}
+
+int unsb_file_write_at(int dirfd, const char *name, const void *data, size_t len,
+                       mode_t mode, uid_t uid, gid_t gid, int flags, const char **step) {
+  char tmp[32];
+  if (!name || !*name || strchr(name, '/')) { errno = EINVAL; return fail(-1, dirfd, NULL, step, "create"); }
+  if (temp_name(tmp) != 0) return fail(-1, dirfd, NULL, step, "create");
+  int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) return fail(-1, dirfd, NULL, step, "create");
+  if (write_all(fd, data, len) != 0) return fail(fd, dirfd, tmp, step, "write");
+  if (uid != (uid_t)-1 && fchown(fd, uid, gid) != 0) return fail(fd, dirfd, tmp, step, "chown");
+  if ((flags & UNSB_FILE_FSYNC) && fsync(fd) != 0) return fail(fd, dirfd, tmp, step, "sync");
+  int rc = close(fd);
+  if (rc != 0) return fail(-1, dirfd, tmp, step, "write");
+  /* renameat replaces a file, a symlink or a FIFO of that name as an
+  ** entry and never follows one; a directory there makes it fail */
+  if (renameat(dirfd, tmp, dirfd, name) != 0) return fail(-1, dirfd, tmp, step, "rename");
+  return 0;
+}
+
+int unsb_file_write(const char *path, const void *data, size_t len, mode_t mode,
+                    int flags, const char **step) {
+  const char *slash = path ? strrchr(path, '/') : NULL;
+  char *dir = NULL;
+  if (!path || !*path) { errno = EINVAL; if (step) *step = "open directory"; return -1; }
+  if (slash) {
+    dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+    if (!dir) { if (step) *step = "open directory"; return -1; }
+  }
+  int dfd = open(dir ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int e = errno;
+  free(dir);
+  if (dfd < 0) { errno = e; if (step) *step = "open directory"; return -1; }
+  int rc = unsb_file_write_at(dfd, slash ? slash + 1 : path, data, len, mode,
+                              (uid_t)-1, (gid_t)-1, flags, step);
+  e = errno;
+  close(dfd);
+  errno = e;
+  return rc;
+}

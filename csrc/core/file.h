@@ -1,0 +1,29 @@
+/*
+** The one whole-file writer. A file is never written in place: the bytes
+** go to a fresh temporary in the same directory (O_CREAT | O_EXCL |
+** O_NOFOLLOW, so nothing that was there is followed or reused), which is
+** then renamed over the name; a reader sees the old file or the new one,
+** never half of one. The cache, the `un` tool's artifacts (through the
+** binding) and unsandboxd's input files (from a directory fd it opened by
+** its own rules) all write through here.
+*/
+#ifndef UNSB_FILE_H
+#define UNSB_FILE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define UNSB_FILE_FSYNC 1   /* fsync before the rename (survives a crash) */
+
+/* Writes name (one path component, no '/') in the directory dirfd:
+** mode (before the umask), owner uid:gid unless uid is (uid_t)-1. 0, or
+** -1 with errno set and *step naming what failed ("create", "write",
+** "chown", "sync", "rename"); the temporary is gone either way. */
+int unsb_file_write_at(int dirfd, const char *name, const void *data, size_t len,
+                       mode_t mode, uid_t uid, gid_t gid, int flags, const char **step);
+
+/* The same for a path: its directory is opened first ("open directory"). */
+int unsb_file_write(const char *path, const void *data, size_t len, mode_t mode,
+                    int flags, const char **step);
+
+#endif

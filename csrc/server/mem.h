@@ -1,0 +1,33 @@
+/*
+** unsandboxd's allocation policy: memory is not an expected failure. A
+** request handler that finds malloc empty cannot answer sensibly (the
+** reply needs memory too), and on Linux an exhausted machine is met by
+** the OOM killer long before malloc returns NULL, so a NULL check per
+** call would be code nobody can run. Instead every allocation of the
+** server goes through these wrappers, and jansson's through the same ones
+** (ux_mem_init): on failure the process writes one line to stderr and
+** aborts. A restart then finds the jobs left running and marks them
+** failed with "server restarted" (store.h), as after any crash.
+**
+** The core's files the server links (csrc/core) are a library and keep
+** their own policy: they report UNSB_ENOMEM and never abort.
+*/
+#ifndef UX_MEM_H
+#define UX_MEM_H
+
+#include <stddef.h>
+
+/* Installs the wrappers as jansson's allocator. Call before any JSON
+** value exists (main, and the C tests that build JSON). */
+void ux_mem_init(void);
+
+void *ux_xmalloc(size_t n);
+void *ux_xcalloc(size_t n, size_t size);
+void *ux_xrealloc(void *p, size_t n);
+char *ux_xstrdup(const char *s);
+char *ux_xstrndup(const char *s, size_t n);
+
+/* Writes "unsandboxd: out of memory (N bytes)" and aborts. */
+_Noreturn void ux_oom(size_t n);
+
+#endif

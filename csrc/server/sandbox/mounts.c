@@ -1,0 +1,119 @@
+/*
+** The mounts a sandbox's child detaches before it execs bwrap (see
+** run.h, ux_detach_plan). The child's mount namespace starts as a copy of
+** the server's, which holds the host's mounts (a dozen cgroup v1
+** hierarchies under /sys among them), every volume and the scratch
+** volume of every run in flight or waiting in the pool. bwrap copies that
+** namespace again and reads all of /proc/self/mountinfo after each of its
+** fifteen or so binds, so its cost grew with the number of runs; the
+** program never sees any of those mounts (bwrap pivots to a root of its
+** own). What bwrap itself needs stays: /, /proc (its own /proc/self/fd),
+** /dev (the device nodes --dev binds), /usr and /etc with what is mounted
+** below them. The work, code and read-only bind directories reach the
+** child as detached clones (open_tree), so detaching their origins
+** changes nothing for them.
+**
+** The list is read in the server (the child may only make raw
+** syscalls), once per process: the server's namespace is private, so it
+** changes only by the server's own mounts, all of which are below its
+** data directory, itself a mount that the list holds (volume.c makes it
+** one). A mount made or gone since is harmless anyway: one line more for
+** bwrap, or an EINVAL the child ignores.
+*/
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/sandbox/run.h"
+
+#define MAX_DETACH 256
+
+/* 1 when `path` is `dir` or below it. */
+static int within(const char *path, const char *dir) {
+  size_t n = strlen(dir);
+  if (!strcmp(dir, "/")) return 1;
+  return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Mounts bwrap needs: those at or above what it uses, and below /usr and
+** /etc (--ro-bind /usr /usr takes what is mounted inside along). */
+static int needed(const char *m) {
+  static const char *const used[] = { "/proc", "/dev", "/usr", "/etc" };
+  for (size_t i = 0; i < sizeof used / sizeof used[0]; i++)
+    if (within(used[i], m)) return 1;
+  return within(m, "/usr") || within(m, "/etc");
+}
+
+/* The mount point of one mountinfo line (the fifth field), its \ooo
+** escapes decoded in place; NULL when malformed. */
+static char *mount_point(char *line) {
+  char *f = line;
+  for (int i = 0; i < 4 && f; i++) f = strchr(f, ' '), f = f ? f + 1 : NULL;
+  if (!f) return NULL;
+  char *end = strchr(f, ' ');
+  if (end) *end = '\0';
+  char *o = f;
+  for (char *p = f; *p; p++) {
+    if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
+        p[3] >= '0' && p[3] <= '7') {
+      *o++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+      p += 3;
+    } else *o++ = *p;
+  }
+  *o = '\0';
+  return f;
+}
+
+/* Reads /proc/self/mountinfo whole into a malloc'd string. */
+static char *read_mountinfo(void) {
+  FILE *f = fopen("/proc/self/mountinfo", "re");
+  if (!f) return NULL;
+  size_t cap = 16384, len = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    size_t n = fread(buf + len, 1, cap - len - 1, f);
+    len += n;
+    if (len + 1 < cap) break;
+    char *nb = cap < (1u << 24) ? realloc(buf, cap * 2) : NULL;
+    if (!nb) { free(buf); buf = NULL; break; }
+    buf = nb;
+    cap *= 2;
+  }
+  fclose(f);
+  if (buf) buf[len] = '\0';
+  return buf;
+}
+
+static int make_plan(ux_detach *d) {
+  memset(d, 0, sizeof *d);
+  if (!(d->text = read_mountinfo()) || !(d->paths = calloc(MAX_DETACH, sizeof *d->paths))) {
+    free(d->text);
+    free(d->paths);
+    memset(d, 0, sizeof *d);
+    return -1;
+  }
+  for (char *line = d->text, *next; line && *line && d->n < MAX_DETACH; line = next) {
+    next = strchr(line, '\n');
+    if (next) *next++ = '\0';
+    char *m = mount_point(line);
+    if (!m || m[0] != '/' || needed(m)) continue;
+    /* one detach takes what is mounted below it along */
+    int covered = 0;
+    for (int i = 0; i < d->n && !covered; i++) covered = within(m, d->paths[i]) && strcmp(m, d->paths[i]);
+    if (!covered) d->paths[d->n++] = m;
+  }
+  return 0;
+}
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static ux_detach plan;
+static int plan_ok;
+
+static void plan_once(void) { plan_ok = make_plan(&plan) == 0; }
+
+const ux_detach *ux_detach_plan(void) {
+  pthread_once(&once, plan_once);
+  return plan_ok ? &plan : NULL;
+}

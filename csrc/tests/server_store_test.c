@@ -1,0 +1,190 @@
+/*
+** The execution API's documents in the store (store.h): creation never
+** replaces, changes are conditional, recovery is one statement, and a
+** change racing a deletion never brings the row back (threads on one
+** store, 300 rounds each for lock-vs-delete and touch-vs-delete).
+*/
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/mem.h"
+#include "server/store/db.h"
+#include "server/store/store.h"
+#include "tests/tap.h"
+
+static json_t *doc_of(const char *id, const char *extra_key, json_t *extra) {
+  json_t *d = json_pack("{s:s,s:s,s:I}", "id", id, "status", "ready", "created_at", (json_int_t)100);
+  if (extra_key) json_object_set_new(d, extra_key, extra);
+  return d;
+}
+
+static void test_insert(ux_store *st) {
+  json_t *d = doc_of("s1", "locked", json_false());
+  ok(ux_store_insert(st, "snapshots", "s1", "alice", "ready", d) == 0, "insert creates a row");
+  ok(ux_store_insert(st, "snapshots", "s1", "alice", "ready", d) == -1, "a second insert of the id fails");
+  ok(ux_store_insert(st, "nosuch", "s1", "alice", "ready", d) == -1, "an unknown table is refused");
+  json_t *got = ux_store_get(st, "snapshots", "s1", "alice");
+  ok(got && json_equal(got, d), "get returns the document as stored");
+  json_decref(got);
+  ok(!ux_store_get(st, "snapshots", "s1", "bob"), "another owner does not see it");
+  got = ux_store_get(st, "snapshots", "s1", NULL);
+  ok(got != NULL, "owner NULL sees it");
+  json_decref(got);
+  json_decref(d);
+}
+
+static void test_child(ux_store *st) {
+  json_t *parent = doc_of("sess", NULL, NULL), *child = doc_of("snap", NULL, NULL);
+  ok(ux_store_insert_child(st, "snapshots", "snap", "alice", "ready", child, "sessions", "sess") == 0,
+     "a child of a missing parent is not stored");
+  ok(!ux_store_get(st, "snapshots", "snap", NULL), "... and no row exists");
+  ux_store_insert(st, "sessions", "sess", "alice", "running", parent);
+  ok(ux_store_insert_child(st, "snapshots", "snap", "bob", "ready", child, "sessions", "sess") == 0,
+     "a parent of another owner does not count");
+  ok(ux_store_insert_child(st, "snapshots", "snap", "alice", "ready", child, "sessions", "sess") == 1,
+     "a child of an existing parent is stored");
+  ok(ux_store_insert_child(st, "snapshots", "snap", "alice", "ready", child, "nosuch", "sess") == -1,
+     "an unknown parent table is refused");
+  json_decref(parent);
+  json_decref(child);
+}
+
+static void test_update(ux_store *st) {
+  static const char *const unfinished[] = { "pending", "running", NULL };
+  json_t *d = json_pack("{s:s,s:s,s:I,s:n,s:n}", "job_id", "j1", "status", "pending",
+                        "created_at", (json_int_t)5, "completed_at", "error");
+  ux_store_insert(st, "jobs", "j1", "alice", "pending", d);
+  json_object_set_new(d, "status", json_string("completed"));
+  ok(ux_store_update(st, "jobs", "j1", "alice", "completed", d, unfinished) == 1, "pending -> completed");
+  json_object_set_new(d, "status", json_string("running"));
+  ok(ux_store_update(st, "jobs", "j1", "alice", "running", d, unfinished) == 0,
+     "a finished job's row does not change again");
+  json_t *got = ux_store_get(st, "jobs", "j1", "alice");
+  is_str(json_string_value(json_object_get(got, "status")), "completed", "... it stays completed");
+  json_decref(got);
+  ok(ux_store_update(st, "jobs", "j1", "alice", "failed", d, NULL) == 1, "from NULL: any status");
+  ok(ux_store_update(st, "jobs", "nosuch", "alice", "failed", d, NULL) == 0, "no such row: 0");
+  json_decref(d);
+
+  /* recovery: one statement, fields edited in place, order kept */
+  json_t *p = json_pack("{s:s,s:s,s:s,s:I,s:n,s:n}", "job_id", "j2", "status", "running",
+                        "language", "bash", "created_at", (json_int_t)6, "completed_at", "error");
+  ux_store_insert(st, "jobs", "j2", "alice", "running", p);
+  json_decref(p);
+  ok(ux_store_recover_jobs(st, 777) == 1, "recovery marks the one unfinished job");
+  char *text = NULL;
+  got = ux_store_get(st, "jobs", "j2", NULL);
+  if (got) text = json_dumps(got, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  is_str(text, "{\"job_id\":\"j2\",\"status\":\"failed\",\"language\":\"bash\",\"created_at\":6,"
+               "\"completed_at\":777,\"error\":\"server restarted\"}", "... failed, in the same key order");
+  free(text);
+  json_decref(got);
+  ok(ux_store_recover_jobs(st, 778) == 0, "a second recovery finds nothing");
+}
+
+static void test_fields(ux_store *st) {
+  json_t *yes = json_true(), *no = json_false(), *out = NULL;
+  ok(ux_store_set_field(st, "snapshots", "s1", "alice", "locked", yes, &out) == 1 &&
+     json_is_true(json_object_get(out, "locked")), "set_field returns the new document");
+  ok(json_integer_value(json_object_get(out, "created_at")) == 100, "... with the rest untouched");
+  json_decref(out);
+  ok(ux_store_set_field(st, "snapshots", "s1", "bob", "locked", yes, &out) == 0 && !out,
+     "another owner's row: 0");
+  ok(ux_store_set_field(st, "snapshots", "gone", "alice", "locked", yes, &out) == 0, "no such row: 0");
+  ok(ux_store_set_field(st, "snapshots", "s1", "alice", "bad'field", yes, &out) == -1,
+     "a field name that is not a plain word is refused");
+  ok(ux_store_delete_unless(st, "snapshots", "s1", "alice", "locked") == UX_STORE_REFUSED,
+     "a locked snapshot is not deleted");
+  ok(ux_store_delete_unless(st, "snapshots", "s1", "bob", "locked") == UX_STORE_ABSENT,
+     "another owner's row is absent");
+  ux_store_set_field(st, "snapshots", "s1", "alice", "locked", no, &out);
+  json_decref(out);
+  ok(ux_store_delete_unless(st, "snapshots", "s1", "alice", "locked") == UX_STORE_DELETED,
+     "unlocked: deleted");
+  ok(ux_store_delete_unless(st, "snapshots", "s1", "alice", "locked") == UX_STORE_ABSENT,
+     "deleted twice: absent");
+  json_t *bare = doc_of("nolock", NULL, NULL);
+  ux_store_insert(st, "snapshots", "nolock", "alice", "ready", bare);
+  json_decref(bare);
+  ok(ux_store_delete_unless(st, "snapshots", "nolock", "alice", "locked") == UX_STORE_DELETED,
+     "a document without the field is deleted");
+}
+
+/* ---------------------------------------------------------------------
+** the race: a change and a deletion of the same row at once
+** ------------------------------------------------------------------- */
+
+typedef struct {
+  ux_store *st;
+  const char *table, *id, *field;
+  pthread_barrier_t *go;
+  int rc;
+} racer;
+
+static void *do_delete(void *arg) {
+  racer *r = arg;
+  pthread_barrier_wait(r->go);
+  r->rc = !strcmp(r->table, "snapshots")
+          ? ux_store_delete_unless(r->st, r->table, r->id, "alice", "locked")
+          : ux_store_delete(r->st, r->table, r->id, "alice");
+  return NULL;
+}
+
+static void *do_change(void *arg) {
+  racer *r = arg;
+  json_t *v = !strcmp(r->field, "locked") ? json_true() : json_integer(12345), *out = NULL;
+  pthread_barrier_wait(r->go);
+  r->rc = ux_store_set_field(r->st, r->table, r->id, "alice", r->field, v, &out);
+  json_decref(out);
+  json_decref(v);
+  return NULL;
+}
+
+/* Rounds in which a DELETE answered "deleted" but the row exists after. */
+static int race(ux_store *st, const char *table, const char *field, int rounds) {
+  int resurrected = 0;
+  for (int i = 0; i < rounds; i++) {
+    char id[32];
+    snprintf(id, sizeof id, "race-%s-%d", table, i);
+    json_t *d = doc_of(id, "locked", json_false());
+    ux_store_insert(st, table, id, "alice", "ready", d);
+    json_decref(d);
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, 2);
+    racer del = { st, table, id, field, &go, -1 }, chg = { st, table, id, field, &go, -1 };
+    pthread_t a, b;
+    pthread_create(&a, NULL, do_delete, &del);
+    pthread_create(&b, NULL, do_change, &chg);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    pthread_barrier_destroy(&go);
+    json_t *after = ux_store_get(st, table, id, NULL);
+    if (del.rc == UX_STORE_DELETED && after) resurrected++;
+    json_decref(after);
+  }
+  return resurrected;
+}
+
+int main(void) {
+  char dir[] = "/tmp/unsb-store-XXXXXX", err[256];
+  ux_mem_init();
+  if (!mkdtemp(dir)) { perror("mkdtemp"); return 2; }
+  ux_store *st = ux_store_open(dir, err, sizeof err);
+  ok(st != NULL, "store opens (%s)", st ? "" : err);
+  if (!st) return tap_done();
+  test_insert(st);
+  test_child(st);
+  test_update(st);
+  test_fields(st);
+  ok(race(st, "snapshots", "locked", 300) == 0, "300 rounds of lock vs delete: nothing comes back");
+  ok(race(st, "sessions", "last_activity", 300) == 0,
+     "300 rounds of a session touch vs delete: nothing comes back");
+  ux_store_close(st);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "cleanup failed\n");
+  return tap_done();
+}
