@@ -86,6 +86,9 @@ typedef struct {
   int has_owner;                /* an object call that names its owner */
   const char *trace_id;         /* the caller's bound trace, or NULL = a random one */
   const char *trace_flags;      /* NULL = "01" */
+  const char *traceparent;      /* a whole traceparent the caller made (so it knows
+                                ** the span it sent), or NULL = one from trace_id,
+                                ** trace_flags and a random span */
   const char *mcp_tool;         /* an MCP tools/call of this tool, or NULL */
   int streaming;                /* MCP: ask for SSE first */
   long timeout_ms;              /* <= 0 = the client's */
