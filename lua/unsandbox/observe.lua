@@ -79,14 +79,16 @@ local function call(fn, ev)
   end
 end
 
---- The event of one exchange. x: {method, path, attempt, traceparent,
--- resp (a response table) | kind (a failure's kind) and info}.
+--- The event of one exchange: resp (a response table), or kind (a
+-- failure's kind, nothing answered) and info. error_kind is that kind, or
+-- "http" for an answer of status 400 and up.
 function M.event(method, path, attempt, traceparent, resp, kind, info)
   local t = resp and resp.timing or info and info.timing or {}
   return {
     method = method, path = (path:match("^[^?]*")), attempt = attempt,
     traceparent = traceparent, status = resp and resp.status or nil,
-    request_id = resp and resp.request_id or nil, error_kind = kind,
+    request_id = resp and resp.request_id or nil,
+    error_kind = kind or (resp and resp.status >= 400 and "http") or nil,
     ms = t.total_ms, bytes_out = t.bytes_out, bytes_in = t.bytes_in,
   }
 end
