@@ -44,6 +44,8 @@ describe("tasks #integration", function()
   after_each(function()
     -- no test leaves a task behind for the next
     assert.is_true((unsandbox.run(60)))
+    -- nor a timer (a poll's sleep, a retry's backoff) on the loop
+    assert.equal(0, core.loop_stats().timers)
     c:call("POST", "/_faults", { mode = "off" })
   end)
 
