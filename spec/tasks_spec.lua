@@ -24,11 +24,16 @@ describe("tasks #integration", function()
     return assert(c:call("GET", "/_faults/stats"))
   end
 
-  -- Steps (at most `n` times, 50 ms each) until pred() holds.
+  -- Steps (at most `n` times, 50 ms each) until pred() holds. With no
+  -- task left step() returns at once: the rest of the 50 ms is slept, so
+  -- the bound is one of time as well as of count.
   local function step_until(pred, n)
     for _ = 1, n or 400 do
       if pred() then return true end
+      local t0 = core.monotonic_ms()
       unsandbox.step(50)
+      local left = 50 - (core.monotonic_ms() - t0)
+      if left > 0 then core.sleep(left) end
     end
     return pred()
   end
@@ -118,6 +123,17 @@ describe("tasks #integration", function()
     local after = stats()
     assert.equal(before.streams_completed, after.streams_completed)
     assert.equal("cancelled", t:status())
+    -- a stream the task opened but is not waiting on is closed too
+    local opened
+    t = unsandbox.spawn(function()
+      opened = assert(c:_open("POST", "/_faults/stream", '{"chunks":200,"ms":50,"size":16}',
+        { mode = "sse" }))
+      core.sleep(60000)
+    end)
+    assert.is_true(step_until(function() return stats().streams_started > after.streams_started end))
+    assert.is_true(t:cancel())
+    assert.is_true(step_until(function() return stats().streams_gone > after.streams_gone end))
+    assert.error_matches(function() opened:step(0) end, "closed Transfer")
   end)
 
   it("cancel() mid-job cancels the remote job too", function()

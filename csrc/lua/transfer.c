@@ -137,7 +137,13 @@ unsb_http_xfer *ub_transfer_xfer(lua_State *L, int idx) { return get(L, idx)->x;
 
 int ub_transfer_close(lua_State *L, int idx) {
   ub_transfer *t = get(L, idx);
-  if (t->x) unsb_http_close(t->x);
+  if (t->x) {
+    /* a step's timer goes with it (a cancelled task never runs step_k);
+    ** only while the engine lives, which holds the loop alive */
+    if (t->token) unsb_loop_timer_cancel(t->loop, t->token);
+    unsb_http_close(t->x);
+  }
+  t->token = 0;
   t->x = NULL;
   unsb_sse_free(t->parser);
   t->parser = NULL;

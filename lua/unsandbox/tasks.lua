@@ -127,7 +127,8 @@ function M.spawn(fn, ...)
   next_id = next_id + 1
   local t = setmetatable({ id = next_id, state = "ready", on_finish = {}, cleanups = {},
                            threads = setmetatable({}, { __mode = "k" }),
-                           children = setmetatable({}, { __mode = "k" }) }, Task)
+                           children = setmetatable({}, { __mode = "k" }),
+                           transfers = setmetatable({}, { __mode = "k" }) }, Task)
   if current then current.children[t] = true end
   t.co = coroutine.create(function() return fn(table.unpack(args, 1, args.n)) end)
   context.apply(context.capture(), t.co)
@@ -236,6 +237,9 @@ function Task:cancel(why)
   table.sort(kids, function(a, b) return a.id < b.id end)
   for _, child in ipairs(kids) do child:cancel(why) end
   for th in pairs(self.threads) do core.loop_abort(th) end
+  -- streams it opened and was not waiting on right now (pcall: a
+  -- Transfer whose Client was closed raises on nothing, but be sure)
+  for x in pairs(self.transfers) do pcall(x.close, x) end
   live[self] = nil
   n_live = n_live - 1
   self.state = "cancelled"
@@ -434,6 +438,24 @@ function M.wait_all(list)
     end
   end
   return true
+end
+
+------------------------------------------------------------------------
+-- streams opened inside a task
+------------------------------------------------------------------------
+
+-- A Transfer opened by a task (Client:_open, Manager:_open: every
+-- stream) belongs to it: cancelling the task closes it even when the task
+-- was waiting on something else at that moment. Weak keys: a Transfer
+-- the task dropped is not kept alive by this.
+local function adopt(x, ...)
+  if x and current then current.transfers[x] = true end
+  return x, ...
+end
+
+for _, class in ipairs { core.Client, core.Manager } do
+  local open = class._open
+  class._open = function(self, ...) return adopt(open(self, ...)) end
 end
 
 ------------------------------------------------------------------------
