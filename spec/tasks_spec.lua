@@ -9,6 +9,7 @@ local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"
 local cp = require "spec.helpers.cp"
 local core = require "unsandbox.core"
+local fs = require "spec.helpers.fs"
 
 local SUBJ_A = string.rep("a", 32)
 local SUBJ_B = string.rep("b", 32)
@@ -155,6 +156,45 @@ describe("tasks #integration", function()
     assert.equal("cancelled", j.status)
     local active = assert(c:list_jobs())
     for _, a in ipairs(active) do assert.are_not.equal(id, a.job_id) end
+  end)
+
+  it("Ctrl-C under unlua cancels every task and their jobs", function()
+    local dir = fs.tmpdir("unsb-ctrlc")
+    local script, out, status = dir .. "/run.lua", dir .. "/out", dir .. "/status"
+    fs.write(script, string.format([[
+local u = require "unsandbox"
+local c = u.client { url = %q, public_key = %q, secret_key = %q }
+for i = 1, 4 do
+  u.spawn(function()
+    local id = assert(c:execute_async("bash", "sleep 30", { ttl = 60 }))
+    io.stdout:write("JOB=", id, "\n"); io.stdout:flush()
+    return c:wait_for_job(id, { timeout = 60 })
+  end)
+end
+local ok, err = u.run(90)
+print("RUN", ok, err and err.kind)
+]], srv.url, srv.public_key, srv.secret_key))
+    os.execute(string.format("(bin/unlua %s >%s 2>&1 & echo $! >%s/pid; wait $!; echo $? >%s) >/dev/null 2>&1 &",
+      fs.quote(script), fs.quote(out), fs.quote(dir), fs.quote(status)))
+    local function jobs()
+      local ids = {}
+      for id in (fs.read(out) or ""):gmatch("JOB=(%S+)") do ids[#ids + 1] = id end
+      return ids
+    end
+    assert.is_true(step_until(function() return #jobs() == 4 and (fs.read(dir .. "/pid") or ""):match("%d") end))
+    local pid = tonumber(fs.read(dir .. "/pid"))
+    assert.is_true(step_until(function()
+      for _, id in ipairs(jobs()) do
+        local j = c:get_job(id)
+        if not j or j.status ~= "running" then return false end
+      end
+      return true
+    end))
+    os.execute("kill -INT " .. pid)
+    assert.is_true(step_until(function() return (fs.read(status) or "") ~= "" end))
+    assert.matches("RUN\tnil\tinterrupted", fs.read(out))
+    for _, id in ipairs(jobs()) do assert.equal("cancelled", (assert(c:get_job(id))).status) end
+    fs.rm_rf(dir)
   end)
 
   it("an error in one task leaves the others alone", function()

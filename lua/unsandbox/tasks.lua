@@ -289,13 +289,25 @@ local function cancel_all(system_too, why)
 end
 M.cancel_all = cancel_all
 
+-- core.loop_step, with unlua's Ctrl-C: its signal hook raises
+-- "interrupted!" in the main thread as the step returns (as lua.c does);
+-- here that is the interrupt the step reports, so the tasks are cancelled
+-- rather than abandoned. Tokens the step took are lost then, which only
+-- matters to tasks about to be cancelled.
+local function loop_step(ms)
+  local ok, woken, intr = pcall(core.loop_step, ms)
+  if ok then return woken, intr end
+  if type(woken) == "string" and woken:find("interrupted!$") then return {}, true end
+  error(woken, 0)
+end
+
 -- Ctrl-C: every task is cancelled, their cleanups get a few seconds.
 local function interrupted()
   cancel_all(false, "interrupted")
   local deadline = core.monotonic_ms() + CLEANUP_WAIT_MS
   while n_live > 0 and core.monotonic_ms() < deadline do
     run_ready()
-    local woken, again = core.loop_step(math.min(100, math.max(0, deadline - core.monotonic_ms())))
+    local woken, again = loop_step(math.min(100, math.max(0, deadline - core.monotonic_ms())))
     wake(woken)
     if again then break end             -- a second Ctrl-C: no more waiting
   end
@@ -326,7 +338,7 @@ function M.step(timeout_ms)
   run_ready()
   local wait = 0
   if n_live > 0 and not has_ready() then wait = math.max(0, ms - (core.monotonic_ms() - started)) end
-  local woken, intr = core.loop_step(wait)
+  local woken, intr = loop_step(wait)
   wake(woken)
   if intr then return interrupted() end
   run_ready()
