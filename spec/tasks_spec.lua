@@ -321,4 +321,37 @@ describe("tasks and the Control Plane #integration", function()
     -- nothing leaked to the main thread either
     assert.is_nil(unsandbox.current_trace())
   end)
+
+  it("Sandbox streams in two tasks progress together while step(0) never waits for them", function()
+    local m = unsandbox.manager { url = srv.cp_url, token = srv.token, env = {} }
+    local order = {}
+    local function box(name)
+      return unsandbox.spawn(function()
+        local sb <close> = assert(unsandbox.Sandbox.create { name = name, manager = m })
+        return assert(sb:stream("for i in 1 2 3; do echo $i; sleep 0.5; done", function(_, chunk)
+          for line in chunk:gmatch("%d") do order[#order + 1] = name .. line end
+        end, 30))
+      end)
+    end
+    local a, b = box("task-a"), box("task-b")
+    local longest = 0
+    local deadline = core.monotonic_ms() + 120000
+    while not (a:done() and b:done()) and core.monotonic_ms() < deadline do
+      local t0 = core.monotonic_ms()
+      unsandbox.step(0)
+      longest = math.max(longest, core.monotonic_ms() - t0)
+      core.sleep(5)
+    end
+    assert.equal("done", a:status(), tostring(select(2, a:result())))
+    assert.equal("done", b:status(), tostring(select(2, b:result())))
+    assert.equal(0, (a:result()).exit_code)
+    assert.equal(0, (b:result()).exit_code)
+    assert.equal(6, #order)
+    -- interleaved: neither stream waited for the other to end
+    local pos = {}
+    for i, v in ipairs(order) do pos[v] = i end
+    assert.is_true(pos["task-a1"] < pos["task-b3"] and pos["task-b1"] < pos["task-a3"], table.concat(order, " "))
+    -- a step that waited for a stream's next chunk would take ~500 ms
+    assert.is_true(longest < 400, "longest step(0) " .. longest .. " ms")
+  end)
 end)
