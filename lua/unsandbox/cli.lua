@@ -9,6 +9,7 @@ local unsandbox = require "unsandbox"
 local core = require "unsandbox.core"
 local cjson = require "cjson"
 local cli_cp = require "unsandbox.cli_cp"
+local cli_exec = require "unsandbox.cli_exec"
 
 local M = {}
 
@@ -23,7 +24,7 @@ usage: un [options] FILE            run FILE (language from its extension or she
        un service list | create NAME BOOTSTRAP | get ID | delete ID | exec ID CMD | logs ID | snapshot ID [NAME]
        un snapshot list | get ID | restore ID | delete ID | lock ID | unlock ID
        un key
-]] .. cli_cp.USAGE .. [[
+]] .. cli_exec.USAGE .. cli_cp.USAGE .. [[
 options:
   -s LANG        language of inline code        -e KEY=VAL   environment variable (repeatable)
   -f FILE        input file (repeatable)        -n MODE      zerotrust (default) | semitrusted
@@ -91,6 +92,7 @@ local function parse(args)
       if not o.account or o.account < 0 then usage("--account expects a non-negative integer") end
     elseif a == "--url" then o.url = value(a)
     elseif a == "--json" then o.json = true
+    elseif a == "--all" then o.all = true
     elseif a == "--get" then o.get = value(a)
     elseif a == "--cancel" then o.cancel = value(a)
     elseif a == "--shell" then o.shell = value(a)
@@ -319,6 +321,9 @@ commands.snapshot = resource("snapshot", {
   lock = function(o, c) check(c:lock_snapshot(need(o, 3, "snapshot id"))) end,
   unlock = function(o, c) check(c:unlock_snapshot(need(o, 3, "snapshot id"), SUDO)) end,
 })
+
+cli_exec.extend(commands, { usage = usage, check = check, need = need, list = list,
+  show_table = show_table, SUDO = SUDO })
 
 local function is_file(path)
   local f = io.open(path, "rb")

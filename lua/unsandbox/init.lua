@@ -337,10 +337,13 @@ Client.list_services = list_of("services")
 Client.get_service = by_id("GET", "/services/", "get_service")
 Client.delete_service = destructive("DELETE", "/services/", "delete_service")
 
---- The service's bootstrap output.
-function Client:service_logs(id)
+--- The service's bootstrap output; opts.all asks for all of it.
+function Client:service_logs(id, opts)
   check.id("service_logs", "id", id)
-  local doc, rid = api.call(self, "GET", "/services/" .. id .. "/logs")
+  opts = check.type("service_logs", "opts", opts, "table", true) or {}
+  execute.check_options("service_logs", opts, { all = true })
+  local all = check.type("service_logs", "all", opts.all, "boolean", true)
+  local doc, rid = api.call(self, "GET", "/services/" .. id .. "/logs" .. (all and "?all=true" or ""))
   if not doc then return nil, rid end
   local log = doc.log or doc.logs or ""
   if type(log) ~= "string" then return shape.fail(rid, "'log' is not a string") end
@@ -388,6 +391,9 @@ Client.delete_snapshot = destructive("DELETE", "/snapshots/", "delete_snapshot")
 Client.restore_snapshot = by_id("POST", "/snapshots/", "restore_snapshot", "/restore")
 Client.lock_snapshot = by_id("POST", "/snapshots/", "lock_snapshot", "/lock")
 Client.unlock_snapshot = destructive("POST", "/snapshots/", "unlock_snapshot", "/unlock")
+
+-- the rest of the execution API (power, administration, env vault, images)
+require("unsandbox.execapi").install(Client, { by_id = by_id, destructive = destructive, with_id = with_id })
 
 --- detect_language as a method too, for symmetry; no network.
 function Client.detect_language(_, filename) return unsandbox.detect_language(filename) end
