@@ -34,6 +34,7 @@ options:
                  key to every local user in the process list; un warns)
   --secret-key-file FILE   secret key: the first line of FILE
   --account N    row of accounts.csv            --url URL    service base URL
+  -v             one line per HTTP exchange on stderr (as UNSANDBOX_DEBUG=1)
   -h, --help     this text]]
 
 -- A failure with its exit code; raised inside main and caught there.
@@ -81,6 +82,7 @@ local function parse(args)
       o.ttl = math.tointeger(tonumber(value(a)))
       if not o.ttl or o.ttl < 1 or o.ttl > 900 then usage("--ttl expects an integer from 1 to 900") end
     elseif a == "-a" then o.artifacts = true
+    elseif a == "-v" then o.verbose = true
     elseif a == "-o" then o.outdir = value(a)
     elseif a == "-p" then o.public_key = value(a)
     elseif a == "-k" then o.key_arg = value(a)
@@ -345,6 +347,7 @@ function M.main(args)
     end
     local o = parse(args)
     if o.help then print(USAGE); return 0 end
+    if o.verbose then unsandbox.debug(true) end
     local cmd = not o.language and commands[o.rest[1]]
     -- a file of that name wins over a subcommand
     if cmd and not is_file(o.rest[1]) then

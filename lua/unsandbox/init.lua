@@ -18,6 +18,11 @@ local execute = require "unsandbox.execute"
 local languages = require "unsandbox.languages"
 local poll = require "unsandbox.poll"
 local results = require "unsandbox.results"
+local tasks = require "unsandbox.tasks"
+local batch = require "unsandbox.batch"
+local context = require "unsandbox.context"
+local observe = require "unsandbox.observe"
+local retry = require "unsandbox.retry"
 local shape = require "unsandbox.shape"
 
 local unsandbox = {
@@ -27,6 +32,15 @@ local unsandbox = {
 }
 
 local Client = core.Client   -- the methods table of the C userdata
+
+-- Tasks (lua/unsandbox/tasks.lua): spawn, step, run, pollfds, completed.
+unsandbox.spawn = tasks.spawn
+unsandbox.step = tasks.step
+unsandbox.run = tasks.run
+unsandbox.pollfds = tasks.pollfds
+unsandbox.completed = tasks.completed
+unsandbox.Task = tasks.Task
+unsandbox.current_task = tasks.current
 
 -- The Control Plane client (lua/unsandbox/cp.lua), loaded on first use of
 -- one of its names: a script that only runs code does not pay for its
@@ -43,10 +57,14 @@ end })
 local TIMEOUTS = setmetatable({}, { __mode = "k" })
 
 local CONNECTION = { public_key = true, secret_key = true, account = true, url = true,
-                     timeout = true, connect_timeout = true, ca_file = true, max_response = true }
+                     timeout = true, connect_timeout = true, ca_file = true, max_response = true,
+                     max_concurrency = true, retry = true, on_request = true }
 
 --- unsandbox.client{public_key=, secret_key=, account=, url=, timeout=,
--- connect_timeout=, ca_file=, max_response=} -> Client. Timeouts in seconds.
+-- connect_timeout=, ca_file=, max_response=, max_concurrency=, retry=,
+-- on_request=} -> Client. Timeouts in seconds. max_concurrency: requests
+-- in flight at once (default 16; more wait in a queue); retry: see
+-- retry.lua (off by default); on_request(ev): this client's hook.
 function unsandbox.client(opts)
   opts = check.type("client", "opts", opts, "table", true) or {}
   execute.check_options("client", opts, CONNECTION)
@@ -54,19 +72,31 @@ function unsandbox.client(opts)
   for k, v in pairs(opts) do c[k] = v end
   check.positive("client", "timeout", opts.timeout)
   check.positive("client", "connect_timeout", opts.connect_timeout)
+  check.type("client", "on_request", opts.on_request, "function", true)
+  check.int_range("client", "max_concurrency", opts.max_concurrency, 1, 1024)
+  local policy = retry.policy("client", opts.retry)
   if opts.timeout then c.timeout = math.floor(opts.timeout * 1000) end
   if opts.connect_timeout then c.connect_timeout = math.floor(opts.connect_timeout * 1000) end
+  c.retry, c.on_request = nil, nil
   local client = core.client(c)
   TIMEOUTS[client] = c.timeout
+  local state = client:_state()
+  state.retry, state.on_request = policy, opts.on_request
   return client
 end
 
--- How long to wait for a job when the caller gave no timeout: its ttl
--- (default 60 s) plus a minute of queueing, never forever.
-local function default_wait(ttl) return (ttl or 60) + 60 end
+local default_wait = execute.default_wait
+local execute_args = execute.args
 
-local function wait_result(self, job_id, timeout, on_poll, want_artifacts)
-  local job, rid = poll.wait(self, job_id, timeout, on_poll)
+-- A result or an error of a call, with the call's timing.
+local function timed(meter, r, err)
+  if type(r) == "table" then r.timing = meter:timing()
+  elseif Error.is(err) then err.timing = meter:timing() end
+  return r, err
+end
+
+local function wait_result(self, job_id, timeout, on_poll, want_artifacts, meter)
+  local job, rid = poll.wait(self, job_id, timeout, on_poll, meter)
   if not job then return nil, rid end
   return results.normalise(job, rid, want_artifacts)
 end
@@ -75,16 +105,6 @@ end
 -- Execution and jobs
 ------------------------------------------------------------------------
 
--- The arguments of execute_code and execute_async, checked. Returns the
--- options table and the request body, or the options, nil and an Error
--- when an input file cannot be read.
-local function execute_args(fname, language, code, opts)
-  check.nonempty(fname, "language", language)
-  check.type(fname, "code", code, "string")
-  opts = check.type(fname, "opts", opts, "table", true) or {}
-  return opts, execute.body(fname, language, code, opts)
-end
-
 --- Runs code and returns its result once finished (polling when the
 -- service answers with a pending job).
 function Client:execute_code(language, code, opts)
@@ -92,18 +112,20 @@ function Client:execute_code(language, code, opts)
   opts, body, err = execute_args("execute_code", language, code, opts)
   if not body then return nil, err end
   local started = core.monotonic_ms()
+  local meter = observe.meter()
   local ttl = body.ttl or 60
   local req_timeout = opts.timeout or (ttl + 30 > 120 and ttl + 30 or nil)
-  local doc, rid = api.call(self, "POST", "/execute", body, { timeout = req_timeout })
-  if not doc then return nil, rid end
+  local doc, rid = api.call(self, "POST", "/execute", body, { timeout = req_timeout, meter = meter })
+  if not doc then return timed(meter, nil, rid) end
   if results.is_pending(doc) then
     local id, bad = results.pending_id(doc, rid)
-    if not id then return nil, bad end
+    if not id then return timed(meter, nil, bad) end
     local budget = opts.timeout and opts.timeout - (core.monotonic_ms() - started) / 1000
                    or default_wait(ttl)
-    return wait_result(self, doc.job_id, math.max(budget, 0.001), opts.on_poll, opts.return_artifacts)
+    return timed(meter, wait_result(self, id, math.max(budget, 0.001), opts.on_poll,
+      opts.return_artifacts, meter))
   end
-  return results.normalise(doc, rid, opts.return_artifacts)
+  return timed(meter, results.normalise(doc, rid, opts.return_artifacts))
 end
 
 --- Submits code as a job and returns its id (and the request id).
@@ -121,9 +143,10 @@ end
 --- The job's current state; when it is finished, its result fields too.
 function Client:get_job(job_id)
   check.id("get_job", "job_id", job_id)
-  local doc, rid = api.call(self, "GET", "/jobs/" .. job_id)
-  if not doc then return nil, rid end
-  return results.normalise(doc, rid, doc.artifacts ~= nil)   -- checks the shape
+  local meter = observe.meter()
+  local doc, rid = api.call(self, "GET", "/jobs/" .. job_id, nil, { meter = meter })
+  if not doc then return timed(meter, nil, rid) end
+  return timed(meter, results.normalise(doc, rid, doc.artifacts ~= nil))   -- checks the shape
 end
 
 local WAIT_OPTIONS = { timeout = true, on_poll = true, return_artifacts = true }
@@ -136,60 +159,13 @@ function Client:wait_for_job(job_id, opts)
   execute.check_options("wait_for_job", opts, WAIT_OPTIONS)
   check.positive("wait_for_job", "timeout", opts.timeout)
   check.type("wait_for_job", "on_poll", opts.on_poll, "function", true)
-  return wait_result(self, job_id, opts.timeout or default_wait(900), opts.on_poll,
-    opts.return_artifacts)
+  local meter = observe.meter()
+  return timed(meter, wait_result(self, job_id, opts.timeout or default_wait(900), opts.on_poll,
+    opts.return_artifacts, meter))
 end
 
---- Runs several programs at once: each is submitted as a job, then all
--- are polled together on one connection. list: {{language, code [, opts]}, ...}
--- (opts as for execute_code, less timeout and on_poll). opts.timeout: the
--- overall deadline in seconds (default: the largest ttl plus a minute);
--- opts.on_poll(job, attempt, index). Returns two tables indexed like list:
--- results[i] for each program that ran, errors[i] (an unsandbox.Error) for
--- each that could not be submitted or waited for.
-function Client:execute_many(list, opts)
-  check.type("execute_many", "list", list, "table")
-  opts = check.type("execute_many", "opts", opts, "table", true) or {}
-  execute.check_options("execute_many", opts, { timeout = true, on_poll = true })
-  check.positive("execute_many", "timeout", opts.timeout)
-  check.type("execute_many", "on_poll", opts.on_poll, "function", true)
-  local bodies, longest = {}, 0
-  for i, item in ipairs(list) do
-    local where = "list[" .. i .. "]"
-    check.type("execute_many", where, item, "table")
-    if type(item[3]) == "table" and (item[3].timeout or item[3].on_poll) then
-      check.fail("execute_many", where, "timeout and on_poll belong to the options of execute_many")
-    end
-    local _, body, err = execute_args("execute_many", item[1], item[2], item[3])
-    bodies[i] = body or err
-    longest = math.max(longest, body and body.ttl or 60)
-  end
-  local out, errors, pollers, artifacts = {}, {}, {}, {}
-  for i, body in ipairs(bodies) do
-    pollers[i] = false
-    if Error.is(body) then
-      errors[i] = body
-    else
-      local doc, rid = api.call(self, "POST", "/execute/async", body)
-      if not doc then errors[i] = rid
-      elseif not shape.valid_id(doc.job_id) then
-        errors[i] = select(2, shape.id(doc, "job_id", rid))
-      else
-        artifacts[i] = body.return_artifact
-        pollers[i] = poll.poller(self, doc.job_id, opts.on_poll and function(job, attempt)
-          return opts.on_poll(job, attempt, i)
-        end)
-      end
-    end
-  end
-  poll.wait_all(pollers, opts.timeout or default_wait(longest),
-    function(i, job, rid)
-      local r, err = results.normalise(job, rid, artifacts[i])
-      if r then out[i] = r else errors[i] = err end
-    end,
-    function(i, err) errors[i] = err end)
-  return out, errors
-end
+-- execute_many, execute_each, map and map_each (lua/unsandbox/batch.lua)
+batch.install(Client)
 
 function Client:cancel_job(job_id)
   check.id("cancel_job", "job_id", job_id)
@@ -327,10 +303,11 @@ function Client:session_execute(id, command, opts)
   opts = check.type("session_execute", "opts", opts, "table", true) or {}
   check.positive("session_execute", "timeout", opts.timeout)
   local body = { command = command, timeout = opts.timeout and math.floor(opts.timeout * 1000) or nil }
+  local meter = observe.meter()
   local doc, rid = api.call(self, "POST", "/sessions/" .. id .. "/shell", body,
-    { timeout = opts.timeout and opts.timeout + 30 })
-  if not doc then return nil, rid end
-  return results.normalise(doc, rid)
+    { timeout = opts.timeout and opts.timeout + 30, meter = meter })
+  if not doc then return timed(meter, nil, rid) end
+  return timed(meter, results.normalise(doc, rid))
 end
 
 local SERVICE_OPTIONS = { name = true, bootstrap = true, bootstrap_content = true, ports = true,
@@ -380,14 +357,15 @@ function Client:service_execute(id, command, opts)
   opts = check.type("service_execute", "opts", opts, "table", true) or {}
   check.positive("service_execute", "timeout", opts.timeout)
   local timeout = opts.timeout or 30
+  local meter = observe.meter()
   local doc, rid = api.call(self, "POST", "/services/" .. id .. "/execute",
-    { command = command, timeout = math.floor(timeout * 1000) })
-  if not doc then return nil, rid end
+    { command = command, timeout = math.floor(timeout * 1000) }, { meter = meter })
+  if not doc then return timed(meter, nil, rid) end
   -- the service answers 202 {job_id}, usually without a status
-  if doc.job_id == nil or results.TERMINAL[doc.status] then return results.normalise(doc, rid) end
+  if doc.job_id == nil or results.TERMINAL[doc.status] then return timed(meter, results.normalise(doc, rid)) end
   local job_id, bad = results.pending_id(doc, rid)
-  if not job_id then return nil, bad end
-  return wait_result(self, job_id, timeout + 30, opts.on_poll)
+  if not job_id then return timed(meter, nil, bad) end
+  return timed(meter, wait_result(self, job_id, timeout + 30, opts.on_poll, nil, meter))
 end
 
 local SNAPSHOT_OPTIONS = { name = true, hot = true }
@@ -420,6 +398,32 @@ require("unsandbox.execapi").install(Client, { by_id = by_id, destructive = dest
 --- detect_language as a method too, for symmetry; no network.
 function Client.detect_language(_, filename) return unsandbox.detect_language(filename) end
 
+--- c:on_request(fn): this client's request hook (nil removes it); returns
+-- the previous one. See unsandbox.on_request.
+function Client:on_request(fn)
+  check.type("on_request", "fn", fn, "function", true)
+  local st = self:_state()
+  local prev = st.on_request
+  st.on_request = fn
+  return prev
+end
+
+-- Every call of a client is one trace: the coroutine's bound one
+-- (unsandbox.trace), else a new one for the call, so a job's submission
+-- and all its polls (and retries) share a trace id, each with its own span.
+local UNTRACED = { request = true, _open = true, _state = true, info = true, url = true,
+                   close = true, on_request = true, detect_language = true }
+for name, method in pairs(Client) do
+  if type(method) == "function" and not UNTRACED[name] then
+    Client[name] = function(self, ...)
+      if api.trace() then return method(self, ...) end
+      local b <close> = context.bind(context.traces, context.TRACE_OWNER,
+        { trace_id = core.new_traceparent():sub(4, 35), flags = "01" })
+      return method(self, ...)
+    end
+  end
+end
+
 
 ------------------------------------------------------------------------
 -- Module functions
@@ -447,6 +451,22 @@ function unsandbox.detect_language(filename)
   return core.detect_language(filename)
 end
 
+--- on_request(fn): the hook called after every HTTP exchange of every
+-- client and Manager, with {method, path (no query), status, request_id,
+-- traceparent, ms, bytes_out, bytes_in, attempt, error_kind}: never a key,
+-- a header value or a body. An error in it is reported once on stderr and
+-- never breaks the call. nil removes it; returns the previous one.
+function unsandbox.on_request(fn)
+  check.type("on_request", "fn", fn, "function", true)
+  return observe.set_global(fn)
+end
+
+--- debug(on): one line per exchange on stderr, in the hook's shape (also
+-- UNSANDBOX_DEBUG=1 in the environment). Returns the previous setting.
+function unsandbox.debug(on)
+  return observe.set_debug(on)
+end
+
 local default
 --- The client the module functions use, configured from the environment
 -- the first time it is needed.
@@ -459,8 +479,10 @@ end
 -- client for that call; everything else goes to the default client.
 local OPTS_POSITION = {
   execute_code = 3, execute_async = 3, wait_for_job = 2, get_languages = 1, execute_many = 2,
-  create_session = 1, create_service = 1, session_execute = 3, service_execute = 3,
+  create_session = 1, create_service = 1, session_execute = 3, service_execute = 3, map = 4,
 }
+-- (execute_each and map_each return iterators that outlive the call: they
+-- always use the default client, never a one-off one)
 
 local function connection_opts(opts)
   if type(opts) ~= "table" then return nil end
@@ -483,7 +505,8 @@ local function strip(opts)
 end
 
 for name, method in pairs(Client) do
-  if type(method) == "function" and name ~= "close" and name ~= "request" and unsandbox[name] == nil then
+  if type(method) == "function" and name ~= "close" and name ~= "request" and name:sub(1, 1) ~= "_"
+     and unsandbox[name] == nil then
     local pos = OPTS_POSITION[name]
     unsandbox[name] = function(...)
       local conn = pos and connection_opts((select(pos, ...)))
