@@ -76,6 +76,19 @@ function M.oneof(fname, arg, v, set)
   return v
 end
 
+--- The options table of a public function, checked in one place: nil is
+-- an empty table (unless required), anything but a table raises, and so
+-- does a key the function does not take (a misspelt option would
+-- otherwise be silently ignored). allowed: {name = true, ...}.
+function M.options(fname, opts, allowed, required)
+  if opts == nil and not required then return {} end
+  M.type(fname, "opts", opts, "table")
+  for k in pairs(opts) do
+    if not allowed[k] then fail(fname, "opts", "unknown option '" .. tostring(k) .. "'") end
+  end
+  return opts
+end
+
 M.fail = fail
 
 return M

@@ -19,12 +19,6 @@ M.OPTIONS = {
 -- module functions, which make a one-off client of them; a Client's own
 -- methods refuse them, since they would be ignored there)
 
-function M.check_options(fname, opts, allowed)
-  for k in pairs(opts) do
-    if not allowed[k] then check.fail(fname, "opts", "unknown option '" .. tostring(k) .. "'") end
-  end
-end
-
 local function basename(path)
   return path:match("([^/]+)$") or path
 end
@@ -108,7 +102,6 @@ end
 --- The JSON body of POST /execute and /execute/async, or nil, Error when
 -- an input file cannot be read.
 function M.body(fname, language, code, opts)
-  M.check_options(fname, opts, M.OPTIONS)
   local body = { language = language, code = code }
   if opts.env ~= nil then body.env = encode_env(fname, opts.env) end
   local _, err = M.sandbox_fields(fname, opts, body)

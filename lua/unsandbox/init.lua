@@ -41,8 +41,7 @@ local CONNECTION = { public_key = true, secret_key = true, account = true, url =
 --- unsandbox.client{public_key=, secret_key=, account=, url=, timeout=,
 -- connect_timeout=, ca_file=, max_response=} -> Client. Timeouts in seconds.
 function unsandbox.client(opts)
-  opts = check.type("client", "opts", opts, "table", true) or {}
-  execute.check_options("client", opts, CONNECTION)
+  opts = check.options("client", opts, CONNECTION)
   local c = {}
   for k, v in pairs(opts) do c[k] = v end
   check.positive("client", "timeout", opts.timeout)
@@ -74,7 +73,7 @@ end
 local function execute_args(fname, language, code, opts)
   check.nonempty(fname, "language", language)
   check.type(fname, "code", code, "string")
-  opts = check.type(fname, "opts", opts, "table", true) or {}
+  opts = check.options(fname, opts, execute.OPTIONS)
   return opts, execute.body(fname, language, code, opts)
 end
 
@@ -125,8 +124,7 @@ local WAIT_OPTIONS = { timeout = true, on_poll = true, return_artifacts = true }
 -- 1600, 2000 ms, then every 2 s). opts: timeout (s), on_poll(job, attempt).
 function Client:wait_for_job(job_id, opts)
   check.id("wait_for_job", "job_id", job_id)
-  opts = check.type("wait_for_job", "opts", opts, "table", true) or {}
-  execute.check_options("wait_for_job", opts, WAIT_OPTIONS)
+  opts = check.options("wait_for_job", opts, WAIT_OPTIONS)
   check.positive("wait_for_job", "timeout", opts.timeout)
   check.type("wait_for_job", "on_poll", opts.on_poll, "function", true)
   return wait_result(self, job_id, opts.timeout or default_wait(900), opts.on_poll,
@@ -142,8 +140,7 @@ end
 -- each that could not be submitted or waited for.
 function Client:execute_many(list, opts)
   check.type("execute_many", "list", list, "table")
-  opts = check.type("execute_many", "opts", opts, "table", true) or {}
-  execute.check_options("execute_many", opts, { timeout = true, on_poll = true })
+  opts = check.options("execute_many", opts, { timeout = true, on_poll = true })
   check.positive("execute_many", "timeout", opts.timeout)
   check.type("execute_many", "on_poll", opts.on_poll, "function", true)
   local bodies, longest = {}, 0
@@ -204,8 +201,7 @@ end
 --- The languages the service runs; cached for an hour in
 -- ~/.unsandbox/languages.json. opts.refresh = true skips the cache.
 function Client:get_languages(opts)
-  opts = check.type("get_languages", "opts", opts, "table", true) or {}
-  execute.check_options("get_languages", opts, { refresh = true, timeout = true })
+  opts = check.options("get_languages", opts, { refresh = true, timeout = true })
   check.positive("get_languages", "timeout", opts.timeout)
   return languages.get(self, self:url(), opts)
 end
@@ -223,12 +219,15 @@ function Client:health()
   return true, doc
 end
 
+local CALL_OPTIONS = { timeout = true, auth = true, headers = true }
+
 --- Low-level: a signed request to any route, body a Lua table or nil.
 -- Returns the decoded JSON document and the request id, or nil, Error.
 function Client:call(method, path, body, opts)
   check.nonempty("call", "method", method)
   check.nonempty("call", "path", path)
-  check.type("call", "opts", opts, "table", true)
+  opts = check.options("call", opts, CALL_OPTIONS)
+  check.positive("call", "timeout", opts.timeout)
   return api.call(self, method:upper(), path, body, opts)
 end
 
@@ -263,8 +262,7 @@ local SUDO_OPTIONS = { otp = true, challenge_id = true, on_sudo = true }
 local function destructive(method, prefix, fname, suffix)
   return function(self, id, opts)
     check.id(fname, "id", id)
-    opts = check.type(fname, "opts", opts, "table", true) or {}
-    execute.check_options(fname, opts, SUDO_OPTIONS)
+    opts = check.options(fname, opts, SUDO_OPTIONS)
     check.type(fname, "on_sudo", opts.on_sudo, "function", true)
     if opts.challenge_id ~= nil or opts.otp ~= nil then
       check.nonempty(fname, "challenge_id", opts.challenge_id)
@@ -299,8 +297,7 @@ local SESSION_OPTIONS = { network_mode = true, ttl = true, shell = true, vcpu = 
 
 --- Creates a session: a persistent sandbox that runs commands.
 function Client:create_session(opts)
-  opts = check.type("create_session", "opts", opts, "table", true) or {}
-  execute.check_options("create_session", opts, SESSION_OPTIONS)
+  opts = check.options("create_session", opts, SESSION_OPTIONS)
   local body, err = execute.sandbox_fields("create_session", opts)
   if not body then return nil, err end
   body.ttl = check.int_range("create_session", "ttl", opts.ttl, 1, 86400)
@@ -317,7 +314,7 @@ Client.delete_session = destructive("DELETE", "/sessions/", "delete_session")
 function Client:session_execute(id, command, opts)
   check.id("session_execute", "id", id)
   check.type("session_execute", "command", command, "string")
-  opts = check.type("session_execute", "opts", opts, "table", true) or {}
+  opts = check.options("session_execute", opts, { timeout = true })
   check.positive("session_execute", "timeout", opts.timeout)
   local body = { command = command, timeout = opts.timeout and math.floor(opts.timeout * 1000) or nil }
   local doc, rid = api.call(self, "POST", "/sessions/" .. id .. "/shell", body,
@@ -332,8 +329,7 @@ local SERVICE_OPTIONS = { name = true, bootstrap = true, bootstrap_content = tru
 --- Creates a service: a persistent sandbox whose bootstrap command keeps
 -- running.
 function Client:create_service(opts)
-  check.type("create_service", "opts", opts, "table")
-  execute.check_options("create_service", opts, SERVICE_OPTIONS)
+  check.options("create_service", opts, SERVICE_OPTIONS, true)
   check.nonempty("create_service", "name", opts.name)
   if opts.bootstrap == nil and opts.bootstrap_content == nil then
     check.fail("create_service", "bootstrap", "a bootstrap command or bootstrap_content is required")
@@ -367,8 +363,9 @@ end
 function Client:service_execute(id, command, opts)
   check.id("service_execute", "id", id)
   check.type("service_execute", "command", command, "string")
-  opts = check.type("service_execute", "opts", opts, "table", true) or {}
+  opts = check.options("service_execute", opts, { timeout = true, on_poll = true })
   check.positive("service_execute", "timeout", opts.timeout)
+  check.type("service_execute", "on_poll", opts.on_poll, "function", true)
   local timeout = opts.timeout or 30
   local doc, rid = api.call(self, "POST", "/services/" .. id .. "/execute",
     { command = command, timeout = math.floor(timeout * 1000) })
@@ -386,8 +383,7 @@ local function snapshot_of(kind)
   local fname = kind .. "_snapshot"
   return function(self, id, opts)
     check.id(fname, "id", id)
-    opts = check.type(fname, "opts", opts, "table", true) or {}
-    execute.check_options(fname, opts, SNAPSHOT_OPTIONS)
+    opts = check.options(fname, opts, SNAPSHOT_OPTIONS)
     local body = { name = check.type(fname, "name", opts.name, "string", true),
                    hot = check.type(fname, "hot", opts.hot, "boolean", true) or false }
     local doc, rid = api.call(self, "POST", "/" .. kind .. "s/" .. id .. "/snapshot", body)
@@ -417,10 +413,15 @@ function unsandbox.sign(secret, timestamp, method, path, body)
   return core.sign(secret, timestamp, method, path, body)
 end
 
+-- home, cwd and env stand in for $HOME, the working directory and the
+-- environment (tests and embedders that must not read the real ones).
+local CREDENTIAL_OPTIONS = { public_key = true, secret_key = true, account = true,
+                             home = true, cwd = true, env = true }
+
 --- Which public key would be used, and which tier supplied it (never the
--- secret). opts: public_key, secret_key, account.
+-- secret). opts: public_key, secret_key, account, home, cwd, env.
 function unsandbox.credentials(opts)
-  opts = check.type("credentials", "opts", opts, "table", true) or {}
+  opts = check.options("credentials", opts, CREDENTIAL_OPTIONS)
   local creds, kind, msg = core.credentials(opts)
   if not creds then return nil, Error.new { kind = kind, message = msg } end
   return creds
@@ -442,11 +443,21 @@ function unsandbox.default_client()
   return default
 end
 
--- For module functions: options that name a connection make a one-off
--- client for that call; everything else goes to the default client.
-local OPTS_POSITION = {
-  execute_code = 3, execute_async = 3, wait_for_job = 2, get_languages = 1, execute_many = 2,
-  create_session = 1, create_service = 1, session_execute = 3, service_execute = 3,
+-- The public functions, declared once: each is a method of every Client
+-- and a module function of the same name that uses the default client.
+-- The number is the position of the function's options table (0: none),
+-- from which a module function takes the connection options (url,
+-- public_key, ...) to make a one-off client for that call. Nothing else of
+-- the Client (request, info, url, close) becomes a module function.
+local PUBLIC = {
+  execute_code = 3, execute_async = 3, get_job = 0, wait_for_job = 2, execute_many = 2,
+  cancel_job = 0, list_jobs = 0,
+  get_languages = 1, validate_keys = 0, health = 0, call = 0,
+  create_session = 1, list_sessions = 0, get_session = 0, delete_session = 2, session_execute = 3,
+  create_service = 1, list_services = 0, get_service = 0, delete_service = 2, service_logs = 0,
+  service_execute = 3,
+  session_snapshot = 2, service_snapshot = 2, list_snapshots = 0, get_snapshot = 0,
+  delete_snapshot = 2, restore_snapshot = 0, lock_snapshot = 0, unlock_snapshot = 2,
 }
 
 local function connection_opts(opts)
@@ -469,18 +480,19 @@ local function strip(opts)
   return rest
 end
 
-for name, method in pairs(Client) do
-  if type(method) == "function" and name ~= "close" and name ~= "request" and unsandbox[name] == nil then
-    local pos = OPTS_POSITION[name]
-    unsandbox[name] = function(...)
-      local conn = pos and connection_opts((select(pos, ...)))
-      if not conn then return method(unsandbox.default_client(), ...) end
-      local args = table.pack(...)
-      args[pos] = strip(args[pos])
-      local c <close> = unsandbox.client(conn)
-      return method(c, table.unpack(args, 1, args.n))
-    end
+local function module_function(name, pos)
+  local method = Client[name]
+  assert(type(method) == "function", "PUBLIC names a missing method")
+  return function(...)
+    local conn = pos > 0 and connection_opts((select(pos, ...)))
+    if not conn then return method(unsandbox.default_client(), ...) end
+    local args = table.pack(...)
+    args[pos] = strip(args[pos])
+    local c <close> = unsandbox.client(conn)
+    return method(c, table.unpack(args, 1, args.n))
   end
 end
+
+for name, pos in pairs(PUBLIC) do unsandbox[name] = module_function(name, pos) end
 
 return unsandbox
