@@ -4,7 +4,8 @@
 --   un languages [--json]     un jobs [--get ID | --cancel ID]
 --   un session ...            un service ...      un snapshot ...     un key
 -- Exit codes: the program's own; 2 bad arguments; 3 authentication;
--- 4 API error; 5 timeout; each failure with one line on stderr.
+-- 4 API error; 5 timeout; 6 local I/O error (an artifact not saved after a
+-- program that exited 0); each failure with one line on stderr.
 local unsandbox = require "unsandbox"
 local core = require "unsandbox.core"
 local cjson = require "cjson"
@@ -12,7 +13,7 @@ local cli_cp = require "unsandbox.cli_cp"
 
 local M = {}
 
-local EXIT_USAGE, EXIT_AUTH, EXIT_API, EXIT_TIMEOUT = 2, 3, 4, 5
+local EXIT_USAGE, EXIT_AUTH, EXIT_API, EXIT_TIMEOUT, EXIT_LOCAL = 2, 3, 4, 5, 6
 
 local USAGE = [[
 usage: un [options] FILE            run FILE (language from its extension or shebang)
@@ -33,7 +34,10 @@ options:
                  key to every local user in the process list; un warns)
   --secret-key-file FILE   secret key: the first line of FILE
   --account N    row of accounts.csv            --url URL    service base URL
-  -h, --help     this text]]
+  -h, --help     this text
+exit codes: the program's own; 2 bad arguments; 3 authentication; 4 API error;
+  5 timeout; 6 local I/O error (e.g. an artifact not saved; after a program
+  that exited 0)]]
 
 -- A failure with its exit code; raised inside main and caught there.
 local Exit = {}
@@ -48,9 +52,11 @@ local function fail(err)
   exit_with(code, "un: " .. tostring(err):gsub("^unsandbox: ", ""))
 end
 
-local function check(v, err, ...)
+-- The value of a call that succeeded, alone (so that it can be passed
+-- straight to write or print), or the CLI's exit for its error.
+local function check(v, err)
   if v == nil then fail(err) end
-  return v, err, ...
+  return v
 end
 
 local function parse(args)
@@ -166,15 +172,20 @@ local function progress()
 end
 
 -- Artifacts are written whole or not at all (core.write_file: a fresh
--- temporary renamed over the name), flattened into dir; their names were
--- checked as relative paths when the result was read.
+-- temporary renamed over the name), flattened into dir, which is made
+-- when missing (mkdir -p); their names were checked as relative paths when
+-- the result was read. Returns nil, or the message of the first failure
+-- (with its errno text): the caller still exits with the program's code.
 local function save_artifacts(list, dir)
-  dir = dir or "."
+  dir = (dir or "."):gsub("(.)/+$", "%1")
+  local made, err = core.mkdirs(dir)
+  if not made then return "un: cannot save artifacts: " .. err end
   for _, a in ipairs(list) do
     local name = a.filename:gsub("/", "_")
-    local saved, err = core.write_file(dir .. "/" .. name, a.content or "")
-    if not saved then exit_with(EXIT_API, "un: cannot write artifact " .. err) end
-    io.stderr:write("[un] saved " .. dir .. "/" .. name .. "\n")
+    local path = (dir == "/" and "" or dir) .. "/" .. name
+    local saved, werr = core.write_file(path, a.content or "")
+    if not saved then return "un: cannot save artifact: " .. werr end
+    io.stderr:write("[un] saved " .. path .. "\n")
   end
 end
 
@@ -208,11 +219,15 @@ local function run(o)
   io.stdout:flush()
   io.stderr:write(r.stderr)
   if r.stdout_truncated or r.stderr_truncated then io.stderr:write("[un] output truncated\n") end
-  if r.artifacts and #r.artifacts > 0 then save_artifacts(r.artifacts, o.outdir) end
+  -- a local write failure is reported, but the program's own exit code
+  -- is still un's: the run happened, and a script may depend on its code
+  local save_err = r.artifacts and #r.artifacts > 0 and save_artifacts(r.artifacts, o.outdir)
+  if save_err then io.stderr:write(save_err, "\n") end
   if r.status == "timeout" then exit_with(EXIT_TIMEOUT, "un: the program exceeded its time limit") end
   if r.status == "cancelled" or r.status == "failed" then
     exit_with(EXIT_API, "un: job " .. tostring(r.job_id) .. " " .. r.status .. (r.error and (": " .. r.error) or ""))
   end
+  if save_err and (r.exit_code or 0) == 0 then return EXIT_LOCAL end
   return r.exit_code or 0
 end
 

@@ -1,0 +1,93 @@
+-- #integration specs of `un` as a new user meets it (issue 13), run as a
+-- process against a real unsandboxd: the README's commands exactly as
+-- written, service logs on stdout alone, artifacts into a directory that
+-- does not exist yet, local write failures apart from the program's code.
+local server = require "spec.helpers.unsandboxd"
+local proc = require "spec.helpers.proc"
+local core = require "unsandbox.core"
+
+-- absolute, since some commands run in another directory
+local function checkout()
+  local p = assert(io.popen("pwd"))
+  local here = p:read("l")
+  p:close()
+  return here
+end
+local UN = (os.getenv("UNSANDBOX_ROOT") or checkout()) .. "/bin/un"
+
+describe("un, a new user's commands #integration", function()
+  local srv, env, dir
+
+  -- runs bin/un with args (a shell-quoted string) in cwd (default: the
+  -- checkout), stdout and stderr apart
+  local function un(args, cwd)
+    local errfile = dir .. "/stderr"
+    local cmd = (cwd and ("cd " .. proc.quote(cwd) .. " && ") or "") ..
+      proc.quote(UN) .. " " .. args
+    local out, code = proc.run("sh -c " .. proc.quote(cmd), env, errfile)
+    local f = io.open(errfile)
+    local err = f and f:read("a") or ""
+    if f then f:close() end
+    return out, err, code
+  end
+
+  setup(function()
+    srv = server.start {}
+    dir = server.tmpdir("unsb-un-new")
+    env = { UNSANDBOX_URL = srv.url, UNSANDBOX_PUBLIC_KEY = srv.public_key,
+            UNSANDBOX_SECRET_KEY = srv.secret_key, HOME = dir }
+  end)
+  teardown(function()
+    srv.stop()
+    server.rm_rf(dir)
+  end)
+
+  it("service logs prints the log and nothing else", function()
+    local c = require("unsandbox").client(srv.client_opts())
+    local svc = assert(c:create_service { name = "logged", bootstrap = "echo hello-log; sleep 600" })
+    local out, err, code
+    for _ = 1, 50 do                                 -- at most ~10 s
+      out, err, code = un("service logs " .. svc.id)
+      if out:find("hello-log") then break end
+      core.sleep(200)
+    end
+    assert.equal(0, code, err)
+    assert.equal("hello-log\n", out)
+    assert(c:delete_service(svc.id))
+    c:close()
+  end)
+
+  describe("-a -o DIR", function()
+    it("the README's command: the directory is made, the file saved, exit 0", function()
+      local work = dir .. "/readme"
+      assert(core.mkdirs(work))
+      local _, err, code = un("-a -o out/ -s bash 'echo hi > report.txt'", work)
+      assert.equal(0, code, err)
+      assert.equal("hi\n", assert(io.open(work .. "/out/report.txt")):read("a"))
+      assert.matches("saved out/report.txt", err, 1, true)
+    end)
+
+    it("makes nested directories", function()
+      local _, err, code = un("-a -o " .. proc.quote(dir .. "/a/b/c") .. " -s bash 'echo x > f.txt'")
+      assert.equal(0, code, err)
+      assert.equal("x\n", assert(io.open(dir .. "/a/b/c/f.txt")):read("a"))
+    end)
+
+    it("a failure to save is reported with its reason; the program's exit code is kept", function()
+      local blocker = dir .. "/blocker"
+      assert(io.open(blocker, "w")):close()
+      local out, err, code = un("-a -o " .. proc.quote(blocker .. "/sub") .. " -s bash 'echo out; echo x > f.txt; exit 3'")
+      assert.equal(3, code, err)
+      assert.equal("out\n", out)
+      assert.matches("un: cannot save artifacts: .*blocker/sub: cannot create directory: Not a directory", err)
+    end)
+
+    it("a failure to save after a successful program exits 6 (a local I/O error)", function()
+      local blocker = dir .. "/blocker2"
+      assert(io.open(blocker, "w")):close()
+      local _, err, code = un("-a -o " .. proc.quote(blocker) .. " -s bash 'echo x > f.txt'")
+      assert.equal(6, code, err)
+      assert.matches("Not a directory", err)
+    end)
+  end)
+end)
