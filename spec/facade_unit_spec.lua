@@ -5,6 +5,7 @@
 -- the client points at a closed loopback port and every check here fails
 -- before anything is sent.
 local unsandbox = require "unsandbox"
+local proc = require "spec.helpers.proc"
 
 local KEYS = { public_key = "unsb-pk-aaaa-bbbb-cccc-dddd", secret_key = "unsb-sk-aaaa-bbbb-cccc-dddd-eeee",
                url = "http://127.0.0.1:9" }
@@ -61,6 +62,57 @@ describe("facade #unit", function()
       assert.matches(THIS, raised(function() local r = unsandbox.session_execute("s1", "ls", { bogus = 1 }); return r end))
       assert.matches("unknown option 'bogus'",
         raised(function() return unsandbox.execute_code("python", "1", { url = KEYS.url, bogus = 1 }) end))
+    end)
+  end)
+
+  describe("timeouts", function()
+    it("are seconds in and out, never rounded down to nothing", function()
+      local quick = unsandbox.client { url = KEYS.url, public_key = KEYS.public_key,
+        secret_key = KEYS.secret_key, timeout = 0.0001 }
+      assert.equal(0.001, quick:info().timeout)      -- 1 ms, the core's unit
+      quick:close()
+      local slow = unsandbox.client { url = KEYS.url, public_key = KEYS.public_key,
+        secret_key = KEYS.secret_key, timeout = 2.5 }
+      assert.equal(2.5, slow:info().timeout)
+      slow:close()
+      assert.equal(120, c:info().timeout)            -- the default
+    end)
+
+    it("refuse zero, negative, NaN and non-numbers at the caller's line", function()
+      for _, bad in ipairs { 0, -1, 0 / 0, "5", true } do
+        local msg = raised(function() local x = unsandbox.client { url = KEYS.url, timeout = bad }; return x end)
+        assert.matches(THIS .. "bad argument 'timeout' to 'client'", msg)
+      end
+    end)
+  end)
+
+  describe("errors", function()
+    it("a bad URL raises at the caller's line, without the library's paths", function()
+      local msg = raised(function() local x = unsandbox.client { url = "ftp://x" }; return x end)
+      assert.matches(THIS .. "bad argument 'opts' to 'client' %(url must start with http", msg)
+      assert.not_matches("init%.lua", msg)
+    end)
+
+    it("a bad UNSANDBOX_URL raises at the caller's line of a module function", function()
+      local out, code = proc.lua("local u = require 'unsandbox'\nlocal r = u.list_jobs()\n",
+        { UNSANDBOX_URL = "gopher://x" })
+      assert.equal(1, code)
+      assert.matches("%(command line%):2: UNSANDBOX_URL: url must start with http", out)
+      assert.not_matches("init%.lua:", out:match("^[^\n]*"))
+    end)
+
+    it("info() with no credentials is nil and an Error, not a C triple", function()
+      local bare = unsandbox.client { url = KEYS.url }
+      local real = os.getenv
+      local n, t, err
+      os.getenv = function(k) if k == "HOME" then return "/nonexistent-unsb" end return nil end
+      n, t, err = select("#", bare:info()), bare:info()
+      os.getenv = real
+      bare:close()
+      assert.equal(2, n)
+      assert.is_nil(t)
+      assert.is_true(unsandbox.Error.is(err))
+      assert.equal("credentials", err.kind)
     end)
   end)
 

@@ -144,12 +144,29 @@ static int report(lua_State *L, int status) {
 }
 
 /* Message handler: turns any error object into a string with a traceback. */
+/* Where the error was raised: the first Lua frame with a line (assert and
+** error themselves are C functions), as "chunk:line: ", or "". */
+static const char *raised_at(lua_State *L) {
+  lua_Debug ar;
+  for (int level = 1; lua_getstack(L, level, &ar); level++) {
+    if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0)
+      return lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
+  }
+  return lua_pushliteral(L, "");
+}
+
+/* Unlike lua.c, an object that describes itself (an unsandbox.Error
+** passed to assert or error) also gets the position and the traceback a
+** string error has: `assert(call())` must say which call failed. */
 static int msghandler(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
   if (msg == NULL) {
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
-      return 1;  /* an object that describes itself: no traceback */
-    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) {
+      const char *text = lua_tostring(L, -1);
+      msg = lua_pushfstring(L, "%s%s", raised_at(L), text);
+    } else {
+      msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
   }
   luaL_traceback(L, L, msg, 1);
   return 1;

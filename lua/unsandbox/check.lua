@@ -89,6 +89,12 @@ function M.options(fname, opts, allowed, required)
   return opts
 end
 
+--- Raises msg (an error the C core raised for the caller's arguments,
+-- its position inside this library dropped) at the caller's line.
+function M.raise(msg)
+  error((tostring(msg):gsub("^[^\n]-%.lua:%d+: ", "")), user_level())
+end
+
 M.fail = fail
 
 return M

@@ -7,7 +7,7 @@
 -- arguments and -32001 all PTY sessions busy stay apart though both are
 -- the spec's 502). kind cancelled is a stream stopped by is_cancelled()
 -- or Ctrl-C (status 499).
--- tostring(err) reads well, so `assert(unsandbox.execute_code(...))` gives
+-- tostring(err) reads well (and so does "text: " .. err), so `assert(unsandbox.execute_code(...))` gives
 -- a useful message.
 local Error = { __name = "unsandbox.Error" }
 Error.__index = Error
@@ -33,6 +33,11 @@ function Error:__tostring()
   if self.retry_after then text = text .. " (retry after " .. self.retry_after .. " s)" end
   if self.request_id then text = text .. " [request " .. self.request_id .. "]" end
   return text
+end
+
+-- "failed: " .. err reads like tostring(err), as print(err) does.
+function Error.__concat(a, b)
+  return tostring(a) .. tostring(b)
 end
 
 return Error

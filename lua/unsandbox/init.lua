@@ -46,16 +46,41 @@ function unsandbox.client(opts)
   for k, v in pairs(opts) do c[k] = v end
   check.positive("client", "timeout", opts.timeout)
   check.positive("client", "connect_timeout", opts.connect_timeout)
-  if opts.timeout then c.timeout = math.floor(opts.timeout * 1000) end
-  if opts.connect_timeout then c.connect_timeout = math.floor(opts.connect_timeout * 1000) end
-  local client = core.client(c)
+  -- seconds for the user, whole milliseconds for the core, never rounded
+  -- down to 0 (which the core would refuse in its own unit)
+  if opts.timeout then c.timeout = math.ceil(opts.timeout * 1000) end
+  if opts.connect_timeout then c.connect_timeout = math.ceil(opts.connect_timeout * 1000) end
+  -- the core's refusals (a bad URL, UNSANDBOX_URL included) point at the
+  -- caller's line, not at this one
+  local ok, client = pcall(core.client, c)
+  if not ok then
+    check.raise(tostring(client):gsub("bad argument #1 to '[^']*'", "bad argument 'opts' to 'client'"))
+  end
   TIMEOUTS[client] = c.timeout
   return client
+end
+
+--- c:info() -> {url, public_key, source, timeout (s)}, or nil, Error when
+-- no credentials can be found. Never the secret.
+function Client:info()
+  local t, kind, msg = self:_info()
+  if not t then return nil, Error.new { kind = kind, message = msg } end
+  t.timeout = t.timeout / 1000
+  return t
 end
 
 -- How long to wait for a job when the caller gave no timeout: its ttl
 -- (default 60 s) plus a minute of queueing, never forever.
 local function default_wait(ttl) return (ttl or 60) + 60 end
+
+-- What a call that returns a document gives back on success: the document
+-- alone, with the request id in it (unless the server's document has a
+-- field of that name), so `local r, err = f(); if err then` is reliable.
+local function one(doc, rid)
+  if not doc then return nil, rid end
+  if type(doc) == "table" and #doc == 0 and doc.request_id == nil then doc.request_id = rid end
+  return doc
+end
 
 local function wait_result(self, job_id, timeout, on_poll, want_artifacts)
   local job, rid = poll.wait(self, job_id, timeout, on_poll)
@@ -98,7 +123,7 @@ function Client:execute_code(language, code, opts)
   return results.normalise(doc, rid, opts.return_artifacts)
 end
 
---- Submits code as a job and returns its id (and the request id).
+--- Submits code as a job and returns its id.
 function Client:execute_async(language, code, opts)
   local body, err
   opts, body, err = execute_args("execute_async", language, code, opts)
@@ -107,7 +132,7 @@ function Client:execute_async(language, code, opts)
   if not doc then return nil, rid end
   local id, bad = shape.id(doc, "job_id", rid)
   if not id then return nil, bad end
-  return id, rid
+  return id
 end
 
 --- The job's current state; when it is finished, its result fields too.
@@ -181,17 +206,22 @@ function Client:execute_many(list, opts)
   return out, errors
 end
 
+--- Cancels a pending or running job: {job_id, status = "cancelled",
+-- request_id}. A finished job cannot be cancelled (an http error; 409
+-- job_finished from unsandboxd).
 function Client:cancel_job(job_id)
   check.id("cancel_job", "job_id", job_id)
-  return api.call(self, "DELETE", "/jobs/" .. job_id)
+  return one(api.call(self, "DELETE", "/jobs/" .. job_id))
 end
 
+--- The jobs still pending or running (the service lists active jobs
+-- only; a finished one is read with get_job).
 function Client:list_jobs()
   local doc, rid = api.call(self, "GET", "/jobs")
   if not doc then return nil, rid end
   local list, err = shape.list(doc, "jobs", rid, true)
   if not list then return nil, err end
-  return list, rid
+  return list
 end
 
 ------------------------------------------------------------------------
@@ -203,11 +233,13 @@ end
 function Client:get_languages(opts)
   opts = check.options("get_languages", opts, { refresh = true, timeout = true })
   check.positive("get_languages", "timeout", opts.timeout)
-  return languages.get(self, self:url(), opts)
+  local list, err = languages.get(self, self:url(), opts)
+  if not list then return nil, err end
+  return list
 end
 
 function Client:validate_keys()
-  return api.call(self, "POST", "/keys/validate")
+  return one(api.call(self, "POST", "/keys/validate"))
 end
 
 --- true when the service answers GET /health (unsigned), within 10 s or
@@ -216,19 +248,20 @@ function Client:health()
   local limit = math.min(10, (TIMEOUTS[self] or 120000) / 1000)
   local doc, err = api.call(self, "GET", "/health", nil, { auth = false, timeout = limit })
   if not doc then return nil, err end
-  return true, doc
+  return true
 end
 
 local CALL_OPTIONS = { timeout = true, auth = true, headers = true }
 
 --- Low-level: a signed request to any route, body a Lua table or nil.
--- Returns the decoded JSON document and the request id, or nil, Error.
+-- Returns the decoded JSON document (an object gets its request_id), or
+-- nil, Error.
 function Client:call(method, path, body, opts)
   check.nonempty("call", "method", method)
   check.nonempty("call", "path", path)
   opts = check.options("call", opts, CALL_OPTIONS)
   check.positive("call", "timeout", opts.timeout)
-  return api.call(self, method:upper(), path, body, opts)
+  return one(api.call(self, method:upper(), path, body, opts))
 end
 
 ------------------------------------------------------------------------
@@ -241,14 +274,14 @@ local function list_of(key)
     if not doc then return nil, rid end
     local list, err = shape.list(doc, key, rid)
     if not list then return nil, err end
-    return list, rid
+    return list
   end
 end
 
 local function by_id(method, prefix, fname, suffix)
   return function(self, id)
     check.id(fname, "id", id)
-    return api.call(self, method, prefix .. id .. (suffix or ""), method == "POST" and {} or nil)
+    return one(api.call(self, method, prefix .. id .. (suffix or ""), method == "POST" and {} or nil))
   end
 end
 
@@ -275,10 +308,10 @@ local function destructive(method, prefix, fname, suffix)
         challenge and { headers = { ["X-Sudo-Challenge"] = challenge, ["X-Sudo-OTP"] = otp } })
     end
     local doc, err = send(opts.challenge_id, opts.otp)
-    if doc or not (opts.on_sudo and err.status == 428 and err.challenge_id) then return doc, err end
+    if doc or not (opts.on_sudo and err.status == 428 and err.challenge_id) then return one(doc, err) end
     local otp = opts.on_sudo(err)
     if otp == nil or otp == "" then return nil, err end
-    return send(err.challenge_id, tostring(otp))
+    return one(send(err.challenge_id, tostring(otp)))
   end
 end
 
@@ -290,7 +323,7 @@ local function with_id(doc, rid, key)
   if not id then return nil, err end
   if doc[key] ~= nil and not shape.valid_id(doc[key]) then return shape.id(doc, key, rid) end
   doc.id = id
-  return doc, rid
+  return one(doc, rid)
 end
 
 local SESSION_OPTIONS = { network_mode = true, ttl = true, shell = true, vcpu = true, input_files = true }
@@ -356,7 +389,7 @@ function Client:service_logs(id)
   if not doc then return nil, rid end
   local log = doc.log or doc.logs or ""
   if type(log) ~= "string" then return shape.fail(rid, "'log' is not a string") end
-  return log, rid
+  return log
 end
 
 --- Runs a command in a running service: submitted as a job and waited for.
