@@ -4,6 +4,7 @@
 -- does not exist yet, local write failures apart from the program's code.
 local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
+local fs = require "spec.helpers.fs"
 local core = require "unsandbox.core"
 
 -- absolute, since some commands run in another directory
@@ -20,9 +21,10 @@ describe("un, a new user's commands #integration", function()
 
   -- runs bin/un with args (a shell-quoted string) in cwd (default: the
   -- checkout), stdout and stderr apart
-  local function un(args, cwd)
+  local function un(args, cwd, input)
     local errfile = dir .. "/stderr"
     local cmd = (cwd and ("cd " .. proc.quote(cwd) .. " && ") or "") ..
+      (input and ("printf %s " .. proc.quote(input) .. " | ") or "") ..
       proc.quote(UN) .. " " .. args
     local out, code = proc.run("sh -c " .. proc.quote(cmd), env, errfile)
     local f = io.open(errfile)
@@ -54,6 +56,79 @@ describe("un, a new user's commands #integration", function()
     assert.equal(0, code, err)
     assert.equal("hello-log\n", out)
     assert(c:delete_service(svc.id))
+    c:close()
+  end)
+
+  describe("the program", function()
+    it("is read from standard input for '-'", function()
+      local out, err, code = un("-s python -", nil, "import sys\nprint(6 * 7)\nsys.exit(3)\n")
+      assert.equal(3, code, err)
+      assert.equal("42\n", out)
+    end)
+
+    it("'-' needs -s, and cannot share standard input with -k -", function()
+      local _, err, code = un("-", nil, "print(1)")
+      assert.equal(2, code)
+      assert.matches("needs its language: %-s LANG %-", err)
+      _, err, code = un("-p pk -k - -s python -", nil, "sk\n")
+      assert.equal(2, code)
+      assert.matches("both the code %(%-%) and the key", err)
+    end)
+
+    it("arguments after it are refused, not dropped", function()
+      local prog = dir .. "/args.py"
+      fs.write(prog, "print('ran')\n")
+      local out, err, code = un(proc.quote(prog) .. " a b")
+      assert.equal(2, code)
+      assert.equal("", out)
+      assert.matches("not passed to it %(the service has no argv%)", err)
+      _, err, code = un("-s bash 'echo x' extra")
+      assert.equal(2, code)
+      assert.matches("no argv", err)
+    end)
+  end)
+
+  it("--local runs against a private unsandboxd, with no account and no URL", function()
+    local bare = { HOME = dir, UNSANDBOX_URL = false, UNSANDBOX_PUBLIC_KEY = false,
+                   UNSANDBOX_SECRET_KEY = false }
+    local out, code = proc.run(proc.quote(UN) .. " --local -s bash 'echo local; exit 4'", bare)
+    assert.equal(4, code, out)
+    assert.equal("local\n", out)
+    out, code = proc.run(proc.quote(UN) .. " -s bash --local -- 'echo after'", bare)
+    assert.equal(0, code, out)
+    assert.equal("after\n", out)
+    out, code = proc.run(proc.quote(UN) .. " -s bash 'echo no'", bare)
+    assert.equal(3, code, out)                       -- without it: no credentials
+  end)
+
+  -- bounded polling: pred() true within `seconds`
+  local function wait_for(pred, seconds)
+    for _ = 1, seconds * 20 do
+      if pred() then return true end
+      os.execute("sleep 0.05")
+    end
+    return pred()
+  end
+
+  it("Ctrl-C cancels the job un started, says so and exits 130", function()
+    local out, errf, status = dir .. "/bg.out", dir .. "/bg.err", dir .. "/bg.status"
+    local pidf = dir .. "/bg.pid"
+    os.execute(string.format("(%s%s -s bash 'sleep 600' >%s 2>%s & echo $! >%s; wait $!; echo $? >%s) >/dev/null 2>&1 &",
+      proc.env_prefix(env), proc.quote(UN), proc.quote(out), proc.quote(errf), proc.quote(pidf), proc.quote(status)))
+    local c = require("unsandbox").client(srv.client_opts())
+    local id
+    assert.is_true(wait_for(function()
+      for _, job in ipairs(assert(c:list_jobs())) do
+        if job.status == "running" then id = job.job_id end
+      end
+      return id ~= nil
+    end, 30), "the job never ran")
+    local pid = assert(tonumber(fs.read(pidf)))
+    os.execute("kill -INT " .. pid)
+    assert.is_true(wait_for(function() return (fs.read(status) or "") ~= "" end, 30), "un still running")
+    assert.equal("130\n", fs.read(status))
+    assert.equal("un: interrupted\n", fs.read(errf))
+    assert.equal("cancelled", assert(c:get_job(id)).status)
     c:close()
   end)
 

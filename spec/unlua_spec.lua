@@ -488,6 +488,22 @@ describe("unlua interrupted while waiting on the network #integration", function
     assert.matches("interrupted", out)
     assert.not_matches("NOT INTERRUPTED", out)
   end)
+
+  it("cancels the job execute_code started, and names no file of the library", function()
+    local out, status = interrupt([[
+      local said
+      print(c:execute_code("bash", "sleep 600; echo NOT INTERRUPTED", { ttl = 900, on_poll = function(job)
+        if not said then print("JOB=" .. job.job_id); print("READY"); io.stdout:flush(); said = true end
+      end }))]], "sleep")
+    assert.equal("1\n", status)
+    assert.matches("unlua: interrupted!\n", out)
+    assert.not_matches("unsandbox/[%w_]+%.lua", out:match("^(.-)stack traceback") or out)
+    local id = assert(out:match("JOB=(%S+)"), out)
+    local c = require("unsandbox").client(srv.client_opts())
+    local job = assert(c:get_job(id))
+    c:close()
+    assert.equal("cancelled", job.status)
+  end)
 end)
 
 describe("examples/embed/embed_demo #unit", function()

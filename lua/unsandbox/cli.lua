@@ -10,14 +10,16 @@ local unsandbox = require "unsandbox"
 local core = require "unsandbox.core"
 local cjson = require "cjson"
 local cli_cp = require "unsandbox.cli_cp"
+local abandon = require "unsandbox.abandon"
 
 local M = {}
 
 local EXIT_USAGE, EXIT_AUTH, EXIT_API, EXIT_TIMEOUT, EXIT_LOCAL = 2, 3, 4, 5, 6
+local EXIT_INTERRUPTED = 130   -- 128 + SIGINT, as a shell reports Ctrl-C
 
 local USAGE = [[
 usage: un [options] FILE            run FILE (language from its extension or shebang)
-       un [options] -s LANG CODE    run CODE in LANG
+       un [options] -s LANG CODE    run CODE in LANG (CODE "-": read it from standard input)
        un languages [--json]
        un jobs [--get ID | --cancel ID]
        un session list | create [--shell SH] | get ID | delete ID | exec ID CMD | snapshot ID [NAME]
@@ -46,6 +48,9 @@ local function usage(msg) exit_with(EXIT_USAGE, "un: " .. msg .. " (un --help fo
 
 -- Maps an unsandbox.Error to the CLI's exit codes.
 local function fail(err)
+  if err.kind == "interrupted" then
+    error(setmetatable({ code = EXIT_INTERRUPTED, interrupted = true }, Exit), 0)
+  end
   local code = EXIT_API
   if err.kind == "credentials" or err.status == 401 or err.status == 403 then code = EXIT_AUTH
   elseif err.kind == "timeout" then code = EXIT_TIMEOUT end
@@ -189,32 +194,47 @@ local function save_artifacts(list, dir)
   end
 end
 
-local function run(o)
-  local lang, code
-  if o.language then
-    lang = o.language
-    code = o.rest[1] or usage("-s " .. lang .. " needs the code to run")
-  else
-    local path = o.rest[1]
-    if not path then usage("nothing to run") end
-    code = read_file(path)
-    lang = language_of(path, code)
+-- The code to run: CODE, FILE, or standard input for "-". The service has
+-- neither argv nor stdin for a program, so words after it are refused,
+-- not silently dropped.
+local function program(o)
+  if #o.rest > 1 then
+    usage("arguments after the program are not passed to it (the service has no argv): "
+      .. "give values with -e KEY=VAL or files with -f FILE")
   end
+  local what = o.rest[1]
+  if what == "-" then
+    if o.key_arg == "-" then usage("standard input cannot hold both the code (-) and the key (-k -)") end
+    if not o.language then usage("code from standard input (-) needs its language: -s LANG -") end
+    return o.language, io.stdin:read("a") or ""
+  end
+  if o.language then
+    return o.language, what or usage("-s " .. o.language .. " needs the code to run")
+  end
+  if not what then usage("nothing to run") end
+  local code = read_file(what)
+  return language_of(what, code), code
+end
+
+local function run(o)
+  local lang, code = program(o)
   local opts = { env = next(o.env) and o.env or nil, input_files = #o.files > 0 and o.files or nil,
     network_mode = o.network, ttl = o.ttl, return_artifacts = o.artifacts or o.outdir ~= nil }
   local c = client(o)
-  local r
+  -- always a job whose id un holds before it waits (POST /execute would
+  -- hold the run inside one request, where Ctrl-C could not name it):
+  -- Ctrl-C or the deadline cancel it (abandon.lua)
   local show, clear = progress()
-  if show then
-    local id = check(c:execute_async(lang, code, opts))
-    show { status = "pending" }
+  local id = check(c:execute_async(lang, code, opts))
+  if show then show { status = "pending" } end
+  local res, err = abandon.guard(c, { id }, function() return false end, function()
     local res, err = c:wait_for_job(id, { on_poll = show, timeout = (o.ttl or 60) + 60,
       return_artifacts = opts.return_artifacts })
-    clear()
-    r = check(res, err)
-  else
-    r = check(c:execute_code(lang, code, opts))
-  end
+    if not res then return nil, abandon.note(c, id, err) end
+    return res
+  end)
+  if clear then clear() end
+  local r = check(res, err)
   io.stdout:write(r.stdout)
   io.stdout:flush()
   io.stderr:write(r.stderr)
@@ -343,6 +363,14 @@ end
 local helpers = { usage = usage, exit_with = exit_with, check = check,
   EXIT_USAGE = EXIT_USAGE, EXIT_AUTH = EXIT_AUTH, EXIT_API = EXIT_API, EXIT_TIMEOUT = EXIT_TIMEOUT }
 
+-- Ctrl-C as it reaches main: unlua's "interrupted!" (raised where the
+-- script was, so perhaps with a position), or fail()'s exit for an Error
+-- of kind interrupted.
+local function is_interrupt(e)
+  if type(e) == "string" then return e:match("interrupted!$") ~= nil end
+  return getmetatable(e) == Exit and e.interrupted == true
+end
+
 --- Runs the CLI with an argument list; returns the exit code.
 function M.main(args)
   local ok, result = pcall(function()
@@ -350,7 +378,7 @@ function M.main(args)
     if group and not is_file(args[group]) then
       local ok2, code = pcall(cli_cp.main, args, helpers)
       if ok2 then return code end
-      if getmetatable(code) == Exit then error(code, 0) end
+      if getmetatable(code) == Exit or is_interrupt(code) then error(code, 0) end
       usage(tostring(code):gsub("^.-bad argument", "bad argument"))
     end
     local o = parse(args)
@@ -362,7 +390,7 @@ function M.main(args)
       -- id arguments are checked by the library, which raises on misuse
       local ok2, code = pcall(cmd, o, c)
       if not ok2 then
-        if getmetatable(code) == Exit then error(code, 0) end
+        if getmetatable(code) == Exit or is_interrupt(code) then error(code, 0) end
         usage(tostring(code):gsub("^.-bad argument", "bad argument"))
       end
       return code or 0
@@ -370,6 +398,11 @@ function M.main(args)
     return run(o)
   end)
   if ok then return math.tointeger(result) or 0 end
+  if is_interrupt(result) then
+    if core.isatty(2) then io.stderr:write("\r\27[K") end   -- the progress line
+    io.stderr:write("un: interrupted\n")
+    return EXIT_INTERRUPTED
+  end
   if getmetatable(result) == Exit then
     io.stderr:write(result.msg, "\n")
     return result.code

@@ -11,6 +11,7 @@
 -- client configured from the environment. Expected failures return
 -- `nil, err` (an unsandbox.Error); misuse raises.
 local core = require "unsandbox.core"
+local abandon = require "unsandbox.abandon"
 local api = require "unsandbox.api"
 local check = require "unsandbox.check"
 local Error = require "unsandbox.errors"
@@ -88,6 +89,18 @@ local function wait_result(self, job_id, timeout, on_poll, want_artifacts)
   return results.normalise(job, rid, want_artifacts)
 end
 
+local function never() return false end
+
+-- Waits for a job this call started itself: given up (Ctrl-C, the call's
+-- deadline), the job is cancelled and the Error names it (abandon.lua).
+local function wait_started(self, job_id, timeout, on_poll, want_artifacts)
+  return abandon.guard(self, { job_id }, never, function()
+    local r, err = wait_result(self, job_id, timeout, on_poll, want_artifacts)
+    if not r then return nil, abandon.note(self, job_id, err) end
+    return r
+  end)
+end
+
 ------------------------------------------------------------------------
 -- Execution and jobs
 ------------------------------------------------------------------------
@@ -118,7 +131,7 @@ function Client:execute_code(language, code, opts)
     if not id then return nil, bad end
     local budget = opts.timeout and opts.timeout - (core.monotonic_ms() - started) / 1000
                    or default_wait(ttl)
-    return wait_result(self, doc.job_id, math.max(budget, 0.001), opts.on_poll, opts.return_artifacts)
+    return wait_started(self, doc.job_id, math.max(budget, 0.001), opts.on_poll, opts.return_artifacts)
   end
   return results.normalise(doc, rid, opts.return_artifacts)
 end
@@ -152,8 +165,12 @@ function Client:wait_for_job(job_id, opts)
   opts = check.options("wait_for_job", opts, WAIT_OPTIONS)
   check.positive("wait_for_job", "timeout", opts.timeout)
   check.type("wait_for_job", "on_poll", opts.on_poll, "function", true)
-  return wait_result(self, job_id, opts.timeout or default_wait(900), opts.on_poll,
+  -- the caller's own job: named in the error, never cancelled here
+  local r, err = wait_result(self, job_id, opts.timeout or default_wait(900), opts.on_poll,
     opts.return_artifacts)
+  if r then return r end
+  if err.job_id == nil then err.job_id = job_id end
+  return nil, err
 end
 
 --- Runs several programs at once: each is submitted as a job, then all
@@ -197,12 +214,18 @@ function Client:execute_many(list, opts)
       end
     end
   end
-  poll.wait_all(pollers, opts.timeout or default_wait(longest),
+  -- given up (Ctrl-C, the deadline), the jobs still running are cancelled
+  local ids, index = {}, {}
+  for i, p in ipairs(pollers) do
+    if p then ids[#ids + 1] = p.id; index[p.id] = i end
+  end
+  abandon.guard(self, ids, function(id) return out[index[id]] or errors[index[id]] end,
+    poll.wait_all, pollers, opts.timeout or default_wait(longest),
     function(i, job, rid)
       local r, err = results.normalise(job, rid, artifacts[i])
       if r then out[i] = r else errors[i] = err end
     end,
-    function(i, err) errors[i] = err end)
+    function(i, err) errors[i] = abandon.note(self, pollers[i].id, err) end)
   return out, errors
 end
 
@@ -407,7 +430,7 @@ function Client:service_execute(id, command, opts)
   if doc.job_id == nil or results.TERMINAL[doc.status] then return results.normalise(doc, rid) end
   local job_id, bad = results.pending_id(doc, rid)
   if not job_id then return nil, bad end
-  return wait_result(self, job_id, timeout + 30, opts.on_poll)
+  return wait_started(self, job_id, timeout + 30, opts.on_poll)
 end
 
 local SNAPSHOT_OPTIONS = { name = true, hot = true }
