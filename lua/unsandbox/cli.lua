@@ -8,8 +8,8 @@
 -- program that exited 0); each failure with one line on stderr.
 local unsandbox = require "unsandbox"
 local core = require "unsandbox.core"
-local cjson = require "cjson"
 local cli_cp = require "unsandbox.cli_cp"
+local cli_commands = require "unsandbox.cli_commands"
 local abandon = require "unsandbox.abandon"
 
 local M = {}
@@ -36,7 +36,9 @@ options:
                  key to every local user in the process list; un warns)
   --secret-key-file FILE   secret key: the first line of FILE
   --account N    row of accounts.csv            --url URL    service base URL
-  -h, --help     this text
+  --json         print the result as one JSON document
+  --local        run against a private unsandboxd (no account needed)
+  --version      print un's version         -h, --help   this text (un CMD --help: CMD's)
 exit codes: the program's own; 2 bad arguments; 3 authentication; 4 API error;
   5 timeout; 6 local I/O error (e.g. an artifact not saved; after a program
   that exited 0)]]
@@ -100,6 +102,7 @@ local function parse(args)
       if not o.account or o.account < 0 then usage("--account expects a non-negative integer") end
     elseif a == "--url" then o.url = value(a)
     elseif a == "--json" then o.json = true
+    elseif a == "--version" then o.version = true
     elseif a == "--get" then o.get = value(a)
     elseif a == "--cancel" then o.cancel = value(a)
     elseif a == "--shell" then o.shell = value(a)
@@ -235,10 +238,22 @@ local function run(o)
   end)
   if clear then clear() end
   local r = check(res, err)
-  io.stdout:write(r.stdout)
-  io.stdout:flush()
-  io.stderr:write(r.stderr)
-  if r.stdout_truncated or r.stderr_truncated then io.stderr:write("[un] output truncated\n") end
+  if o.json then
+    -- the result as one document; artifacts by name and size (their bytes
+    -- need not be text), saved as usual
+    local doc = {}
+    for k, v in pairs(r) do doc[k] = v end
+    if r.artifacts then
+      doc.artifacts = {}
+      for i, a in ipairs(r.artifacts) do doc.artifacts[i] = { filename = a.filename, size = #(a.content or "") } end
+    end
+    cli_commands.print_json(doc)
+  else
+    io.stdout:write(r.stdout)
+    io.stdout:flush()
+    io.stderr:write(r.stderr)
+    if r.stdout_truncated or r.stderr_truncated then io.stderr:write("[un] output truncated\n") end
+  end
   -- a local write failure is reported, but the program's own exit code
   -- is still un's: the run happened, and a script may depend on its code
   local save_err = r.artifacts and #r.artifacts > 0 and save_artifacts(r.artifacts, o.outdir)
@@ -251,108 +266,6 @@ local function run(o)
   return r.exit_code or 0
 end
 
-local function print_json(v) print(cjson.encode(v)) end
-
-local function show_table(t)
-  local keys = {}
-  for k in pairs(t) do keys[#keys + 1] = k end
-  table.sort(keys)
-  for _, k in ipairs(keys) do
-    local v = t[k]
-    print(string.format("%-16s %s", k, type(v) == "table" and cjson.encode(v) or tostring(v)))
-  end
-end
-
-local function list(items, fields)
-  for _, it in ipairs(items) do
-    local cols = {}
-    for i, f in ipairs(fields) do cols[i] = tostring(it[f] or "-") end
-    print(table.concat(cols, "\t"))
-  end
-end
-
-local function need(o, n, what)
-  local v = o.rest[n]
-  if not v then usage(what .. " expected") end
-  return v
-end
-
-local commands = {}
-
-function commands.languages(o, c)
-  local langs = check(c:get_languages())
-  if o.json then print_json(langs) else print(table.concat(langs, "\n")) end
-end
-
-function commands.jobs(o, c)
-  if o.get then show_table(check(c:get_job(o.get)))
-  elseif o.cancel then show_table(check(c:cancel_job(o.cancel)))
-  else list(check(c:list_jobs()), { "job_id", "status", "language" }) end
-end
-
-function commands.key(o, c)
-  show_table(check(c:validate_keys()))
-end
-
-local function resource(kind, actions)
-  return function(o, c)
-    local action = o.rest[2] or "list"
-    local f = actions[action]
-    if not f then usage("unknown " .. kind .. " action '" .. action .. "'") end
-    return f(o, c)
-  end
-end
-
--- A sudo challenge's one-time password (spec: "check your email"), read
--- from standard input, with a prompt when that is a terminal. The CLI may
--- read the terminal; the library never does.
-local SUDO = { on_sudo = function(err)
-  if core.isatty(0) then
-    io.stderr:write("[un] ", err.message, "; one-time password (empty cancels): ")
-    io.stderr:flush()
-  end
-  local line = io.stdin:read("l")
-  return line and line:match("^%s*(.-)%s*$") or nil
-end }
-
--- Passes a command's output through; its exit code becomes un's.
-local function relay(r)
-  io.stdout:write(r.stdout)
-  io.stderr:write(r.stderr)
-  return r.exit_code
-end
-
-commands.session = resource("session", {
-  list = function(_, c) list(check(c:list_sessions()), { "id", "status", "shell", "network_mode" }) end,
-  create = function(o, c) print(check(c:create_session { shell = o.shell, network_mode = o.network, ttl = o.ttl }).id) end,
-  get = function(o, c) show_table(check(c:get_session(need(o, 3, "session id")))) end,
-  delete = function(o, c) check(c:delete_session(need(o, 3, "session id"), SUDO)) end,
-  exec = function(o, c) return relay(check(c:session_execute(need(o, 3, "session id"), need(o, 4, "command")))) end,
-  snapshot = function(o, c) print(check(c:session_snapshot(need(o, 3, "session id"), { name = o.rest[4] })).id) end,
-})
-
-commands.service = resource("service", {
-  list = function(_, c) list(check(c:list_services()), { "id", "name", "status" }) end,
-  create = function(o, c)
-    print(check(c:create_service { name = need(o, 3, "service name"), bootstrap = need(o, 4, "bootstrap command"),
-      network_mode = o.network }).id)
-  end,
-  get = function(o, c) show_table(check(c:get_service(need(o, 3, "service id")))) end,
-  delete = function(o, c) check(c:delete_service(need(o, 3, "service id"), SUDO)) end,
-  logs = function(o, c) io.stdout:write(check(c:service_logs(need(o, 3, "service id")))) end,
-  exec = function(o, c) return relay(check(c:service_execute(need(o, 3, "service id"), need(o, 4, "command")))) end,
-  snapshot = function(o, c) print(check(c:service_snapshot(need(o, 3, "service id"), { name = o.rest[4] })).id) end,
-})
-
-commands.snapshot = resource("snapshot", {
-  list = function(_, c) list(check(c:list_snapshots()), { "id", "name", "source_type", "source_id", "size_bytes" }) end,
-  get = function(o, c) show_table(check(c:get_snapshot(need(o, 3, "snapshot id")))) end,
-  restore = function(o, c) check(c:restore_snapshot(need(o, 3, "snapshot id"))) end,
-  delete = function(o, c) check(c:delete_snapshot(need(o, 3, "snapshot id"), SUDO)) end,
-  lock = function(o, c) check(c:lock_snapshot(need(o, 3, "snapshot id"))) end,
-  unlock = function(o, c) check(c:unlock_snapshot(need(o, 3, "snapshot id"), SUDO)) end,
-})
-
 local function is_file(path)
   local f = io.open(path, "rb")
   if f then f:close() end
@@ -362,6 +275,8 @@ end
 -- What the Control Plane commands (cli_cp.lua) share with these.
 local helpers = { usage = usage, exit_with = exit_with, check = check,
   EXIT_USAGE = EXIT_USAGE, EXIT_AUTH = EXIT_AUTH, EXIT_API = EXIT_API, EXIT_TIMEOUT = EXIT_TIMEOUT }
+
+local commands = cli_commands.commands(helpers)
 
 -- Ctrl-C as it reaches main: unlua's "interrupted!" (raised where the
 -- script was, so perhaps with a position), or fail()'s exit for an Error
@@ -382,8 +297,12 @@ function M.main(args)
       usage(tostring(code):gsub("^.-bad argument", "bad argument"))
     end
     local o = parse(args)
-    if o.help then print(USAGE); return 0 end
+    if o.version then print("un " .. unsandbox.VERSION .. " (unsandbox for Lua)"); return 0 end
     local cmd = not o.language and commands[o.rest[1]]
+    if o.help then
+      print(cmd and cli_commands.HELP[o.rest[1]] or USAGE)
+      return 0
+    end
     -- a file of that name wins over a subcommand
     if cmd and not is_file(o.rest[1]) then
       local c = client(o)
