@@ -101,6 +101,18 @@ describe("facade #unit", function()
       assert.not_matches("init%.lua:", out:match("^[^\n]*"))
     end)
 
+    it("the core's refusals of call(), its body and sign() point at the caller's line", function()
+      local msg = raised(function() local r = c:call("GET", "/x", nil, { headers = { ["X-A"] = {} } }); return r end)
+      assert.matches(THIS .. "bad argument #4 to 'call' %(headers: value of X%-A must be a string%)", msg)
+      msg = raised(function() local r = c:call("GET", "no-slash"); return r end)
+      assert.matches(THIS .. "bad argument #2 to 'call' %(path: must start with '/'%)", msg)
+      msg = raised(function() local r = c:call("POST", "/x", { f = print }); return r end)
+      assert.matches(THIS .. "cannot encode request body as JSON", msg)
+      msg = raised(function() local r = unsandbox.sign(1); return r end)
+      assert.matches(THIS .. "bad argument #1 to 'sign' %(secret: string expected", msg)
+      for _, m in ipairs { msg } do assert.not_matches("unsandbox/[%w_]+%.lua", m) end
+    end)
+
     it("info() with no credentials is nil and an Error, not a C triple", function()
       local bare = unsandbox.client { url = KEYS.url }
       local real = os.getenv

@@ -2,6 +2,7 @@
 -- bytes to the C client (which signs and sends them), decode the answer,
 -- and turn every failure into an unsandbox.Error. Internal module.
 local cjson = require "cjson.safe"
+local check = require "unsandbox.check"
 local Error = require "unsandbox.errors"
 local shape = require "unsandbox.shape"
 
@@ -20,7 +21,7 @@ end
 -- array) are the caller's misuse and raise.
 function M.encode(body)
   local text, err = cjson.encode(body)
-  if not text then error("cannot encode request body as JSON: " .. tostring(err), 3) end
+  if not text then check.raise("cannot encode request body as JSON: " .. tostring(err)) end
   return text
 end
 
@@ -70,7 +71,8 @@ function M.call(client, method, path, body, opts)
     copts = { auth = opts.auth, headers = opts.headers }
     if opts.timeout then copts.timeout = math.max(1, math.floor(opts.timeout * 1000)) end
   end
-  local resp, kind, msg = client:request(method, path, payload, copts)
+  -- a method, path or header the core refuses is the caller's misuse
+  local resp, kind, msg = check.protect("call", 1, client.request, client, method, path, payload, copts)
   if not resp then
     return nil, Error.new { kind = kind, message = msg }
   end

@@ -95,6 +95,22 @@ function M.raise(msg)
   error((tostring(msg):gsub("^[^\n]-%.lua:%d+: ", "")), user_level())
 end
 
+--- Calls f(...), a core function whose refusals of its arguments are the
+-- caller's misuse: such an error is raised again at the caller's line,
+-- naming fname instead of the C function and counting arguments as the
+-- caller does (a method's self is not one: shift 1). Anything else raised
+-- (an error object, out of memory) passes through unchanged.
+function M.protect(fname, shift, f, ...)
+  local res = table.pack(pcall(f, ...))
+  if res[1] then return table.unpack(res, 2, res.n) end
+  local e = res[2]
+  if type(e) ~= "string" then error(e, 0) end
+  e = e:gsub("^[^\n]-%.lua:%d+: ", ""):gsub("^bad argument #(%d+) to '[^']*'", function(n)
+    return "bad argument #" .. (tonumber(n) - shift) .. " to '" .. fname .. "'"
+  end)
+  error(e, user_level())
+end
+
 M.fail = fail
 
 return M

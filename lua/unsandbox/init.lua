@@ -466,7 +466,7 @@ function Client.detect_language(_, filename) return unsandbox.detect_language(fi
 
 --- Signs a request exactly as the client does (the same C function).
 function unsandbox.sign(secret, timestamp, method, path, body)
-  return core.sign(secret, timestamp, method, path, body)
+  return check.protect("sign", 0, core.sign, secret, timestamp, method, path, body)
 end
 
 -- home, cwd and env stand in for $HOME, the working directory and the
