@@ -48,7 +48,7 @@ UNSANDBOXD = bin/unsandboxd
 AGENT     = bin/unsandboxd-agent
 EMBED     = examples/embed/embed_demo
 
-.PHONY: all deps test check-c demo bench rock-check clean fuzz sanitize coverage
+.PHONY: all deps test check-c demo bench rock-check clean fuzz sanitize coverage install
 all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(TEST_BIN)
 
 build/%.o: csrc/%.c
@@ -172,6 +172,48 @@ bench: deps
 # stock lua5.4 requires the module from that tree.
 rock-check: deps
 	@scripts/rock-check.sh
+
+# `make install PREFIX=/usr/local DESTDIR=/tmp/stage`: the module (Lua
+# files and core.so where stock lua5.4 and unlua look), the programs, the
+# man pages, and for C hosts libunsandbox.a, unsandbox.h and unsandbox.pc.
+# LuaRocks sets BINDIR, LUADIR and LIBDIR to its tree's (the rockspec).
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LUADIR     ?= $(PREFIX)/share/lua/5.4
+LIBDIR     ?= $(PREFIX)/lib/lua/5.4
+CLIBDIR    ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+VERSION    := $(shell sed -n 's/^\#define UNSB_VERSION "\(.*\)"/\1/p' csrc/core/version.h)
+STATIC_LIB  = build/libunsandbox.a
+PC_FILE     = build/unsandbox.pc
+
+$(STATIC_LIB): $(CORE_OBJ) $(BIND_OBJ) $(LAZY_OBJ)
+	$(call say,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+# made at every install: it records this install's PREFIX
+$(PC_FILE): FORCE
+	@mkdir -p build
+	$(Q)printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(CLIBDIR)' 'includedir=$(INCLUDEDIR)' \
+	  'luadir=$(LUADIR)' '' 'Name: unsandbox' \
+	  'Description: unsandbox for Lua: the C core and binding, to embed in a Lua 5.4 host' \
+	  'Version: $(VERSION)' 'Requires: lua5.4 lua5.4-cjson' \
+	  'Libs: -L$${libdir} -lunsandbox -ldl' 'Cflags: -I$${includedir}' > $@
+
+install: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(STATIC_LIB) $(PC_FILE)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUADIR)/unsandbox $(DESTDIR)$(LIBDIR)/unsandbox \
+	  $(DESTDIR)$(CLIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 $(UNLUA) bin/un $(UNSANDBOXD) $(AGENT) $(DESTDIR)$(BINDIR)/
+	install -m 0644 lua/unsandbox/*.lua $(DESTDIR)$(LUADIR)/unsandbox/
+	install -m 0755 $(MODULE) $(DESTDIR)$(LIBDIR)/unsandbox/
+	install -m 0644 $(STATIC_LIB) $(DESTDIR)$(CLIBDIR)/
+	install -m 0644 $(PC_FILE) $(DESTDIR)$(CLIBDIR)/pkgconfig/
+	install -m 0644 csrc/include/unsandbox.h $(DESTDIR)$(INCLUDEDIR)/
+	$(if $(wildcard docs/man/*.1),install -m 0644 $(wildcard docs/man/*.1) $(DESTDIR)$(MANDIR)/man1/)
+
+FORCE:
+.PHONY: FORCE
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
