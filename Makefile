@@ -48,7 +48,7 @@ UNSANDBOXD = bin/unsandboxd
 AGENT     = bin/unsandboxd-agent
 EMBED     = examples/embed/embed_demo
 
-.PHONY: all deps test check-c demo bench rock-check clean fuzz sanitize coverage install
+.PHONY: all deps test check-c demo bench rock-check clean fuzz sanitize coverage install rock install-rock
 all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(TEST_BIN)
 
 build/%.o: csrc/%.c
@@ -201,12 +201,19 @@ $(PC_FILE): FORCE
 	  'Version: $(VERSION)' 'Requires: lua5.4 lua5.4-cjson' \
 	  'Libs: -L$${libdir} -lunsandbox -ldl' 'Cflags: -I$${includedir}' > $@
 
-install: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(STATIC_LIB) $(PC_FILE)
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUADIR)/unsandbox $(DESTDIR)$(LIBDIR)/unsandbox \
-	  $(DESTDIR)$(CLIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1
-	install -m 0755 $(UNLUA) bin/un $(UNSANDBOXD) $(AGENT) $(DESTDIR)$(BINDIR)/
+# what the rockspec builds and installs (its tree gets the module, unlua
+# and un; `un --local` then finds unsandboxd on $PATH)
+rock: $(MODULE) $(UNLUA)
+
+install-rock: rock
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUADIR)/unsandbox $(DESTDIR)$(LIBDIR)/unsandbox
+	install -m 0755 $(UNLUA) bin/un $(DESTDIR)$(BINDIR)/
 	install -m 0644 lua/unsandbox/*.lua $(DESTDIR)$(LUADIR)/unsandbox/
 	install -m 0755 $(MODULE) $(DESTDIR)$(LIBDIR)/unsandbox/
+
+install: install-rock $(UNSANDBOXD) $(AGENT) $(STATIC_LIB) $(PC_FILE)
+	install -d $(DESTDIR)$(CLIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 $(UNSANDBOXD) $(AGENT) $(DESTDIR)$(BINDIR)/
 	install -m 0644 $(STATIC_LIB) $(DESTDIR)$(CLIBDIR)/
 	install -m 0644 $(PC_FILE) $(DESTDIR)$(CLIBDIR)/pkgconfig/
 	install -m 0644 csrc/include/unsandbox.h $(DESTDIR)$(INCLUDEDIR)/
