@@ -64,14 +64,15 @@ $(MODULE): $(CORE_OBJ) $(BIND_OBJ) $(LAZY_OBJ)
 	$(Q)if nm -D --undefined-only $@ | grep -E ' (curl_|EVP_|OSSL_|OPENSSL_|CRYPTO_|RAND_)'; then \
 	  echo "$@: the functions above need a line in csrc/lazy/" >&2; rm -f $@; exit 1; fi
 
-# unlua links Lua alone: unsandbox.core is loaded when required
+# unlua links Lua alone (and readline, as the stock lua does, for the
+# REPL's line editing): unsandbox.core is loaded when required
 # (package.preload). -Wl,-E exports the Lua API, and the core's interrupt
 # flag, so the module (and C modules of scripts) bind to this copy; the
 # monotonic clock is the launcher's
 $(UNLUA): $(HOST_OBJ) build/core/interrupt.o build/core/clock.o
 	@mkdir -p bin
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -Wl,-E -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) -lm -ldl
+	$(Q)$(CC) $(LDFLAGS) -Wl,-E -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) -lreadline -lm -ldl
 
 # the server shares signing, base64, the id rule, trace context, the
 # pseudonym and the MCP rules (session ids, tool names) with the client core

@@ -33,6 +33,7 @@ external_dependencies = {
   CURL = { header = "curl/curl.h", library = "curl" },
   OPENSSL = { header = "openssl/evp.h", library = "crypto" },
   CJSON = { library = "lua5.4-cjson" },
+  READLINE = { header = "readline/readline.h", library = "readline" },   -- unlua -i
 }
 build = {
   type = "make",

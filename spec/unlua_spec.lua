@@ -322,6 +322,16 @@ describe("unlua #unit", function()
       assert.matches("stdin:1: oops", out)
       assert.matches("after\n", out)
     end)
+
+    it("edits lines and recalls history on a terminal", function()
+      -- script(1) gives unlua a pseudo-terminal; "print(2)", Left, "1"
+      -- makes print(21) only with line editing, and Up recalls it
+      local out = sh("(printf 'print(2)\\033[D1\\n\\033[A\\n'; sleep 1) | timeout 20 script -qec "
+        .. q(q(UNLUA) .. " -i") .. " /dev/null")
+      local _, n = out:gsub("%D21\r?\n", "")
+      assert.equal(2, n, out)
+      assert.not_matches("syntax error", out)
+    end)
   end)
 
   describe("SIGINT", function()

@@ -37,6 +37,7 @@
 
 #include "core/interrupt.h"
 #include "core/version.h"
+#include "host/lineedit.h"
 #include "host/local_backend.h"
 
 
@@ -496,7 +497,7 @@ static int handle_luainit(lua_State *L) {
 
 /*
 ** {==================================================================
-** The REPL: lines from stdin, no line editing
+** The REPL: lines from stdin, edited on a terminal (lineedit.c)
 ** ===================================================================
 */
 
@@ -522,27 +523,18 @@ static int incomplete(lua_State *L, int status) {
   return 0;
 }
 
-/* Prompts, reads one line and pushes it (without the newline). A first
-** line "=expr" means "return expr", as in Lua 5.2. */
+/* Prompts, reads one line (lineedit.c: readline on a terminal) and pushes
+** it (without the newline). A first line "=expr" means "return expr", as
+** in Lua 5.2. */
 static int pushline(lua_State *L, int firstline) {
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t len;
   int top = lua_gettop(L);
-  const char *prompt = get_prompt(L, firstline);
-  lua_writestring(prompt, strlen(prompt));
-  fflush(stdout);
+  char *line = ul_readline(get_prompt(L, firstline));
   lua_settop(L, top);  /* drop what get_prompt left */
-  len = getline(&line, &cap, stdin);
-  if (len < 0) {
-    free(line);
-    return 0;
-  }
-  if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
+  if (!line) return 0;
   if (firstline && line[0] == '=')
     lua_pushfstring(L, "return %s", line + 1);
   else
-    lua_pushlstring(L, line, (size_t)len);
+    lua_pushstring(L, line);
   free(line);
   return 1;
 }
@@ -581,6 +573,7 @@ static int loadline(lua_State *L) {
   if (!pushline(L, 1)) return -1;
   if ((status = addreturn(L)) != LUA_OK)
     status = multiline(L);
+  ul_saveline(lua_tostring(L, 1));  /* the whole statement, for the history */
   lua_remove(L, 1);  /* the line */
   return status;
 }
