@@ -301,6 +301,17 @@ describe("unlua #unit", function()
       assert.equal("- -\n", out)
     end)
 
+    it("loads the Control Plane half on first use of one of its names", function()
+      local out, code = unlua("-e " .. q([[
+        local u = require "unsandbox"
+        print(package.loaded["unsandbox.cp"] ~= nil, package.loaded["unsandbox.sandbox"] ~= nil)
+        print(type(u.manager), type(u.Sandbox), #u.new_trace_id(), u.no_such_name)
+        print(package.loaded["unsandbox.cp"] ~= nil, rawget(u, "acting_subject") ~= nil)
+      ]]))
+      assert.equal(0, code, out)
+      assert.equal("false\tfalse\nfunction\ttable\t32\tnil\ntrue\ttrue\n", out)
+    end)
+
     it("says where it looked when the module is not next to it", function()
       local copy = tmp .. "/bin"
       assert(os.execute("mkdir -p " .. q(copy) .. " && cp " .. q(UNLUA) .. " " .. q(copy)))
