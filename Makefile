@@ -64,12 +64,23 @@ $(MODULE): $(CORE_OBJ) $(BIND_OBJ) $(LAZY_OBJ)
 	$(Q)if nm -D --undefined-only $@ | grep -E ' (curl_|EVP_|OSSL_|OPENSSL_|CRYPTO_|RAND_)'; then \
 	  echo "$@: the functions above need a line in csrc/lazy/" >&2; rm -f $@; exit 1; fi
 
-# unlua links Lua alone (and readline, as the stock lua does, for the
-# REPL's line editing): unsandbox.core is loaded when required
-# (package.preload). -Wl,-E exports the Lua API, and the core's interrupt
-# flag, so the module (and C modules of scripts) bind to this copy; the
-# monotonic clock is the launcher's
-$(UNLUA): $(HOST_OBJ) build/core/interrupt.o build/core/clock.o
+# unlua links Lua, lua-cjson, readline (the REPL's line editing, as the
+# stock lua does), the core and binding (opened when required, through
+# package.preload; libcurl and libcrypto still load on first use) and the
+# Lua facade as data (build/host/facade_lua.c), so a copy of it anywhere
+# still has `require "unsandbox"`. -Wl,-E exports the Lua API to the C
+# modules scripts load.
+FACADE_LUA := $(sort $(wildcard lua/unsandbox/*.lua))
+build/host/facade_lua.c: $(FACADE_LUA) scripts/embed_lua.lua
+	@mkdir -p build/host
+	$(call say,GEN,$@)
+	$(Q)lua5.4 scripts/embed_lua.lua $@ $(FACADE_LUA)
+
+build/host/facade_lua.o: build/host/facade_lua.c
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(UNLUA): $(HOST_OBJ) build/host/facade_lua.o $(CORE_OBJ) $(BIND_OBJ) $(LAZY_OBJ)
 	@mkdir -p bin
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -Wl,-E -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) -lreadline -lm -ldl

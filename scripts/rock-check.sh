@@ -11,8 +11,9 @@ rockspec=$(ls unsandbox-*.rockspec | head -n 1)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # a copy, so the build's object files never land in the checkout
-mkdir -p "$work/src/bin"
+mkdir -p "$work/src/bin" "$work/src/scripts"
 cp -r "$rockspec" Makefile csrc lua "$work/src/"
+cp scripts/embed_lua.lua "$work/src/scripts/"
 cp bin/un "$work/src/bin/"
 rm -f "$work/src/lua/unsandbox/core.so"
 (

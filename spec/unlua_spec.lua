@@ -312,13 +312,24 @@ describe("unlua #unit", function()
       assert.equal("false\tfalse\nfunction\ttable\t32\tnil\ntrue\ttrue\n", out)
     end)
 
-    it("says where it looked when the module is not next to it", function()
+    it("copied anywhere, still has the core and the facade built in", function()
       local copy = tmp .. "/bin"
       assert(os.execute("mkdir -p " .. q(copy) .. " && cp " .. q(UNLUA) .. " " .. q(copy)))
-      local out, code = sh("env -u LUA_PATH -u LUA_PATH_5_4 LUA_CPATH_5_4=/nonexistent/?.so "
-        .. q(copy .. "/unlua") .. " -e 'print(pcall(require, \"unsandbox.core\"))'")
+      local out, code = sh("cd / && env -u LUA_PATH -u LUA_PATH_5_4 LUA_CPATH_5_4=/nonexistent/?.so "
+        .. q(copy .. "/unlua") .. " -e " .. q([[
+          local u = require "unsandbox"
+          print(u.detect_language("a.py"), debug.getinfo(u.client, "S").source)
+          print(pcall(function() local c = u.client { url = "ftp://x" }; return c end))]]))
       assert.equal(0, code, out)
-      assert.matches("^false\t.*module 'unsandbox.core' not found next to .*/bin", out)
+      assert.matches("^python\t=%[unlua%]/unsandbox/init%.lua\n", out)
+      -- misuse still points at the caller's line, not into the built-in files
+      assert.matches("\nfalse\t%(command line%):3: bad argument 'opts' to 'client'", out)
+    end)
+
+    it("prefers the facade on disk to the built-in one", function()
+      local out, code = unlua("-e " .. q('print(debug.getinfo(require("unsandbox").client, "S").source)'))
+      assert.equal(0, code, out)
+      assert.matches("^@.*/lua/unsandbox/init%.lua\n$", out)
     end)
   end)
 

@@ -37,6 +37,7 @@
 
 #include "core/interrupt.h"
 #include "core/version.h"
+#include "host/facade.h"
 #include "host/lineedit.h"
 #include "host/local_backend.h"
 
@@ -223,43 +224,17 @@ static void createargtable(lua_State *L, char **argv, int argc, int script) {
 }
 
 /*
-** package.preload["unsandbox.core"]: the module next to the facade this
-** unlua finds (a build tree's lua/unsandbox/core.so, an installed
-** prefix's lib/lua/5.4/unsandbox/core.so), opened by package.loadlib so
-** the package library owns the handle as for any C module. The core's
-** interrupt flag is this program's (it is exported: see the Makefile), so
-** Ctrl-C reaches the module's C waits.
+** package.preload["unsandbox.core"]: the core and binding are linked into
+** unlua (libcurl and libcrypto still load on first use, csrc/lazy), so a
+** copied unlua needs no core.so; never a core.so from disk, which would be
+** a second copy of the core beside this one. The facade's Lua files come
+** from disk when a path has them, else from the copy built in (facade.c).
 */
-static int load_core(lua_State *L) {
-  static const char *const rel[] = {
-    "../lua/unsandbox/core.so",
-    "../lib/lua/" LUA_VERSION_MAJOR "." LUA_VERSION_MINOR "/unsandbox/core.so",
-  };
-  char path[PATH_MAX];
-  for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-    if (exedir[0] == '\0' ||
-        snprintf(path, sizeof path, "%s/%s", exedir, rel[i]) >= (int)sizeof path ||
-        access(path, R_OK) != 0) continue;
-    lua_getglobal(L, "package");
-    lua_getfield(L, -1, "loadlib");
-    lua_pushstring(L, path);
-    lua_pushliteral(L, "luaopen_unsandbox_core");
-    lua_call(L, 2, 2);
-    if (lua_isnil(L, -2))
-      return luaL_error(L, "cannot load %s: %s", path, lua_tostring(L, -1));
-    lua_pop(L, 1);
-    lua_pushvalue(L, 1);           /* the module name, as require passes it */
-    lua_call(L, 1, 1);
-    return 1;
-  }
-  return luaL_error(L, "module 'unsandbox.core' not found next to %s "
-                    "(../lua/unsandbox/core.so or ../lib/lua/5.4/unsandbox/core.so)",
-                    exedir[0] ? exedir : progname);
-}
+int luaopen_unsandbox_core(lua_State *L);
 
 static void preload_modules(lua_State *L) {
   static const luaL_Reg builtin[] = {
-    { "unsandbox.core", load_core },
+    { "unsandbox.core", luaopen_unsandbox_core },
     { "cjson", luaopen_cjson },
     { "cjson.safe", luaopen_cjson_safe },
     { NULL, NULL }
@@ -631,6 +606,7 @@ static int pmain(lua_State *L) {
   luaL_openlibs(L);
   preload_modules(L);
   add_facade_paths(L);
+  ul_facade_install(L);
   createargtable(L, argv, argc, script);
   lua_gc(L, LUA_GCRESTART);
   lua_gc(L, LUA_GCGEN, 0, 0);
