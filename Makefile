@@ -48,7 +48,7 @@ UNSANDBOXD = bin/unsandboxd
 AGENT     = bin/unsandboxd-agent
 EMBED     = examples/embed/embed_demo
 
-.PHONY: all deps test check-c demo bench rock-check clean fuzz sanitize coverage install rock install-rock
+.PHONY: all deps test check-c demo bench rock-check clean fuzz sanitize coverage install rock install-rock doc
 all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(TEST_BIN)
 
 build/%.o: csrc/%.c
@@ -179,6 +179,13 @@ $(BENCH_TOOL): bench/tool.c
 bench: deps
 	@$(MAKE) -s --no-print-directory all $(BENCH_TOOL)
 	@bench/run.sh
+
+# The reference of the public module (LDoc, docs/config.ld) in build/doc/;
+# the man pages are docs/man/*.1, written by hand and installed as they are.
+doc: deps
+	@rm -rf build/doc
+	@cd docs && ldoc -q .
+	@echo "reference: build/doc/index.html; man pages: docs/man/"
 
 # Proves the rockspec: builds and installs into a temporary tree, then
 # stock lua5.4 requires the module from that tree.

@@ -11,6 +11,7 @@ packages=(
   bubblewrap slirp4netns faketime sqlite3
   python3 perl nodejs
   clang-14 libclang-rt-14-dev lcov
+  lua-ldoc
 )
 
 missing=()

@@ -34,7 +34,8 @@ describe("make install #integration", function()
     for _, f in ipairs { "bin/unlua", "bin/un", "bin/unsandboxd", "bin/unsandboxd-agent",
         "share/lua/5.4/unsandbox/init.lua", "share/lua/5.4/unsandbox/cli.lua",
         "lib/lua/5.4/unsandbox/core.so", "lib/libunsandbox.a", "lib/pkgconfig/unsandbox.pc",
-        "include/unsandbox.h" } do
+        "include/unsandbox.h", "share/man/man1/un.1", "share/man/man1/unlua.1",
+        "share/man/man1/unsandboxd.1" } do
       assert.is_truthy(fs.read(prefix .. "/" .. f), f .. " not installed")
     end
     out, code = proc.run("sh -c " .. proc.quote("cd / && " .. proc.quote(prefix .. "/bin/unlua")

@@ -9,7 +9,8 @@
 -- own credentials, base URL, timeouts and a reused connection; and as a
 -- module function (`unsandbox.execute_code(...)`), which uses a default
 -- client configured from the environment. Expected failures return
--- `nil, err` (an unsandbox.Error); misuse raises.
+-- `nil, err` (an unsandbox.Error); misuse raises. Success is one value.
+-- @module unsandbox
 local core = require "unsandbox.core"
 local abandon = require "unsandbox.abandon"
 local api = require "unsandbox.api"
@@ -28,6 +29,7 @@ local unsandbox = {
 }
 
 local Client = core.Client   -- the methods table of the C userdata
+
 
 -- The Control Plane client (lua/unsandbox/cp.lua), loaded on first use of
 -- one of its names: a script that only runs code does not pay for its
@@ -67,6 +69,19 @@ function unsandbox.client(opts)
   TIMEOUTS[client] = c.timeout
   return client
 end
+
+--- A client of the execution API: its own credentials, base URL,
+-- timeouts and kept-alive connection. Made by `unsandbox.client{}`; closed
+-- by `c:close()`, a `<close>` variable or the collector (the secret is
+-- wiped). Its methods are also module functions of the same name.
+-- @type Client
+
+--- The base URL this client talks to.
+-- @function Client:url
+
+--- Closes the client and wipes its secret; idempotent. Using it afterwards
+-- raises "attempt to use a closed Client".
+-- @function Client:close
 
 --- c:info() -> {url, public_key, source, timeout (s)}, or nil, Error when
 -- no credentials can be found. Never the secret.
@@ -123,7 +138,16 @@ local function execute_args(fname, language, code, opts)
 end
 
 --- Runs code and returns its result once finished (polling when the
--- service answers with a pending job).
+-- service answers with a pending job). opts: env ({NAME = value}),
+-- input_files (paths or {filename, content}), network_mode ("zerotrust",
+-- "semitrusted"), ttl (1-900 s), vcpu (1-8), return_artifacts, timeout
+-- (s, the whole call), on_poll(job, attempt); module functions also take
+-- url, public_key, secret_key, account, ca_file. The result: stdout,
+-- stderr, exit_code, status ("completed", "failed", "timeout",
+-- "cancelled"), job_id, language, execution_time_ms, stdout_truncated,
+-- stderr_truncated, error, created_at, completed_at, request_id, and
+-- artifacts ({filename, content}) when asked. Giving up (timeout, Ctrl-C)
+-- cancels the job; the Error names job_id and cancelled.
 function Client:execute_code(language, code, opts)
   local body, err
   opts, body, err = execute_args("execute_code", language, code, opts)
@@ -268,6 +292,8 @@ function Client:get_languages(opts)
   return list
 end
 
+--- Checks the key pair with the service: {valid, public_key, tier, ...,
+-- request_id}.
 function Client:validate_keys()
   return one(api.call(self, "POST", "/keys/validate"))
 end
@@ -369,8 +395,14 @@ function Client:create_session(opts)
   return with_id(doc, rid, "session_id")
 end
 
+--- The sessions of this key: a list of {id, status, shell, network_mode, ...}.
+-- @function Client:list_sessions
 Client.list_sessions = list_of("sessions")
+--- One session's document (with request_id).
+-- @function Client:get_session
 Client.get_session = by_id("GET", "/sessions/", "get_session")
+--- Deletes a session. opts: on_sudo, or challenge_id and otp (see above).
+-- @function Client:delete_session
 Client.delete_session = destructive("DELETE", "/sessions/", "delete_session")
 
 --- Runs a shell command in a session; returns a result like execute_code.
@@ -408,8 +440,14 @@ function Client:create_service(opts)
   return with_id(doc, rid, "service_id")
 end
 
+--- The services of this key: a list of {id, name, status, ...}.
+-- @function Client:list_services
 Client.list_services = list_of("services")
+--- One service's document (with request_id).
+-- @function Client:get_service
 Client.get_service = by_id("GET", "/services/", "get_service")
+--- Deletes a service. opts: on_sudo, or challenge_id and otp.
+-- @function Client:delete_service
 Client.delete_service = destructive("DELETE", "/services/", "delete_service")
 
 --- The service's bootstrap output.
@@ -454,13 +492,29 @@ local function snapshot_of(kind)
   end
 end
 
+--- Snapshots a session. opts: name, hot (boolean). Returns the snapshot's document with its id.
+-- @function Client:session_snapshot
 Client.session_snapshot = snapshot_of("session")
+--- Snapshots a service. opts: name, hot (boolean). Returns the snapshot's document with its id.
+-- @function Client:service_snapshot
 Client.service_snapshot = snapshot_of("service")
+--- The snapshots of this key: a list of {id, name, source_type, source_id, size_bytes, ...}.
+-- @function Client:list_snapshots
 Client.list_snapshots = list_of("snapshots")
+--- One snapshot's document (with request_id).
+-- @function Client:get_snapshot
 Client.get_snapshot = by_id("GET", "/snapshots/", "get_snapshot")
+--- Deletes a snapshot (a locked one must be unlocked first). opts: on_sudo, or challenge_id and otp.
+-- @function Client:delete_snapshot
 Client.delete_snapshot = destructive("DELETE", "/snapshots/", "delete_snapshot")
+--- Restores a snapshot into the session or service it was taken of.
+-- @function Client:restore_snapshot
 Client.restore_snapshot = by_id("POST", "/snapshots/", "restore_snapshot", "/restore")
+--- Locks a snapshot against deletion.
+-- @function Client:lock_snapshot
 Client.lock_snapshot = by_id("POST", "/snapshots/", "lock_snapshot", "/lock")
+--- Unlocks a snapshot. opts: on_sudo, or challenge_id and otp.
+-- @function Client:unlock_snapshot
 Client.unlock_snapshot = destructive("POST", "/snapshots/", "unlock_snapshot", "/unlock")
 
 --- detect_language as a method too, for symmetry; no network.
@@ -470,6 +524,10 @@ function Client.detect_language(_, filename) return unsandbox.detect_language(fi
 ------------------------------------------------------------------------
 -- Module functions
 ------------------------------------------------------------------------
+
+--- Functions of the module alone (the Client's methods above are module
+-- functions too, using the default client).
+-- @section module
 
 --- Signs a request exactly as the client does (the same C function).
 function unsandbox.sign(secret, timestamp, method, path, body)
