@@ -62,53 +62,41 @@ local SUDO = { on_sudo = function(err)
   return line and line:match("^%s*(.-)%s*$") or nil
 end }
 
---- The subcommands, each function(o, c) -> exit code or nil (0).
-function M.commands(h)
-  local check, usage = h.check, h.usage
+-- text for a person, or the value as JSON
+local function emit(o, v, show) if o.json then M.print_json(v) else show(v) end end
+local function table_of(o, v) emit(o, v, show_table) end
+local function list_of(o, v, fields) emit(o, v, function(x) list(x, fields) end) end
+local function id_of(o, v) emit(o, v, function(x) print(x.id) end) end
+local function did(o, v, what) emit(o, v, function() print(what) end) end
 
-  local function need(o, n, what)
-    return o.rest[n] or usage(what .. " expected")
+-- a command's output passed through; its exit code becomes un's
+local function relay(o, r)
+  if o.json then M.print_json(r) else
+    io.stdout:write(r.stdout)
+    io.stderr:write(r.stderr)
   end
-  -- text for a person, or the value as JSON
-  local function emit(o, v, show) if o.json then M.print_json(v) else show(v) end end
-  local function table_of(o, v) emit(o, v, show_table) end
-  local function list_of(o, v, fields) emit(o, v, function(x) list(x, fields) end) end
-  local function id_of(o, v) emit(o, v, function(x) print(x.id) end) end
-  local function did(o, v, what) emit(o, v, function() print(what) end) end
-  -- a command's output passed through; its exit code becomes un's
-  local function relay(o, r)
-    if o.json then M.print_json(r) else
-      io.stdout:write(r.stdout)
-      io.stderr:write(r.stderr)
-    end
-    return r.exit_code
+  return r.exit_code
+end
+
+-- The argument n of a subcommand, or a usage error naming what it is.
+local function needer(h)
+  return function(o, n, what) return o.rest[n] or h.usage(what .. " expected") end
+end
+
+-- A subcommand with actions (`un session list`): each action is
+-- function(o, c, id) with id the argument after the action.
+local function resource(h, kind, actions)
+  return function(o, c)
+    local action = o.rest[2] or "list"
+    local f = actions[action]
+    if not f then h.usage("unknown " .. kind .. " action '" .. action .. "'") end
+    return f(o, c, o.rest[3])
   end
-  local function resource(kind, actions)
-    return function(o, c)
-      local action = o.rest[2] or "list"
-      local f = actions[action]
-      if not f then usage("unknown " .. kind .. " action '" .. action .. "'") end
-      return f(o, c, o.rest[3] and o.rest[3] or nil)
-    end
-  end
+end
 
-  local commands = {}
-
-  function commands.languages(o, c)
-    emit(o, check(c:get_languages()), function(l) print(table.concat(l, "\n")) end)
-  end
-
-  function commands.jobs(o, c)
-    if o.get then table_of(o, check(c:get_job(o.get)))
-    elseif o.cancel then
-      local r = check(c:cancel_job(o.cancel))
-      did(o, r, "cancelled job " .. o.cancel)
-    else list_of(o, check(c:list_jobs()), { "job_id", "status", "language" }) end
-  end
-
-  function commands.key(o, c) table_of(o, check(c:validate_keys())) end
-
-  commands.session = resource("session", {
+local function sessions(h)
+  local check, need = h.check, needer(h)
+  return resource(h, "session", {
     list = function(o, c) list_of(o, check(c:list_sessions()), { "id", "status", "shell", "network_mode" }) end,
     create = function(o, c)
       id_of(o, check(c:create_session { shell = o.shell, network_mode = o.network, ttl = o.ttl }))
@@ -120,8 +108,11 @@ function M.commands(h)
     exec = function(o, c) return relay(o, check(c:session_execute(need(o, 3, "session id"), need(o, 4, "command")))) end,
     snapshot = function(o, c) id_of(o, check(c:session_snapshot(need(o, 3, "session id"), { name = o.rest[4] }))) end,
   })
+end
 
-  commands.service = resource("service", {
+local function services(h)
+  local check, need = h.check, needer(h)
+  return resource(h, "service", {
     list = function(o, c) list_of(o, check(c:list_services()), { "id", "name", "status" }) end,
     create = function(o, c)
       id_of(o, check(c:create_service { name = need(o, 3, "service name"),
@@ -137,8 +128,11 @@ function M.commands(h)
     exec = function(o, c) return relay(o, check(c:service_execute(need(o, 3, "service id"), need(o, 4, "command")))) end,
     snapshot = function(o, c) id_of(o, check(c:service_snapshot(need(o, 3, "service id"), { name = o.rest[4] }))) end,
   })
+end
 
-  commands.snapshot = resource("snapshot", {
+local function snapshots(h)
+  local check, need = h.check, needer(h)
+  return resource(h, "snapshot", {
     list = function(o, c)
       list_of(o, check(c:list_snapshots()), { "id", "name", "source_type", "source_id", "size_bytes" })
     end,
@@ -154,6 +148,25 @@ function M.commands(h)
       did(o, check(c:unlock_snapshot(need(o, 3, "snapshot id"), SUDO)), "unlocked snapshot " .. id)
     end,
   })
+end
+
+--- The subcommands, each function(o, c) -> exit code or nil (0). h: the
+-- CLI's helpers (check, usage).
+function M.commands(h)
+  local check = h.check
+  local commands = { session = sessions(h), service = services(h), snapshot = snapshots(h) }
+
+  function commands.languages(o, c)
+    emit(o, check(c:get_languages()), function(l) print(table.concat(l, "\n")) end)
+  end
+
+  function commands.jobs(o, c)
+    if o.get then table_of(o, check(c:get_job(o.get)))
+    elseif o.cancel then did(o, check(c:cancel_job(o.cancel)), "cancelled job " .. o.cancel)
+    else list_of(o, check(c:list_jobs()), { "job_id", "status", "language" }) end
+  end
+
+  function commands.key(o, c) table_of(o, check(c:validate_keys())) end
 
   return commands
 end

@@ -564,56 +564,8 @@ function unsandbox.default_client()
   return default
 end
 
--- The public functions, declared once: each is a method of every Client
--- and a module function of the same name that uses the default client.
--- The number is the position of the function's options table (0: none),
--- from which a module function takes the connection options (url,
--- public_key, ...) to make a one-off client for that call. Nothing else of
--- the Client (request, info, url, close) becomes a module function.
-local PUBLIC = {
-  execute_code = 3, execute_async = 3, get_job = 0, wait_for_job = 2, execute_many = 2,
-  cancel_job = 0, list_jobs = 0,
-  get_languages = 1, validate_keys = 0, health = 0, call = 0,
-  create_session = 1, list_sessions = 0, get_session = 0, delete_session = 2, session_execute = 3,
-  create_service = 1, list_services = 0, get_service = 0, delete_service = 2, service_logs = 0,
-  service_execute = 3,
-  session_snapshot = 2, service_snapshot = 2, list_snapshots = 0, get_snapshot = 0,
-  delete_snapshot = 2, restore_snapshot = 0, lock_snapshot = 0, unlock_snapshot = 2,
-}
-
-local function connection_opts(opts)
-  if type(opts) ~= "table" then return nil end
-  local conn
-  for k in pairs(CONNECTION) do
-    if k ~= "timeout" and opts[k] ~= nil then
-      conn = conn or {}
-      conn[k] = opts[k]
-    end
-  end
-  return conn
-end
-
-local function strip(opts)
-  local rest = {}
-  for k, v in pairs(opts) do
-    if not CONNECTION[k] or k == "timeout" then rest[k] = v end
-  end
-  return rest
-end
-
-local function module_function(name, pos)
-  local method = Client[name]
-  assert(type(method) == "function", "PUBLIC names a missing method")
-  return function(...)
-    local conn = pos > 0 and connection_opts((select(pos, ...)))
-    if not conn then return method(unsandbox.default_client(), ...) end
-    local args = table.pack(...)
-    args[pos] = strip(args[pos])
-    local c <close> = unsandbox.client(conn)
-    return method(c, table.unpack(args, 1, args.n))
-  end
-end
-
-for name, pos in pairs(PUBLIC) do unsandbox[name] = module_function(name, pos) end
+-- The module functions, made from the one declared table of public
+-- functions (lua/unsandbox/public.lua).
+require("unsandbox.public").install(unsandbox, Client, CONNECTION)
 
 return unsandbox
