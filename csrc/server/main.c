@@ -2,7 +2,7 @@
 ** unsandboxd: command line, start-up and shutdown.
 **
 **   unsandboxd --listen 127.0.0.1:0 --data DIR [--dev-keys] [--sync-ms N]
-**              [--workers N] [--queue N] [--max-body BYTES] [--enable-faults]
+**              [--workers N] [--queue N] [--max-body BYTES] [--enable-faults] [--lenient]
 **              [--cgroups auto|off]
 **   unsandboxd keys add --data DIR
 **
@@ -72,6 +72,8 @@ static void usage(FILE *f) {
     "  --disk-budget-mb N   most disk all sessions and services may claim together\n"
     "                       (default: half the free space of the data directory)\n"
     "  --enable-faults      allow POST /_faults (tests only)\n"
+    "  --lenient            also accept the SDKs' variant signatures (path with query;\n"
+    "                       \"\" for a {} body) and variant routes and keys (spec 8)\n"
     "  --cgroups auto|off   limit runs with cgroups (v2, else v1) when usable, as root\n"
     "                       (default auto); off: rlimits only, the fallback\n"
     "  --agent PATH         unsandboxd-agent (default: next to this program)\n"
@@ -102,7 +104,7 @@ static void usage(FILE *f) {
 
 static void parse_args(int argc, char **argv, ux_config *cfg) {
   enum { OPT_LISTEN = 256, OPT_DATA, OPT_DEV, OPT_SYNC, OPT_WORKERS, OPT_QUEUE, OPT_BODY,
-         OPT_DISK, OPT_BUDGET, OPT_AGENT, OPT_FAULTS, OPT_CGROUPS, OPT_POOL, OPT_POOL_SHAPES,
+         OPT_DISK, OPT_BUDGET, OPT_AGENT, OPT_FAULTS, OPT_LENIENT, OPT_CGROUPS, OPT_POOL, OPT_POOL_SHAPES,
          OPT_CP_LISTEN, OPT_REGISTRIES, OPT_TOKEN_TTL, OPT_IDLE_TTL, OPT_HARD_TTL, OPT_MAX_RT,
          OPT_OBJ_XFERS, OPT_VERSION, OPT_HELP };
   static const struct option opts[] = {
@@ -116,6 +118,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     { "disk-mb", required_argument, NULL, OPT_DISK },
     { "disk-budget-mb", required_argument, NULL, OPT_BUDGET },
     { "enable-faults", no_argument, NULL, OPT_FAULTS },
+    { "lenient", no_argument, NULL, OPT_LENIENT },
     { "cgroups", required_argument, NULL, OPT_CGROUPS },
     { "agent", required_argument, NULL, OPT_AGENT },
     { "pool", required_argument, NULL, OPT_POOL },
@@ -160,6 +163,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     case OPT_DISK: cfg->disk_mb = ux_parse_num("--disk-mb", optarg, 16, 1L << 20); break;
     case OPT_BUDGET: cfg->disk_budget_mb = ux_parse_num("--disk-budget-mb", optarg, 16, 1L << 30); break;
     case OPT_FAULTS: cfg->enable_faults = 1; break;
+    case OPT_LENIENT: cfg->lenient = 1; break;
     case OPT_AGENT: cfg->agent = optarg; break;
     case OPT_POOL: cfg->pool = (int)ux_parse_num("--pool", optarg, 0, UX_POOL_MAX); break;
     case OPT_POOL_SHAPES: cfg->pool_shapes = optarg; break;

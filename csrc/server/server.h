@@ -28,6 +28,7 @@ typedef struct ux_config {
   long disk_mb;           /* size of every volume (volume.h) */
   long disk_budget_mb;    /* all persistent volumes together; 0 = half the free space */
   int enable_faults;
+  int lenient;            /* --lenient: the variant signatures and routes of spec §8 */
   const char *agent;      /* --agent: unsandboxd-agent; NULL = next to us */
   int cgroups;            /* limit runs with cgroups when usable (else rlimits) */
   int pool;               /* sandboxes prepared ahead per shape; 0 = none */

@@ -81,4 +81,14 @@ function M.call(client, method, path, body, opts)
   return doc, resp.request_id
 end
 
+--- What a call that returns a document gives back on success: the
+-- document alone, with the request id in it (unless the server's document
+-- has a field of that name, or is a list), so `local r, err = f(); if err
+-- then` is reliable. On failure: nil, Error as given.
+function M.one(doc, rid)
+  if not doc then return nil, rid end
+  if type(doc) == "table" and #doc == 0 and doc.request_id == nil then doc.request_id = rid end
+  return doc
+end
+
 return M

@@ -10,6 +10,7 @@ local unsandbox = require "unsandbox"
 local core = require "unsandbox.core"
 local cli_cp = require "unsandbox.cli_cp"
 local cli_commands = require "unsandbox.cli_commands"
+local cli_exec = require "unsandbox.cli_exec"
 local abandon = require "unsandbox.abandon"
 
 local M = {}
@@ -26,7 +27,7 @@ usage: un [options] FILE            run FILE (language from its extension or she
        un service list | create NAME BOOTSTRAP | get ID | delete ID | exec ID CMD | logs ID | snapshot ID [NAME]
        un snapshot list | get ID | restore ID | delete ID | lock ID | unlock ID
        un key
-]] .. cli_cp.USAGE .. [[
+]] .. cli_exec.USAGE .. cli_cp.USAGE .. [[
 options:
   -s LANG        language of inline code        -e KEY=VAL   environment variable (repeatable)
   -f FILE        input file (repeatable)        -n MODE      zerotrust (default) | semitrusted
@@ -103,6 +104,7 @@ local function parse(args)
     elseif a == "--url" then o.url = value(a)
     elseif a == "--json" then o.json = true
     elseif a == "--version" then o.version = true
+    elseif a == "--all" then o.all = true
     elseif a == "--get" then o.get = value(a)
     elseif a == "--cancel" then o.cancel = value(a)
     elseif a == "--shell" then o.shell = value(a)
@@ -277,6 +279,9 @@ local helpers = { usage = usage, exit_with = exit_with, check = check,
   EXIT_USAGE = EXIT_USAGE, EXIT_AUTH = EXIT_AUTH, EXIT_API = EXIT_API, EXIT_TIMEOUT = EXIT_TIMEOUT }
 
 local commands = cli_commands.commands(helpers)
+-- the issue 14 actions (cli_exec.lua) layered over these
+cli_exec.extend(commands, { usage = usage, check = check, need = cli_commands.needer(helpers),
+  list = cli_commands.list, show_table = cli_commands.show_table, SUDO = cli_commands.SUDO })
 
 -- Ctrl-C as it reaches main: unlua's "interrupted!" (raised where the
 -- script was, so perhaps with a position), or fail()'s exit for an Error

@@ -35,14 +35,14 @@ M.text = text
 
 function M.print_json(v) print(cjson.encode(v)) end
 
-local function show_table(t)
+function M.show_table(t)
   local keys = {}
   for k in pairs(t) do keys[#keys + 1] = k end
   table.sort(keys)
   for _, k in ipairs(keys) do print(string.format("%-16s %s", k, text(t[k]))) end
 end
 
-local function list(items, fields)
+function M.list(items, fields)
   for _, it in ipairs(items) do
     local cols = {}
     for i, f in ipairs(fields) do cols[i] = it[f] == nil and "-" or text(it[f]) end
@@ -53,7 +53,7 @@ end
 -- A sudo challenge's one-time password (spec: "check your email"), read
 -- from standard input, with a prompt when that is a terminal. The CLI may
 -- read the terminal; the library never does.
-local SUDO = { on_sudo = function(err)
+M.SUDO = { on_sudo = function(err)
   if core.isatty(0) then
     io.stderr:write("[un] ", err.message, "; one-time password (empty cancels): ")
     io.stderr:flush()
@@ -64,8 +64,8 @@ end }
 
 -- text for a person, or the value as JSON
 local function emit(o, v, show) if o.json then M.print_json(v) else show(v) end end
-local function table_of(o, v) emit(o, v, show_table) end
-local function list_of(o, v, fields) emit(o, v, function(x) list(x, fields) end) end
+local function table_of(o, v) emit(o, v, M.show_table) end
+local function list_of(o, v, fields) emit(o, v, function(x) M.list(x, fields) end) end
 local function id_of(o, v) emit(o, v, function(x) print(x.id) end) end
 local function did(o, v, what) emit(o, v, function() print(what) end) end
 
@@ -79,7 +79,7 @@ local function relay(o, r)
 end
 
 -- The argument n of a subcommand, or a usage error naming what it is.
-local function needer(h)
+function M.needer(h)
   return function(o, n, what) return o.rest[n] or h.usage(what .. " expected") end
 end
 
@@ -95,7 +95,7 @@ local function resource(h, kind, actions)
 end
 
 local function sessions(h)
-  local check, need = h.check, needer(h)
+  local check, need = h.check, M.needer(h)
   return resource(h, "session", {
     list = function(o, c) list_of(o, check(c:list_sessions()), { "id", "status", "shell", "network_mode" }) end,
     create = function(o, c)
@@ -103,7 +103,7 @@ local function sessions(h)
     end,
     get = function(o, c) table_of(o, check(c:get_session(need(o, 3, "session id")))) end,
     delete = function(o, c, id)
-      did(o, check(c:delete_session(need(o, 3, "session id"), SUDO)), "deleted session " .. id)
+      did(o, check(c:delete_session(need(o, 3, "session id"), M.SUDO)), "deleted session " .. id)
     end,
     exec = function(o, c) return relay(o, check(c:session_execute(need(o, 3, "session id"), need(o, 4, "command")))) end,
     snapshot = function(o, c) id_of(o, check(c:session_snapshot(need(o, 3, "session id"), { name = o.rest[4] }))) end,
@@ -111,7 +111,7 @@ local function sessions(h)
 end
 
 local function services(h)
-  local check, need = h.check, needer(h)
+  local check, need = h.check, M.needer(h)
   return resource(h, "service", {
     list = function(o, c) list_of(o, check(c:list_services()), { "id", "name", "status" }) end,
     create = function(o, c)
@@ -120,7 +120,7 @@ local function services(h)
     end,
     get = function(o, c) table_of(o, check(c:get_service(need(o, 3, "service id")))) end,
     delete = function(o, c, id)
-      did(o, check(c:delete_service(need(o, 3, "service id"), SUDO)), "deleted service " .. id)
+      did(o, check(c:delete_service(need(o, 3, "service id"), M.SUDO)), "deleted service " .. id)
     end,
     logs = function(o, c)
       emit(o, check(c:service_logs(need(o, 3, "service id"))), function(log) io.stdout:write(log) end)
@@ -131,7 +131,7 @@ local function services(h)
 end
 
 local function snapshots(h)
-  local check, need = h.check, needer(h)
+  local check, need = h.check, M.needer(h)
   return resource(h, "snapshot", {
     list = function(o, c)
       list_of(o, check(c:list_snapshots()), { "id", "name", "source_type", "source_id", "size_bytes" })
@@ -141,11 +141,11 @@ local function snapshots(h)
       did(o, check(c:restore_snapshot(need(o, 3, "snapshot id"))), "restored snapshot " .. id)
     end,
     delete = function(o, c, id)
-      did(o, check(c:delete_snapshot(need(o, 3, "snapshot id"), SUDO)), "deleted snapshot " .. id)
+      did(o, check(c:delete_snapshot(need(o, 3, "snapshot id"), M.SUDO)), "deleted snapshot " .. id)
     end,
     lock = function(o, c, id) did(o, check(c:lock_snapshot(need(o, 3, "snapshot id"))), "locked snapshot " .. id) end,
     unlock = function(o, c, id)
-      did(o, check(c:unlock_snapshot(need(o, 3, "snapshot id"), SUDO)), "unlocked snapshot " .. id)
+      did(o, check(c:unlock_snapshot(need(o, 3, "snapshot id"), M.SUDO)), "unlocked snapshot " .. id)
     end,
   })
 end

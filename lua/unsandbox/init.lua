@@ -96,14 +96,8 @@ end
 -- (default 60 s) plus a minute of queueing, never forever.
 local function default_wait(ttl) return (ttl or 60) + 60 end
 
--- What a call that returns a document gives back on success: the document
--- alone, with the request id in it (unless the server's document has a
--- field of that name), so `local r, err = f(); if err then` is reliable.
-local function one(doc, rid)
-  if not doc then return nil, rid end
-  if type(doc) == "table" and #doc == 0 and doc.request_id == nil then doc.request_id = rid end
-  return doc
-end
+-- Success is one value: the document with its request id (api.one).
+local one = api.one
 
 local function wait_result(self, job_id, timeout, on_poll, want_artifacts)
   local job, rid = poll.wait(self, job_id, timeout, on_poll)
@@ -450,10 +444,12 @@ Client.get_service = by_id("GET", "/services/", "get_service")
 -- @function Client:delete_service
 Client.delete_service = destructive("DELETE", "/services/", "delete_service")
 
---- The service's bootstrap output.
-function Client:service_logs(id)
+--- The service's bootstrap output; opts.all asks for all of it.
+function Client:service_logs(id, opts)
   check.id("service_logs", "id", id)
-  local doc, rid = api.call(self, "GET", "/services/" .. id .. "/logs")
+  opts = check.options("service_logs", opts, { all = true })
+  local all = check.type("service_logs", "all", opts.all, "boolean", true)
+  local doc, rid = api.call(self, "GET", "/services/" .. id .. "/logs" .. (all and "?all=true" or ""))
   if not doc then return nil, rid end
   local log = doc.log or doc.logs or ""
   if type(log) ~= "string" then return shape.fail(rid, "'log' is not a string") end
@@ -516,6 +512,9 @@ Client.lock_snapshot = by_id("POST", "/snapshots/", "lock_snapshot", "/lock")
 --- Unlocks a snapshot. opts: on_sudo, or challenge_id and otp.
 -- @function Client:unlock_snapshot
 Client.unlock_snapshot = destructive("POST", "/snapshots/", "unlock_snapshot", "/unlock")
+
+-- the rest of the execution API (power, administration, env vault, images)
+require("unsandbox.execapi").install(Client, { by_id = by_id, destructive = destructive, with_id = with_id })
 
 --- detect_language as a method too, for symmetry; no network.
 function Client.detect_language(_, filename) return unsandbox.detect_language(filename) end

@@ -52,7 +52,10 @@ int ux_exec_spec_open_volume(ux_exec_spec *s, char *err, size_t errlen) {
 
 int ux_network_mode(ux_req *r, json_t *body, const char *dflt) {
   const char *mode;
-  if (ux_get_str(r, body, "network_mode", 0, dflt, &mode) < 0) return -1;
+  /* "network" is the Lua SDK's name for it (lenient mode only) */
+  const char *key = r->srv && r->srv->cfg.lenient && !json_object_get(body, "network_mode") &&
+                    json_object_get(body, "network") ? "network" : "network_mode";
+  if (ux_get_str(r, body, key, 0, dflt, &mode) < 0) return -1;
   if (!strcmp(mode, "zerotrust")) return 0;
   if (!strcmp(mode, "semitrusted")) return 1;
   return ux_reply_error(r, 400, "bad_request",
@@ -141,6 +144,19 @@ int ux_exec_spec_files(ux_req *r, ux_exec_spec *s, json_t *files) {
     uf->name = ux_xstrdup(json_string_value(json_object_get(f, "filename")));
     s->run.n_files++;
   }
+  return 0;
+}
+
+int ux_exec_spec_take_env(ux_exec_spec *s, char **env, size_t n) {
+  if (!env) return 0;
+  if (s->env || s->run.n_env) {
+    for (size_t i = 0; i < n; i++) free(env[i]);
+    free(env);
+    return -1;
+  }
+  s->env = env;
+  s->run.n_env = n;
+  s->run.env = (const char *const *)s->env;
   return 0;
 }
 

@@ -45,6 +45,12 @@ int ux_exec_spec_files(ux_req *r, ux_exec_spec *s, json_t *files);
 ** after setting a 400 reply. */
 int ux_network_mode(ux_req *r, json_t *body, const char *dflt);
 
+/* Gives a command spec (one without an environment yet) n "NAME=value"
+** strings (malloc'd, in a malloc'd array), taking them over (freed here
+** when refused): a service's env vault, checked by the vault's parser.
+** 0, or -1 when the spec has an environment already. */
+int ux_exec_spec_take_env(ux_exec_spec *s, char **env, size_t n);
+
 void ux_exec_spec_free(ux_exec_spec *s);
 
 #endif

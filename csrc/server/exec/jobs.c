@@ -65,6 +65,8 @@ static json_t *doc_head(const ux_job *j, jstate s, long completed_at, const char
 static json_t *doc_final(const ux_job *j, jstate s, const char *error, const ux_run_result *res) {
   json_t *d = doc_head(j, s, ux_now(), error);
   json_object_set_new(d, "exit_code", json_integer(res->exit_code));
+  /* several SDKs read success instead of comparing exit_code */
+  json_object_set_new(d, "success", json_boolean(s == J_COMPLETED && res->exit_code == 0));
   json_object_set_new(d, "stdout", ux_json_bytes(res->out ? res->out : "", res->out_len));
   json_object_set_new(d, "stderr", ux_json_bytes(res->err ? res->err : "", res->err_len));
   json_object_set_new(d, "stdout_truncated", json_boolean(res->out_truncated));

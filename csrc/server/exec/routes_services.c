@@ -22,7 +22,8 @@ static json_t *present(ux_server *srv, json_t *doc) {
     "id", "service_id", "name", NULL
   };
   const char *id = json_string_value(json_object_get(doc, "id"));
-  const char *state = ux_svcs_running(srv->svcs, id) ? "running" : "stopped";
+  const char *state = json_is_true(json_object_get(doc, "frozen")) ? "frozen"
+                    : ux_svcs_running(srv->svcs, id) ? "running" : "stopped";
   json_t *j = json_object();
   for (int i = 0; KEYS[i]; i++) json_object_set(j, KEYS[i], json_object_get(doc, KEYS[i]));
   json_object_set_new(j, "state", json_string(state));
@@ -31,6 +32,10 @@ static json_t *present(ux_server *srv, json_t *doc) {
   json_object_set(j, "network_mode", json_object_get(doc, "network_mode"));
   json_object_set(j, "vcpu", json_object_get(doc, "vcpu"));
   json_object_set(j, "locked", json_object_get(doc, "locked"));
+  json_object_set_new(j, "unfreeze_on_demand",
+                      json_boolean(json_is_true(json_object_get(doc, "unfreeze_on_demand"))));
+  json_object_set_new(j, "show_freeze_page",
+                      json_boolean(json_is_true(json_object_get(doc, "show_freeze_page"))));
   json_object_set(j, "created_at", json_object_get(doc, "created_at"));
   json_object_set(j, "last_activity", json_object_get(doc, "last_activity"));
   json_object_set(j, "ports", json_object_get(doc, "ports"));
@@ -39,7 +44,7 @@ static json_t *present(ux_server *srv, json_t *doc) {
 }
 
 /* Checks an optional array whose items all pass ok(); 0 or -1 (400). */
-static int check_array(ux_req *r, json_t *v, const char *key, int ints) {
+int ux_check_array(ux_req *r, json_t *v, const char *key, int ints) {
   size_t i;
   json_t *x;
   if (!v || json_is_null(v)) return 0;
@@ -69,18 +74,20 @@ int ux_h_service_create(ux_req *r, const char *unused) {
   (void)unused;
   const char *name, *boot, *content;
   long vcpu;
-  int net;
-  char id[64], vm[64], dir[4200];
+  int net, uod;
+  char id[64];
   json_t *body = ux_body_object(r, 0);
   if (!body) return -1;
   json_t *ports = json_object_get(body, "ports");
   json_t *domains = json_object_get(body, "custom_domains");
+  if (!domains && r->srv->cfg.lenient) domains = json_object_get(body, "domains");  /* Lua SDK */
   if (ux_get_str(r, body, "name", 0, NULL, &name) < 0 ||
       ux_get_str(r, body, "bootstrap", 0, NULL, &boot) < 0 ||
       ux_get_str(r, body, "bootstrap_content", 0, NULL, &content) < 0 ||
       ux_get_int(r, body, "vcpu", 1, 8, 1, &vcpu) < 0 ||
+      ux_get_bool(r, body, "unfreeze_on_demand", 0, &uod) < 0 ||
       (net = ux_network_mode(r, body, "zerotrust")) < 0 ||
-      check_array(r, ports, "ports", 1) < 0 || check_array(r, domains, "custom_domains", 0) < 0)
+      ux_check_array(r, ports, "ports", 1) < 0 || ux_check_array(r, domains, "custom_domains", 0) < 0)
     goto bad;
   if (name && !ux_valid_id(name)) {
     ux_reply_error(r, 400, "bad_request", "name may only use A-Z a-z 0-9 . _ -");
@@ -93,30 +100,39 @@ int ux_h_service_create(ux_req *r, const char *unused) {
   }
   const char *script = content ? content : boot;
   ux_random_id(id, sizeof id, "unsb-service-", 12);
-  ux_random_id(vm, sizeof vm, "unsb-vm-", 8);
-  if (ux_make_volume(r, "service", id, json_object_get(body, "input_files")) < 0 ||
-      ux_resource_dir(r->srv, "service", id, dir, sizeof dir) < 0)
+  if (ux_make_volume(r, "service", id, json_object_get(body, "input_files")) < 0)
     goto bad;
+  ux_service_fields f = { name, script, net, vcpu, uod, ports, domains };
+  ux_service_store(r, id, &f);
+  json_decref(body);
+  return 0;
+bad:
+  json_decref(body);
+  return -1;
+}
+
+int ux_service_store(ux_req *r, const char *id, const ux_service_fields *f) {
+  char vm[64];
   long now = ux_now();
+  ux_random_id(vm, sizeof vm, "unsb-vm-", 8);
   json_t *doc = json_object();
   json_object_set_new(doc, "id", json_string(id));
   json_object_set_new(doc, "service_id", json_string(id));
-  json_object_set_new(doc, "name", json_string(name ? name : id));
+  json_object_set_new(doc, "name", json_string(f->name ? f->name : id));
   json_object_set_new(doc, "container_name", json_string(vm));
-  json_object_set_new(doc, "network_mode", json_string(net ? "semitrusted" : "zerotrust"));
-  json_object_set_new(doc, "vcpu", json_integer(vcpu));
+  json_object_set_new(doc, "network_mode", json_string(f->net ? "semitrusted" : "zerotrust"));
+  json_object_set_new(doc, "vcpu", json_integer(f->vcpu));
   json_object_set_new(doc, "locked", json_false());
+  json_object_set_new(doc, "unfreeze_on_demand", json_boolean(f->unfreeze_on_demand));
   json_object_set_new(doc, "created_at", json_integer(now));
   json_object_set_new(doc, "last_activity", json_integer(now));
-  json_object_set_new(doc, "bootstrap", script ? json_string(script) : json_null());
-  json_object_set_new(doc, "ports", ports ? json_deep_copy(ports) : json_array());
-  json_object_set_new(doc, "domains", domains ? json_deep_copy(domains) : json_array());
-  json_decref(body);                                 /* script dangles from here on */
+  json_object_set_new(doc, "bootstrap", f->script ? json_string(f->script) : json_null());
+  json_object_set_new(doc, "ports", f->ports ? json_deep_copy(f->ports) : json_array());
+  json_object_set_new(doc, "domains", f->domains ? json_deep_copy(f->domains) : json_array());
   /* created in the store first, started second; a failure of either
   ** undoes both and the volume, so nothing half-made stays behind */
   if (ux_store_insert(r->srv->store, "services", id, r->owner, "created", doc) < 0 ||
-      ux_svcs_start(r->srv->svcs, id, json_string_value(json_object_get(doc, "bootstrap")),
-                    dir, net, (int)vcpu) < 0) {
+      ux_services_start(r->srv, doc) < 0) {
     json_decref(doc);
     ux_svcs_stop(r->srv->svcs, id);
     ux_store_delete(r->srv->store, "services", id, r->owner);
@@ -126,9 +142,6 @@ int ux_h_service_create(ux_req *r, const char *unused) {
   ux_reply_json(r, 201, present(r->srv, doc));
   json_decref(doc);
   return 0;
-bad:
-  json_decref(body);
-  return -1;
 }
 
 int ux_h_service_get(ux_req *r, const char *id) {
@@ -140,10 +153,14 @@ int ux_h_service_get(ux_req *r, const char *id) {
 }
 
 int ux_h_service_delete(ux_req *r, const char *id) {
-  /* the row's deletion decides: of two racing DELETEs one gets 404 */
-  int gone = ux_store_delete(r->srv->store, "services", id, r->owner);
-  if (gone < 0) return ux_reply_error(r, 500, "internal_error", "cannot delete the service");
-  if (gone == 0) return ux_reply_error(r, 404, "not_found", "no such service");
+  /* the row's deletion decides: of two racing DELETEs one gets 404, and
+  ** "not locked" is checked in the same transaction */
+  int gone = ux_store_delete_unless(r->srv->store, "services", id, r->owner, "locked");
+  if (gone == UX_STORE_ABSENT) return ux_reply_error(r, 404, "not_found", "no such service");
+  if (gone == UX_STORE_REFUSED)
+    return ux_reply_error(r, 409, "locked", "the service is locked; unlock it first");
+  if (gone != UX_STORE_DELETED)
+    return ux_reply_error(r, 500, "internal_error", "cannot delete the service");
   ux_svcs_stop(r->srv->svcs, id);
   ux_remove_volume(r->srv, "service", id);
   return ux_reply_deleted(r, "service_id", id);
@@ -155,11 +172,26 @@ int ux_h_service_execute(ux_req *r, const char *id) {
   json_t *body = ux_body_object(r, 0);
   ux_exec_spec *spec = body ? ux_command_spec(r, "service", id, doc, body, 30000) : NULL;
   if (!spec) goto out;
+  if (json_is_true(json_object_get(doc, "frozen")) &&
+      (!json_is_true(json_object_get(doc, "unfreeze_on_demand")) ||
+       ux_service_thaw(r->srv, id, r->owner) != 0)) {
+    ux_reply_error(r, 409, "service_frozen", "the service is frozen; unfreeze it first");
+    ux_exec_spec_free(spec);
+    goto out;
+  }
   if (!ux_svcs_running(r->srv->svcs, id)) {
     ux_reply_error(r, 409, "service_not_running", "the service is not running");
     ux_exec_spec_free(spec);
     goto out;
   }
+  char **env;
+  size_t n_env;
+  if (ux_vault_service_env(r->srv, doc, &env, &n_env) != 0) {
+    ux_reply_error(r, 500, "internal_error", "the service's env vault cannot be opened");
+    ux_exec_spec_free(spec);
+    goto out;
+  }
+  ux_exec_spec_take_env(spec, env, n_env);
   if (ux_exec_spec_files(r, spec, json_object_get(body, "input_files")) < 0) {
     ux_exec_spec_free(spec);
     goto out;
@@ -207,19 +239,32 @@ void ux_services_restart(ux_server *srv, json_t *doc, const char *owner) {
   json_decref(still);
 }
 
-void ux_services_start(ux_server *srv, json_t *doc) {
-  char dir[4200];
+int ux_services_start(ux_server *srv, json_t *doc) {
+  char dir[4200], **env;
+  size_t n_env;
   const char *id = json_string_value(json_object_get(doc, "id"));
-  if (!id || ux_resource_dir(srv, "service", id, dir, sizeof dir) < 0) return;
+  if (!id || ux_resource_dir(srv, "service", id, dir, sizeof dir) < 0) return -1;
   const char *mode = json_string_value(json_object_get(doc, "network_mode"));
   int net = mode && !strcmp(mode, "semitrusted");
-  ux_svcs_start(srv->svcs, id, json_string_value(json_object_get(doc, "bootstrap")), dir,
-                net, (int)json_integer_value(json_object_get(doc, "vcpu")));
+  /* a vault that does not open starts the bootstrap without it (logged) */
+  if (ux_vault_service_env(srv, doc, &env, &n_env) != 0) { env = NULL; n_env = 0; }
+  return ux_svcs_start(srv->svcs, id, json_string_value(json_object_get(doc, "bootstrap")), dir,
+                       net, (int)json_integer_value(json_object_get(doc, "vcpu")), env, n_env);
 }
 
 void ux_services_resume(ux_server *srv) {
   json_t *docs = ux_store_list(srv->store, "services", NULL), *doc;
   size_t i;
-  json_array_foreach(docs, i, doc) ux_services_start(srv, doc);
+  /* a restart starts every bootstrap afresh, so nothing is frozen after it */
+  json_array_foreach(docs, i, doc) {
+    const char *id = json_string_value(json_object_get(doc, "id"));
+    if (id && json_is_true(json_object_get(doc, "frozen"))) {
+      json_t *no = json_false(), *out = NULL;
+      ux_store_set_field(srv->store, "services", id, NULL, "frozen", no, &out);
+      json_decref(no);
+      json_decref(out);
+    }
+    ux_services_start(srv, doc);
+  }
   json_decref(docs);
 }

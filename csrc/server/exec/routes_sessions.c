@@ -121,7 +121,7 @@ int ux_h_session_create(ux_req *r, const char *unused) {
   const char *shell, *mux;
   long ttl, vcpu;
   int net;
-  char id[64], vm[64];
+  char id[64];
   json_t *body = ux_body_object(r, 1);
   if (!body) return -1;
   if (ux_get_str(r, body, "shell", 0, "bash", &shell) < 0 ||
@@ -137,13 +137,19 @@ int ux_h_session_create(ux_req *r, const char *unused) {
     return ux_reply_error(r, 400, "bad_request", "only the bash shell is available here");
   }
   ux_random_id(id, sizeof id, "unsb-session-", 12);
-  ux_random_id(vm, sizeof vm, "unsb-vm-", 8);
   if (ux_make_volume(r, "session", id, json_object_get(body, "input_files")) < 0) {
     json_decref(body);
     return -1;
   }
+  int rc = ux_session_store(r, id, shell, net, vcpu, ttl);     /* shell lives in body */
   json_decref(body);
+  return rc;
+}
+
+int ux_session_store(ux_req *r, const char *id, const char *shell, int net, long vcpu, long ttl) {
+  char vm[64];
   long now = ux_now();
+  ux_random_id(vm, sizeof vm, "unsb-vm-", 8);
   json_t *doc = json_object();
   json_object_set_new(doc, "id", json_string(id));
   json_object_set_new(doc, "session_id", json_string(id));
@@ -183,6 +189,11 @@ int ux_h_session_delete(ux_req *r, const char *id) {
 int ux_h_session_shell(ux_req *r, const char *id) {
   json_t *doc = ux_store_get(r->srv->store, "sessions", id, r->owner);
   if (!doc) return ux_reply_error(r, 404, "not_found", "no such session");
+  const char *status = json_string_value(json_object_get(doc, "status"));
+  if (status && !strcmp(status, "frozen")) {
+    json_decref(doc);
+    return ux_reply_error(r, 409, "session_frozen", "the session is frozen; unfreeze it first");
+  }
   json_t *body = ux_body_object(r, 0);
   ux_exec_spec *spec = body ? ux_command_spec(r, "session", id, doc, body, 60000) : NULL;
   json_decref(body);

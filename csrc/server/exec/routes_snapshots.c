@@ -25,6 +25,9 @@
 #include "server/sandbox/volume.h"
 #include "server/store/store.h"
 
+static int restore_volume(const char *arch, const char *dir, ux_extract_report *rep,
+                          char *err, size_t errlen);
+
 static const char *table_of(const char *source_type) {
   return !strcmp(source_type, "session") ? "sessions" : "services";
 }
@@ -33,10 +36,20 @@ static int archive_path(ux_req *r, const char *id, char *out, size_t len) {
   return ux_path(out, len, "%s/snapshots/%s.tar.gz", r->srv->cfg.data, id);
 }
 
+int ux_snapshot_archive_path(ux_req *r, const char *id, char *out, size_t len) {
+  return archive_path(r, id, out, len);
+}
+
 /* Archives the volume dir into arch (via a temporary name): the other
 ** runs of the volume are frozen meanwhile, so the archive is consistent
 ** and nothing moves under the agent. 0, -1 with err, -2: volume gone. */
-static int archive_volume(const char *dir, const char *arch, long *size, char *err, size_t errlen) {
+int ux_resource_frozen(const json_t *doc) {
+  const char *status = json_string_value(json_object_get(doc, "status"));
+  return json_is_true(json_object_get(doc, "frozen")) || (status && !strcmp(status, "frozen"));
+}
+
+int ux_archive_volume(const char *dir, const char *arch, long *size, int stay_frozen,
+                      char *err, size_t errlen) {
   char tmp[4300];
   int root = ux_volume_acquire(dir, err, errlen);
   if (root < 0) return -2;
@@ -45,7 +58,7 @@ static int archive_volume(const char *dir, const char *arch, long *size, char *e
       (out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) >= 0) {
     ux_runner_freeze_workdir(root, 1);
     rc = ux_archive_tree(root, out, NULL, err, errlen);
-    ux_runner_freeze_workdir(root, 0);
+    if (!stay_frozen) ux_runner_freeze_workdir(root, 0);   /* a frozen resource stays so */
     struct stat st;
     if (rc == 0 && (fsync(out) != 0 || fstat(out, &st) != 0 || rename(tmp, arch) != 0)) {
       snprintf(err, errlen, "cannot store the archive: %s", strerror(errno));
@@ -69,6 +82,7 @@ int ux_snapshot_take(ux_req *r, const char *type, const char *source_id) {
   char id[64], dir[4200], arch[4200], err[512] = "";
   json_t *source = ux_store_get(r->srv->store, table_of(type), source_id, r->owner);
   if (!source) return ux_reply_error(r, 404, "not_found", "no such %s", type);
+  int frozen = ux_resource_frozen(source);
   json_decref(source);
   json_t *body = ux_body_object(r, 1);
   if (!body) return -1;
@@ -84,7 +98,7 @@ int ux_snapshot_take(ux_req *r, const char *type, const char *source_id) {
            ux_resource_dir(r->srv, type, source_id, dir, sizeof dir) != 0)
     snprintf(err, sizeof err, "the data directory's path is too long");
   else
-    rc = archive_volume(dir, arch, &size, err, sizeof err);
+    rc = ux_archive_volume(dir, arch, &size, frozen, err, sizeof err);
   if (rc != 0) {
     json_decref(body);
     if (rc == -2) return ux_reply_error(r, 404, "not_found", "no such %s", type);
@@ -149,6 +163,11 @@ int ux_h_snapshot_delete(ux_req *r, const char *id) {
 /* Replaces the volume dir's tree with the archive's: the volume's runs
 ** are killed, the archive is unpacked into a fresh volume by the agent,
 ** and only a complete unpacking takes the old tree's place. */
+int ux_restore_volume(const char *arch, const char *dir, char *err, size_t errlen) {
+  ux_extract_report rep;
+  return restore_volume(arch, dir, &rep, err, errlen);
+}
+
 static int restore_volume(const char *arch, const char *dir, ux_extract_report *rep,
                           char *err, size_t errlen) {
   char next[4300];

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "server/exec/exec_spec.h"
+#include "server/exec/vault.h"
 #include "server/mem.h"
 
 typedef struct entry {
@@ -86,12 +87,15 @@ static void on_output(void *ctx, int channel, const char *data, size_t len) {
 
 /* The bootstrap's spec: stderr joins stdout so the log keeps their order. */
 static ux_exec_spec *bootstrap_spec(entry *e, const char *bootstrap, const char *dir,
-                                    int network, int vcpu) {
+                                    int network, int vcpu, char **env, size_t n_env) {
   size_t n = strlen(bootstrap) + 16;
   char *code = ux_xmalloc(n);
+  if (!code) { ux_vault_env_free(env, n_env); return NULL; }
   snprintf(code, n, "exec 2>&1\n%s\n", bootstrap);
   ux_exec_spec *spec = ux_exec_spec_command(code, network, vcpu, 0);
   free(code);
+  if (spec) ux_exec_spec_take_env(spec, env, n_env);
+  else ux_vault_env_free(env, n_env);
   if (!spec || ux_exec_spec_set_volume(spec, dir) != 0) {
     ux_exec_spec_free(spec);
     return NULL;
@@ -116,13 +120,17 @@ static entry *unlink_id(ux_svcs *s, const char *id) {
 }
 
 int ux_svcs_start(ux_svcs *s, const char *id, const char *bootstrap,
-                  const char *dir, int network, int vcpu) {
+                  const char *dir, int network, int vcpu, char **env, size_t n_env) {
   entry *e = ux_xcalloc(1, sizeof *e);
+  if (!e) { ux_vault_env_free(env, n_env); return -1; }
   snprintf(e->id, sizeof e->id, "%s", id);
   e->owner = s;
   e->running = 1;
   if (bootstrap && *bootstrap) {
-    if (!(e->spec = bootstrap_spec(e, bootstrap, dir, network, vcpu))) { free(e); return -1; }
+    e->spec = bootstrap_spec(e, bootstrap, dir, network, vcpu, env, n_env);
+    if (!e->spec) { free(e); return -1; }
+  } else {
+    ux_vault_env_free(env, n_env);
   }
   pthread_mutex_lock(&s->mu);
   /* one entry per service: a second start (two restores at once) replaces

@@ -21,9 +21,11 @@ ux_svcs *ux_svcs_new(void);
 
 /* Starts service id (bootstrap NULL or "" = none) in the volume dir,
 ** whose use the bootstrap holds while it runs; a bootstrap already
-** running for id is stopped (a restart). 0 or -1. */
+** running for id is stopped (a restart). env: n "NAME=value" strings the
+** bootstrap gets (its env vault), taken over and freed here in every
+** case. 0 or -1. */
 int ux_svcs_start(ux_svcs *s, const char *id, const char *bootstrap,
-                  const char *dir, int network, int vcpu);
+                  const char *dir, int network, int vcpu, char **env, size_t n_env);
 /* 1 running, 0 stopped or unknown. */
 int ux_svcs_running(ux_svcs *s, const char *id);
 /* The bootstrap's output so far (the last UX_SVC_LOG_CAP bytes): malloc'd. */

@@ -12,16 +12,18 @@
 #include <string.h>
 
 #include "server/exec/auth.h"
+#include "server/exec/images.h"
 #include "server/http/faults.h"
 #include "server/ids.h"
 
-enum { R_FAULTS = 1, R_STREAM_BODY = 2 };
+enum { R_FAULTS = 1, R_STREAM_BODY = 2, R_LENIENT = 4 };
 
 typedef struct route {
   const char *method;
   const char *pattern;
   ux_handler handler;
-  unsigned flags;         /* R_FAULTS: only with --enable-faults */
+  unsigned flags;         /* R_FAULTS: only with --enable-faults;
+                          ** R_LENIENT: a variant route, only with --lenient */
 } route;
 
 static int h_faults(ux_req *r, const char *id) {
@@ -45,6 +47,10 @@ static const route ROUTES[] = {
   { "DELETE", "/sessions/*",           ux_h_session_delete, 0 },
   { "POST",   "/sessions/*/shell",     ux_h_session_shell, 0 },
   { "POST",   "/sessions/*/snapshot",  ux_h_session_snapshot, 0 },
+  { "POST",   "/sessions/*/freeze",    ux_h_session_freeze, 0 },
+  { "POST",   "/sessions/*/unfreeze",  ux_h_session_unfreeze, 0 },
+  { "POST",   "/sessions/*/boost",     ux_h_session_boost, 0 },
+  { "POST",   "/sessions/*/unboost",   ux_h_session_unboost, 0 },
   { "GET",    "/services",             ux_h_services_list, 0 },
   { "POST",   "/services",             ux_h_service_create, 0 },
   { "GET",    "/services/*",           ux_h_service_get, 0 },
@@ -52,12 +58,48 @@ static const route ROUTES[] = {
   { "POST",   "/services/*/execute",   ux_h_service_execute, 0 },
   { "GET",    "/services/*/logs",      ux_h_service_logs, 0 },
   { "POST",   "/services/*/snapshot",  ux_h_service_snapshot, 0 },
+  { "PATCH",  "/services/*",           ux_h_service_patch, 0 },
+  { "POST",   "/services/*/freeze",    ux_h_service_freeze, 0 },
+  { "POST",   "/services/*/unfreeze",  ux_h_service_unfreeze, 0 },
+  { "POST",   "/services/*/lock",      ux_h_service_lock, 0 },
+  { "POST",   "/services/*/unlock",    ux_h_service_unlock, 0 },
+  { "PUT",    "/services/*/domains",   ux_h_service_domains, 0 },
+  { "POST",   "/services/*/redeploy",  ux_h_service_redeploy, 0 },
+  { "GET",    "/services/*/env",       ux_h_service_env_get, 0 },
+  { "PUT",    "/services/*/env",       ux_h_service_env_put, 0 },
+  { "DELETE", "/services/*/env",       ux_h_service_env_delete, 0 },
+  { "POST",   "/services/*/env/export", ux_h_service_env_export, 0 },
   { "GET",    "/snapshots",            ux_h_snapshots_list, 0 },
+  { "POST",   "/snapshots",            ux_h_snapshot_create, 0 },
+  { "POST",   "/snapshots/*/clone",    ux_h_snapshot_clone, 0 },
   { "GET",    "/snapshots/*",          ux_h_snapshot_get, 0 },
   { "DELETE", "/snapshots/*",          ux_h_snapshot_delete, 0 },
   { "POST",   "/snapshots/*/restore",  ux_h_snapshot_restore, 0 },
   { "POST",   "/snapshots/*/lock",     ux_h_snapshot_lock, 0 },
   { "POST",   "/snapshots/*/unlock",   ux_h_snapshot_unlock, 0 },
+  { "POST",   "/images",               ux_h_image_publish, 0 },
+  { "GET",    "/images",               ux_h_images_list, 0 },
+  { "GET",    "/images/owned",         ux_h_images_owned, 0 },
+  { "GET",    "/images/shared",        ux_h_images_shared, 0 },
+  { "GET",    "/images/public",        ux_h_images_public, 0 },
+  { "GET",    "/images/*",             ux_h_image_get, 0 },
+  { "DELETE", "/images/*",             ux_h_image_delete, 0 },
+  { "POST",   "/images/*/lock",        ux_h_image_lock, 0 },
+  { "POST",   "/images/*/unlock",      ux_h_image_unlock, 0 },
+  { "POST",   "/images/*/visibility",  ux_h_image_visibility, 0 },
+  { "POST",   "/images/*/grant",       ux_h_image_grant, 0 },
+  { "POST",   "/images/*/revoke",      ux_h_image_revoke, 0 },
+  { "GET",    "/images/*/trusted",     ux_h_image_trusted, 0 },
+  { "POST",   "/images/*/transfer",    ux_h_image_transfer, 0 },
+  { "POST",   "/images/*/spawn",       ux_h_image_spawn, 0 },
+  { "POST",   "/images/*/clone",       ux_h_image_clone, 0 },
+  /* the SDKs' variant routes (spec §4), with --lenient only */
+  { "POST",   "/sessions/*/execute",   ux_h_session_shell, R_LENIENT },
+  { "POST",   "/services/*/env",       ux_h_service_env_post, R_LENIENT },
+  { "POST",   "/images/publish",       ux_h_image_publish, R_LENIENT },
+  { "POST",   "/images/*/access",      ux_h_image_access_add, R_LENIENT },
+  { "GET",    "/images/*/access",      ux_h_image_trusted, R_LENIENT },
+  { "DELETE", "/images/*/access/*",    ux_h_image_access_del, R_LENIENT },
   { "POST",   "/_faults",              h_faults, R_FAULTS },
   /* test-only routes of the transport (faults_stream.c); a streamed
   ** body is signed as if it were empty: it is read after the check */
@@ -93,6 +135,7 @@ void ux_route(ux_req *r, const char *authz, const char *ts, const char *sig) {
   char allow[64] = "";
   for (size_t i = 0; i < N_ROUTES; i++) {
     if ((ROUTES[i].flags & R_FAULTS) && !r->srv->faults) continue;
+    if ((ROUTES[i].flags & R_LENIENT) && !r->srv->cfg.lenient) continue;
     if (!match(ROUTES[i].pattern, r->path, id, sizeof id)) continue;
     if (!strcmp(ROUTES[i].method, r->method)) { found = &ROUTES[i]; break; }
     if (strlen(allow) + strlen(ROUTES[i].method) + 3 < sizeof allow) {

@@ -41,6 +41,20 @@ int ux_h_session_delete(ux_req *r, const char *id);
 int ux_h_session_shell(ux_req *r, const char *id);
 int ux_h_session_snapshot(ux_req *r, const char *id);
 
+/* Stores a new session whose volume exists (create, clone) and answers
+** 201; a failure removes the volume and answers 500. */
+int ux_session_store(ux_req *r, const char *id, const char *shell, int net, long vcpu, long ttl);
+
+/* sessions_power.c */
+int ux_h_session_freeze(ux_req *r, const char *id);
+int ux_h_session_unfreeze(ux_req *r, const char *id);
+int ux_h_session_boost(ux_req *r, const char *id);
+int ux_h_session_unboost(ux_req *r, const char *id);
+/* Freezes (1) or thaws (0) every run in the volume of kind/id (runner.h):
+** how many runs, or -1 (the volume is gone, or the freezer failed; a
+** failed freeze is thawed again). */
+int ux_workdir_freeze(ux_server *srv, const char *kind, const char *id, int frozen);
+
 /* routes_services.c */
 int ux_h_services_list(ux_req *r, const char *id);
 int ux_h_service_create(ux_req *r, const char *id);
@@ -51,11 +65,48 @@ int ux_h_service_logs(ux_req *r, const char *id);
 int ux_h_service_snapshot(ux_req *r, const char *id);
 /* Starts the bootstrap of the stored service doc; ux_services_resume
 ** starts every stored service's (start-up). */
-void ux_services_start(ux_server *srv, json_t *doc);
+int ux_services_start(ux_server *srv, json_t *doc);
 /* ux_services_start for a service that may be deleted meanwhile (after a
 ** restore): the bootstrap does not outlive the row. */
 void ux_services_restart(ux_server *srv, json_t *doc, const char *owner);
 void ux_services_resume(ux_server *srv);
+
+/* A new service's settings, validated (create, clone, image spawn). */
+typedef struct ux_service_fields {
+  const char *name, *script;  /* NULL: the id; no bootstrap */
+  int net;
+  long vcpu;
+  int unfreeze_on_demand;
+  json_t *ports, *domains;    /* validated arrays, or NULL */
+} ux_service_fields;
+/* Stores and starts a new service whose volume exists, answering 201; a
+** failure undoes the row and the volume and answers 500. */
+int ux_service_store(ux_req *r, const char *id, const ux_service_fields *f);
+
+/* An optional array (NULL or null is fine) whose items are all ports
+** 1-65535 (ints) or all strings: 0, or -1 after a 400. */
+int ux_check_array(ux_req *r, json_t *v, const char *key, int ints);
+
+/* services_admin.c */
+int ux_h_service_freeze(ux_req *r, const char *id);
+int ux_h_service_unfreeze(ux_req *r, const char *id);
+int ux_h_service_lock(ux_req *r, const char *id);
+int ux_h_service_unlock(ux_req *r, const char *id);
+int ux_h_service_patch(ux_req *r, const char *id);
+int ux_h_service_domains(ux_req *r, const char *id);
+int ux_h_service_redeploy(ux_req *r, const char *id);
+/* Unfreezes service id of owner (unfreeze_on_demand): 0, or -1. */
+int ux_service_thaw(ux_server *srv, const char *id, const char *owner);
+
+/* envvault.c */
+int ux_h_service_env_get(ux_req *r, const char *id);
+int ux_h_service_env_put(ux_req *r, const char *id);
+int ux_h_service_env_post(ux_req *r, const char *id);
+int ux_h_service_env_export(ux_req *r, const char *id);
+int ux_h_service_env_delete(ux_req *r, const char *id);
+/* The variables of the service doc's env vault: 0 with *env NULL when it
+** has none, 0 with n malloc'd strings, or -1 (it does not open; logged). */
+int ux_vault_service_env(ux_server *srv, json_t *doc, char ***env, size_t *n);
 
 /* routes_snapshots.c */
 int ux_h_snapshots_list(ux_req *r, const char *id);
@@ -64,6 +115,21 @@ int ux_h_snapshot_delete(ux_req *r, const char *id);
 int ux_h_snapshot_restore(ux_req *r, const char *id);
 int ux_h_snapshot_lock(ux_req *r, const char *id);
 int ux_h_snapshot_unlock(ux_req *r, const char *id);
+/* snapshots_clone.c */
+int ux_h_snapshot_create(ux_req *r, const char *id);
+int ux_h_snapshot_clone(ux_req *r, const char *id);
+/* Archives the volume dir into the file arch (its runs frozen meanwhile,
+** and thawed afterwards unless stay_frozen: the resource was frozen by its
+** owner; the archive made by the agent): 0, -1 with err, -2 the volume is gone. */
+int ux_archive_volume(const char *dir, const char *arch, long *size, int stay_frozen,
+                      char *err, size_t errlen);
+/* 1 when a session's or service's document says it is frozen. */
+int ux_resource_frozen(const json_t *doc);
+/* Replaces the tree of volume dir with the archive's (unpacked by the
+** agent into a fresh volume; all or nothing): 0, or -1 with err. */
+int ux_restore_volume(const char *arch, const char *dir, char *err, size_t errlen);
+/* DATA/snapshots/<id>.tar.gz. */
+int ux_snapshot_archive_path(ux_req *r, const char *id, char *out, size_t len);
 /* Archives a session's or service's work directory (shared by both). */
 int ux_snapshot_take(ux_req *r, const char *source_type, const char *source_id);
 

@@ -36,6 +36,8 @@ static const char SCHEMA[] =
   "  status TEXT, created_at INTEGER, doc TEXT NOT NULL);"
   "CREATE TABLE IF NOT EXISTS snapshots(id TEXT PRIMARY KEY, owner TEXT NOT NULL,"
   "  status TEXT, created_at INTEGER, doc TEXT NOT NULL);"
+  "CREATE TABLE IF NOT EXISTS images(id TEXT PRIMARY KEY, owner TEXT NOT NULL,"
+  "  status TEXT, created_at INTEGER, doc TEXT NOT NULL);"
   "CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status);";
 
 ux_store *ux_store_open(const char *dir, char *err, size_t errlen) {

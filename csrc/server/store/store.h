@@ -26,7 +26,8 @@ int ux_store_dev_key(ux_store *st, char *pk, size_t pklen, char *sk, size_t skle
 /* Copies the secret of a known key into out: 0, or -1 when unknown. */
 int ux_store_key_secret(ux_store *st, const char *public_key, char *out, size_t outlen);
 
-/* Documents: table is one of "jobs", "sessions", "services", "snapshots";
+/* Documents: table is one of "jobs", "sessions", "services", "snapshots",
+** "images";
 ** owner NULL means any owner. Nothing here reads a row to write it back
 ** (store_docs.c): a creation is an INSERT, every change one conditional
 ** statement or one transaction, so a change racing a DELETE never brings
@@ -65,6 +66,18 @@ json_t *ux_store_get(ux_store *st, const char *table, const char *id, const char
 json_t *ux_store_list(ux_store *st, const char *table, const char *owner);
 /* 1 when deleted, 0 when there was no such row, -1. */
 int ux_store_delete(ux_store *st, const char *table, const char *id, const char *owner);
+
+/* store_edit.c. Edits id's document with fn inside one transaction:
+** fn changes doc in place and returns 0 to write it back, or non-zero to
+** leave the row as it was (a refusal its ctx describes). Returns 1
+** written (*out: the new document, when out is not NULL), 0 no such row,
+** 2 refused by fn, -1 error. The table "images" is allowed here too. */
+int ux_store_modify(ux_store *st, const char *table, const char *id, const char *owner,
+                    int (*fn)(json_t *doc, void *ctx), void *ctx, json_t **out);
+/* Gives id of owner to new_owner (and sets the document's owner_api_key),
+** in one statement: 1, 0 (no such row of owner), -1. */
+int ux_store_set_owner(ux_store *st, const char *table, const char *id, const char *owner,
+                       const char *new_owner);
 
 /* Jobs left pending/running by a server that died become failed with
 ** error "server restarted", in one statement. Returns how many, or -1. */

@@ -18,11 +18,12 @@
 #include "server/store/store_int.h"
 
 /* Table names come from the code, never from a request; still, only
-** these four may be spliced into SQL. */
-static int known_table(const char *t) {
-  return t && (!strcmp(t, "jobs") || !strcmp(t, "sessions") ||
-               !strcmp(t, "services") || !strcmp(t, "snapshots"));
+** these may be spliced into SQL. */
+int ux_store_known_table(const char *t) {
+  return t && (!strcmp(t, "jobs") || !strcmp(t, "sessions") || !strcmp(t, "services") ||
+               !strcmp(t, "snapshots") || !strcmp(t, "images"));
 }
+#define known_table ux_store_known_table
 
 /* "$.<field>" for a field name from the code (letters and '_'). */
 static int field_path(const char *field, char *out, size_t len) {

@@ -14,4 +14,7 @@ struct ux_store {
   pthread_mutex_t mu;     /* recursive; one connection, one statement at a time */
 };
 
+/* The tables whose names may be spliced into SQL (store_docs.c). */
+int ux_store_known_table(const char *t);
+
 #endif
