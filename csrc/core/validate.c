@@ -31,12 +31,13 @@ const char *unsb_env_check(const unsb_env_var *vars, size_t n, size_t *bad) {
     const char *why = unsb_env_name_check(vars[i].name, vars[i].name_len);
     *bad = i;
     if (why) return why;
-    if (!vars[i].value || memchr(vars[i].value, '\0', vars[i].value_len))
-      return "a value must not contain a NUL byte";
-    /* each term is checked before it is added: no overflow */
+    /* each term is checked before it is added: no overflow; and before the
+    ** value is scanned, so a wrong length is never read past */
     if (vars[i].name_len > UNSB_ENV_MAX_ONE || vars[i].value_len > UNSB_ENV_MAX_ONE ||
         vars[i].name_len + vars[i].value_len + 2 > UNSB_ENV_MAX_ONE)
       return "too large (at most 128 KiB for one variable)";
+    if (!vars[i].value || memchr(vars[i].value, '\0', vars[i].value_len))
+      return "a value must not contain a NUL byte";
     bytes += vars[i].name_len + vars[i].value_len + 2;
     if (bytes > UNSB_ENV_MAX_BYTES) { *bad = n; return "too large (at most 256 KiB together)"; }
   }
