@@ -63,11 +63,11 @@ M.SUDO = { on_sudo = function(err)
 end }
 
 -- text for a person, or the value as JSON
-local function emit(o, v, show) if o.json then M.print_json(v) else show(v) end end
-local function table_of(o, v) emit(o, v, M.show_table) end
-local function list_of(o, v, fields) emit(o, v, function(x) M.list(x, fields) end) end
-local function id_of(o, v) emit(o, v, function(x) print(x.id) end) end
-local function did(o, v, what) emit(o, v, function() print(what) end) end
+function M.emit(o, v, show) if o.json then M.print_json(v) else show(v) end end
+function M.table_of(o, v) M.emit(o, v, M.show_table) end
+function M.list_of(o, v, fields) M.emit(o, v, function(x) M.list(x, fields) end) end
+function M.id_of(o, v) M.emit(o, v, function(x) print(x.id) end) end
+function M.did(o, v, what) M.emit(o, v, function() print(what) end) end
 
 -- a command's output passed through; its exit code becomes un's
 local function relay(o, r)
@@ -97,36 +97,36 @@ end
 local function sessions(h)
   local check, need = h.check, M.needer(h)
   return resource(h, "session", {
-    list = function(o, c) list_of(o, check(c:list_sessions()), { "id", "status", "shell", "network_mode" }) end,
+    list = function(o, c) M.list_of(o, check(c:list_sessions()), { "id", "status", "shell", "network_mode" }) end,
     create = function(o, c)
-      id_of(o, check(c:create_session { shell = o.shell, network_mode = o.network, ttl = o.ttl }))
+      M.id_of(o, check(c:create_session { shell = o.shell, network_mode = o.network, ttl = o.ttl }))
     end,
-    get = function(o, c) table_of(o, check(c:get_session(need(o, 3, "session id")))) end,
+    get = function(o, c) M.table_of(o, check(c:get_session(need(o, 3, "session id")))) end,
     delete = function(o, c, id)
-      did(o, check(c:delete_session(need(o, 3, "session id"), M.SUDO)), "deleted session " .. id)
+      M.did(o, check(c:delete_session(need(o, 3, "session id"), M.SUDO)), "deleted session " .. id)
     end,
     exec = function(o, c) return relay(o, check(c:session_execute(need(o, 3, "session id"), need(o, 4, "command")))) end,
-    snapshot = function(o, c) id_of(o, check(c:session_snapshot(need(o, 3, "session id"), { name = o.rest[4] }))) end,
+    snapshot = function(o, c) M.id_of(o, check(c:session_snapshot(need(o, 3, "session id"), { name = o.rest[4] }))) end,
   })
 end
 
 local function services(h)
   local check, need = h.check, M.needer(h)
   return resource(h, "service", {
-    list = function(o, c) list_of(o, check(c:list_services()), { "id", "name", "status" }) end,
+    list = function(o, c) M.list_of(o, check(c:list_services()), { "id", "name", "status" }) end,
     create = function(o, c)
-      id_of(o, check(c:create_service { name = need(o, 3, "service name"),
+      M.id_of(o, check(c:create_service { name = need(o, 3, "service name"),
         bootstrap = need(o, 4, "bootstrap command"), network_mode = o.network }))
     end,
-    get = function(o, c) table_of(o, check(c:get_service(need(o, 3, "service id")))) end,
+    get = function(o, c) M.table_of(o, check(c:get_service(need(o, 3, "service id")))) end,
     delete = function(o, c, id)
-      did(o, check(c:delete_service(need(o, 3, "service id"), M.SUDO)), "deleted service " .. id)
+      M.did(o, check(c:delete_service(need(o, 3, "service id"), M.SUDO)), "deleted service " .. id)
     end,
     logs = function(o, c)
-      emit(o, check(c:service_logs(need(o, 3, "service id"))), function(log) io.stdout:write(log) end)
+      M.emit(o, check(c:service_logs(need(o, 3, "service id"))), function(log) io.stdout:write(log) end)
     end,
     exec = function(o, c) return relay(o, check(c:service_execute(need(o, 3, "service id"), need(o, 4, "command")))) end,
-    snapshot = function(o, c) id_of(o, check(c:service_snapshot(need(o, 3, "service id"), { name = o.rest[4] }))) end,
+    snapshot = function(o, c) M.id_of(o, check(c:service_snapshot(need(o, 3, "service id"), { name = o.rest[4] }))) end,
   })
 end
 
@@ -134,18 +134,18 @@ local function snapshots(h)
   local check, need = h.check, M.needer(h)
   return resource(h, "snapshot", {
     list = function(o, c)
-      list_of(o, check(c:list_snapshots()), { "id", "name", "source_type", "source_id", "size_bytes" })
+      M.list_of(o, check(c:list_snapshots()), { "id", "name", "source_type", "source_id", "size_bytes" })
     end,
-    get = function(o, c) table_of(o, check(c:get_snapshot(need(o, 3, "snapshot id")))) end,
+    get = function(o, c) M.table_of(o, check(c:get_snapshot(need(o, 3, "snapshot id")))) end,
     restore = function(o, c, id)
-      did(o, check(c:restore_snapshot(need(o, 3, "snapshot id"))), "restored snapshot " .. id)
+      M.did(o, check(c:restore_snapshot(need(o, 3, "snapshot id"))), "restored snapshot " .. id)
     end,
     delete = function(o, c, id)
-      did(o, check(c:delete_snapshot(need(o, 3, "snapshot id"), M.SUDO)), "deleted snapshot " .. id)
+      M.did(o, check(c:delete_snapshot(need(o, 3, "snapshot id"), M.SUDO)), "deleted snapshot " .. id)
     end,
-    lock = function(o, c, id) did(o, check(c:lock_snapshot(need(o, 3, "snapshot id"))), "locked snapshot " .. id) end,
+    lock = function(o, c, id) M.did(o, check(c:lock_snapshot(need(o, 3, "snapshot id"))), "locked snapshot " .. id) end,
     unlock = function(o, c, id)
-      did(o, check(c:unlock_snapshot(need(o, 3, "snapshot id"), M.SUDO)), "unlocked snapshot " .. id)
+      M.did(o, check(c:unlock_snapshot(need(o, 3, "snapshot id"), M.SUDO)), "unlocked snapshot " .. id)
     end,
   })
 end
@@ -157,16 +157,16 @@ function M.commands(h)
   local commands = { session = sessions(h), service = services(h), snapshot = snapshots(h) }
 
   function commands.languages(o, c)
-    emit(o, check(c:get_languages()), function(l) print(table.concat(l, "\n")) end)
+    M.emit(o, check(c:get_languages()), function(l) print(table.concat(l, "\n")) end)
   end
 
   function commands.jobs(o, c)
-    if o.get then table_of(o, check(c:get_job(o.get)))
-    elseif o.cancel then did(o, check(c:cancel_job(o.cancel)), "cancelled job " .. o.cancel)
-    else list_of(o, check(c:list_jobs()), { "job_id", "status", "language" }) end
+    if o.get then M.table_of(o, check(c:get_job(o.get)))
+    elseif o.cancel then M.did(o, check(c:cancel_job(o.cancel)), "cancelled job " .. o.cancel)
+    else M.list_of(o, check(c:list_jobs()), { "job_id", "status", "language" }) end
   end
 
-  function commands.key(o, c) table_of(o, check(c:validate_keys())) end
+  function commands.key(o, c) M.table_of(o, check(c:validate_keys())) end
 
   return commands
 end
