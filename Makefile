@@ -47,9 +47,10 @@ UNLUA     = bin/unlua
 UNSANDBOXD = bin/unsandboxd
 AGENT     = bin/unsandboxd-agent
 EMBED     = examples/embed/embed_demo
+FRAME     = examples/embed/frame_loop
 
 .PHONY: all deps test check-c demo bench rock-check clean fuzz sanitize coverage install rock install-rock doc
-all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(TEST_BIN)
+all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(FRAME) $(TEST_BIN)
 
 build/%.o: csrc/%.c
 	@mkdir -p $(dir $@)
@@ -108,6 +109,11 @@ $(AGENT): $(AGENT_OBJ) $(AGENT_CORE)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(AGENT_LIBS)
 
 $(EMBED): examples/embed/embed_demo.c $(CORE_OBJ) $(BIND_OBJ)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o,$^) $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
+
+# the frame-loop host (issue 11): linked like embed_demo
+$(FRAME): examples/embed/frame_loop.c $(CORE_OBJ) $(BIND_OBJ)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o,$^) $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
 
@@ -244,4 +250,4 @@ FORCE:
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 clean:
-	rm -rf build $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED)
+	rm -rf build $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(FRAME)

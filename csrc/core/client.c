@@ -86,6 +86,8 @@ unsb_client *unsb_client_new(const unsb_client_config *cfg, unsb_error *err) {
                                                       : UNSB_DEFAULT_CONNECT_TIMEOUT_MS,
     .ca_file = cfg->ca_file,
     .max_response = cfg->max_response > 0 ? cfg->max_response : UNSB_DEFAULT_MAX_RESPONSE,
+    .loop = cfg->loop,
+    .max_concurrency = cfg->max_concurrency,
   };
   if (oom || !c->url) {
     unsb_client_free(c);
@@ -117,6 +119,7 @@ void unsb_client_free(unsb_client *c) {
 }
 
 const char *unsb_client_url(const unsb_client *c) { return c->url; }
+unsb_http *unsb_client_http(unsb_client *c) { return c->http; }
 long unsb_client_timeout(const unsb_client *c) { return c->timeout_ms; }
 
 int unsb_client_credentials(unsb_client *c, const unsb_credentials **out, unsb_error *err) {
@@ -137,4 +140,14 @@ int unsb_client_request(unsb_client *c, const unsb_api_request *r, int sign,
   if (unsb_request_check(&req, err) != 0) return -1;
   if (sign && unsb_client_credentials(c, &cred, err) != 0) return -1;
   return unsb_request_perform(c->http, c->url, cred, &req, resp, err);
+}
+
+unsb_http_xfer *unsb_client_open(unsb_client *c, const unsb_api_request *r, int sign,
+                                 unsb_error *err) {
+  const unsb_credentials *cred = NULL;
+  unsb_api_request req = *r;
+  if (req.timeout_ms <= 0) req.timeout_ms = c->timeout_ms;
+  if (unsb_request_check(&req, err) != 0) return NULL;
+  if (sign && unsb_client_credentials(c, &cred, err) != 0) return NULL;
+  return unsb_request_open(c->http, c->url, cred, &req, err);
 }

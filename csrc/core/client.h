@@ -27,6 +27,8 @@ typedef struct {
   const char *ca_file;        /* NULL = system store */
   size_t max_response;        /* 0 = default */
   unsb_cred_opts cred;        /* copied; resolved lazily */
+  unsb_loop *loop;            /* the event loop to share; NULL = a private one */
+  int max_concurrency;        /* transfers at once; 0 = UNSB_HTTP_DEFAULT_CONCURRENCY */
 } unsb_client_config;
 
 /* Checks the URL (http:// or https://, no blanks; trailing '/' removed)
@@ -46,5 +48,12 @@ int unsb_client_credentials(unsb_client *c, const unsb_credentials **out, unsb_e
 ** non-zero. See unsb_request_perform. */
 int unsb_client_request(unsb_client *c, const unsb_api_request *r, int sign,
                         unsb_http_response *resp, unsb_error *err);
+
+/* The same request as an open transfer of the client's engine (see
+** unsb_request_open); credentials are resolved first when signing. */
+unsb_http_xfer *unsb_client_open(unsb_client *c, const unsb_api_request *r, int sign,
+                                 unsb_error *err);
+
+unsb_http *unsb_client_http(unsb_client *c);
 
 #endif

@@ -15,6 +15,12 @@ int64_t unsb_monotonic_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t unsb_monotonic_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 /* Sleeps the whole slice even when another signal interrupts nanosleep. */
 static void sleep_slice(int64_t ms) {
   struct timespec req = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };

@@ -14,6 +14,7 @@
 
 int64_t unsb_now(void);
 int64_t unsb_monotonic_ms(void);
+int64_t unsb_monotonic_us(void);   /* the same clock in microseconds (timing) */
 
 /* Sleeps ms milliseconds in slices of at most UNSB_SLICE_MS, consuming the
 ** interrupt flag between slices. Returns 0, or -1 when interrupted. */

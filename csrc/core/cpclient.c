@@ -104,6 +104,8 @@ unsb_cp *unsb_cp_new(const unsb_cp_config *cfg, unsb_error *err) {
     .connect_timeout_ms = cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 10000,
     .ca_file = cfg->ca_file,
     .max_response = cfg->max_response ? cfg->max_response : UNSB_CP_DEFAULT_MAX_RESPONSE,
+    .loop = cfg->loop,
+    .max_concurrency = cfg->max_concurrency,
   };
   if (!(c->http = unsb_http_new(&hc, err))) {
     unsb_cp_free(c);
@@ -176,7 +178,14 @@ static int prepare(unsb_cp *c, const unsb_cp_call *call, prepared *p, unsb_error
     return unsb_fail(err, UNSB_ECREDENTIALS,
                      "no Control Plane token: pass token= or set " UNSB_ENV_CP_TOKEN
                      " (nothing was sent)");
-  if (unsb_trace_outbound(call->trace_id, call->trace_flags, traceparent, err) != 0) return -1;
+  if (call->traceparent) {
+    /* exact length first: the header builder parses what is copied here */
+    if (strlen(call->traceparent) != UNSB_TRACEPARENT_LEN)
+      return unsb_fail(err, UNSB_EVALIDATION, "traceparent is malformed");
+    memcpy(traceparent, call->traceparent, UNSB_TRACEPARENT_LEN + 1);
+  } else if (unsb_trace_outbound(call->trace_id, call->trace_flags, traceparent, err) != 0) {
+    return -1;
+  }
   unsb_cp_header_opts o = {
     .token = call->token ? call->token : c->token,
     .subject = call->subject,

@@ -47,6 +47,8 @@ typedef struct {
   const char *ca_file;
   size_t max_response;          /* 0 = UNSB_CP_DEFAULT_MAX_RESPONSE */
   size_t lease_capacity;        /* 0 = UNSB_LEASE_CACHE_DEFAULT */
+  unsb_loop *loop;              /* the event loop to share; NULL = a private one */
+  int max_concurrency;          /* transfers at once; 0 = UNSB_HTTP_DEFAULT_CONCURRENCY */
 } unsb_cp_config;
 
 /* Zeroes cfg and fills env_* from the process environment. */
@@ -84,6 +86,9 @@ typedef struct {
   int has_owner;                /* an object call that names its owner */
   const char *trace_id;         /* the caller's bound trace, or NULL = a random one */
   const char *trace_flags;      /* NULL = "01" */
+  const char *traceparent;      /* a whole traceparent the caller made (so it knows
+                                ** the span it sent), or NULL = one from trace_id,
+                                ** trace_flags and a random span */
   const char *mcp_tool;         /* an MCP tools/call of this tool, or NULL */
   int streaming;                /* MCP: ask for SSE first */
   long timeout_ms;              /* <= 0 = the client's */

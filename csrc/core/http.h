@@ -1,17 +1,24 @@
 /*
-** The HTTP engine: one libcurl multi handle per client. Connections live
-** in the multi handle's pool, so keep-alive carries over from one call to
-** the next whatever easy handle a call uses.
+** The HTTP engine: one libcurl multi handle per client, driven by an
+** event loop (loop.h) that the engines of one program or Lua state
+** share. Connections live in the multi handle's pool, so keep-alive
+** carries over from one call to the next whatever easy handle a call
+** uses (HTTP/2 multiplexes when a server offers it).
 **
-** Two ways to run a transfer:
-**  - unsb_http_perform: a blocking call; it drives the engine in slices of
-**    at most 100 ms, checking the interrupt flag between slices;
-**  - unsb_http_open / unsb_http_pump / unsb_http_wait / unsb_http_close:
-**    the caller drives the engine itself, one round at a time, and may hold
-**    several transfers open at once (a stream a Lua loop reads while it
-**    makes other calls). Each round drives every open transfer of the
-**    engine, so a stream keeps flowing during a blocking call made beside
-**    it; its bytes wait in its consumer's queue, or the consumer pauses it.
+** Every call is a transfer. At most max_concurrency run at once per
+** engine; more wait in a FIFO queue (their time there is queue_us of
+** their timing, and counts against their timeout). Two ways to run one:
+**  - unsb_http_perform: open, drive until it is done, close: the blocking
+**    call; it drives the loop in slices of at most 100 ms, checking the
+**    interrupt flag between slices;
+**  - unsb_http_open / unsb_http_done / unsb_http_result / unsb_http_close,
+**    with unsb_loop_step (or unsb_http_pump / _wait) driving: the caller
+**    holds any number of transfers open at once, and unsb_http_notify
+**    queues a token on the loop when one ends, so a scheduler wakes the
+**    right waiter instead of checking them all. Each round drives every
+**    transfer of every engine on the loop, so a stream keeps flowing during
+**    a blocking call made beside it; its bytes wait in its consumer's
+**    queue, or the consumer pauses it.
 **
 ** TLS peer and host verification are always on; only the CA file can be
 ** changed. Redirects are not followed. Messages name the URL's host and
@@ -31,15 +38,42 @@
 
 #include <stddef.h>
 
+#include <stdint.h>
+
 #include "core/error.h"
+#include "core/loop.h"
 
 typedef struct unsb_http unsb_http;
+
+#define UNSB_HTTP_DEFAULT_CONCURRENCY 16
+#define UNSB_HTTP_MAX_CONCURRENCY 1024
 
 typedef struct {
   long connect_timeout_ms;   /* > 0 */
   const char *ca_file;       /* NULL = the system store */
   size_t max_response;       /* larger bodies fail with kind protocol */
+  unsb_loop *loop;           /* shared loop (a reference is taken); NULL = a private one */
+  int max_concurrency;       /* transfers at once; 0 = UNSB_HTTP_DEFAULT_CONCURRENCY */
 } unsb_http_config;
+
+/* Where a transfer's time went, from libcurl's own timers (microseconds;
+** each part is 0 when it did not happen, e.g. connect and tls on a reused
+** connection). queue + resolve + connect + tls + server + transfer <=
+** total; the rest of total is libcurl's own work between the phases. */
+typedef struct {
+  int64_t queue_us;          /* waiting for a free slot of max_concurrency */
+  int64_t resolve_us;        /* name resolution */
+  int64_t connect_us;        /* TCP connect, after resolution */
+  int64_t tls_us;            /* TLS handshake */
+  int64_t server_us;         /* request sent .. first response byte */
+  int64_t transfer_us;       /* first byte .. last byte */
+  int64_t total_us;          /* open .. end, queue included */
+  int64_t first_data_us;     /* open .. first body byte handed to on_data; -1 none */
+  uint64_t bytes_out;        /* request head and body */
+  uint64_t bytes_in;         /* response heads and body */
+  long new_connections;      /* connections opened (0 = reused) */
+  int sent;                  /* some of the request left: the server may have seen it */
+} unsb_http_timing;
 
 /* What on_head asks for the body. */
 enum { UNSB_HTTP_STREAM = 0, UNSB_HTTP_BUFFER = 1, UNSB_HTTP_CANCEL = -1 };
@@ -95,6 +129,7 @@ typedef struct {
   long new_connections;       /* connections opened for this call (0 = reused) */
   size_t streamed;            /* body bytes handed to on_data (body is then "") */
   char *captured[UNSB_HTTP_CAPTURE_MAX];   /* request.capture[i]'s value, or NULL */
+  unsb_http_timing timing;
 } unsb_http_response;
 
 typedef struct unsb_http_xfer unsb_http_xfer;
@@ -103,7 +138,9 @@ typedef struct unsb_http_xfer unsb_http_xfer;
 int unsb_http_global_init(void);
 
 unsb_http *unsb_http_new(const unsb_http_config *cfg, unsb_error *err);
+/* Closes the engine's transfers (their tokens are queued), leaves the loop. */
 void unsb_http_free(unsb_http *h);
+unsb_loop *unsb_http_loop(const unsb_http *h);
 
 /* Performs one request. Returns 0 with resp filled for any HTTP status
 ** (free it with unsb_http_response_free), or -1 with err: timeout,
@@ -125,16 +162,30 @@ void unsb_http_response_free(unsb_http_response *resp);
 ** captured names, called from a callback: "busy") or transport. */
 unsb_http_xfer *unsb_http_open(unsb_http *h, const unsb_http_request *req, unsb_error *err);
 
-/* One round of the engine: every open transfer makes the progress its
-** socket allows, without waiting; transfers that ended are marked done.
-** 0, or -1 with err (transport: libcurl failed; validation: "busy"). */
+/* One round of the engine's loop without waiting (unsb_loop_step(0)):
+** every open transfer makes the progress its socket allows; transfers
+** that ended are marked done. 0, or -1 with err (validation: "busy"). */
 int unsb_http_pump(unsb_http *h, unsb_error *err);
 
-/* Waits at most ms for activity on any open transfer. */
+/* One round of the loop that waits at most ms for activity. */
 void unsb_http_wait(unsb_http *h, long ms);
+
+/* Drives the loop until x is done (0), or -1 with err: interrupted (the
+** flag is taken), cancelled (a stream's on_tick), or the loop's errors. */
+int unsb_http_drive(unsb_http *h, unsb_http_xfer *x, unsb_error *err);
 
 /* 1 once x has ended (completed or failed), else 0. */
 int unsb_http_done(const unsb_http_xfer *x);
+
+/* The engine x belongs to. */
+unsb_http *unsb_http_of(const unsb_http_xfer *x);
+
+/* Queues tok on the engine's loop when x ends or is closed (at once when
+** it already has); 0 stops that. */
+void unsb_http_notify(unsb_http_xfer *x, unsb_token tok);
+
+/* x's timing so far (at its end: final). Valid whatever the outcome. */
+void unsb_http_timing_of(const unsb_http_xfer *x, unsb_http_timing *out);
 
 /* Lets a paused transfer (on_data said UNSB_HTTP_PAUSE) go on; the bytes
 ** it held are offered to on_data again at once. No-op otherwise. */

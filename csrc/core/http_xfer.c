@@ -6,6 +6,7 @@
 ** complete. Every response header the caller asked for is kept, capped.
 */
 #include "core/http_xfer.h"
+#include "core/clock.h"
 #include "core/headers.h"
 
 #include <stdio.h>
@@ -25,6 +26,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
   unsb_http_response *r = &x->resp;
   size_t len = size * n;
   if (x->streaming) {
+    if (!x->first_data_us) x->first_data_us = unsb_monotonic_us();
     int rc = x->stream.on_data(x->stream.ud, data, len);
     if (rc == UNSB_HTTP_PAUSE) {
       x->paused = 1;
@@ -196,6 +198,9 @@ static int set_options(unsb_http_xfer *x, const unsb_http_request *req) {
   SET(CURLOPT_SSL_VERIFYHOST, 2L);
   if (x->h->ca_file) SET(CURLOPT_CAINFO, x->h->ca_file);
   SET(CURLOPT_TCP_KEEPALIVE, 1L);
+  /* over TLS, a new transfer waits to learn whether a connection can
+  ** multiplex (HTTP/2) rather than opening one more */
+  SET(CURLOPT_PIPEWAIT, 1L);
   SET(CURLOPT_USERAGENT, "unsandbox-lua");
   SET(CURLOPT_HTTPHEADER, x->headers);
   if (strcmp(req->method, "GET") == 0 && !req->body) {
@@ -238,6 +243,11 @@ int unsb_xfer_setup(unsb_http_xfer *x, const unsb_http_request *req, unsb_error 
 int unsb_xfer_fail(const unsb_http_xfer *x, int rc, unsb_error *err) {
   const char *detail = x->errbuf[0] ? x->errbuf : curl_easy_strerror((CURLcode)rc);
   if (x->cancelled) return unsb_fail(err, UNSB_ECANCELLED, "request to %s cancelled", x->host);
+  if (x->queue_timeout)
+    return unsb_fail(err, UNSB_ETIMEOUT,
+                     "request to %s timed out after %ld ms waiting for one of the client's "
+                     "%d transfer slots (max_concurrency); nothing was sent",
+                     x->host, x->timeout_ms, x->h->cap);
   if (x->too_big)
     return unsb_fail(err, UNSB_EPROTOCOL,
                      "response from %s is larger than max_response (%zu bytes); refused",
@@ -259,4 +269,49 @@ int unsb_xfer_fail(const unsb_http_xfer *x, int rc, unsb_error *err) {
       return unsb_fail(err, UNSB_ETRANSPORT, "transport error talking to %s: %s (%s)",
                        x->host, curl_easy_strerror((CURLcode)rc), detail);
   }
+}
+
+/* ---------------------------------------------------------------------
+** timing
+** ------------------------------------------------------------------- */
+
+static int64_t info_us(CURL *e, CURLINFO what) {
+  curl_off_t v = 0;
+  if (curl_easy_getinfo(e, what, &v) != CURLE_OK || v < 0) return 0;
+  return (int64_t)v;
+}
+
+static int64_t gap(int64_t later, int64_t earlier) {
+  return later > earlier ? later - earlier : 0;
+}
+
+/* libcurl's timers are cumulative from the transfer's start (each 0 when
+** its phase did not happen); the parts are the gaps between them. */
+void unsb_http_timing_of(const unsb_http_xfer *x, unsb_http_timing *t) {
+  int64_t now = unsb_monotonic_us();
+  memset(t, 0, sizeof *t);
+  int64_t end = x->ended_us ? x->ended_us : now;
+  t->first_data_us = x->first_data_us ? x->first_data_us - x->opened_us : -1;
+  t->queue_us = (x->started_us ? x->started_us : end) - x->opened_us;
+  /* our own clock from open to end: it spans libcurl's, so the parts fit */
+  t->total_us = end - x->opened_us;
+  if (!x->started_us) return;
+  CURL *e = x->easy;
+  int64_t nl = info_us(e, CURLINFO_NAMELOOKUP_TIME_T), c = info_us(e, CURLINFO_CONNECT_TIME_T);
+  int64_t a = info_us(e, CURLINFO_APPCONNECT_TIME_T), p = info_us(e, CURLINFO_PRETRANSFER_TIME_T);
+  int64_t s = info_us(e, CURLINFO_STARTTRANSFER_TIME_T), all = info_us(e, CURLINFO_TOTAL_TIME_T);
+  t->resolve_us = nl;
+  t->connect_us = gap(c, nl);
+  t->tls_us = a ? gap(a, c) : 0;
+  t->server_us = s ? gap(s, p) : 0;
+  t->transfer_us = s ? gap(all, s) : 0;
+  if (!x->done) t->transfer_us = s ? gap(now - x->started_us, s) : 0;
+  long reqsize = 0, hdrsize = 0, conns = 0;
+  curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &reqsize);
+  curl_easy_getinfo(e, CURLINFO_HEADER_SIZE, &hdrsize);
+  curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &conns);
+  t->bytes_out = (uint64_t)reqsize + (uint64_t)info_us(e, CURLINFO_SIZE_UPLOAD_T);
+  t->bytes_in = (uint64_t)hdrsize + (uint64_t)info_us(e, CURLINFO_SIZE_DOWNLOAD_T);
+  t->new_connections = conns;
+  t->sent = reqsize > 0;
 }

@@ -12,26 +12,35 @@
 
 #include "core/http.h"
 
-#define UNSB_HTTP_IDLE_EASY 4        /* easy handles kept for reuse */
+#define UNSB_HTTP_IDLE_MAX 64        /* easy handles kept for reuse, at most */
 #define UNSB_HTTP_HOST_MAX 256
 #define UNSB_HTTP_NAME_MAX 64
 
 struct unsb_http {
   CURLM *multi;
-  CURL *idle[UNSB_HTTP_IDLE_EASY];   /* reset and reused by the next transfer */
-  int n_idle;
+  unsb_loop *loop;
+  unsb_loop_source src;              /* due_ms = min(curl_due, the queue's first deadline) */
+  int64_t curl_due;                  /* libcurl's next timeout, monotonic ms; -1 none */
+  CURL **idle;                       /* reset and reused by the next transfer */
+  int n_idle, max_idle;
   long connect_timeout_ms;
   char *ca_file;
   size_t max_response;
-  int in_curl;                       /* inside libcurl: callbacks may not drive */
+  int cap, running;                  /* max_concurrency; transfers in the multi handle */
   unsb_http_xfer *open;              /* open transfers, a doubly linked list */
+  unsb_http_xfer *qhead, *qtail;     /* waiting for a slot, oldest first */
 };
 
 struct unsb_http_xfer {
   unsb_http *h;
   unsb_http_xfer *prev, *next;
+  unsb_http_xfer *qnext;             /* the engine's queue */
   CURL *easy;
   int in_multi;                      /* added and not yet removed */
+  int queued, queue_timeout;         /* waiting for a slot; its deadline passed there */
+  int64_t opened_us, started_us, first_data_us, ended_us;   /* monotonic µs; 0 = not yet */
+  int64_t deadline_ms;               /* opened + timeout, monotonic ms */
+  unsb_token token;                  /* queued on the loop at the end */
   struct curl_slist *headers;
   unsb_http_stream stream;           /* copy; on_data NULL = buffered */
   int has_stream;

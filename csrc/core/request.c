@@ -47,16 +47,16 @@ int unsb_request_check(const unsb_api_request *r, unsb_error *err) {
   return 0;
 }
 
-int unsb_request_perform(unsb_http *h, const char *base_url, const unsb_credentials *cred,
-                         const unsb_api_request *r, unsb_http_response *resp,
-                         unsb_error *err) {
+unsb_http_xfer *unsb_request_open(unsb_http *h, const char *base_url,
+                                  const unsb_credentials *cred, const unsb_api_request *r,
+                                  unsb_error *err) {
   char ts[32], sig[UNSB_SIGNATURE_HEX_LEN + 1];
   char *url = NULL, *signed_path = NULL, *auth = NULL, *xts = NULL, *xsig = NULL;
   const char **headers = NULL;
   size_t n = 0;
-  int rc = -1;
+  unsb_http_xfer *x = NULL;
 
-  if (unsb_request_check(r, err) != 0) return -1;
+  if (unsb_request_check(r, err) != 0) return NULL;
   if (asprintf(&url, "%s%s", base_url, r->path) < 0) url = NULL;
   headers = calloc(r->n_headers + 3, sizeof *headers);
   if (!url || !headers) {
@@ -89,8 +89,9 @@ int unsb_request_perform(unsb_http *h, const char *base_url, const unsb_credenti
   unsb_http_request hr = {
     .method = r->method, .url = url, .headers = headers, .n_headers = n,
     .body = r->body, .body_len = r->body ? r->body_len : 0, .timeout_ms = r->timeout_ms,
+    .stream = r->stream,
   };
-  rc = unsb_http_perform(h, &hr, resp, err);
+  x = unsb_http_open(h, &hr, err);   /* libcurl has copied the URL and headers */
 done:
   OPENSSL_cleanse(sig, sizeof sig);
   free(url);
@@ -99,5 +100,19 @@ done:
   free(xts);
   free(xsig);
   free(headers);
+  return x;
+}
+
+int unsb_request_perform(unsb_http *h, const char *base_url, const unsb_credentials *cred,
+                         const unsb_api_request *r, unsb_http_response *resp,
+                         unsb_error *err) {
+  unsb_http_xfer *x;
+  int rc;
+  memset(resp, 0, sizeof *resp);
+  resp->retry_after = -1;
+  if (!(x = unsb_request_open(h, base_url, cred, r, err))) return -1;
+  rc = unsb_http_drive(h, x, err);
+  if (rc == 0) rc = unsb_http_result(x, resp, err);
+  unsb_http_close(x);
   return rc;
 }

@@ -22,6 +22,7 @@ typedef struct {
   long timeout_ms;                 /* > 0 */
   const char *const *headers;      /* extra "Name: value" lines */
   size_t n_headers;
+  const unsb_http_stream *stream;  /* NULL = buffered (see http.h) */
 } unsb_api_request;
 
 /* Misuse checks, so a binding can raise before anything is sent: method of
@@ -30,9 +31,15 @@ typedef struct {
 ** that would replace an authentication header. 0, or -1 with validation. */
 int unsb_request_check(const unsb_api_request *r, unsb_error *err);
 
-/* Sends r to base_url + path. cred NULL = an unsigned request (GET
-** /health). Returns 0 with resp filled for any status, else -1 (see
-** unsb_http_perform). */
+/* Starts r to base_url + path as a transfer of h (see unsb_http_open):
+** signed with cred, or unsigned when cred is NULL (GET /health). r->body
+** must stay valid until the transfer is closed; the rest is copied. */
+unsb_http_xfer *unsb_request_open(unsb_http *h, const char *base_url,
+                                  const unsb_credentials *cred, const unsb_api_request *r,
+                                  unsb_error *err);
+
+/* The blocking form: open, drive until done, close. Returns 0 with resp
+** filled for any status, else -1 (see unsb_http_perform). */
 int unsb_request_perform(unsb_http *h, const char *base_url, const unsb_credentials *cred,
                          const unsb_api_request *r, unsb_http_response *resp,
                          unsb_error *err);

@@ -26,6 +26,8 @@
   X(CURLMcode, curl_multi_perform, (CURLM *m, int *n), (m, n), CURLM_INTERNAL_ERROR) \
   X(CURLMcode, curl_multi_poll, (CURLM *m, struct curl_waitfd e[], unsigned int ne, int ms, \
                                  int *n), (m, e, ne, ms, n), CURLM_INTERNAL_ERROR) \
+  X(CURLMcode, curl_multi_socket_action, (CURLM *m, curl_socket_t s, int ev, int *n), \
+    (m, s, ev, n), CURLM_INTERNAL_ERROR) \
   X(CURLMsg *, curl_multi_info_read, (CURLM *m, int *n), (m, n), NULL) \
   X(CURLMcode, curl_multi_cleanup, (CURLM *m), (m), CURLM_INTERNAL_ERROR) \
   X(const char *, curl_multi_strerror, (CURLMcode c), (c), "libcurl.so.4 could not be loaded") \
@@ -48,9 +50,10 @@
 #define NAME_F(type, name, params, args, fail) #name,
 #define NAME_P(name, params, args) #name,
 
-enum { CURL_FUNCS(IDX_F) CURL_PROCS(IDX_P) I_setopt, I_getinfo, N_FUNCS };
+enum { CURL_FUNCS(IDX_F) CURL_PROCS(IDX_P) I_setopt, I_getinfo, I_msetopt, N_FUNCS };
 static const char *const names[N_FUNCS + 1] = {
-  CURL_FUNCS(NAME_F) CURL_PROCS(NAME_P) "curl_easy_setopt", "curl_easy_getinfo", NULL
+  CURL_FUNCS(NAME_F) CURL_PROCS(NAME_P) "curl_easy_setopt", "curl_easy_getinfo",
+  "curl_multi_setopt", NULL
 };
 static void *slot[N_FUNCS];
 static unsb_lazy lib = { "libcurl.so.4", names, slot, PTHREAD_ONCE_INIT, 0 };
@@ -68,6 +71,7 @@ CURL_PROCS(FORWARD_P)
 
 typedef CURLcode (*setopt_fn)(CURL *, CURLoption, ...);
 typedef CURLcode (*getinfo_fn)(CURL *, CURLINFO, ...);
+typedef CURLMcode (*msetopt_fn)(CURLM *, CURLMoption, ...);
 
 /* The third argument's type follows from the option number's range, as
 ** in libcurl itself. */
@@ -92,6 +96,22 @@ CURLcode curl_easy_getinfo(CURL *h, CURLINFO info, ...) {
   CURLcode rc = CURLE_FAILED_INIT;
   va_start(ap, info);
   if (unsb_lazy_load(&lib)) rc = ((getinfo_fn)slot[I_getinfo])(h, info, va_arg(ap, void *));
+  va_end(ap);
+  return rc;
+}
+
+/* The multi options the core sets are longs, callbacks and pointers;
+** the type follows from the option number's range, as for the easy ones. */
+CURLMcode curl_multi_setopt(CURLM *m, CURLMoption opt, ...) {
+  va_list ap;
+  CURLMcode rc = CURLM_INTERNAL_ERROR;
+  va_start(ap, opt);
+  msetopt_fn f = unsb_lazy_load(&lib) ? (msetopt_fn)slot[I_msetopt] : NULL;
+  if (!f) { /* rc stays */ }
+  else if (opt < CURLOPTTYPE_OBJECTPOINT) rc = f(m, opt, va_arg(ap, long));
+  else if (opt < CURLOPTTYPE_FUNCTIONPOINT) rc = f(m, opt, va_arg(ap, void *));
+  else if (opt < CURLOPTTYPE_OFF_T) rc = f(m, opt, va_arg(ap, void (*)(void)));
+  else rc = f(m, opt, va_arg(ap, curl_off_t));
   va_end(ap);
   return rc;
 }

@@ -12,7 +12,9 @@
 #include <lua.h>
 #include <lauxlib.h>
 
+#include "core/client.h"
 #include "core/cpclient.h"
+#include "core/loop.h"
 #include "core/credentials.h"
 #include "core/error.h"
 #include "core/http.h"
@@ -24,8 +26,16 @@
 #define UB_MANAGER "unsandbox.Manager"
 #define UB_TRANSFER "unsandbox.Transfer"
 #define UB_SANDBOX "unsandbox.Sandbox"
+#define UB_LOOP "unsandbox.Loop"
 
-/* The Manager userdata (manager.c); other files check it is open. */
+/* The Client (client.c) and Manager (manager.c) userdata. Both start
+** with their core pointer, NULL once closed: a Transfer tells whether its
+** owner is still open by that alone. User values: 1 the facade's state
+** table (hooks, retry policy). */
+typedef struct {
+  unsb_client *c;   /* NULL = closed */
+} ub_client;
+
 typedef struct {
   unsb_cp *c;    /* NULL = closed */
 } ub_manager;
@@ -92,8 +102,46 @@ void ub_open_sandbox(lua_State *L);
 unsb_cp *ub_manager_check(lua_State *L, int idx);
 /* manager.c's lease methods (manager_lease.c) into the table on top. */
 void ub_lease_methods(lua_State *L);
-/* m:_open (transfer.c). */
-int ub_transfer_open(lua_State *L);
+
+/* ---- the event loop and tasks (loop.c) ---- */
+void ub_open_loop(lua_State *L);
+/* The state's loop, shared by every Client and Manager made in it. */
+unsb_loop *ub_loop(lua_State *L);
+/* 1 when the running thread is a task's (core.task_thread) and may yield. */
+int ub_task_can_yield(lua_State *L);
+/* A new token that wakes the running thread, which waits on the value at
+** obj_idx (a Transfer), or with obj_idx 0 on a timer of that token: what
+** cancelling the task ends. */
+unsb_token ub_wait(lua_State *L, int obj_idx);
+/* The running thread no longer waits on anything. */
+void ub_wait_done(lua_State *L);
+/* Yields core.YIELD to the scheduler; k continues. */
+int ub_yield(lua_State *L, lua_KContext ctx, lua_KFunction k);
+
+/* ---- transfers (transfer.c) and buffered calls (exchange.c) ---- */
+enum { UB_XFER_BUFFER = 0, UB_XFER_SSE = 1, UB_XFER_RAW = 2 };
+typedef struct ub_transfer ub_transfer;
+/* A new Transfer, not yet open, pushed: owned by the Client or Manager at
+** owner_idx, sending the body at body_idx, keeping opts.capture of the
+** table at opts_idx (if it is one). */
+ub_transfer *ub_transfer_new(lua_State *L, int owner_idx, int body_idx, int opts_idx, int mode);
+/* Its stream callbacks for the core's open (NULL for a buffered call). */
+const unsb_http_stream *ub_transfer_stream(ub_transfer *t);
+void ub_transfer_set(ub_transfer *t, unsb_http_xfer *x);
+/* The core transfer of the Transfer at idx; NULL once it or its owner closed. */
+unsb_http_xfer *ub_transfer_xfer(lua_State *L, int idx);
+/* The running thread waits for the Transfer at idx (ub_wait + notify). */
+void ub_transfer_watch(lua_State *L, int idx);
+int ub_transfer_close(lua_State *L, int idx);
+/* Pushes the response table (with timing), or nil, kind, message, info. */
+int ub_transfer_push_result(lua_State *L, int idx);
+/* Waits for the Transfer at idx (yielding in a task, else blocking),
+** pushes its result as ub_transfer_push_result does, and closes it. */
+int ub_transfer_finish(lua_State *L, int tidx);
+/* {queue_ms, ..., total_ms, bytes_in, bytes_out, ...} */
+void ub_push_timing(lua_State *L, const unsb_http_timing *t);
+/* nil, kind, message, {timing=, sent=}; raises for ENOMEM. Returns 4. */
+int ub_push_failure(lua_State *L, const unsb_error *err, const unsb_http_timing *t);
 /* (method, path, body, opts) at 2..5 into call; names has room for
 ** UNSB_HTTP_CAPTURE_MAX header names (cp_call.c). */
 void ub_cp_call_args(lua_State *L, unsb_cp_call *call, const char **names);

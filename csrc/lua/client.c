@@ -2,7 +2,13 @@
 ** unsandbox.Client: the userdata around a core client (core/client.h).
 ** The userdata is created closed (NULL) and only then given its client, so
 ** an error while reading options leaves nothing to clean up. __gc, __close
-** and close() are one idempotent closer that wipes the credentials.
+** and close() are one idempotent closer that wipes the credentials (and
+** closes the client's transfers). Its engine runs on the Lua state's one
+** loop (loop.c), so its calls progress with every other client's.
+**
+** `request` is one buffered call (exchange.c: yields inside a task,
+** blocks elsewhere); `_open` the same call as a Transfer Lua steps;
+** `_state` the facade's per-client table (user value 1).
 */
 #include "lua/binding.h"
 
@@ -11,9 +17,7 @@
 
 #include "core/client.h"
 
-typedef struct {
-  unsb_client *c;    /* NULL = closed */
-} lclient;
+typedef ub_client lclient;
 
 static unsb_client *check_open(lua_State *L) {
   lclient *u = luaL_checkudata(L, 1, UB_CLIENT);
@@ -23,7 +27,7 @@ static unsb_client *check_open(lua_State *L) {
 
 static const char *const CLIENT_OPTIONS[] = {
   "public_key", "secret_key", "account", "url", "timeout", "connect_timeout",
-  "ca_file", "max_response", "home", "cwd", "env", NULL,
+  "ca_file", "max_response", "home", "cwd", "env", "max_concurrency", NULL,
 };
 
 /* core.client{...} */
@@ -39,9 +43,11 @@ static int l_client(lua_State *L) {
     lua_settop(L, 0);
     lua_newtable(L);
   }
-  u = lua_newuserdatauv(L, sizeof *u, 0);
+  u = lua_newuserdatauv(L, sizeof *u, 1);
   u->c = NULL;
   luaL_setmetatable(L, UB_CLIENT);
+  lua_newtable(L);
+  lua_setiuservalue(L, -2, 1);
 
   memset(&cfg, 0, sizeof cfg);
   cfg.url = ub_field_string(L, 1, 1, "url", NULL);
@@ -53,9 +59,16 @@ static int l_client(lua_State *L) {
   if (max < 1) return luaL_argerror(L, 1, "max_response: must be positive");
   cfg.max_response = (size_t)max;
   ub_cred_opts(L, 1, 1, &cfg.cred);
+  lua_Integer conc = ub_field_count(L, 1, 1, "max_concurrency", UNSB_HTTP_DEFAULT_CONCURRENCY);
+  if (conc < 1 || conc > UNSB_HTTP_MAX_CONCURRENCY)
+    return luaL_argerror(L, 1, lua_pushfstring(L, "max_concurrency: from 1 to %d",
+                                               UNSB_HTTP_MAX_CONCURRENCY));
+  cfg.max_concurrency = (int)conc;
+  cfg.loop = ub_loop(L);
 
   u->c = unsb_client_new(&cfg, &err);
   if (!u->c) {
+    if (err.kind == UNSB_ENOMEM) return luaL_error(L, "not enough memory");
     if (err.kind != UNSB_EVALIDATION) return luaL_error(L, "%s", err.message);
     if (!cfg.url) return luaL_error(L, "UNSANDBOX_URL: %s", err.message);
     return luaL_argerror(L, 1, err.message);
@@ -141,65 +154,88 @@ static const char **header_lines(lua_State *L, int opts, size_t *n) {
   return lines;
 }
 
-static void set_string(lua_State *L, const char *field, const char *s) {
-  if (!s) return;
-  lua_pushstring(L, s);
-  lua_setfield(L, -2, field);
-}
-
-static void free_response(void *resp) { unsb_http_response_free(resp); }
-
-/* c:request(method, path, body, opts) */
-static int l_request(lua_State *L) {
-  unsb_client *c = check_open(L);
-  unsb_api_request r;
+/* (method, path, body, opts) at 2..5 into r; raises on misuse. Returns
+** whether to sign. Every string stays anchored by the arguments. */
+static int request_args(lua_State *L, unsb_client *c, unsb_api_request *r,
+                        const char *const *allowed) {
   unsb_error err;
   int sign = 1;
-
-  memset(&r, 0, sizeof r);
-  r.method = ub_check_string(L, 2, "method", NULL);
-  r.path = ub_check_string(L, 3, "path", NULL);
-  r.body = ub_opt_string(L, 4, "body", &r.body_len);
+  memset(r, 0, sizeof *r);
+  r->method = ub_check_string(L, 2, "method", NULL);
+  r->path = ub_check_string(L, 3, "path", NULL);
+  r->body = ub_opt_string(L, 4, "body", &r->body_len);
   if (!lua_isnoneornil(L, 5)) {
-    if (!lua_istable(L, 5)) return ub_type_error(L, 5, 5, "opts", "table");
-    ub_check_keys(L, 5, 5, REQUEST_OPTIONS);
-    r.timeout_ms = (long)ub_field_ms(L, 5, 5, "timeout", 0);
+    if (!lua_istable(L, 5)) ub_type_error(L, 5, 5, "opts", "table");
+    ub_check_keys(L, 5, 5, allowed);
+    r->timeout_ms = (long)ub_field_ms(L, 5, 5, "timeout", 0);
     int at = lua_getfield(L, 5, "auth");
     if (at == LUA_TBOOLEAN) sign = lua_toboolean(L, -1);
     else if (at != LUA_TNIL) ub_type_error(L, 5, -1, "auth", "boolean");
     lua_pop(L, 1);
-    r.headers = header_lines(L, 5, &r.n_headers);
+    r->headers = header_lines(L, 5, &r->n_headers);
   }
-  r.timeout_ms = r.timeout_ms > 0 ? r.timeout_ms : unsb_client_timeout(c);
-  if (unsb_request_check(&r, &err) != 0) {
+  r->timeout_ms = r->timeout_ms > 0 ? r->timeout_ms : unsb_client_timeout(c);
+  if (unsb_request_check(r, &err) != 0) {
     int arg = strncmp(err.message, "method", 6) == 0 ? 2
             : strncmp(err.message, "path", 4) == 0 ? 3 : 5;
-    return luaL_argerror(L, arg, err.message);
+    luaL_argerror(L, arg, err.message);
   }
+  return sign;
+}
 
-  /* boxed before the call: pushing below may raise, the box still frees it */
-  unsb_http_response *resp = ub_cbox_new(L, sizeof *resp, free_response);
-  int box = lua_gettop(L);
-  if (unsb_client_request(c, &r, sign, resp, &err) != 0) return ub_push_error(L, &err);
-  lua_createtable(L, 0, 6);
-  lua_pushinteger(L, resp->status);
-  lua_setfield(L, -2, "status");
-  lua_pushlstring(L, resp->body, resp->body_len);
-  lua_setfield(L, -2, "body");
-  set_string(L, "request_id", resp->request_id);
-  set_string(L, "content_type", resp->content_type);
-  if (resp->retry_after >= 0) {
-    lua_pushinteger(L, (lua_Integer)resp->retry_after);
-    lua_setfield(L, -2, "retry_after");
-  }
-  lua_pushinteger(L, resp->new_connections);
-  lua_setfield(L, -2, "new_connections");
-  ub_cbox_done(L, box);
+/* Opens r as the Transfer t (on top of the stack). 0, or pushes the
+** failure (nil, kind, message) and returns its count. */
+static int open_into(lua_State *L, unsb_client *c, unsb_api_request *r, int sign,
+                     ub_transfer *t) {
+  unsb_error err;
+  unsb_http_xfer *x;
+  r->stream = ub_transfer_stream(t);
+  if (!(x = unsb_client_open(c, r, sign, &err))) return ub_push_error(L, &err);
+  ub_transfer_set(t, x);
+  return 0;
+}
+
+/* c:request(method, path, body, opts) -> resp | nil, kind, message, info */
+static int l_request(lua_State *L) {
+  unsb_client *c = check_open(L);
+  unsb_api_request r;
+  lua_settop(L, 5);
+  int sign = request_args(L, c, &r, REQUEST_OPTIONS);
+  ub_transfer *t = ub_transfer_new(L, 1, 4, 5, UB_XFER_BUFFER);
+  int n = open_into(L, c, &r, sign, t);
+  if (n) return n;
+  return ub_transfer_finish(L, lua_gettop(L));
+}
+
+static const char *const OPEN_OPTIONS[] = {"timeout", "auth", "headers", "mode", NULL};
+
+/* c:_open(method, path, body, opts): the call as a Transfer (opts.mode
+** "sse" or "raw", default "raw"). */
+static int l_open(lua_State *L) {
+  unsb_client *c = check_open(L);
+  unsb_api_request r;
+  lua_settop(L, 5);
+  int sign = request_args(L, c, &r, OPEN_OPTIONS);
+  const char *mode = lua_istable(L, 5) ? ub_field_string(L, 5, 5, "mode", NULL) : NULL;
+  if (mode && strcmp(mode, "sse") != 0 && strcmp(mode, "raw") != 0)
+    return luaL_argerror(L, 5, "mode: \"sse\" or \"raw\" expected");
+  ub_transfer *t = ub_transfer_new(L, 1, 4, 5, mode && !strcmp(mode, "sse") ? UB_XFER_SSE
+                                                                             : UB_XFER_RAW);
+  int n = open_into(L, c, &r, sign, t);
+  return n ? n : 1;
+}
+
+/* The facade's per-client table. */
+static int l_state(lua_State *L) {
+  check_open(L);
+  lua_getiuservalue(L, 1, 1);
   return 1;
 }
 
 static const luaL_Reg METHODS[] = {
   {"request", l_request},
+  {"_open", l_open},
+  {"_state", l_state},
   {"_info", l_info},   /* the facade's c:info() converts units and errors */
   {"url", l_url},
   {"close", l_close},

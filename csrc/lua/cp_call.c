@@ -5,7 +5,7 @@
 ** call may carry.
 **
 **   (method, path, body, opts) with opts = {token=, subject=, owner=,
-**   trace=, flags=, content_type=, tool=, streaming=, timeout= (ms),
+**   trace=, flags=, traceparent= (whole, instead of trace/flags), content_type=, tool=, streaming=, timeout= (ms),
 **   capture = {header names}, mode = "sse" | "raw" (_open only)}
 **
 ** Every string stays anchored by the argument list (or the opts table and
@@ -16,8 +16,8 @@
 #include <string.h>
 
 static const char *const CALL_OPTIONS[] = {
-  "token", "subject", "owner", "trace", "flags", "content_type", "tool", "streaming",
-  "timeout", "capture", "mode", NULL,
+  "token", "subject", "owner", "trace", "flags", "traceparent", "content_type", "tool",
+  "streaming", "timeout", "capture", "mode", NULL,
 };
 
 static int field_bool(lua_State *L, int t, const char *name) {
@@ -61,6 +61,7 @@ void ub_cp_call_args(lua_State *L, unsb_cp_call *call, const char **names) {
   call->has_owner = field_bool(L, 5, "owner");
   call->trace_id = ub_field_string(L, 5, 5, "trace", NULL);
   call->trace_flags = ub_field_string(L, 5, 5, "flags", NULL);
+  call->traceparent = ub_field_string(L, 5, 5, "traceparent", NULL);
   call->content_type = ub_field_string(L, 5, 5, "content_type", NULL);
   call->mcp_tool = ub_field_string(L, 5, 5, "tool", NULL);
   call->streaming = field_bool(L, 5, "streaming");
@@ -77,7 +78,7 @@ static void set_string(lua_State *L, const char *field, const char *s) {
 
 void ub_push_response(lua_State *L, const unsb_http_response *resp, const char **names,
                       size_t n_names) {
-  lua_createtable(L, 0, 8);
+  lua_createtable(L, 0, 9);
   lua_pushinteger(L, resp->status);
   lua_setfield(L, -2, "status");
   lua_pushlstring(L, resp->body ? resp->body : "", resp->body ? resp->body_len : 0);
@@ -95,4 +96,6 @@ void ub_push_response(lua_State *L, const unsb_http_response *resp, const char *
   lua_createtable(L, 0, (int)n_names);
   for (size_t i = 0; i < n_names; i++) set_string(L, names[i], resp->captured[i]);
   lua_setfield(L, -2, "headers");
+  ub_push_timing(L, &resp->timing);
+  lua_setfield(L, -2, "timing");
 }

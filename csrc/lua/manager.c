@@ -6,8 +6,9 @@
 ** wipes the token and the leases.
 **
 ** The C methods are the facade's building blocks and start with '_':
-** `_request` (one blocking call), `_open` (transfer.c), the lease
-** operations (manager_lease.c). The public methods are Lua
+** `_request` (one buffered call: exchange.c, yielding inside a task),
+** `_open` (the call as a Transfer Lua steps), the lease operations
+** (manager_lease.c). Its engine runs on the Lua state's one loop. The public methods are Lua
 ** (lua/unsandbox/manager.lua and friends) and are added to core.Manager.
 ** The userdata's user value is a table where the facade keeps per-Manager
 ** Lua state (the clock, the acting subjects bound per coroutine).
@@ -27,7 +28,7 @@ unsb_cp *ub_manager_check(lua_State *L, int idx) {
 
 static const char *const OPTIONS[] = {
   "url", "token", "session", "refresh", "tenant", "timeout", "connect_timeout", "ca_file",
-  "max_response", "lease_capacity", "env", NULL,
+  "max_response", "lease_capacity", "env", "max_concurrency", NULL,
 };
 
 /* env= : a table standing in for the environment's SANDBOX_* variables. */
@@ -64,6 +65,12 @@ static void read_options(lua_State *L, unsb_cp_config *cfg) {
   if (max < 1) luaL_argerror(L, 1, "max_response: must be positive");
   cfg->max_response = (size_t)max;
   cfg->lease_capacity = (size_t)ub_field_count(L, 1, 1, "lease_capacity", 0);
+  lua_Integer conc = ub_field_count(L, 1, 1, "max_concurrency", UNSB_HTTP_DEFAULT_CONCURRENCY);
+  if (conc < 1 || conc > UNSB_HTTP_MAX_CONCURRENCY)
+    luaL_argerror(L, 1, lua_pushfstring(L, "max_concurrency: from 1 to %d",
+                                        UNSB_HTTP_MAX_CONCURRENCY));
+  cfg->max_concurrency = (int)conc;
+  cfg->loop = ub_loop(L);
   /* refresh: whole seconds, through the same rule as the environment's;
   ** the text stays on the stack (the caller returns its userdata by index) */
   if (lua_getfield(L, 1, "refresh") != LUA_TNIL) {
@@ -166,23 +173,41 @@ static int l_next_mcp_id(lua_State *L) {
   return 1;
 }
 
-/* m:_request(method, path, body, opts) -> resp | nil, kind, message */
-static int l_request(lua_State *L) {
+/* The call at 2..5 opened as a new Transfer (pushed) of mode; 0, or
+** pushes the failure and returns its count. */
+static int open_call(lua_State *L, int mode) {
   unsb_cp *c = ub_manager_check(L, 1);
   unsb_cp_call call;
-  unsb_http_response resp;
   unsb_error err;
   const char *names[UNSB_HTTP_CAPTURE_MAX];
+  unsb_http_xfer *x;
   ub_cp_call_args(L, &call, names);
-  if (unsb_cp_perform(c, &call, &resp, &err) != 0) return ub_push_error(L, &err);
-  ub_push_response(L, &resp, names, call.n_capture);
-  unsb_http_response_free(&resp);
-  return 1;
+  lua_settop(L, 5);
+  ub_transfer *t = ub_transfer_new(L, 1, 4, 5, mode);
+  call.stream = ub_transfer_stream(t);
+  if (!(x = unsb_cp_open(c, &call, &err))) return ub_push_error(L, &err);
+  ub_transfer_set(t, x);
+  return 0;
+}
+
+/* m:_request(method, path, body, opts) -> resp | nil, kind, message, info */
+static int l_request(lua_State *L) {
+  int n = open_call(L, UB_XFER_BUFFER);
+  return n ? n : ub_transfer_finish(L, lua_gettop(L));
+}
+
+/* m:_open(method, path, body, opts): opts.mode "sse" (default) or "raw" */
+static int l_open(lua_State *L) {
+  const char *mode = lua_istable(L, 5) ? ub_field_string(L, 5, 5, "mode", NULL) : NULL;
+  if (mode && strcmp(mode, "sse") != 0 && strcmp(mode, "raw") != 0)
+    return luaL_argerror(L, 5, "mode: \"sse\" or \"raw\" expected");
+  int n = open_call(L, mode && !strcmp(mode, "raw") ? UB_XFER_RAW : UB_XFER_SSE);
+  return n ? n : 1;
 }
 
 static const luaL_Reg METHODS[] = {
   {"_request", l_request},
-  {"_open", ub_transfer_open},
+  {"_open", l_open},
   {"_state", l_state},
   {"_next_mcp_id", l_next_mcp_id},
   {"_config", l_config},

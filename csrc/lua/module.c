@@ -12,6 +12,7 @@
 LUAMOD_API int luaopen_unsandbox_core(lua_State *L) {
   luaL_checkversion(L);
   lua_newtable(L);
+  ub_open_loop(L);                 /* before anything makes a Client or Manager */
   ub_open_functions(L);
   ub_open_files(L);
   ub_open_tracker(L);

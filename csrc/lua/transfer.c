@@ -1,8 +1,10 @@
 /*
-** unsandbox.Transfer: an open Control Plane call that Lua drives itself,
-** one round at a time (core/http.h's open/pump/wait), so a stream's
-** chunks reach Lua code as they arrive, that code may yield (a coroutine
-** iterator), raise, or make other calls on the same Manager meanwhile.
+** unsandbox.Transfer: one call of a Client or a Manager as a userdata
+** that owns the core transfer (core/http.h). Every call is one: the
+** buffered `request` / `_request` make one, wait for it (exchange.c) and
+** close it; `_open` hands it to Lua, which steps a stream itself, so a
+** stream's chunks reach Lua code as they arrive, and that code may yield,
+** raise, or make other calls meanwhile.
 **
 **   local t = m:_open(method, path, body, {mode = "sse" | "raw", ...})
 **   local pieces, done = t:step(ms)   -- SSE: event data strings; raw: body chunks
@@ -10,15 +12,18 @@
 **   t:close()                         -- aborts a running transfer
 **
 ** No Lua runs inside libcurl: on_data only copies bytes into this
-** object's queue (SSE data parsed by the core's parser first). A queue
-** over QUEUE_HIGH pauses the transfer until Lua drains it, so a reader
-** that falls behind slows the server down instead of filling memory.
+** object's queue (SSE data parsed by the core's parser first) and queues
+** the waiter's token on the loop. A queue over QUEUE_HIGH pauses the
+** transfer until Lua drains it, so a reader that falls behind slows the
+** server down instead of filling memory. Inside a task, step waits by
+** yielding (loop.c); elsewhere it drives the loop for at most ms.
 **
 ** A 2xx answer streams (SSE mode: only when it is text/event-stream);
 ** anything else is buffered and read with result(), so error bodies stay
-** whole. User values: 1 the Manager (its engine must outlive the
-** transfer), 2 the body (sent from Lua's memory), 3 the capture list.
-** Closing the Manager closes its transfers: each use checks it first.
+** whole. User values: 1 the Client or Manager (its engine must outlive
+** the transfer; both userdata start with their core pointer, NULL once
+** closed, and closing one closes its transfers), 2 the body (sent from
+** Lua's memory), 3 the capture list.
 */
 #include "lua/binding.h"
 
@@ -26,7 +31,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/cpclient.h"
+#include "core/clock.h"
 #include "core/interrupt.h"
 #include "core/sse.h"
 
@@ -34,18 +39,24 @@
 
 typedef struct { char *p; size_t n; } piece;
 
-typedef struct {
+struct ub_transfer {
   unsb_http_xfer *x;       /* NULL = closed */
-  int sse;                 /* SSE events, or raw body chunks */
+  int mode;                /* UB_XFER_* */
+  unsb_loop *loop;         /* to queue the waiter's token from on_data */
+  unsb_token token;        /* the waiter's, 0 = none */
+  unsb_http_stream st;
   unsb_sse *parser;
   piece *q;
   size_t qn, qcap, qbytes;
   int finished;            /* the parser saw the end of the stream */
   int failed;              /* a cap or memory: the transfer was cancelled */
   unsb_error err;
-} ltransfer;
+  /* the result while it is pushed: boxed by this userdata, whose __gc
+  ** frees it if pushing raises */
+  unsb_http_response resp;
+};
 
-static int enqueue(ltransfer *t, const char *data, size_t n) {
+static int enqueue(ub_transfer *t, const char *data, size_t n) {
   char *copy;
   if (t->qn == t->qcap) {
     size_t cap = t->qcap ? 2 * t->qcap : 16;
@@ -59,10 +70,11 @@ static int enqueue(ltransfer *t, const char *data, size_t n) {
   t->q[t->qn].p = copy;
   t->q[t->qn++].n = n;
   t->qbytes += n;
+  if (t->token) unsb_loop_notify(t->loop, t->token);
   return 0;
 }
 
-static void drop_queue(ltransfer *t) {
+static void drop_queue(ub_transfer *t) {
   for (size_t i = 0; i < t->qn; i++) free(t->q[i].p);
   free(t->q);
   t->q = NULL;
@@ -74,14 +86,14 @@ static void drop_queue(ltransfer *t) {
 ** ------------------------------------------------------------------- */
 
 static int on_head(void *ud, long status, const char *ctype) {
-  ltransfer *t = ud;
+  ub_transfer *t = ud;
   if (status < 200 || status > 299) return UNSB_HTTP_BUFFER;
-  if (!t->sse) return UNSB_HTTP_STREAM;
+  if (t->mode == UB_XFER_RAW) return UNSB_HTTP_STREAM;
   return ctype && strcasestr(ctype, "text/event-stream") ? UNSB_HTTP_STREAM : UNSB_HTTP_BUFFER;
 }
 
 static int on_event(void *ud, const unsb_sse_event *ev) {
-  ltransfer *t = ud;
+  ub_transfer *t = ud;
   if (enqueue(t, ev->data, ev->data_len) != 0) {
     t->failed = 1;
     unsb_fail(&t->err, UNSB_ENOMEM, "out of memory");
@@ -91,9 +103,9 @@ static int on_event(void *ud, const unsb_sse_event *ev) {
 }
 
 static int on_data(void *ud, const char *data, size_t len) {
-  ltransfer *t = ud;
+  ub_transfer *t = ud;
   if (t->qbytes >= QUEUE_HIGH) return UNSB_HTTP_PAUSE;
-  if (!t->sse) {
+  if (t->mode == UB_XFER_RAW) {
     if (enqueue(t, data, len) == 0) return 0;
     t->failed = 1;
     unsb_fail(&t->err, UNSB_ENOMEM, "out of memory");
@@ -110,91 +122,94 @@ static int on_data(void *ud, const char *data, size_t len) {
 ** the userdata
 ** ------------------------------------------------------------------- */
 
-/* The transfer at 1, NULL when it or its Manager was closed. */
-static ltransfer *get(lua_State *L, int *manager_open) {
-  ltransfer *t = luaL_checkudata(L, 1, UB_TRANSFER);
-  lua_getiuservalue(L, 1, 1);
-  ub_manager *m = lua_touserdata(L, -1);
+/* The transfer at idx; its core transfer is forgotten (NULL) once its
+** Client or Manager was closed, which freed it with the engine. */
+static ub_transfer *get(lua_State *L, int idx) {
+  ub_transfer *t = luaL_checkudata(L, idx, UB_TRANSFER);
+  lua_getiuservalue(L, idx, 1);
+  void **owner = lua_touserdata(L, -1);   /* ub_client or ub_manager: a pointer first */
   lua_pop(L, 1);
-  *manager_open = m && m->c;
-  if (!*manager_open) t->x = NULL;   /* freed with the Manager's engine */
+  if (!owner || !*owner) t->x = NULL;
   return t;
 }
 
-static ltransfer *check_open(lua_State *L) {
-  int mo;
-  ltransfer *t = get(L, &mo);
-  if (!t->x) luaL_error(L, "attempt to use a closed Transfer");
-  return t;
-}
+unsb_http_xfer *ub_transfer_xfer(lua_State *L, int idx) { return get(L, idx)->x; }
 
-static int l_close(lua_State *L) {
-  int mo;
-  ltransfer *t = get(L, &mo);
-  if (t->x) unsb_http_close(t->x);
+int ub_transfer_close(lua_State *L, int idx) {
+  ub_transfer *t = get(L, idx);
+  if (t->x) {
+    /* a step's timer goes with it (a cancelled task never runs step_k);
+    ** only while the engine lives, which holds the loop alive */
+    if (t->token) unsb_loop_timer_cancel(t->loop, t->token);
+    unsb_http_close(t->x);
+  }
+  t->token = 0;
   t->x = NULL;
   unsb_sse_free(t->parser);
   t->parser = NULL;
   drop_queue(t);
+  unsb_http_response_free(&t->resp);
   return 0;
 }
 
-/* m:_open(method, path, body, opts) */
-int ub_transfer_open(lua_State *L) {
-  unsb_cp *c = ub_manager_check(L, 1);
-  unsb_cp_call call;
-  unsb_error err;
-  const char *names[UNSB_HTTP_CAPTURE_MAX];
-  const char *mode;
-  ub_cp_call_args(L, &call, names);
-  lua_settop(L, 5);
-  mode = lua_istable(L, 5) ? ub_field_string(L, 5, 5, "mode", NULL) : NULL;
-  if (mode && strcmp(mode, "sse") != 0 && strcmp(mode, "raw") != 0)
-    return luaL_argerror(L, 5, "mode: \"sse\" or \"raw\" expected");
-  ltransfer *t = lua_newuserdatauv(L, sizeof *t, 3);
+static int l_close(lua_State *L) { return ub_transfer_close(L, 1); }
+
+ub_transfer *ub_transfer_new(lua_State *L, int owner_idx, int body_idx, int opts_idx, int mode) {
+  owner_idx = lua_absindex(L, owner_idx);
+  body_idx = lua_absindex(L, body_idx);
+  opts_idx = lua_absindex(L, opts_idx);
+  ub_transfer *t = lua_newuserdatauv(L, sizeof *t, 3);
   memset(t, 0, sizeof *t);
+  t->resp.retry_after = -1;
   luaL_setmetatable(L, UB_TRANSFER);
-  lua_pushvalue(L, 1);
+  lua_pushvalue(L, owner_idx);
   lua_setiuservalue(L, -2, 1);
-  lua_pushvalue(L, 4);
+  lua_pushvalue(L, body_idx);
   lua_setiuservalue(L, -2, 2);
-  if (lua_istable(L, 5)) {
-    lua_getfield(L, 5, "capture");
+  if (lua_istable(L, opts_idx)) {
+    lua_getfield(L, opts_idx, "capture");
     lua_setiuservalue(L, -2, 3);
   }
-  t->sse = !mode || strcmp(mode, "sse") == 0;
-  if (t->sse && !(t->parser = unsb_sse_new(0, 0))) return luaL_error(L, "not enough memory");
-  unsb_http_stream st = {on_head, on_data, NULL, t};
-  call.stream = &st;
-  if (!(t->x = unsb_cp_open(c, &call, &err))) return ub_push_error(L, &err);
-  return 1;
+  t->mode = mode;
+  t->loop = ub_loop(L);
+  if (mode == UB_XFER_SSE && !(t->parser = unsb_sse_new(0, 0))) luaL_error(L, "not enough memory");
+  t->st = (unsb_http_stream){on_head, on_data, NULL, t};
+  return t;
 }
 
-/* Drives the engine unless pieces are waiting: one round, then (nothing
-** yet) a wait of at most ms and another round. */
-static int advance(lua_State *L, ltransfer *t, lua_Integer ms, unsb_error *err) {
-  unsb_http *h = unsb_cp_http(ub_manager_check(L, -1));
+const unsb_http_stream *ub_transfer_stream(ub_transfer *t) {
+  return t->mode == UB_XFER_BUFFER ? NULL : &t->st;
+}
+
+void ub_transfer_set(ub_transfer *t, unsb_http_xfer *x) { t->x = x; }
+
+void ub_transfer_watch(lua_State *L, int idx) {
+  ub_transfer *t = get(L, idx);
+  t->token = ub_wait(L, idx);
+  if (t->x) unsb_http_notify(t->x, t->token);
+}
+
+/* ---------------------------------------------------------------------
+** step
+** ------------------------------------------------------------------- */
+
+/* Outside a task: drives the loop unless pieces are waiting, one round,
+** then (nothing yet) a round that waits at most ms. */
+static int advance(ub_transfer *t, lua_Integer ms, unsb_error *err) {
   if (t->qn > 0 || unsb_http_done(t->x)) return 0;
-  if (unsb_http_pump(h, err) != 0) return -1;
-  if (t->qn == 0 && !unsb_http_done(t->x)) {
-    unsb_http_wait(h, (long)ms);
-    if (unsb_http_pump(h, err) != 0) return -1;
-  }
+  if (unsb_loop_step(t->loop, 0, err) != 0) return -1;
+  if (t->qn == 0 && !unsb_http_done(t->x) && unsb_loop_step(t->loop, (long)ms, err) != 0)
+    return -1;
   if (unsb_interrupt_take())
     return unsb_fail(err, UNSB_EINTERRUPTED, "stream interrupted");
   return 0;
 }
 
-/* t:step([ms]) -> pieces, done | nil, kind, message */
-static int l_step(lua_State *L) {
-  ltransfer *t = check_open(L);
-  lua_Integer ms = lua_isnoneornil(L, 2) ? 100 : ub_check_ms(L, 2, "ms", 0);
+/* The pieces received so far and whether the stream is over. */
+static int push_pieces(lua_State *L, ub_transfer *t) {
   unsb_sse_event ev;
   unsb_error err;
-  lua_settop(L, 1);
-  lua_getiuservalue(L, 1, 1);
-  if (advance(L, t, ms, &err) != 0) return ub_push_error(L, &err);
-  if (t->sse && unsb_http_done(t->x) && !t->finished && !t->failed) {
+  if (t->mode == UB_XFER_SSE && unsb_http_done(t->x) && !t->finished && !t->failed) {
     int rc = unsb_sse_finish(t->parser, &ev, &err);   /* §7.11: dispatch at EOF */
     t->finished = 1;
     if (rc == 1 && enqueue(t, ev.data, ev.data_len) != 0) return luaL_error(L, "not enough memory");
@@ -211,29 +226,79 @@ static int l_step(lua_State *L) {
   return 2;
 }
 
-/* t:result() -> resp | nil, kind, message (only once done) */
-static int l_result(lua_State *L) {
-  ltransfer *t = check_open(L);
-  unsb_http_response resp;
+static ub_transfer *check_open(lua_State *L) {
+  ub_transfer *t = get(L, 1);
+  if (!t->x) luaL_error(L, "attempt to use a closed Transfer");
+  return t;
+}
+
+/* Inside a task: woken by a piece, the end, or the ms timer. */
+static int step_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status;
+  (void)ctx;
+  ub_transfer *t = check_open(L);
+  unsb_loop_timer_cancel(t->loop, t->token);
+  t->token = 0;
+  ub_wait_done(L);
+  return push_pieces(L, t);
+}
+
+/* t:step([ms]) -> pieces, done | nil, kind, message */
+static int l_step(lua_State *L) {
+  ub_transfer *t = check_open(L);
+  lua_Integer ms = lua_isnoneornil(L, 2) ? 100 : ub_check_ms(L, 2, "ms", 0);
+  unsb_error err;
+  lua_settop(L, 1);
+  if (ms > 0 && t->qn == 0 && !unsb_http_done(t->x) && ub_task_can_yield(L)) {
+    ub_transfer_watch(L, 1);
+    if (unsb_loop_timer(t->loop, unsb_monotonic_ms() + ms, t->token, &err) != 0)
+      return luaL_error(L, "not enough memory");
+    return ub_yield(L, 0, step_k);
+  }
+  if (advance(t, ms, &err) != 0) return ub_push_error(L, &err);
+  return push_pieces(L, t);
+}
+
+/* ---------------------------------------------------------------------
+** result
+** ------------------------------------------------------------------- */
+
+int ub_transfer_push_result(lua_State *L, int idx) {
+  ub_transfer *t = get(L, idx);
+  unsb_http_timing timing;
   unsb_error err;
   const char *names[UNSB_HTTP_CAPTURE_MAX];
   size_t n = 0;
-  if (t->failed) return ub_push_error(L, &t->err);
-  if (unsb_http_result(t->x, &resp, &err) != 0) return ub_push_error(L, &err);
-  lua_settop(L, 1);
-  if (lua_getiuservalue(L, 1, 3) == LUA_TTABLE) {
-    for (; n < UNSB_HTTP_CAPTURE_MAX && lua_rawgeti(L, 2, (lua_Integer)n + 1) == LUA_TSTRING; n++)
-      names[n] = lua_tostring(L, -1);   /* anchored by the table in user value 3 */
-    lua_settop(L, 2);
+  idx = lua_absindex(L, idx);
+  if (!t->x) {
+    unsb_fail(&err, UNSB_ECANCELLED, "the call was cancelled: its Client or Manager was closed");
+    return ub_push_error(L, &err);
   }
-  ub_push_response(L, &resp, names, n);
-  unsb_http_response_free(&resp);
+  unsb_http_timing_of(t->x, &timing);
+  if (t->failed) return ub_push_failure(L, &t->err, &timing);
+  unsb_http_response_free(&t->resp);
+  if (unsb_http_result(t->x, &t->resp, &err) != 0) return ub_push_failure(L, &err, &timing);
+  int top = lua_gettop(L);
+  if (lua_getiuservalue(L, idx, 3) == LUA_TTABLE) {
+    for (; n < UNSB_HTTP_CAPTURE_MAX && lua_rawgeti(L, top + 1, (lua_Integer)n + 1) == LUA_TSTRING; n++)
+      names[n] = lua_tostring(L, -1);   /* anchored by the capture table */
+  }
+  lua_settop(L, top + 1);
+  ub_push_response(L, &t->resp, names, n);
+  lua_remove(L, top + 1);
+  unsb_http_response_free(&t->resp);
   return 1;
 }
 
+/* t:result() -> resp | nil, kind, message, info (only once done) */
+static int l_result(lua_State *L) {
+  check_open(L);
+  lua_settop(L, 1);
+  return ub_transfer_push_result(L, 1);
+}
+
 static int l_tostring(lua_State *L) {
-  int mo;
-  ltransfer *t = get(L, &mo);
+  ub_transfer *t = get(L, 1);
   if (t->x) lua_pushfstring(L, UB_TRANSFER " (%s)", unsb_http_done(t->x) ? "done" : "running");
   else lua_pushliteral(L, UB_TRANSFER " (closed)");
   return 1;

@@ -1,9 +1,17 @@
 --- The one way the facade talks HTTP: encode the body once, hand the exact
 -- bytes to the C client (which signs and sends them), decode the answer,
--- and turn every failure into an unsandbox.Error. Internal module.
+-- and turn every failure into an unsandbox.Error. Every exchange carries
+-- the coroutine's trace (a fresh span each), is metered (timing), shown
+-- to the hooks (observe.lua) and, when the client opted in, retried
+-- (retry.lua). Inside a task the C call yields; so does a retry's sleep.
+-- Internal module.
 local cjson = require "cjson.safe"
 local check = require "unsandbox.check"
+local core = require "unsandbox.core"
+local context = require "unsandbox.context"
 local Error = require "unsandbox.errors"
+local observe = require "unsandbox.observe"
+local retry = require "unsandbox.retry"
 local shape = require "unsandbox.shape"
 
 local M = {}
@@ -61,24 +69,81 @@ function M.decode(resp)
   }
 end
 
---- Sends one request. body: a Lua table (encoded here, once) or nil.
--- opts: timeout (seconds), auth (false for unsigned routes), headers.
--- Returns the decoded document and the request id, or nil, Error.
-function M.call(client, method, path, body, opts)
-  local payload = body ~= nil and M.encode(body) or nil
-  local copts
+-- The C client's options for one attempt: its traceparent joins the
+-- caller's headers (a copy: the caller's table is never changed).
+local function attempt_opts(opts, traceparent)
+  local copts = { headers = { traceparent = traceparent } }
   if opts then
-    copts = { auth = opts.auth, headers = opts.headers }
+    copts.auth = opts.auth
+    for k, v in pairs(opts.headers or {}) do copts.headers[k] = v end
     if opts.timeout then copts.timeout = math.max(1, math.floor(opts.timeout * 1000)) end
   end
-  -- a method, path or header the core refuses is the caller's misuse
-  local resp, kind, msg = check.protect("call", 1, client.request, client, method, path, payload, copts)
-  if not resp then
-    return nil, Error.new { kind = kind, message = msg }
+  return copts
+end
+
+--- The trace of the running coroutine's calls: {trace_id, flags} or nil.
+function M.trace()
+  return context.get(context.traces, context.TRACE_OWNER)
+end
+
+--- Makes every method of Client but those named in untraced one trace:
+-- the coroutine's bound one (unsandbox.trace), else a new one for the
+-- call, so a job's submission and all its polls (and retries) share a
+-- trace id, each exchange with its own span.
+function M.trace_calls(Client, untraced)
+  for name, method in pairs(Client) do
+    if type(method) == "function" and not untraced[name] then
+      Client[name] = function(self, ...)
+        if M.trace() then return method(self, ...) end
+        local b <close> = context.bind(context.traces, context.TRACE_OWNER,
+          { trace_id = core.new_traceparent():sub(4, 35), flags = "01" })
+        return method(self, ...)
+      end
+    end
   end
-  local doc, err = M.decode(resp)
-  if not doc then return nil, err end
-  return doc, resp.request_id
+end
+
+--- Sends one request, with the client's retries. body: a Lua table
+-- (encoded here, once) or nil. opts: timeout (seconds), auth (false for
+-- unsigned routes), headers, meter (an observe meter summing the
+-- exchanges), idempotent (the caller says a repeat is safe). Returns the
+-- decoded document, the request id and the response, or nil, Error (with
+-- timing: the meter's, else this exchange's).
+function M.call(client, method, path, body, opts)
+  local payload = body ~= nil and M.encode(body) or nil
+  -- (a stand-in client of the unit specs has no state: no hooks, no retries)
+  local state = client._state and client:_state() or nil
+  local meter = opts and opts.meter
+  local trace = M.trace()
+  for attempt = 1, math.maxinteger do
+    local tp = core.new_traceparent(trace and trace.trace_id, trace and trace.flags)
+    -- a method, path or header the core refuses is the caller's misuse
+    local resp, kind, msg, info = check.protect("call", 1, client.request, client, method, path,
+      payload, attempt_opts(opts, tp))
+    local timing = resp and resp.timing or info and info.timing
+    if meter then meter:add(timing) end
+    if observe.active(state) then
+      observe.emit(state, observe.event(method, path, attempt, tp, resp, kind, info))
+    end
+    local doc, err
+    if resp then doc, err = M.decode(resp)
+    else err = Error.new { kind = kind, message = msg } end
+    if doc then return doc, resp.request_id, resp end
+    local wait = retry.wait(state and state.retry, attempt, { method = method, idempotent = opts and opts.idempotent,
+      status = resp and resp.status, retry_after = err.retry_after, kind = kind,
+      sent = info and info.sent })
+    if not wait then
+      err.attempts = attempt
+      err.timing = meter and meter:timing() or observe.single(timing)
+      return nil, err
+    end
+    local t0 = core.monotonic_us()
+    if not core.sleep(math.max(1, math.floor(wait * 1000))) then
+      return nil, Error.new { kind = "interrupted", message = "interrupted while waiting to retry " ..
+        method .. " " .. (path:match("^[^?]*")) }
+    end
+    if meter then meter.retry_wait_ms = meter.retry_wait_ms + (core.monotonic_us() - t0) / 1000 end
+  end
 end
 
 --- What a call that returns a document gives back on success: the

@@ -39,6 +39,7 @@ options:
   --account N    row of accounts.csv            --url URL    service base URL
   --json         print the result as one JSON document
   --local        run against a private unsandboxd (no account needed)
+  -v             one line per HTTP exchange on stderr (as UNSANDBOX_DEBUG=1)
   --version      print un's version         -h, --help   this text (un CMD --help: CMD's)
 exit codes: the program's own; 2 bad arguments; 3 authentication; 4 API error;
   5 timeout; 6 local I/O error (e.g. an artifact not saved; after a program
@@ -94,6 +95,7 @@ local function parse(args)
       o.ttl = math.tointeger(tonumber(value(a)))
       if not o.ttl or o.ttl < 1 or o.ttl > 900 then usage("--ttl expects an integer from 1 to 900") end
     elseif a == "-a" then o.artifacts = true
+    elseif a == "-v" then o.verbose = true
     elseif a == "-o" then o.outdir = value(a)
     elseif a == "-p" then o.public_key = value(a)
     elseif a == "-k" then o.key_arg = value(a)
@@ -303,6 +305,7 @@ function M.main(args)
     end
     local o = parse(args)
     if o.version then print("un " .. unsandbox.VERSION .. " (unsandbox for Lua)"); return 0 end
+    if o.verbose then unsandbox.debug(true) end
     local cmd = not o.language and commands[o.rest[1]]
     if o.help then
       print(cmd and cli_commands.HELP[o.rest[1]] or USAGE)

@@ -8,6 +8,12 @@
 -- that was bound before it. Internal module.
 local M = {}
 
+-- every store made by M.store(), so a task can copy all of a coroutine's
+-- bindings at once (weak: a store nobody uses goes away). A task
+-- (unsandbox.spawn) starts with a copy of what its spawner had bound
+-- (capture/apply), and after that has its own.
+local stores = setmetatable({}, { __mode = "k" })
+
 -- store[owner][coroutine] = value; weak keys, so neither a Manager nor a
 -- finished coroutine is kept alive by a binding it never closed.
 local function slot(store, owner)
@@ -64,7 +70,37 @@ end
 
 --- A weak-keyed store for M.bind / M.get.
 function M.store()
-  return setmetatable({}, { __mode = "k" })
+  local s = setmetatable({}, { __mode = "k" })
+  stores[s] = true
+  return s
 end
+
+--- Everything bound for the running coroutine, in every store: a list of
+-- {store, owner, value}.
+function M.capture()
+  local co, out = current_co(), {}
+  for store in pairs(stores) do
+    for owner, per in pairs(store) do
+      local v = per[co]
+      if v ~= nil then out[#out + 1] = { store, owner, v } end
+    end
+  end
+  return out
+end
+
+--- Binds a capture for coroutine co (a new task's, before it runs; it
+-- needs no unbinding: the coroutine's entries go with it).
+function M.apply(captured, co)
+  for _, b in ipairs(captured) do
+    local store, owner, v = b[1], b[2], b[3]
+    local per = store[owner]
+    if per then per[co] = v end
+  end
+end
+
+-- The trace bound per coroutine, shared by both clients: unsandbox.trace
+-- binds it, every request sends traceparent 00-<trace>-<span>-<flags>.
+M.traces = M.store()
+M.TRACE_OWNER = M.traces
 
 return M

@@ -4,18 +4,23 @@
 -- sent by the Manager's C client, the answer decoded, and every failure
 -- turned into an unsandbox.Error with the spec's status. Plain calls and
 -- streams (mcp.lua) share `options` and `fail`, so both carry the same
--- headers. Internal module.
+-- headers. A plain call is also metered, shown to the hooks
+-- (observe.lua: the Manager's own and the global one) and retried when the
+-- Manager opted in (retry.lua: idempotent calls only). Internal module.
 local cjson = require "cjson.safe"
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local context = require "unsandbox.context"
 local Error = require "unsandbox.errors"
+local observe = require "unsandbox.observe"
+local retry = require "unsandbox.retry"
+local shape = require "unsandbox.shape"
 
 local M = {}
 
 M.subjects = context.store()   -- Manager -> coroutine -> X-Acting-Subject
-M.traces = context.store()     -- the module -> coroutine -> {trace_id, flags}
-M.TRACE_OWNER = M              -- the traces store has one owner: the process
+M.traces = context.traces      -- one owner -> coroutine -> {trace_id, flags}
+M.TRACE_OWNER = context.TRACE_OWNER
 
 -- Decoded JSON as Lua values read best: cjson.null becomes nil, and a
 -- number with an integral value (cjson decodes every number as a float)
@@ -93,7 +98,7 @@ function M.http_error(resp)
   doc = type(doc) == "table" and strip_nulls(doc) or nil
   return Error.new {
     kind = "http", status = resp.status, message = msg, request_id = resp.request_id,
-    retry_after = (doc and math.tointeger(doc.retry_after_seconds)) or resp.retry_after,
+    retry_after = (doc and shape.retry_after(doc.retry_after_seconds)) or resp.retry_after,
     hint = doc and type(doc.hint) == "string" and doc.hint or nil, body = doc,
   }
 end
@@ -107,19 +112,52 @@ function M.decode(resp)
   return strip_nulls(doc)
 end
 
+-- One attempt: the options with a traceparent made here (the hook shows
+-- the one that was sent). Returns resp or nil, Error, and the event parts.
+local function attempt(m, method, path, payload, copts, trace)
+  copts.traceparent = core.new_traceparent(trace and trace.trace_id, trace and trace.flags)
+  copts.trace, copts.flags = nil, nil
+  local resp, kind, msg, info = m:_request(method, path, payload, copts)
+  local err
+  if not resp then err = M.fail(m, kind, msg)
+  elseif resp.status >= 400 then err = M.http_error(resp) end
+  if err then err.timing = observe.single(resp and resp.timing or info and info.timing) end
+  return resp, err, kind, info, copts.traceparent
+end
+
 --- One call. o: query, body (a table: JSON), raw (exact bytes),
 -- content_type, token, owner, timeout (s), capture, tool, text (a 2xx body
--- returned as it is, not decoded). Returns doc, resp or nil, Error.
+-- returned as it is, not decoded), idempotent (the caller says a repeat is
+-- safe: only then, or for GET/HEAD/PUT/DELETE, may the Manager's retry
+-- policy repeat it). Returns doc, resp or nil, Error (with timing).
 function M.call(m, fname, method, path, o)
   o = o or {}
   path = M.path(path, o.query)
   local payload = o.raw
   if o.body ~= nil then payload = M.encode(o.body) end
-  local resp, kind, msg = m:_request(method, path, payload, M.options(m, fname, path, o))
-  if not resp then return nil, M.fail(m, kind, msg) end
-  if resp.status >= 400 then return nil, M.http_error(resp) end
-  if o.text then return resp.body, resp end
-  return M.decode(resp), resp
+  local state = m:_state()
+  local trace = context.get(M.traces, M.TRACE_OWNER)
+  for n = 1, math.maxinteger do
+    local resp, err, kind, info, tp = attempt(m, method, path, payload, M.options(m, fname, path, o), trace)
+    if observe.active(state) then
+      observe.emit(state, observe.event(method, path, n, tp, resp, kind, info))
+    end
+    if not err then
+      if o.text then return resp.body, resp end
+      return M.decode(resp), resp
+    end
+    local wait = retry.wait(state.retry, n, { method = method, idempotent = o.idempotent,
+      status = resp and resp.status, retry_after = err.retry_after, kind = kind,
+      sent = info and info.sent })
+    if not wait then
+      err.attempts = n
+      return nil, err
+    end
+    if not core.sleep(math.max(1, math.floor(wait * 1000))) then
+      return nil, Error.new { kind = "interrupted", status = 499,
+        message = "interrupted while waiting to retry " .. method .. " " .. (path:match("^[^?]*")) }
+    end
+  end
 end
 
 --- A protocol error of the client's own checks of a reply (§6: 502).

@@ -19,6 +19,20 @@ M.OPTIONS = {
 -- module functions, which make a one-off client of them; a Client's own
 -- methods refuse them, since they would be ignored there)
 
+--- The arguments of execute_code and friends, checked. Returns the
+-- options table and the request body, or the options, nil and an Error
+-- when an input file cannot be read.
+function M.args(fname, language, code, opts)
+  check.nonempty(fname, "language", language)
+  check.type(fname, "code", code, "string")
+  opts = check.options(fname, opts, M.OPTIONS)
+  return opts, M.body(fname, language, code, opts)
+end
+
+--- How long to wait for a job when the caller gave no timeout: its ttl
+-- (default 60 s) plus a minute of queueing, never forever.
+function M.default_wait(ttl) return (ttl or 60) + 60 end
+
 local function basename(path)
   return path:match("([^/]+)$") or path
 end

@@ -20,6 +20,10 @@ local execute = require "unsandbox.execute"
 local languages = require "unsandbox.languages"
 local poll = require "unsandbox.poll"
 local results = require "unsandbox.results"
+local tasks = require "unsandbox.tasks"
+local batch = require "unsandbox.batch"
+local observe = require "unsandbox.observe"
+local retry = require "unsandbox.retry"
 local shape = require "unsandbox.shape"
 
 local unsandbox = {
@@ -30,6 +34,36 @@ local unsandbox = {
 
 local Client = core.Client   -- the methods table of the C userdata
 
+-- Tasks (lua/unsandbox/tasks.lua), documented here for make doc.
+--- spawn(fn, ...) -> Task: fn(...) runs as a task from the next step on;
+-- inside it every call yields instead of blocking. A Task has
+-- t:wait(), t:result(), t:cancel() (its transfers closed, its remote job
+-- cancelled) and t:status().
+-- @function spawn
+unsandbox.spawn = tasks.spawn
+--- step(timeout_ms) -> the number of tasks not yet ended: resumes what can
+-- go on and waits at most timeout_ms (0: never blocks), the call a game
+-- loop makes once a frame; nil, Error(interrupted) after Ctrl-C (every
+-- task cancelled). Raises inside a task.
+-- @function step
+unsandbox.step = tasks.step
+--- run([timeout]) -> true once every task has ended, or nil, Error
+-- (interrupted, or timeout after `timeout` seconds: the tasks go on).
+-- @function run
+unsandbox.run = tasks.run
+--- pollfds() -> {{fd =, events = "r"|"w"|"rw"}, ...}, timeout_ms: what an
+-- external loop waits on before calling step(0) (timeout_ms 0: a task can
+-- go on now; -1: nothing scheduled).
+-- @function pollfds
+unsandbox.pollfds = tasks.pollfds
+--- completed(list) -> an iterator of i, task in the order the tasks of
+-- list end (yielding inside a task, driving the loop elsewhere).
+-- @function completed
+unsandbox.completed = tasks.completed
+unsandbox.Task = tasks.Task
+--- current_task() -> the Task whose code is running, or nil.
+-- @function current_task
+unsandbox.current_task = tasks.current
 
 -- The Control Plane client (lua/unsandbox/cp.lua), loaded on first use of
 -- one of its names: a script that only runs code does not pay for its
@@ -46,20 +80,28 @@ end })
 local TIMEOUTS = setmetatable({}, { __mode = "k" })
 
 local CONNECTION = { public_key = true, secret_key = true, account = true, url = true,
-                     timeout = true, connect_timeout = true, ca_file = true, max_response = true }
+                     timeout = true, connect_timeout = true, ca_file = true, max_response = true,
+                     max_concurrency = true, retry = true, on_request = true }
 
 --- unsandbox.client{public_key=, secret_key=, account=, url=, timeout=,
--- connect_timeout=, ca_file=, max_response=} -> Client. Timeouts in seconds.
+-- connect_timeout=, ca_file=, max_response=, max_concurrency=, retry=,
+-- on_request=} -> Client. Timeouts in seconds. max_concurrency: requests
+-- in flight at once (default 16; more wait in a queue); retry: see
+-- retry.lua (off by default); on_request(ev): this client's hook.
 function unsandbox.client(opts)
   opts = check.options("client", opts, CONNECTION)
   local c = {}
   for k, v in pairs(opts) do c[k] = v end
   check.positive("client", "timeout", opts.timeout)
   check.positive("client", "connect_timeout", opts.connect_timeout)
+  check.type("client", "on_request", opts.on_request, "function", true)
+  check.int_range("client", "max_concurrency", opts.max_concurrency, 1, 1024)
+  local policy = retry.policy("client", opts.retry)
   -- seconds for the user, whole milliseconds for the core, never rounded
   -- down to 0 (which the core would refuse in its own unit)
   if opts.timeout then c.timeout = math.ceil(opts.timeout * 1000) end
   if opts.connect_timeout then c.connect_timeout = math.ceil(opts.connect_timeout * 1000) end
+  c.retry, c.on_request = nil, nil
   -- the core's refusals (a bad URL, UNSANDBOX_URL included) point at the
   -- caller's line, not at this one
   local ok, client = pcall(core.client, c)
@@ -67,6 +109,8 @@ function unsandbox.client(opts)
     check.raise(tostring(client):gsub("bad argument #1 to '[^']*'", "bad argument 'opts' to 'client'"))
   end
   TIMEOUTS[client] = c.timeout
+  local state = client:_state()
+  state.retry, state.on_request = policy, opts.on_request
   return client
 end
 
@@ -92,15 +136,25 @@ function Client:info()
   return t
 end
 
--- How long to wait for a job when the caller gave no timeout: its ttl
--- (default 60 s) plus a minute of queueing, never forever.
-local function default_wait(ttl) return (ttl or 60) + 60 end
+local default_wait = execute.default_wait
+local execute_args = execute.args
 
 -- Success is one value: the document with its request id (api.one).
 local one = api.one
 
-local function wait_result(self, job_id, timeout, on_poll, want_artifacts)
-  local job, rid = poll.wait(self, job_id, timeout, on_poll)
+-- A result or an error of a call, with the call's timing (issue 16).
+-- Success stays one value (issue 13).
+local function timed(meter, r, err)
+  if type(r) == "table" then
+    r.timing = meter:timing()
+    return r
+  end
+  if Error.is(err) then err.timing = meter:timing() end
+  return nil, err
+end
+
+local function wait_result(self, job_id, timeout, on_poll, want_artifacts, meter)
+  local job, rid = poll.wait(self, job_id, timeout, on_poll, meter)
   if not job then return nil, rid end
   return results.normalise(job, rid, want_artifacts)
 end
@@ -109,9 +163,9 @@ local function never() return false end
 
 -- Waits for a job this call started itself: given up (Ctrl-C, the call's
 -- deadline), the job is cancelled and the Error names it (abandon.lua).
-local function wait_started(self, job_id, timeout, on_poll, want_artifacts)
+local function wait_started(self, job_id, timeout, on_poll, want_artifacts, meter)
   return abandon.guard(self, { job_id }, never, function()
-    local r, err = wait_result(self, job_id, timeout, on_poll, want_artifacts)
+    local r, err = wait_result(self, job_id, timeout, on_poll, want_artifacts, meter)
     if not r then return nil, abandon.note(self, job_id, err) end
     return r
   end)
@@ -120,16 +174,6 @@ end
 ------------------------------------------------------------------------
 -- Execution and jobs
 ------------------------------------------------------------------------
-
--- The arguments of execute_code and execute_async, checked. Returns the
--- options table and the request body, or the options, nil and an Error
--- when an input file cannot be read.
-local function execute_args(fname, language, code, opts)
-  check.nonempty(fname, "language", language)
-  check.type(fname, "code", code, "string")
-  opts = check.options(fname, opts, execute.OPTIONS)
-  return opts, execute.body(fname, language, code, opts)
-end
 
 --- Runs code and returns its result once finished (polling when the
 -- service answers with a pending job). opts: env ({NAME = value}),
@@ -147,18 +191,20 @@ function Client:execute_code(language, code, opts)
   opts, body, err = execute_args("execute_code", language, code, opts)
   if not body then return nil, err end
   local started = core.monotonic_ms()
+  local meter = observe.meter()
   local ttl = body.ttl or 60
   local req_timeout = opts.timeout or (ttl + 30 > 120 and ttl + 30 or nil)
-  local doc, rid = api.call(self, "POST", "/execute", body, { timeout = req_timeout })
-  if not doc then return nil, rid end
+  local doc, rid = api.call(self, "POST", "/execute", body, { timeout = req_timeout, meter = meter })
+  if not doc then return timed(meter, nil, rid) end
   if results.is_pending(doc) then
     local id, bad = results.pending_id(doc, rid)
-    if not id then return nil, bad end
+    if not id then return timed(meter, nil, bad) end
     local budget = opts.timeout and opts.timeout - (core.monotonic_ms() - started) / 1000
                    or default_wait(ttl)
-    return wait_started(self, doc.job_id, math.max(budget, 0.001), opts.on_poll, opts.return_artifacts)
+    return timed(meter, wait_started(self, id, math.max(budget, 0.001), opts.on_poll,
+      opts.return_artifacts, meter))
   end
-  return results.normalise(doc, rid, opts.return_artifacts)
+  return timed(meter, results.normalise(doc, rid, opts.return_artifacts))
 end
 
 --- Submits code as a job and returns its id.
@@ -176,9 +222,10 @@ end
 --- The job's current state; when it is finished, its result fields too.
 function Client:get_job(job_id)
   check.id("get_job", "job_id", job_id)
-  local doc, rid = api.call(self, "GET", "/jobs/" .. job_id)
-  if not doc then return nil, rid end
-  return results.normalise(doc, rid, doc.artifacts ~= nil)   -- checks the shape
+  local meter = observe.meter()
+  local doc, rid = api.call(self, "GET", "/jobs/" .. job_id, nil, { meter = meter })
+  if not doc then return timed(meter, nil, rid) end
+  return timed(meter, results.normalise(doc, rid, doc.artifacts ~= nil))   -- checks the shape
 end
 
 local WAIT_OPTIONS = { timeout = true, on_poll = true, return_artifacts = true }
@@ -191,68 +238,17 @@ function Client:wait_for_job(job_id, opts)
   check.positive("wait_for_job", "timeout", opts.timeout)
   check.type("wait_for_job", "on_poll", opts.on_poll, "function", true)
   -- the caller's own job: named in the error, never cancelled here
-  local r, err = wait_result(self, job_id, opts.timeout or default_wait(900), opts.on_poll,
-    opts.return_artifacts)
+  local meter = observe.meter()
+  local r, err = timed(meter, wait_result(self, job_id, opts.timeout or default_wait(900),
+    opts.on_poll, opts.return_artifacts, meter))
   if r then return r end
   if err.job_id == nil then err.job_id = job_id end
   return nil, err
 end
 
---- Runs several programs at once: each is submitted as a job, then all
--- are polled together on one connection. list: {{language, code [, opts]}, ...}
--- (opts as for execute_code, less timeout and on_poll). opts.timeout: the
--- overall deadline in seconds (default: the largest ttl plus a minute);
--- opts.on_poll(job, attempt, index). Returns two tables indexed like list:
--- results[i] for each program that ran, errors[i] (an unsandbox.Error) for
--- each that could not be submitted or waited for.
-function Client:execute_many(list, opts)
-  check.type("execute_many", "list", list, "table")
-  opts = check.options("execute_many", opts, { timeout = true, on_poll = true })
-  check.positive("execute_many", "timeout", opts.timeout)
-  check.type("execute_many", "on_poll", opts.on_poll, "function", true)
-  local bodies, longest = {}, 0
-  for i, item in ipairs(list) do
-    local where = "list[" .. i .. "]"
-    check.type("execute_many", where, item, "table")
-    if type(item[3]) == "table" and (item[3].timeout or item[3].on_poll) then
-      check.fail("execute_many", where, "timeout and on_poll belong to the options of execute_many")
-    end
-    local _, body, err = execute_args("execute_many", item[1], item[2], item[3])
-    bodies[i] = body or err
-    longest = math.max(longest, body and body.ttl or 60)
-  end
-  local out, errors, pollers, artifacts = {}, {}, {}, {}
-  for i, body in ipairs(bodies) do
-    pollers[i] = false
-    if Error.is(body) then
-      errors[i] = body
-    else
-      local doc, rid = api.call(self, "POST", "/execute/async", body)
-      if not doc then errors[i] = rid
-      elseif not shape.valid_id(doc.job_id) then
-        errors[i] = select(2, shape.id(doc, "job_id", rid))
-      else
-        artifacts[i] = body.return_artifact
-        pollers[i] = poll.poller(self, doc.job_id, opts.on_poll and function(job, attempt)
-          return opts.on_poll(job, attempt, i)
-        end)
-      end
-    end
-  end
-  -- given up (Ctrl-C, the deadline), the jobs still running are cancelled
-  local ids, index = {}, {}
-  for i, p in ipairs(pollers) do
-    if p then ids[#ids + 1] = p.id; index[p.id] = i end
-  end
-  abandon.guard(self, ids, function(id) return out[index[id]] or errors[index[id]] end,
-    poll.wait_all, pollers, opts.timeout or default_wait(longest),
-    function(i, job, rid)
-      local r, err = results.normalise(job, rid, artifacts[i])
-      if r then out[i] = r else errors[i] = err end
-    end,
-    function(i, err) errors[i] = abandon.note(self, pollers[i].id, err) end)
-  return out, errors
-end
+-- execute_many, execute_each, map and map_each (lua/unsandbox/batch.lua,
+-- which documents them)
+batch.install(Client)
 
 --- Cancels a pending or running job: {job_id, status = "cancelled",
 -- request_id}. A finished job cannot be cancelled (an http error; 409
@@ -301,11 +297,13 @@ function Client:health()
   return true
 end
 
-local CALL_OPTIONS = { timeout = true, auth = true, headers = true }
+local CALL_OPTIONS = { timeout = true, auth = true, headers = true, idempotent = true }
 
 --- Low-level: a signed request to any route, body a Lua table or nil.
--- Returns the decoded JSON document (an object gets its request_id), or
--- nil, Error.
+-- opts: timeout (s), auth (false: unsigned), headers, idempotent (true: a
+-- repeat is safe, so the client's retry policy may repeat a POST that got
+-- no answer). Returns the decoded JSON document (an object gets its
+-- request_id), or nil, Error.
 function Client:call(method, path, body, opts)
   check.nonempty("call", "method", method)
   check.nonempty("call", "path", path)
@@ -406,10 +404,11 @@ function Client:session_execute(id, command, opts)
   opts = check.options("session_execute", opts, { timeout = true })
   check.positive("session_execute", "timeout", opts.timeout)
   local body = { command = command, timeout = opts.timeout and math.floor(opts.timeout * 1000) or nil }
+  local meter = observe.meter()
   local doc, rid = api.call(self, "POST", "/sessions/" .. id .. "/shell", body,
-    { timeout = opts.timeout and opts.timeout + 30 })
-  if not doc then return nil, rid end
-  return results.normalise(doc, rid)
+    { timeout = opts.timeout and opts.timeout + 30, meter = meter })
+  if not doc then return timed(meter, nil, rid) end
+  return timed(meter, results.normalise(doc, rid))
 end
 
 local SERVICE_OPTIONS = { name = true, bootstrap = true, bootstrap_content = true, ports = true,
@@ -464,14 +463,15 @@ function Client:service_execute(id, command, opts)
   check.positive("service_execute", "timeout", opts.timeout)
   check.type("service_execute", "on_poll", opts.on_poll, "function", true)
   local timeout = opts.timeout or 30
+  local meter = observe.meter()
   local doc, rid = api.call(self, "POST", "/services/" .. id .. "/execute",
-    { command = command, timeout = math.floor(timeout * 1000) })
-  if not doc then return nil, rid end
+    { command = command, timeout = math.floor(timeout * 1000) }, { meter = meter })
+  if not doc then return timed(meter, nil, rid) end
   -- the service answers 202 {job_id}, usually without a status
-  if doc.job_id == nil or results.TERMINAL[doc.status] then return results.normalise(doc, rid) end
+  if doc.job_id == nil or results.TERMINAL[doc.status] then return timed(meter, results.normalise(doc, rid)) end
   local job_id, bad = results.pending_id(doc, rid)
-  if not job_id then return nil, bad end
-  return wait_started(self, job_id, timeout + 30, opts.on_poll)
+  if not job_id then return timed(meter, nil, bad) end
+  return timed(meter, wait_started(self, job_id, timeout + 30, opts.on_poll, nil, meter))
 end
 
 local SNAPSHOT_OPTIONS = { name = true, hot = true }
@@ -519,6 +519,20 @@ require("unsandbox.execapi").install(Client, { by_id = by_id, destructive = dest
 --- detect_language as a method too, for symmetry; no network.
 function Client.detect_language(_, filename) return unsandbox.detect_language(filename) end
 
+--- c:on_request(fn): this client's request hook (nil removes it); returns
+-- the previous one. See unsandbox.on_request.
+function Client:on_request(fn)
+  check.type("on_request", "fn", fn, "function", true)
+  local st = self:_state()
+  local prev = st.on_request
+  st.on_request = fn
+  return prev
+end
+
+-- Every call of a client is one trace (api.trace_calls); plumbing and
+-- calls without a request are not wrapped.
+api.trace_calls(Client, { request = true, _open = true, _state = true, _info = true, info = true,
+  url = true, close = true, on_request = true, detect_language = true })
 
 ------------------------------------------------------------------------
 -- Module functions
@@ -553,6 +567,22 @@ function unsandbox.detect_language(filename)
   check.type("detect_language", "filename", filename, "string")
   if filename == "" then return nil end
   return core.detect_language(filename)
+end
+
+--- on_request(fn): the hook called after every HTTP exchange of every
+-- client and Manager, with {method, path (no query), status, request_id,
+-- traceparent, ms, bytes_out, bytes_in, attempt, error_kind}: never a key,
+-- a header value or a body. An error in it is reported once on stderr and
+-- never breaks the call. nil removes it; returns the previous one.
+function unsandbox.on_request(fn)
+  check.type("on_request", "fn", fn, "function", true)
+  return observe.set_global(fn)
+end
+
+--- debug(on): one line per exchange on stderr, in the hook's shape (also
+-- UNSANDBOX_DEBUG=1 in the environment). Returns the previous setting.
+function unsandbox.debug(on)
+  return observe.set_debug(on)
 end
 
 local default

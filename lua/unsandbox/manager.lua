@@ -7,16 +7,20 @@ local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local context = require "unsandbox.context"
 local cpapi = require "unsandbox.cpapi"
+local retry = require "unsandbox.retry"
 
 local Manager = core.Manager
 local M = { Manager = Manager }
 
 local OPTIONS = { url = true, token = true, session = true, ca_file = true, timeout = true,
   refresh = true, tenant = true, connect_timeout = true, max_response = true,
-  lease_capacity = true, env = true, clock = true }
+  lease_capacity = true, env = true, clock = true, max_concurrency = true, retry = true,
+  on_request = true }
 
 --- unsandbox.manager{url=, token=, session=, ca_file=, timeout=, refresh=,
--- tenant=, connect_timeout=, max_response=, lease_capacity=, env=, clock=}.
+-- tenant=, connect_timeout=, max_response=, lease_capacity=, env=, clock=,
+-- max_concurrency=, retry=, on_request=}. retry: opt-in, idempotent calls
+-- only (retry.lua); on_request(ev): this Manager's hook (observe.lua).
 -- Timeouts in seconds; refresh in whole seconds. Defaults from
 -- SANDBOX_CONTROL_PLANE_URL, SANDBOX_TOKEN, SANDBOX_SESSION_ID and
 -- SANDBOX_LIFECYCLE_REFRESH_SECONDS. A Manager without a token can be made
@@ -33,6 +37,8 @@ function M.new(opts)
   check.positive("manager", "timeout", opts.timeout)
   check.positive("manager", "connect_timeout", opts.connect_timeout)
   check.type("manager", "clock", opts.clock, "function", true)
+  check.type("manager", "on_request", opts.on_request, "function", true)
+  local policy = retry.policy("manager", opts.retry, true)
   if opts.refresh ~= nil and math.type(opts.refresh) ~= "integer" then
     check.fail("manager", "refresh", "whole seconds (an integer) expected")
   end
@@ -41,13 +47,24 @@ function M.new(opts)
   end
   if opts.timeout then c.timeout = math.ceil(opts.timeout * 1000) end
   if opts.connect_timeout then c.connect_timeout = math.ceil(opts.connect_timeout * 1000) end
-  c.clock = nil
+  c.clock, c.retry, c.on_request = nil, nil, nil
   local ok, m = pcall(core.manager, c)
   if not ok then
     check.fail("manager", "opts", (tostring(m):gsub("^.-%((.*)%)$", "%1")))
   end
-  m:_state().clock = opts.clock
+  local st = m:_state()
+  st.clock, st.retry, st.on_request = opts.clock, policy, opts.on_request
   return m
+end
+
+--- m:on_request(fn): this Manager's request hook (nil removes it);
+-- returns the previous one. See unsandbox.on_request.
+function Manager:on_request(fn)
+  check.type("on_request", "fn", fn, "function", true)
+  local st = self:_state()
+  local prev = st.on_request
+  st.on_request = fn
+  return prev
 end
 
 --- Whole seconds of the Manager's clock (monotonic unless a clock= was given).

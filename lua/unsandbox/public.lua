@@ -9,6 +9,9 @@ local M = {}
 
 M.PUBLIC = {
   execute_code = 3, execute_async = 3, get_job = 0, wait_for_job = 2, execute_many = 2,
+  -- (batch.lua) execute_each and map_each return iterators that outlive
+  -- the call, so they always use the default client, never a one-off one
+  map = 4, execute_each = 0, map_each = 0,
   cancel_job = 0, list_jobs = 0,
   get_languages = 1, validate_keys = 0, health = 0, call = 0,
   create_session = 1, list_sessions = 0, get_session = 0, delete_session = 2, session_execute = 3,
@@ -28,10 +31,12 @@ M.PUBLIC = {
 }
 
 -- Methods of a Client that are not module functions: plumbing, and
--- detect_language (the module has its own, pure). Any other method must
+-- detect_language and on_request (the module has its own: a pure
+-- detect_language, and on_request sets the hook of every client). Any other method must
 -- be declared above: install() refuses one that is not, so a new method
 -- cannot be forgotten (or exported by accident).
-local PRIVATE = { request = true, info = true, url = true, close = true, detect_language = true }
+local PRIVATE = { request = true, info = true, url = true, close = true, detect_language = true,
+                  on_request = true }
 
 -- The connection options of opts (timeout excepted: it is the call's), or nil.
 local function connection_opts(opts, connection)

@@ -12,7 +12,7 @@
 #include <openssl/rand.h>
 
 #include "core/digest.h"
-#include "server/cp/cp_metrics.h"
+#include "server/http/counters.h"
 #include "server/cp/cp_router.h"
 #include "server/cp/cp_sandboxes.h"
 #include "server/cp/cp_store.h"
@@ -49,7 +49,7 @@ ux_cp *ux_cp_new(ux_server *srv, char *err, size_t errlen) {
   rc.max_live = srv->cfg.cp_max_runtimes;
   rc.on_end = ux_cp_sandbox_ended;
   rc.ctx = cp;
-  if (!(cp->metrics = ux_cp_metrics_new()) || !(cp->rts = ux_runtimes_new(&rc))) {
+  if (!(cp->metrics = ux_counters_new()) || !(cp->rts = ux_runtimes_new(&rc))) {
     snprintf(err, errlen, "cannot start the runtimes registry");
     goto fail;
   }
@@ -78,7 +78,7 @@ const char *ux_cp_break_glass(const ux_cp *cp) { return cp->break_glass; }
 void ux_cp_free(ux_cp *cp) {
   if (!cp) return;
   ux_runtimes_free(cp->rts);
-  ux_cp_metrics_free(cp->metrics);
+  ux_counters_free(cp->metrics);
   ux_objstore_close(cp->objects);
   OPENSSL_cleanse(cp->signing_key, sizeof cp->signing_key);
   OPENSSL_cleanse(cp->ws_key, sizeof cp->ws_key);

@@ -25,7 +25,7 @@
 #include "server/server.h"
 
 typedef struct ux_runtimes ux_runtimes;
-typedef struct ux_cp_metrics ux_cp_metrics;
+typedef struct ux_counters ux_counters;
 typedef struct ux_objstore ux_objstore;
 
 #define UX_CP_KEY_LEN 32
@@ -40,7 +40,7 @@ typedef struct ux_cp {
   unsigned char ws_key[UX_CP_KEY_LEN];        /* workspace ids */
   char break_glass[80];             /* this start's break-glass token: bg_ + 64 hex */
   ux_runtimes *rts;
-  ux_cp_metrics *metrics;
+  ux_counters *metrics;
   ux_objstore *objects;             /* object storage (objstore.h) */
   atomic_int shutting_down;         /* readyz/healthz 503, creates 503 */
   const char *registries;           /* --image-registries (NULL: none) */

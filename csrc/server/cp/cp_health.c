@@ -10,7 +10,7 @@
 
 #include "server/cp/cp_auth.h"
 #include "server/cp/cp_handlers.h"
-#include "server/cp/cp_metrics.h"
+#include "server/http/counters.h"
 #include "server/cp/runtime.h"
 #include "server/store/db.h"
 
@@ -39,7 +39,8 @@ int ux_cp_healthz(ux_cp_call *c) {
 
 int ux_cp_metrics_route(ux_cp_call *c) {
   size_t len;
-  char *text = ux_cp_metrics_text(c->cp->metrics, &len);
+  char *text = ux_counters_text(c->cp->metrics, "sandbox_control_plane_requests_total",
+                                "Requests answered, by route and status.", &len);
   json_t *n = ux_db_row(c->cp->srv->store, "SELECT count(*) AS n FROM cp_workspaces", "");
   json_t *live = ux_db_row(c->cp->srv->store,
     "SELECT count(*) AS n FROM cp_sandboxes WHERE status = 'live'", "");

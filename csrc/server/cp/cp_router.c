@@ -16,7 +16,7 @@
 #include "core/trace.h"
 #include "server/cp/cp_auth.h"
 #include "server/cp/cp_handlers.h"
-#include "server/cp/cp_metrics.h"
+#include "server/http/counters.h"
 #include "server/cp/files.h"
 #include "server/cp/mcp.h"
 
@@ -221,7 +221,7 @@ static void cp_handle(void *ctx, ux_req *r) {
   } else {
     ux_cp_fail_req(r, 404, "not found");
   }
-  ux_cp_metrics_count(cp->metrics, rt ? rt->pattern : "unmatched",
+  ux_counters_count(cp->metrics, rt ? rt->pattern : "unmatched",
                       r->reply.status ? r->reply.status : 200);
 }
 

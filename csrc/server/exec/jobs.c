@@ -18,6 +18,7 @@
 #include "server/ids.h"
 #include "server/http/reply.h"
 #include "server/mem.h"
+#include "server/exec/metrics.h"
 
 typedef enum { J_PENDING, J_RUNNING, J_COMPLETED, J_FAILED, J_TIMEOUT, J_CANCELLED } jstate;
 static const char *const STATE[] = {
@@ -110,6 +111,8 @@ static const char *const UNFINISHED[] = { "pending", "running", NULL };
 ** The row changes only while unfinished, so nothing overwrites a final
 ** document. */
 static void finish(ux_jobs *js, ux_job *j, jstate s, json_t *doc) {
+  json_t *ms = json_object_get(doc, "execution_time_ms");
+  ux_exec_metrics_run(j->spec->language, state_name(s), (long)json_integer_value(ms));
   if (ux_store_update(js->st, "jobs", j->id, j->owner, state_name(s), doc, UNFINISHED) != 1)
     fprintf(stderr, "unsandboxd: job %s: its final state was not stored\n", j->id);
   pthread_mutex_lock(&js->mu);
@@ -384,4 +387,11 @@ void ux_jobs_free(ux_jobs *js) {
   pthread_cond_destroy(&js->work);
   pthread_cond_destroy(&js->done);
   free(js);
+}
+
+void ux_jobs_depth(ux_jobs *js, int *queued, int *running) {
+  pthread_mutex_lock(&js->mu);
+  *queued = js->queued;
+  *running = js->running;
+  pthread_mutex_unlock(&js->mu);
 }

@@ -37,6 +37,9 @@ json_t *ux_jobs_get(ux_jobs *js, const char *id, const char *owner);
 /* {"jobs":[...],"count":N}: owner's pending and running jobs. */
 json_t *ux_jobs_list(ux_jobs *js, const char *owner);
 
+/* How many jobs wait for a worker and how many run now (for /metrics). */
+void ux_jobs_depth(ux_jobs *js, int *queued, int *running);
+
 /* 0 cancelled, 1 already terminal, -1 unknown. */
 int ux_jobs_cancel(ux_jobs *js, const char *id, const char *owner);
 

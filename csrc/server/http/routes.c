@@ -13,6 +13,7 @@
 
 #include "server/exec/auth.h"
 #include "server/exec/images.h"
+#include "server/exec/metrics.h"
 #include "server/http/faults.h"
 #include "server/ids.h"
 
@@ -34,6 +35,7 @@ static int h_faults(ux_req *r, const char *id) {
 static const route ROUTES[] = {
   { "GET",    "/health",               ux_h_health, 0 },
   { "HEAD",   "/health",               ux_h_health, 0 },
+  { "GET",    "/metrics",              ux_h_metrics, 0 },
   { "POST",   "/keys/validate",        ux_h_keys_validate, 0 },
   { "POST",   "/execute",              ux_h_execute, 0 },
   { "POST",   "/execute/async",        ux_h_execute_async, 0 },
@@ -125,11 +127,16 @@ static int match(const char *pattern, const char *path, char *id, size_t idlen) 
   return !*pattern && !*path;
 }
 
-void ux_route(ux_req *r, const char *authz, const char *ts, const char *sig) {
+/* Authenticates r, applies faults, runs its route; returns the pattern
+** it matched (NULL when none ran), for the request counters. */
+static const char *route_one(ux_req *r, const char *authz, const char *ts, const char *sig) {
   char id[1024] = "";
-  int is_health = !strcmp(r->path, "/health");
-  if (!is_health && ux_auth_check(r, authz, ts, sig, r->owner_buf, sizeof r->owner_buf) < 0) return;
-  if (r->srv->faults && ux_faults_apply(r->srv->faults, r)) return;
+  /* health and metrics need no key, like a load balancer's probe or a
+  ** Prometheus scrape; neither names a user's resource */
+  int open_route = !strcmp(r->path, "/health") || !strcmp(r->path, "/metrics");
+  if (!open_route && ux_auth_check(r, authz, ts, sig, r->owner_buf, sizeof r->owner_buf) < 0)
+    return "unauthenticated";
+  if (r->srv->faults && ux_faults_apply(r->srv->faults, r)) return "fault";
 
   const route *found = NULL;
   char allow[64] = "";
@@ -146,18 +153,24 @@ void ux_route(ux_req *r, const char *authz, const char *ts, const char *sig) {
   if (!found && allow[0]) {
     ux_reply_error(r, 405, "method_not_allowed", "%s is not allowed on this path", r->method);
     memcpy(r->reply.allow, allow, sizeof allow);
-    return;
+    return "unmatched";
   }
   if (!found) {
     ux_reply_error(r, 404, "not_found", "no such route");
-    return;
+    return "unmatched";
   }
   if (strchr(found->pattern, '*') && !ux_valid_id(id)) {
     ux_reply_error(r, 404, "not_found", "no such resource");
-    return;
+    return found->pattern;
   }
   found->handler(r, id);
   if (!r->reply.status) ux_reply_error(r, 500, "internal_error", "no reply");
+  return found->pattern;
+}
+
+void ux_route(ux_req *r, const char *authz, const char *ts, const char *sig) {
+  const char *pattern = route_one(r, authz, ts, sig);
+  ux_exec_metrics_request(pattern, r->reply.status);
 }
 
 /* ------------------------------------------- the transport's router */

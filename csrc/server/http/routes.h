@@ -25,6 +25,7 @@ void ux_route(ux_req *r, const char *authorization, const char *timestamp,
 
 /* routes_exec.c */
 int ux_h_health(ux_req *r, const char *id);
+int ux_h_metrics(ux_req *r, const char *id);    /* exec/metrics.c */
 int ux_h_keys_validate(ux_req *r, const char *id);
 int ux_h_execute(ux_req *r, const char *id);
 int ux_h_execute_async(ux_req *r, const char *id);

@@ -176,6 +176,14 @@ int ux_run_cancel_id(unsigned long long id) {
 
 unsigned long long ux_run_id(const ux_run *run) { return run ? run->id : 0; }
 
+int ux_runner_live(void) {
+  int n = 0;
+  pthread_mutex_lock(&ux_reg_lock);
+  for (ux_run *r = reg.head; r; r = r->next) n++;
+  pthread_mutex_unlock(&ux_reg_lock);
+  return n;
+}
+
 void ux_run_cancel(ux_run *run) {
   if (!run) return;
   /* only a registered run is touched, so a cancel racing with the end

@@ -227,6 +227,9 @@ typedef struct ux_pool_stats {
 
 void ux_runner_pool_stats(ux_pool_stats *st);
 
+/* Runs started and not yet waited for: sandboxes running a program. */
+int ux_runner_live(void);
+
 /* Slots (uids) whose runs all ended with their processes proven gone
 ** are kept locked, idle, by this process, up to n of them (default 0,
 ** plus the pool's own), so the next runs take one without first sweeping

@@ -1,7 +1,7 @@
 /*
-** Request counters (see cp_metrics.h).
+** Request counters (see counters.h).
 */
-#include "server/cp/cp_metrics.h"
+#include "server/http/counters.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -16,26 +16,26 @@ typedef struct counter {
   unsigned long long n;
 } counter;
 
-struct ux_cp_metrics {
+struct ux_counters {
   pthread_mutex_t lock;
   counter c[SLOTS];
   size_t used;
   unsigned long long dropped;   /* pairs beyond SLOTS: never expected */
 };
 
-ux_cp_metrics *ux_cp_metrics_new(void) {
-  ux_cp_metrics *m = calloc(1, sizeof *m);
+ux_counters *ux_counters_new(void) {
+  ux_counters *m = calloc(1, sizeof *m);
   if (m) pthread_mutex_init(&m->lock, NULL);
   return m;
 }
 
-void ux_cp_metrics_free(ux_cp_metrics *m) {
+void ux_counters_free(ux_counters *m) {
   if (!m) return;
   pthread_mutex_destroy(&m->lock);
   free(m);
 }
 
-void ux_cp_metrics_count(ux_cp_metrics *m, const char *route, int status) {
+void ux_counters_count(ux_counters *m, const char *route, int status) {
   if (!m) return;
   pthread_mutex_lock(&m->lock);
   size_t i = 0;
@@ -47,18 +47,16 @@ void ux_cp_metrics_count(ux_cp_metrics *m, const char *route, int status) {
   pthread_mutex_unlock(&m->lock);
 }
 
-char *ux_cp_metrics_text(ux_cp_metrics *m, size_t *len) {
+char *ux_counters_text(ux_counters *m, const char *family, const char *help, size_t *len) {
   pthread_mutex_lock(&m->lock);
-  size_t cap = 256 + m->used * 160, n = 0;
+  size_t cap = 256 + strlen(help) + m->used * (160 + strlen(family)), n = 0;
   char *out = malloc(cap);
   if (out) {
-    n += (size_t)snprintf(out + n, cap - n,
-      "# HELP sandbox_control_plane_requests_total Requests answered, by route and status.\n"
-      "# TYPE sandbox_control_plane_requests_total counter\n");
+    n += (size_t)snprintf(out + n, cap - n, "# HELP %s %s\n# TYPE %s counter\n",
+                          family, help, family);
     for (size_t i = 0; i < m->used; i++)
-      n += (size_t)snprintf(out + n, cap - n,
-        "sandbox_control_plane_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
-        m->c[i].route, m->c[i].status, m->c[i].n);
+      n += (size_t)snprintf(out + n, cap - n, "%s{route=\"%s\",status=\"%d\"} %llu\n",
+                            family, m->c[i].route, m->c[i].status, m->c[i].n);
   }
   pthread_mutex_unlock(&m->lock);
   *len = n;

@@ -1,0 +1,113 @@
+-- make bench, issue 11's figures: fan-out of jobs through tasks, the
+-- frame budget of a C host stepping the library at 60 Hz, and the
+-- per-request overhead of 1 and 16 tasks next to a raw libcurl keep-alive
+-- loop (bench/tool.c) measured in the same run. Also the cost of a request
+-- hook (issue 16). Figures and ratios are printed; nothing passes or fails.
+--
+-- Environment: BENCH_FANOUT (jobs, 64), BENCH_SEQ (jobs run one after the
+-- other for the sequential rate, 8), BENCH_REQUESTS (2000).
+local unsandbox = require "unsandbox"
+local server = require "spec.helpers.unsandboxd"
+local socket = require "socket"
+local util = require "bench.util"
+
+local FANOUT = tonumber(os.getenv("BENCH_FANOUT")) or 64
+local SEQ = tonumber(os.getenv("BENCH_SEQ")) or 8
+local REQUESTS = tonumber(os.getenv("BENCH_REQUESTS")) or 2000
+local CONC = 16
+local TOOL = "build/bench/tool"
+
+local function now_ms() return socket.gettime() * 1000 end
+
+local function run_tool(args)
+  local p = assert(io.popen(TOOL .. " " .. args))
+  local total = 0
+  for line in p:lines() do total = total + tonumber(line) / 1000 end
+  assert(p:close(), "bench tool failed: " .. args)
+  return total
+end
+
+-- n requests of call(c) spread over `tasks` tasks; wall ms.
+local function requests(c, n, tasks, call)
+  local t0 = now_ms()
+  if tasks == 1 then
+    for _ = 1, n do assert(call(c)) end
+  else
+    local left = n
+    for _ = 1, tasks do
+      unsandbox.spawn(function()
+        while left > 0 do
+          left = left - 1
+          assert(call(c))
+        end
+      end)
+    end
+    assert(unsandbox.run(600))
+  end
+  return now_ms() - t0
+end
+
+print()
+print("concurrency (issue 11): one thread, tasks on one event loop")
+local srv = server.start { args = { "--workers", tostring(CONC), "--queue", tostring(FANOUT * 2) } }
+local ok, err = pcall(function()
+  local c = unsandbox.client(srv.client_opts { max_concurrency = CONC })
+  assert(c:execute_code("bash", "true"))
+
+  -- fan-out
+  local t0 = now_ms()
+  for _ = 1, SEQ do assert(c:execute_code("bash", "sleep 1")) end
+  local seq_each = (now_ms() - t0) / SEQ
+  local inputs = {}
+  for i = 1, FANOUT do inputs[i] = i end
+  t0 = now_ms()
+  local out, errors = c:map("bash", inputs, function() return "sleep 1" end, { concurrency = CONC })
+  local wall = now_ms() - t0
+  local failed = 0
+  for i = 1, FANOUT do if not out[i] then failed = failed + 1 end end
+  local ideal = FANOUT / CONC * 1000
+  print(string.format("  fan-out: %d jobs of `sleep 1`, %d at once: %.0f ms; ideal %.0f ms (%.2fx; "
+    .. "target <= 1.15x: %s); sequential %.0f ms a job (measured over %d), so %.0f ms for all (%.1fx faster)%s",
+    FANOUT, CONC, wall, ideal, wall / ideal, wall / ideal <= 1.15 and "met" or "NOT met",
+    seq_each, SEQ, seq_each * FANOUT, seq_each * FANOUT / wall,
+    failed > 0 and string.format("; %d FAILED", failed) or ""))
+
+  -- frame budget: the C host of examples/embed
+  local env = string.format("UNSANDBOX_URL=%s UNSANDBOX_PUBLIC_KEY=%s UNSANDBOX_SECRET_KEY=%s",
+    srv.url, srv.public_key, srv.secret_key)
+  local p = assert(io.popen(env .. " examples/embed/frame_loop lua 32 2>&1"))
+  local text = p:read("a")
+  p:close()
+  local step = tonumber(text:match("longest step%(0%) ([%d.]+) ms"))
+  local frame = tonumber(text:match("longest frame ([%d.]+) ms"))
+  local right = text:match("jobs (%d+) of 32 right") or "?"
+  print(string.format("  frame budget: 60 Hz host, 32 jobs of `sleep 1`: longest step(0) %.2f ms "
+    .. "(target < 2 ms: %s), longest frame %.2f ms, %s of 32 jobs right", step or -1,
+    step and step < 2 and "met" or "NOT met", frame or -1, right))
+
+  -- overhead per request: signed GET /jobs through the client, 1 and 16
+  -- tasks; unsigned GET /health through the client and through raw libcurl
+  local list = function(x) return x:list_jobs() end
+  local health = function(x) return x:health() end
+  local raw = run_tool(string.format("http %d %s/health", REQUESTS, srv.url))
+  local h1 = requests(c, REQUESTS, 1, health)
+  local h16 = requests(c, REQUESTS, CONC, health)
+  local s1 = requests(c, REQUESTS, 1, list)
+  local s16 = requests(c, REQUESTS, CONC, list)
+  unsandbox.on_request(function() end)
+  local hooked = requests(c, REQUESTS, 1, list)
+  unsandbox.on_request(nil)
+  local us = function(ms) return ms * 1000 / REQUESTS end
+  print(string.format("  overhead, %d requests each (microseconds a request):", REQUESTS))
+  print(string.format("    raw libcurl keep-alive GET /health (C, one handle)   %7.0f", us(raw)))
+  print(string.format("    client GET /health, 1 task  %7.0f (%.2fx raw)   %d tasks %7.0f (%.2fx raw)",
+    us(h1), h1 / raw, CONC, us(h16), h16 / raw))
+  print(string.format("    client signed GET /jobs, 1 task  %7.0f   %d tasks %7.0f (%.2fx of 1 task)",
+    us(s1), CONC, us(s16), s16 / s1))
+  print(string.format("    the same, 1 task, with a request hook set  %7.0f (%.2fx without)", us(hooked),
+    hooked / s1))
+  c:close()
+end)
+srv.stop()
+print(string.format("  machine load average now %s", util.loadavg()))
+if not ok then error(err, 0) end
