@@ -211,6 +211,7 @@ int unsb_loop_notify(unsb_loop *l, unsb_token tok) {
 
 size_t unsb_loop_take(unsb_loop *l, unsb_token *out, size_t max) {
   size_t n = l->nev < max ? l->nev : max;
+  if (n == 0) return 0;                  /* l->ev may still be NULL: no memcpy from it */
   memcpy(out, l->ev, n * sizeof *out);
   memmove(l->ev, l->ev + n, (l->nev - n) * sizeof *l->ev);
   l->nev -= n;

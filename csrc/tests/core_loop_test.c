@@ -171,6 +171,7 @@ static void test_timers(void) {
   int64_t now = unsb_monotonic_ms();
   ok(l != NULL, "a loop");
   ok(unsb_loop_timeout(l) == -1, "nothing scheduled: no timeout");
+  ok(unsb_loop_take(l, got, 8) == 0, "a new loop has nothing to take (and reads no event array)");
   unsb_loop_timer(l, now + 60, 3, &err);
   unsb_loop_timer(l, now + 20, 1, &err);
   unsb_loop_timer(l, now + 40, 2, &err);
