@@ -34,7 +34,6 @@ local unsandbox = {
 
 local Client = core.Client   -- the methods table of the C userdata
 
--- Tasks (lua/unsandbox/tasks.lua), documented here for make doc.
 --- spawn(fn, ...) -> Task: fn(...) runs as a task from the next step on;
 -- inside it every call yields instead of blocking. A Task has
 -- t:wait(), t:result(), t:cancel() (its transfers closed, its remote job
