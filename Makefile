@@ -49,7 +49,7 @@ AGENT     = bin/unsandboxd-agent
 EMBED     = examples/embed/embed_demo
 FRAME     = examples/embed/frame_loop
 
-.PHONY: all deps test check-c demo bench rock-check clean fuzz sanitize coverage
+.PHONY: all deps test check-c demo bench rock-check clean fuzz sanitize coverage install rock install-rock doc
 all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(FRAME) $(TEST_BIN)
 
 build/%.o: csrc/%.c
@@ -65,14 +65,26 @@ $(MODULE): $(CORE_OBJ) $(BIND_OBJ) $(LAZY_OBJ)
 	$(Q)if nm -D --undefined-only $@ | grep -E ' (curl_|EVP_|OSSL_|OPENSSL_|CRYPTO_|RAND_)'; then \
 	  echo "$@: the functions above need a line in csrc/lazy/" >&2; rm -f $@; exit 1; fi
 
-# unlua links Lua alone: unsandbox.core is loaded when required
-# (package.preload). -Wl,-E exports the Lua API, and the core's interrupt
-# flag, so the module (and C modules of scripts) bind to this copy; the
-# monotonic clock is the launcher's
-$(UNLUA): $(HOST_OBJ) build/core/interrupt.o build/core/clock.o
+# unlua links Lua, lua-cjson, readline (the REPL's line editing, as the
+# stock lua does), the core and binding (opened when required, through
+# package.preload; libcurl and libcrypto still load on first use) and the
+# Lua facade as data (build/host/facade_lua.c), so a copy of it anywhere
+# still has `require "unsandbox"`. -Wl,-E exports the Lua API to the C
+# modules scripts load.
+FACADE_LUA := $(sort $(wildcard lua/unsandbox/*.lua))
+build/host/facade_lua.c: $(FACADE_LUA) scripts/embed_lua.lua
+	@mkdir -p build/host
+	$(call say,GEN,$@)
+	$(Q)lua5.4 scripts/embed_lua.lua $@ $(FACADE_LUA)
+
+build/host/facade_lua.o: build/host/facade_lua.c
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(UNLUA): $(HOST_OBJ) build/host/facade_lua.o $(CORE_OBJ) $(BIND_OBJ) $(LAZY_OBJ)
 	@mkdir -p bin
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -Wl,-E -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) -lm -ldl
+	$(Q)$(CC) $(LDFLAGS) -Wl,-E -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) -lreadline -lm -ldl
 
 # the server shares signing, base64, the id rule, trace context, the
 # pseudonym and the MCP rules (session ids, tool names) with the client core
@@ -174,10 +186,66 @@ bench: deps
 	@$(MAKE) -s --no-print-directory all $(BENCH_TOOL)
 	@bench/run.sh
 
+# The reference of the public module (LDoc, docs/config.ld) in build/doc/;
+# the man pages are docs/man/*.1, written by hand and installed as they are.
+doc: deps
+	@rm -rf build/doc
+	@cd docs && ldoc -q .
+	@echo "reference: build/doc/index.html; man pages: docs/man/"
+
 # Proves the rockspec: builds and installs into a temporary tree, then
 # stock lua5.4 requires the module from that tree.
 rock-check: deps
 	@scripts/rock-check.sh
+
+# `make install PREFIX=/usr/local DESTDIR=/tmp/stage`: the module (Lua
+# files and core.so where stock lua5.4 and unlua look), the programs, the
+# man pages, and for C hosts libunsandbox.a, unsandbox.h and unsandbox.pc.
+# LuaRocks sets BINDIR, LUADIR and LIBDIR to its tree's (the rockspec).
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LUADIR     ?= $(PREFIX)/share/lua/5.4
+LIBDIR     ?= $(PREFIX)/lib/lua/5.4
+CLIBDIR    ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+VERSION    := $(shell sed -n 's/^\#define UNSB_VERSION "\(.*\)"/\1/p' csrc/core/version.h)
+STATIC_LIB  = build/libunsandbox.a
+PC_FILE     = build/unsandbox.pc
+
+$(STATIC_LIB): $(CORE_OBJ) $(BIND_OBJ) $(LAZY_OBJ)
+	$(call say,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+# made at every install: it records this install's PREFIX
+$(PC_FILE): FORCE
+	@mkdir -p build
+	$(Q)printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(CLIBDIR)' 'includedir=$(INCLUDEDIR)' \
+	  'luadir=$(LUADIR)' '' 'Name: unsandbox' \
+	  'Description: unsandbox for Lua: the C core and binding, to embed in a Lua 5.4 host' \
+	  'Version: $(VERSION)' 'Requires: lua5.4 lua5.4-cjson' \
+	  'Libs: -L$${libdir} -lunsandbox -ldl' 'Cflags: -I$${includedir}' > $@
+
+# what the rockspec builds and installs (its tree gets the module, unlua
+# and un; `un --local` then finds unsandboxd on $PATH)
+rock: $(MODULE) $(UNLUA)
+
+install-rock: rock
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUADIR)/unsandbox $(DESTDIR)$(LIBDIR)/unsandbox
+	install -m 0755 $(UNLUA) bin/un $(DESTDIR)$(BINDIR)/
+	install -m 0644 lua/unsandbox/*.lua $(DESTDIR)$(LUADIR)/unsandbox/
+	install -m 0755 $(MODULE) $(DESTDIR)$(LIBDIR)/unsandbox/
+
+install: install-rock $(UNSANDBOXD) $(AGENT) $(STATIC_LIB) $(PC_FILE)
+	install -d $(DESTDIR)$(CLIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 $(UNSANDBOXD) $(AGENT) $(DESTDIR)$(BINDIR)/
+	install -m 0644 $(STATIC_LIB) $(DESTDIR)$(CLIBDIR)/
+	install -m 0644 $(PC_FILE) $(DESTDIR)$(CLIBDIR)/pkgconfig/
+	install -m 0644 csrc/include/unsandbox.h $(DESTDIR)$(INCLUDEDIR)/
+	$(if $(wildcard docs/man/*.1),install -m 0644 $(wildcard docs/man/*.1) $(DESTDIR)$(MANDIR)/man1/)
+
+FORCE:
+.PHONY: FORCE
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 

@@ -1,5 +1,11 @@
--- LuaRocks build of the module: the Lua facade and the C core/binding.
--- spec/rockspec_spec.lua checks that every source file is listed here.
+-- LuaRocks build: the Makefile's `rock` target (the module and unlua)
+-- and `install-rock` into the tree (the Lua files, core.so, unlua and un),
+-- so the rock builds exactly what `make` does, with no second list of
+-- sources. unlua links the system's lua-cjson (liblua5.4-cjson, Debian's
+-- lua-cjson-dev), so that is what the rock requires: an external
+-- dependency, which the system package satisfies (a lua-cjson rock would
+-- not give unlua a library to link). `luarocks test` runs the #unit specs,
+-- which need no network and no server.
 rockspec_format = "3.0"
 package = "unsandbox"
 version = "0.1.0-1"
@@ -22,106 +28,24 @@ description = {
 }
 dependencies = {
   "lua >= 5.4, < 5.5",
-  "lua-cjson >= 2.1",
 }
 external_dependencies = {
   CURL = { header = "curl/curl.h", library = "curl" },
   OPENSSL = { header = "openssl/evp.h", library = "crypto" },
+  CJSON = { library = "lua5.4-cjson" },
+  READLINE = { header = "readline/readline.h", library = "readline" },   -- unlua -i
 }
 build = {
-  type = "builtin",
-  modules = {
-    ["unsandbox.admin"] = "lua/unsandbox/admin.lua",
-    ["unsandbox.api"] = "lua/unsandbox/api.lua",
-    ["unsandbox.check"] = "lua/unsandbox/check.lua",
-    ["unsandbox.cli"] = "lua/unsandbox/cli.lua",
-    ["unsandbox.cli_cp"] = "lua/unsandbox/cli_cp.lua",
-    ["unsandbox.context"] = "lua/unsandbox/context.lua",
-    ["unsandbox.cp"] = "lua/unsandbox/cp.lua",
-    ["unsandbox.cpapi"] = "lua/unsandbox/cpapi.lua",
-    ["unsandbox.errors"] = "lua/unsandbox/errors.lua",
-    ["unsandbox.execute"] = "lua/unsandbox/execute.lua",
-    ["unsandbox.execapi"] = "lua/unsandbox/execapi.lua",
-    ["unsandbox.cli_exec"] = "lua/unsandbox/cli_exec.lua",
-    ["unsandbox"] = "lua/unsandbox/init.lua",
-    ["unsandbox.languages"] = "lua/unsandbox/languages.lua",
-    ["unsandbox.leases"] = "lua/unsandbox/leases.lua",
-    ["unsandbox.manager"] = "lua/unsandbox/manager.lua",
-    ["unsandbox.mcp"] = "lua/unsandbox/mcp.lua",
-    ["unsandbox.objects"] = "lua/unsandbox/objects.lua",
-    ["unsandbox.poll"] = "lua/unsandbox/poll.lua",
-    ["unsandbox.results"] = "lua/unsandbox/results.lua",
-    ["unsandbox.routes"] = "lua/unsandbox/routes.lua",
-    ["unsandbox.sandbox"] = "lua/unsandbox/sandbox.lua",
-    ["unsandbox.shell"] = "lua/unsandbox/shell.lua",
-    ["unsandbox.tools"] = "lua/unsandbox/tools.lua",
-    ["unsandbox.wsfiles"] = "lua/unsandbox/wsfiles.lua",
-    ["unsandbox.shape"] = "lua/unsandbox/shape.lua",
-    ["unsandbox.tasks"] = "lua/unsandbox/tasks.lua",
-    ["unsandbox.batch"] = "lua/unsandbox/batch.lua",
-    ["unsandbox.observe"] = "lua/unsandbox/observe.lua",
-    ["unsandbox.retry"] = "lua/unsandbox/retry.lua",
-    ["unsandbox.core"] = {
-      sources = {
-        "csrc/core/base64.c",
-        "csrc/core/buf.c",
-        "csrc/core/cache.c",
-        "csrc/core/client.c",
-        "csrc/core/clock.c",
-        "csrc/core/cpclient.c",
-        "csrc/core/cpids.c",
-        "csrc/core/cprequest.c",
-        "csrc/core/credentials.c",
-        "csrc/core/digest.c",
-        "csrc/core/error.c",
-        "csrc/core/file.c",
-        "csrc/core/form.c",
-        "csrc/core/headers.c",
-        "csrc/core/http.c",
-        "csrc/core/http_xfer.c",
-        "csrc/core/loop.c",
-        "csrc/core/ids.c",
-        "csrc/core/interrupt.c",
-        "csrc/core/langmap.c",
-        "csrc/core/lease.c",
-        "csrc/core/leasecache.c",
-        "csrc/core/mcp.c",
-        "csrc/core/poll.c",
-        "csrc/core/pseudonym.c",
-        "csrc/core/quote.c",
-        "csrc/core/request.c",
-        "csrc/core/sign.c",
-        "csrc/core/sse.c",
-        "csrc/core/trace.c",
-        "csrc/core/utf8.c",
-        "csrc/core/validate.c",
-        "csrc/core/wspath.c",
-        "csrc/lua/cbox.c",
-        "csrc/lua/client.c",
-        "csrc/lua/cp_call.c",
-        "csrc/lua/cp_form.c",
-        "csrc/lua/cp_functions.c",
-        "csrc/lua/exchange.c",
-        "csrc/lua/files.c",
-        "csrc/lua/functions.c",
-        "csrc/lua/loop.c",
-        "csrc/lua/manager.c",
-        "csrc/lua/manager_lease.c",
-        "csrc/lua/module.c",
-        "csrc/lua/sandbox.c",
-        "csrc/lua/sse_parser.c",
-        "csrc/lua/tracker.c",
-        "csrc/lua/transfer.c",
-        "csrc/lua/util.c",
-        "csrc/lua/validate.c",
-        -- libcurl and libcrypto are loaded on first use (csrc/lazy/lazy.h)
-        "csrc/lazy/crypto.c",
-        "csrc/lazy/curl.c",
-        "csrc/lazy/lazy.c",
-      },
-      defines = { "_GNU_SOURCE" },
-      incdirs = { "csrc", "$(CURL_INCDIR)", "$(OPENSSL_INCDIR)" },
-      libraries = { "dl" },
-    },
-  },
+  type = "make",
+  build_target = "rock",
+  build_variables = { CFLAGS = "$(CFLAGS)" },
+  install_target = "install-rock",
+  install_variables = { BINDIR = "$(BINDIR)", LUADIR = "$(LUADIR)", LIBDIR = "$(LIBDIR)" },
+}
+-- the system's busted (Debian's lua-busted), not a rock to download: the
+-- #unit specs run offline (busted still runs the set-up of the other
+-- describes, which start bin/unsandboxd: `make all` builds it)
+test = {
+  type = "command",
+  command = "make -s --no-print-directory all && busted --tags=unit",
 }

@@ -35,6 +35,9 @@ describe("get_languages() cache #integration", function()
     fs.rm_rf(home)
   end)
 
+  -- the server is on loopback: its list has the local cache file
+  local function cache() return home .. "/.unsandbox/languages-local.json" end
+
   local function mode(path)
     local p = io.popen("stat -c %a " .. fs.quote(path))
     local m = p:read("l")
@@ -47,7 +50,7 @@ describe("get_languages() cache #integration", function()
     assert.are.equal("service", from)
     assert.is_true(#list > 5)
     assert.are.equal("700", mode(home .. "/.unsandbox"))
-    assert.are.equal("600", mode(home .. "/.unsandbox/languages.json"))
+    assert.are.equal("600", mode(cache()))
     local again, from2 = langs.get(c, c:url(), {})
     assert.are.equal("cache", from2)
     assert.are.same(list, again)
@@ -57,17 +60,17 @@ describe("get_languages() cache #integration", function()
 
   it("refetches when the file is stale by mtime", function()
     langs.get(c, c:url(), {})
-    os.execute("touch -d '2 hours ago' " .. fs.quote(home .. "/.unsandbox/languages.json"))
+    os.execute("touch -d '2 hours ago' " .. fs.quote(cache()))
     local _, from = langs.get(c, c:url(), {})
     assert.are.equal("service", from)
   end)
 
   it("ignores a corrupt cache file and one written for another URL", function()
     os.execute("mkdir -p " .. fs.quote(home .. "/.unsandbox"))
-    fs.write(home .. "/.unsandbox/languages.json", "{not json")
+    fs.write(cache(), "{not json")
     local _, from = langs.get(c, c:url(), {})
     assert.are.equal("service", from)
-    fs.write(home .. "/.unsandbox/languages.json",
+    fs.write(cache(),
       '{"languages":["cobol"],"url":"http://127.0.0.1:9","timestamp":0}')
     local list
     list, from = langs.get(c, c:url(), {})
@@ -91,7 +94,28 @@ describe("get_languages() cache #integration", function()
     h.stop()
     assert.is_nil(list)
     assert.are.equal("protocol", err.kind)
-    assert.is_nil(io.open(home .. "/.unsandbox/languages.json"))
+    assert.is_nil(io.open(cache()))
+  end)
+
+  it("a local service never overwrites the real service's cache file", function()
+    local real = '{"languages":["cobol"],"url":"https://api.unsandbox.com","timestamp":1}'
+    os.execute("mkdir -p " .. fs.quote(home .. "/.unsandbox"))
+    fs.write(home .. "/.unsandbox/languages.json", real)
+    local _, from = langs.get(c, c:url(), {})
+    assert.are.equal("service", from)
+    assert.are.equal(real, fs.read(home .. "/.unsandbox/languages.json"))
+    assert.is_not_nil(io.open(cache()))
+  end)
+
+  it("tells loopback services from others by the URL's host", function()
+    for _, url in ipairs { "http://127.0.0.1:8080", "http://127.5.6.7", "http://localhost:1/x",
+        "http://LOCALHOST", "http://[::1]:9000" } do
+      assert.matches("languages%-local%.json$", langs.cache_path(url), url)
+    end
+    for _, url in ipairs { "https://api.unsandbox.com", "http://127.0.0.1.example.com",
+        "http://[::2]:1", "http://10.0.0.1", "" } do
+      assert.matches("/languages%.json$", langs.cache_path(url), url)
+    end
   end)
 
   it("works with no cache when HOME is unusable or unset", function()

@@ -1,5 +1,6 @@
--- The rockspec lists every source, and really installs into a tree from
--- which stock lua5.4 requires the module.
+-- The rockspec builds through the Makefile, and really installs into a
+-- tree from which stock lua5.4 requires the module and whose unlua and un
+-- work.
 local proc = require "spec.helpers.proc"
 
 local function rockspec()
@@ -20,15 +21,27 @@ local function files(pattern)
 end
 
 describe("rockspec", function()
-  it("lists every Lua module and C source #unit", function()
+  it("builds and installs through the Makefile, and declares what unlua links #unit", function()
     local spec = rockspec()
-    local listed = {}
-    for _, v in pairs(spec.build.modules) do
-      if type(v) == "string" then listed[v] = true
-      else for _, s in ipairs(v.sources) do listed[s] = true end end
+    assert.are.equal("make", spec.build.type)
+    assert.are.equal("rock", spec.build.build_target)
+    assert.are.equal("install-rock", spec.build.install_target)
+    for _, v in ipairs { "BINDIR", "LUADIR", "LIBDIR" } do
+      assert.are.equal("$(" .. v .. ")", spec.build.install_variables[v])
     end
-    for _, f in ipairs(files("lua/unsandbox/*.lua csrc/core/*.c csrc/lua/*.c")) do
-      assert.is_true(listed[f] == true, f .. " is missing from the rockspec")
+    local makefile = assert(io.open("Makefile")):read("a")
+    assert.matches("\nrock:", makefile)
+    assert.matches("\ninstall%-rock:", makefile)
+    -- the system's lua-cjson satisfies it; no rock of it is asked for
+    assert.are.equal("lua5.4-cjson", spec.external_dependencies.CJSON.library)
+    for _, d in ipairs(spec.dependencies) do assert.not_matches("cjson", d) end
+    assert.matches("busted", spec.test.command)
+  end)
+
+  it("the files luarocks make leaves behind are ignored #unit", function()
+    local ignore = assert(io.open(".gitignore")):read("a")
+    for _, pattern in ipairs { "*.rock", "/lua_modules/", "/.luarocks/" } do
+      assert.is_truthy(ignore:find(pattern, 1, true), pattern .. " is not in .gitignore")
     end
   end)
 
@@ -44,5 +57,7 @@ describe("rockspec", function()
     local out, code = proc.run("scripts/rock-check.sh")
     assert.are.equal(0, code, out)
     assert.matches("rock ok: unsandbox 0.1.0", out)
+    assert.matches("rock unlua ok", out)
+    assert.matches("rock un ok", out)
   end)
 end)

@@ -57,8 +57,15 @@ describe("un #integration", function()
     local out, err, code = un("-v -s bash 'echo v'")
     assert.are.equal(0, code)
     assert.are.equal("v\n", out)
-    assert.matches("unsandbox: method=POST path=/execute status=200 ", err)
+    -- un submits a job and follows it (issue 13: Ctrl-C can cancel it), so
+    -- the exchanges are the submission and at least one poll, one line each
+    assert.matches("unsandbox: method=POST path=/execute/async status=202 ", err)
+    assert.matches("unsandbox: method=GET path=/jobs/job_%S+ status=200 ", err)
+    for line in err:gmatch("[^\n]+") do
+      assert.matches("^unsandbox: method=%u+ path=/%S* status=%d+ ", line)
+    end
     assert.is_nil(err:find(srv.secret_key, 1, true))
+    assert.is_nil(err:find(srv.public_key, 1, true))
     out, err = un("-s bash 'echo q'")
     assert.are.equal("q\n", out)
     assert.is_nil(err:find("method=", 1, true))

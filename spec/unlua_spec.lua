@@ -202,7 +202,9 @@ describe("unlua #unit", function()
       assert.equal(1, code)
       assert.matches("^unlua: %(error object is a table value%)", out)
       out = unlua("-e 'error(setmetatable({}, {__tostring = function() return \"custom\" end}))'")
-      assert.equal("unlua: custom\n", out)
+      -- unlike lua.c, with the position and a traceback (assert(call()) must
+      -- say which call failed)
+      assert.matches("^unlua: %(command line%):1: custom\nstack traceback:\n", out)
     end)
 
     it("reports syntax errors with the file name", function()
@@ -310,13 +312,24 @@ describe("unlua #unit", function()
       assert.equal("false\tfalse\nfunction\ttable\t32\tnil\ntrue\ttrue\n", out)
     end)
 
-    it("says where it looked when the module is not next to it", function()
+    it("copied anywhere, still has the core and the facade built in", function()
       local copy = tmp .. "/bin"
       assert(os.execute("mkdir -p " .. q(copy) .. " && cp " .. q(UNLUA) .. " " .. q(copy)))
-      local out, code = sh("env -u LUA_PATH -u LUA_PATH_5_4 LUA_CPATH_5_4=/nonexistent/?.so "
-        .. q(copy .. "/unlua") .. " -e 'print(pcall(require, \"unsandbox.core\"))'")
+      local out, code = sh("cd / && env -u LUA_PATH -u LUA_PATH_5_4 LUA_CPATH_5_4=/nonexistent/?.so "
+        .. q(copy .. "/unlua") .. " -e " .. q([[
+          local u = require "unsandbox"
+          print(u.detect_language("a.py"), debug.getinfo(u.client, "S").source)
+          print(pcall(function() local c = u.client { url = "ftp://x" }; return c end))]]))
       assert.equal(0, code, out)
-      assert.matches("^false\t.*module 'unsandbox.core' not found next to .*/bin", out)
+      assert.matches("^python\t=%[unlua%]/unsandbox/init%.lua\n", out)
+      -- misuse still points at the caller's line, not into the built-in files
+      assert.matches("\nfalse\t%(command line%):3: bad argument 'opts' to 'client'", out)
+    end)
+
+    it("prefers the facade on disk to the built-in one", function()
+      local out, code = unlua("-e " .. q('print(debug.getinfo(require("unsandbox").client, "S").source)'))
+      assert.equal(0, code, out)
+      assert.matches("^@.*/lua/unsandbox/init%.lua\n$", out)
     end)
   end)
 
@@ -330,6 +343,16 @@ describe("unlua #unit", function()
       assert.matches(">> >> 1\n2\n", out)
       assert.matches("stdin:1: oops", out)
       assert.matches("after\n", out)
+    end)
+
+    it("edits lines and recalls history on a terminal", function()
+      -- script(1) gives unlua a pseudo-terminal; "print(2)", Left, "1"
+      -- makes print(21) only with line editing, and Up recalls it
+      local out = sh("(printf 'print(2)\\033[D1\\n\\033[A\\n'; sleep 1) | timeout 20 script -qec "
+        .. q(q(UNLUA) .. " -i") .. " /dev/null")
+      local _, n = out:gsub("%D21\r?\n", "")
+      assert.equal(2, n, out)
+      assert.not_matches("syntax error", out)
     end)
   end)
 
@@ -496,6 +519,22 @@ describe("unlua interrupted while waiting on the network #integration", function
     assert.equal("1\n", status)
     assert.matches("interrupted", out)
     assert.not_matches("NOT INTERRUPTED", out)
+  end)
+
+  it("cancels the job execute_code started, and names no file of the library", function()
+    local out, status = interrupt([[
+      local said
+      print(c:execute_code("bash", "sleep 600; echo NOT INTERRUPTED", { ttl = 900, on_poll = function(job)
+        if not said then print("JOB=" .. job.job_id); print("READY"); io.stdout:flush(); said = true end
+      end }))]], "sleep")
+    assert.equal("1\n", status)
+    assert.matches("unlua: interrupted!\n", out)
+    assert.not_matches("unsandbox/[%w_]+%.lua", out:match("^(.-)stack traceback") or out)
+    local id = assert(out:match("JOB=(%S+)"), out)
+    local c = require("unsandbox").client(srv.client_opts())
+    local job = assert(c:get_job(id))
+    c:close()
+    assert.equal("cancelled", job.status)
   end)
 end)
 

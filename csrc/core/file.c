@@ -8,7 +8,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/digest.h"
@@ -82,4 +84,32 @@ int unsb_file_write(const char *path, const void *data, size_t len, mode_t mode,
   close(dfd);
   errno = e;
   return rc;
+}
+
+/* One component: made, or already a directory (stat follows a symlink, as
+** mkdir -p does for a user's own output directory). */
+static int mkdir_one(const char *path, mode_t mode) {
+  struct stat st;
+  if (mkdir(path, mode) == 0) return 0;
+  if (errno != EEXIST) return -1;
+  if (stat(path, &st) != 0) return -1;
+  if (!S_ISDIR(st.st_mode)) { errno = ENOTDIR; return -1; }
+  return 0;
+}
+
+int unsb_mkdirs(const char *path, mode_t mode) {
+  char buf[PATH_MAX];
+  size_t len = path ? strlen(path) : 0;
+  if (len == 0) { errno = EINVAL; return -1; }
+  if (len >= sizeof buf) { errno = ENAMETOOLONG; return -1; }
+  memcpy(buf, path, len + 1);
+  /* each prefix that ends before a '/' (not the root's own '/'), then the whole */
+  for (size_t i = 1; i < len; i++) {
+    if (buf[i] != '/' || buf[i - 1] == '/') continue;
+    buf[i] = '\0';
+    int rc = mkdir_one(buf, mode);
+    buf[i] = '/';
+    if (rc != 0) return -1;
+  }
+  return mkdir_one(buf, mode);
 }

@@ -37,6 +37,8 @@
 
 #include "core/interrupt.h"
 #include "core/version.h"
+#include "host/facade.h"
+#include "host/lineedit.h"
 #include "host/local_backend.h"
 
 
@@ -144,12 +146,29 @@ static int report(lua_State *L, int status) {
 }
 
 /* Message handler: turns any error object into a string with a traceback. */
+/* Where the error was raised: the first Lua frame with a line (assert and
+** error themselves are C functions), as "chunk:line: ", or "". */
+static const char *raised_at(lua_State *L) {
+  lua_Debug ar;
+  for (int level = 1; lua_getstack(L, level, &ar); level++) {
+    if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0)
+      return lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
+  }
+  return lua_pushliteral(L, "");
+}
+
+/* Unlike lua.c, an object that describes itself (an unsandbox.Error
+** passed to assert or error) also gets the position and the traceback a
+** string error has: `assert(call())` must say which call failed. */
 static int msghandler(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
   if (msg == NULL) {
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
-      return 1;  /* an object that describes itself: no traceback */
-    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) {
+      const char *text = lua_tostring(L, -1);
+      msg = lua_pushfstring(L, "%s%s", raised_at(L), text);
+    } else {
+      msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
   }
   luaL_traceback(L, L, msg, 1);
   return 1;
@@ -205,43 +224,17 @@ static void createargtable(lua_State *L, char **argv, int argc, int script) {
 }
 
 /*
-** package.preload["unsandbox.core"]: the module next to the facade this
-** unlua finds (a build tree's lua/unsandbox/core.so, an installed
-** prefix's lib/lua/5.4/unsandbox/core.so), opened by package.loadlib so
-** the package library owns the handle as for any C module. The core's
-** interrupt flag is this program's (it is exported: see the Makefile), so
-** Ctrl-C reaches the module's C waits.
+** package.preload["unsandbox.core"]: the core and binding are linked into
+** unlua (libcurl and libcrypto still load on first use, csrc/lazy), so a
+** copied unlua needs no core.so; never a core.so from disk, which would be
+** a second copy of the core beside this one. The facade's Lua files come
+** from disk when a path has them, else from the copy built in (facade.c).
 */
-static int load_core(lua_State *L) {
-  static const char *const rel[] = {
-    "../lua/unsandbox/core.so",
-    "../lib/lua/" LUA_VERSION_MAJOR "." LUA_VERSION_MINOR "/unsandbox/core.so",
-  };
-  char path[PATH_MAX];
-  for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-    if (exedir[0] == '\0' ||
-        snprintf(path, sizeof path, "%s/%s", exedir, rel[i]) >= (int)sizeof path ||
-        access(path, R_OK) != 0) continue;
-    lua_getglobal(L, "package");
-    lua_getfield(L, -1, "loadlib");
-    lua_pushstring(L, path);
-    lua_pushliteral(L, "luaopen_unsandbox_core");
-    lua_call(L, 2, 2);
-    if (lua_isnil(L, -2))
-      return luaL_error(L, "cannot load %s: %s", path, lua_tostring(L, -1));
-    lua_pop(L, 1);
-    lua_pushvalue(L, 1);           /* the module name, as require passes it */
-    lua_call(L, 1, 1);
-    return 1;
-  }
-  return luaL_error(L, "module 'unsandbox.core' not found next to %s "
-                    "(../lua/unsandbox/core.so or ../lib/lua/5.4/unsandbox/core.so)",
-                    exedir[0] ? exedir : progname);
-}
+int luaopen_unsandbox_core(lua_State *L);
 
 static void preload_modules(lua_State *L) {
   static const luaL_Reg builtin[] = {
-    { "unsandbox.core", load_core },
+    { "unsandbox.core", luaopen_unsandbox_core },
     { "cjson", luaopen_cjson },
     { "cjson.safe", luaopen_cjson_safe },
     { NULL, NULL }
@@ -479,7 +472,7 @@ static int handle_luainit(lua_State *L) {
 
 /*
 ** {==================================================================
-** The REPL: lines from stdin, no line editing
+** The REPL: lines from stdin, edited on a terminal (lineedit.c)
 ** ===================================================================
 */
 
@@ -505,27 +498,18 @@ static int incomplete(lua_State *L, int status) {
   return 0;
 }
 
-/* Prompts, reads one line and pushes it (without the newline). A first
-** line "=expr" means "return expr", as in Lua 5.2. */
+/* Prompts, reads one line (lineedit.c: readline on a terminal) and pushes
+** it (without the newline). A first line "=expr" means "return expr", as
+** in Lua 5.2. */
 static int pushline(lua_State *L, int firstline) {
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t len;
   int top = lua_gettop(L);
-  const char *prompt = get_prompt(L, firstline);
-  lua_writestring(prompt, strlen(prompt));
-  fflush(stdout);
+  char *line = ul_readline(get_prompt(L, firstline));
   lua_settop(L, top);  /* drop what get_prompt left */
-  len = getline(&line, &cap, stdin);
-  if (len < 0) {
-    free(line);
-    return 0;
-  }
-  if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
+  if (!line) return 0;
   if (firstline && line[0] == '=')
     lua_pushfstring(L, "return %s", line + 1);
   else
-    lua_pushlstring(L, line, (size_t)len);
+    lua_pushstring(L, line);
   free(line);
   return 1;
 }
@@ -564,6 +548,7 @@ static int loadline(lua_State *L) {
   if (!pushline(L, 1)) return -1;
   if ((status = addreturn(L)) != LUA_OK)
     status = multiline(L);
+  ul_saveline(lua_tostring(L, 1));  /* the whole statement, for the history */
   lua_remove(L, 1);  /* the line */
   return status;
 }
@@ -621,6 +606,7 @@ static int pmain(lua_State *L) {
   luaL_openlibs(L);
   preload_modules(L);
   add_facade_paths(L);
+  ul_facade_install(L);
   createargtable(L, argv, argc, script);
   lua_gc(L, LUA_GCRESTART);
   lua_gc(L, LUA_GCGEN, 0, 0);

@@ -97,7 +97,9 @@ static int l_url(lua_State *L) {
   return 1;
 }
 
-/* c:info(): which key and where from; resolves the credentials. */
+/* c:_info(): which key and where from, the timeout in ms; resolves the
+** credentials (nil, kind, message when there are none). The facade's
+** c:info() gives seconds and an unsandbox.Error. */
 static int l_info(lua_State *L) {
   unsb_client *c = check_open(L);
   const unsb_credentials *cred;
@@ -234,7 +236,7 @@ static const luaL_Reg METHODS[] = {
   {"request", l_request},
   {"_open", l_open},
   {"_state", l_state},
-  {"info", l_info},
+  {"_info", l_info},   /* the facade's c:info() converts units and errors */
   {"url", l_url},
   {"close", l_close},
   {NULL, NULL},

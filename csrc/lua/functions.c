@@ -113,6 +113,14 @@ static int l_sleep(lua_State *L) {
   return 1;
 }
 
+/* core.interrupt_take(): true if a Ctrl-C was pending (and now is not).
+** For clean-up after an interrupt: the cancel of an abandoned job must not
+** be cut short by the same Ctrl-C. */
+static int l_interrupt_take(lua_State *L) {
+  lua_pushboolean(L, unsb_interrupt_take());
+  return 1;
+}
+
 static int l_now(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)unsb_now());
   return 1;
@@ -169,6 +177,7 @@ static const luaL_Reg FUNCTIONS[] = {
   {"now", l_now},
   {"monotonic_ms", l_monotonic_ms},
   {"interrupt", l_interrupt},
+  {"interrupt_take", l_interrupt_take},
   {"base64_encode", l_base64_encode},
   {"base64_decode", l_base64_decode},
   {"isatty", l_isatty},

@@ -99,12 +99,25 @@ static int l_write_file(lua_State *L) {
   return 1;
 }
 
+/* core.mkdirs(path) -> true | nil, "path: cannot create directory: why" */
+static int l_mkdirs(lua_State *L) {
+  const char *path = ub_check_string(L, 1, "path", NULL);
+  if (unsb_mkdirs(path, 0777) != 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: cannot create directory: %s", path, strerror(errno));
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 static const luaL_Reg FUNCTIONS[] = {
   {"env_name_check", l_env_name_check},
   {"env_check", l_env_check},
   {"relpath_check", l_relpath_check},
   {"paths_conflict", l_paths_conflict},
   {"write_file", l_write_file},
+  {"mkdirs", l_mkdirs},
   {NULL, NULL},
 };
 

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@ static char *slurp(const char *path, size_t *len) {
 }
 
 static void check_failures(const char *root);
+static void check_mkdirs(const char *root);
 
 int main(void) {
   char root[] = "/tmp/unsb-file-XXXXXX", path[300], other[300], sub[300];
@@ -78,6 +80,7 @@ int main(void) {
   rmdir(sub);
 
   check_failures(root);
+  check_mkdirs(root);
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
   if (system(cmd) != 0) fprintf(stderr, "cleanup failed\n");
@@ -108,4 +111,35 @@ static void check_failures(const char *root) {
   }
   close(dfd);
   ok(temporaries(root) == 0, "no temporaries at the end");
+}
+
+/* mkdir -p: parents made, existing directories fine, a file in the way or
+** an overlong path refused with the errno the caller reports. */
+static void check_mkdirs(const char *root) {
+  char deep[400], file[400], under[420], trail[400];
+  struct stat st;
+  snprintf(deep, sizeof deep, "%s/m/a/b//c", root);
+  ok(unsb_mkdirs(deep, 0755) == 0 && stat(deep, &st) == 0 && S_ISDIR(st.st_mode),
+     "mkdirs makes missing parents (a doubled '/' too)");
+  ok(unsb_mkdirs(deep, 0755) == 0, "... and an existing directory is fine");
+  snprintf(trail, sizeof trail, "%s/m/t/", root);
+  ok(unsb_mkdirs(trail, 0755) == 0 && stat(trail, &st) == 0 && S_ISDIR(st.st_mode),
+     "a trailing '/' is fine");
+  snprintf(file, sizeof file, "%s/m/file", root);
+  ok(unsb_file_write(file, "x", 1, 0600, 0, NULL) == 0, "a file");
+  errno = 0;
+  ok(unsb_mkdirs(file, 0755) == -1 && errno == ENOTDIR, "a file at the name: ENOTDIR (%d)", errno);
+  snprintf(under, sizeof under, "%s/sub", file);
+  errno = 0;
+  ok(unsb_mkdirs(under, 0755) == -1 && errno == ENOTDIR, "a file as a parent: ENOTDIR (%d)", errno);
+  errno = 0;
+  ok(unsb_mkdirs("", 0755) == -1 && errno == EINVAL, "an empty path: EINVAL");
+  ok(unsb_mkdirs(NULL, 0755) == -1 && errno == EINVAL, "no path: EINVAL");
+  char *huge = malloc(PATH_MAX + 10);
+  if (!huge) { ok(0, "malloc"); return; }
+  memset(huge, 'a', PATH_MAX + 9);
+  huge[PATH_MAX + 9] = '\0';
+  errno = 0;
+  ok(unsb_mkdirs(huge, 0755) == -1 && errno == ENAMETOOLONG, "an overlong path: ENAMETOOLONG");
+  free(huge);
 }

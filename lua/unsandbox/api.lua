@@ -6,6 +6,7 @@
 -- (retry.lua). Inside a task the C call yields; so does a retry's sleep.
 -- Internal module.
 local cjson = require "cjson.safe"
+local check = require "unsandbox.check"
 local core = require "unsandbox.core"
 local context = require "unsandbox.context"
 local Error = require "unsandbox.errors"
@@ -28,7 +29,7 @@ end
 -- array) are the caller's misuse and raise.
 function M.encode(body)
   local text, err = cjson.encode(body)
-  if not text then error("cannot encode request body as JSON: " .. tostring(err), 3) end
+  if not text then check.raise("cannot encode request body as JSON: " .. tostring(err)) end
   return text
 end
 
@@ -85,6 +86,23 @@ function M.trace()
   return context.get(context.traces, context.TRACE_OWNER)
 end
 
+--- Makes every method of Client but those named in untraced one trace:
+-- the coroutine's bound one (unsandbox.trace), else a new one for the
+-- call, so a job's submission and all its polls (and retries) share a
+-- trace id, each exchange with its own span.
+function M.trace_calls(Client, untraced)
+  for name, method in pairs(Client) do
+    if type(method) == "function" and not untraced[name] then
+      Client[name] = function(self, ...)
+        if M.trace() then return method(self, ...) end
+        local b <close> = context.bind(context.traces, context.TRACE_OWNER,
+          { trace_id = core.new_traceparent():sub(4, 35), flags = "01" })
+        return method(self, ...)
+      end
+    end
+  end
+end
+
 --- Sends one request, with the client's retries. body: a Lua table
 -- (encoded here, once) or nil. opts: timeout (seconds), auth (false for
 -- unsigned routes), headers, meter (an observe meter summing the
@@ -99,7 +117,9 @@ function M.call(client, method, path, body, opts)
   local trace = M.trace()
   for attempt = 1, math.maxinteger do
     local tp = core.new_traceparent(trace and trace.trace_id, trace and trace.flags)
-    local resp, kind, msg, info = client:request(method, path, payload, attempt_opts(opts, tp))
+    -- a method, path or header the core refuses is the caller's misuse
+    local resp, kind, msg, info = check.protect("call", 1, client.request, client, method, path,
+      payload, attempt_opts(opts, tp))
     local timing = resp and resp.timing or info and info.timing
     if meter then meter:add(timing) end
     if observe.active(state) then
@@ -124,6 +144,16 @@ function M.call(client, method, path, body, opts)
     end
     if meter then meter.retry_wait_ms = meter.retry_wait_ms + (core.monotonic_us() - t0) / 1000 end
   end
+end
+
+--- What a call that returns a document gives back on success: the
+-- document alone, with the request id in it (unless the server's document
+-- has a field of that name, or is a list), so `local r, err = f(); if err
+-- then` is reliable. On failure: nil, Error as given.
+function M.one(doc, rid)
+  if not doc then return nil, rid end
+  if type(doc) == "table" and #doc == 0 and doc.request_id == nil then doc.request_id = rid end
+  return doc
 end
 
 return M

@@ -13,9 +13,13 @@
 -- once), then follows the jobs: the service queues what it cannot run yet.
 -- map runs execute_code for each input through at most opts.concurrency
 -- workers (default 16): fn(input, i) returns the code, or code and that
--- call's options. Cancelling the task that runs a batch cancels its
--- programs' tasks and their jobs. Internal module; installs the methods
--- on the Client method table.
+-- call's options. Cancelling the task that runs a batch (Ctrl-C cancels
+-- every task) cancels its programs' tasks and their jobs; a program still
+-- running at the batch's deadline has its job cancelled (abandon.note).
+-- Internal module: installs the methods on the Client method table; they
+-- are documented as the Client's.
+-- @submodule unsandbox
+local abandon = require "unsandbox.abandon"
 local api = require "unsandbox.api"
 local check = require "unsandbox.check"
 local Error = require "unsandbox.errors"
@@ -35,7 +39,6 @@ local MANY_OPTIONS = { timeout = true, on_poll = true }
 -- file could not be read) and the longest ttl.
 local function bodies_of(fname, list, opts)
   check.type(fname, "list", list, "table")
-  execute.check_options(fname, opts, MANY_OPTIONS)
   check.positive(fname, "timeout", opts.timeout)
   check.type(fname, "on_poll", opts.on_poll, "function", true)
   local bodies, longest = {}, 0
@@ -69,6 +72,10 @@ local function follow(self, job_id, meter, deadline, on_poll, i, artifacts)
   local left = math.max(0.001, (deadline - core.monotonic_ms()) / 1000)
   local job, rid = poll.wait(self, job_id, left, cb, meter)
   if not job then
+    -- the batch's deadline (or an interrupt the wait returned) gives the
+    -- job up: it is cancelled and named, as execute_code does (abandon.lua);
+    -- a cancelled task's job is cancelled by poll.wait's own cleanup
+    rid = abandon.note(self, job_id, rid)
     rid.timing = meter:timing()
     return nil, rid
   end
@@ -80,7 +87,7 @@ end
 -- Submits every program, then starts a task per job. Returns the tasks
 -- (by index) and the errors of the programs that never became jobs.
 local function start_many(self, fname, list, opts)
-  opts = check.type(fname, "opts", opts, "table", true) or {}
+  opts = check.options(fname, opts, MANY_OPTIONS)
   local bodies, longest = bodies_of(fname, list, opts)
   local deadline = core.monotonic_ms() + (opts.timeout or execute.default_wait(longest)) * 1000
   local subs, errors, followers = {}, {}, {}
@@ -150,7 +157,7 @@ local function map_inputs(fname, language, inputs, fn, opts)
   for k, v in pairs(opts) do
     if not MAP_OPTIONS[k] then per_call[k] = v end
   end
-  execute.check_options(fname, per_call, execute.OPTIONS)
+  check.options(fname, per_call, execute.OPTIONS)
   local n = check.int_range(fname, "concurrency", opts.concurrency, 1, 1024) or 16
   return per_call, n
 end
@@ -197,22 +204,37 @@ local function start_map(self, language, inputs, fn, per_call, n, ch)
 end
 
 function M.install(Client)
-  --- execute_many(list, opts): list {{language, code [, opts]}, ...};
-  -- opts.timeout the overall deadline (s), opts.on_poll(job, attempt, i).
-  -- Returns results[i] / errors[i] (an unsandbox.Error).
+  --- Runs several programs at once, each job a task: every program is
+  -- submitted, then all are followed together. list: {{language, code
+  -- [, opts]}, ...} (opts as for execute_code, less timeout and on_poll).
+  -- opts.timeout: the overall deadline in seconds (default: the largest
+  -- ttl plus a minute); opts.on_poll(job, attempt, index). Returns two
+  -- tables indexed like list: results[i] (with request_id and timing) for
+  -- each program that ran, errors[i] (an unsandbox.Error) for each that
+  -- could not be submitted or finished: a program still running at the
+  -- deadline has its job cancelled (err.job_id, err.cancelled), as has
+  -- every job on Ctrl-C.
+  -- @function Client:execute_many
   function Client:execute_many(list, opts)
     local ts, errors = start_many(self, "execute_many", list, opts)
     return collect(ts, errors)
   end
 
-  --- execute_each(list, opts): as execute_many, an iterator of
-  -- i, result, err in the order the programs finish.
+  --- As execute_many, an iterator of i, result, err in the order the
+  -- programs finish (errors known before anything ran come first). As a
+  -- module function always the default client (the iterator outlives the
+  -- call).
+  -- @function Client:execute_each
   function Client:execute_each(list, opts)
     local ts, errors = start_many(self, "execute_each", list, opts)
     return each(ts, errors)
   end
 
-  --- map(language, inputs, fn, opts) -> results, errors indexed like inputs.
+  --- map(language, inputs, fn, opts) -> results, errors indexed like
+  -- inputs: fn(input, i) returns the code (or code and that call's
+  -- options), run by execute_code, at most opts.concurrency (default 16)
+  -- at once; the other options are execute_code's, for every call.
+  -- @function Client:map
   function Client:map(language, inputs, fn, opts)
     local per_call, n = map_inputs("map", language, inputs, fn, opts)
     local ch = tasks.channel()
@@ -231,8 +253,9 @@ function M.install(Client)
     return out, errors
   end
 
-  --- map_each(language, inputs, fn, opts): an iterator of i, result, err
-  -- in the order the calls finish.
+  --- As map, an iterator of i, result, err in the order the calls finish.
+  -- As a module function always the default client.
+  -- @function Client:map_each
   function Client:map_each(language, inputs, fn, opts)
     local per_call, n = map_inputs("map_each", language, inputs, fn, opts)
     local ch = tasks.channel()

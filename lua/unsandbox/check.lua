@@ -76,6 +76,41 @@ function M.oneof(fname, arg, v, set)
   return v
 end
 
+--- The options table of a public function, checked in one place: nil is
+-- an empty table (unless required), anything but a table raises, and so
+-- does a key the function does not take (a misspelt option would
+-- otherwise be silently ignored). allowed: {name = true, ...}.
+function M.options(fname, opts, allowed, required)
+  if opts == nil and not required then return {} end
+  M.type(fname, "opts", opts, "table")
+  for k in pairs(opts) do
+    if not allowed[k] then fail(fname, "opts", "unknown option '" .. tostring(k) .. "'") end
+  end
+  return opts
+end
+
+--- Raises msg (an error the C core raised for the caller's arguments,
+-- its position inside this library dropped) at the caller's line.
+function M.raise(msg)
+  error((tostring(msg):gsub("^[^\n]-%.lua:%d+: ", "")), user_level())
+end
+
+--- Calls f(...), a core function whose refusals of its arguments are the
+-- caller's misuse: such an error is raised again at the caller's line,
+-- naming fname instead of the C function and counting arguments as the
+-- caller does (a method's self is not one: shift 1). Anything else raised
+-- (an error object, out of memory) passes through unchanged.
+function M.protect(fname, shift, f, ...)
+  local res = table.pack(pcall(f, ...))
+  if res[1] then return table.unpack(res, 2, res.n) end
+  local e = res[2]
+  if type(e) ~= "string" then error(e, 0) end
+  e = e:gsub("^[^\n]-%.lua:%d+: ", ""):gsub("^bad argument #(%d+) to '[^']*'", function(n)
+    return "bad argument #" .. (tonumber(n) - shift) .. " to '" .. fname .. "'"
+  end)
+  error(e, user_level())
+end
+
 M.fail = fail
 
 return M

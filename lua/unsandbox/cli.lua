@@ -4,20 +4,23 @@
 --   un languages [--json]     un jobs [--get ID | --cancel ID]
 --   un session ...            un service ...      un snapshot ...     un key
 -- Exit codes: the program's own; 2 bad arguments; 3 authentication;
--- 4 API error; 5 timeout; each failure with one line on stderr.
+-- 4 API error; 5 timeout; 6 local I/O error (an artifact not saved after a
+-- program that exited 0); each failure with one line on stderr.
 local unsandbox = require "unsandbox"
 local core = require "unsandbox.core"
-local cjson = require "cjson"
 local cli_cp = require "unsandbox.cli_cp"
+local cli_commands = require "unsandbox.cli_commands"
 local cli_exec = require "unsandbox.cli_exec"
+local abandon = require "unsandbox.abandon"
 
 local M = {}
 
-local EXIT_USAGE, EXIT_AUTH, EXIT_API, EXIT_TIMEOUT = 2, 3, 4, 5
+local EXIT_USAGE, EXIT_AUTH, EXIT_API, EXIT_TIMEOUT, EXIT_LOCAL = 2, 3, 4, 5, 6
+local EXIT_INTERRUPTED = 130   -- 128 + SIGINT, as a shell reports Ctrl-C
 
 local USAGE = [[
 usage: un [options] FILE            run FILE (language from its extension or shebang)
-       un [options] -s LANG CODE    run CODE in LANG
+       un [options] -s LANG CODE    run CODE in LANG (CODE "-": read it from standard input)
        un languages [--json]
        un jobs [--get ID | --cancel ID]
        un session list | create [--shell SH] | get ID | delete ID | exec ID CMD | snapshot ID [NAME]
@@ -34,8 +37,13 @@ options:
                  key to every local user in the process list; un warns)
   --secret-key-file FILE   secret key: the first line of FILE
   --account N    row of accounts.csv            --url URL    service base URL
+  --json         print the result as one JSON document
+  --local        run against a private unsandboxd (no account needed)
   -v             one line per HTTP exchange on stderr (as UNSANDBOX_DEBUG=1)
-  -h, --help     this text]]
+  --version      print un's version         -h, --help   this text (un CMD --help: CMD's)
+exit codes: the program's own; 2 bad arguments; 3 authentication; 4 API error;
+  5 timeout; 6 local I/O error (e.g. an artifact not saved; after a program
+  that exited 0)]]
 
 -- A failure with its exit code; raised inside main and caught there.
 local Exit = {}
@@ -44,15 +52,20 @@ local function usage(msg) exit_with(EXIT_USAGE, "un: " .. msg .. " (un --help fo
 
 -- Maps an unsandbox.Error to the CLI's exit codes.
 local function fail(err)
+  if err.kind == "interrupted" then
+    error(setmetatable({ code = EXIT_INTERRUPTED, interrupted = true }, Exit), 0)
+  end
   local code = EXIT_API
   if err.kind == "credentials" or err.status == 401 or err.status == 403 then code = EXIT_AUTH
   elseif err.kind == "timeout" then code = EXIT_TIMEOUT end
   exit_with(code, "un: " .. tostring(err):gsub("^unsandbox: ", ""))
 end
 
-local function check(v, err, ...)
+-- The value of a call that succeeded, alone (so that it can be passed
+-- straight to write or print), or the CLI's exit for its error.
+local function check(v, err)
   if v == nil then fail(err) end
-  return v, err, ...
+  return v
 end
 
 local function parse(args)
@@ -92,6 +105,7 @@ local function parse(args)
       if not o.account or o.account < 0 then usage("--account expects a non-negative integer") end
     elseif a == "--url" then o.url = value(a)
     elseif a == "--json" then o.json = true
+    elseif a == "--version" then o.version = true
     elseif a == "--all" then o.all = true
     elseif a == "--get" then o.get = value(a)
     elseif a == "--cancel" then o.cancel = value(a)
@@ -170,160 +184,91 @@ local function progress()
 end
 
 -- Artifacts are written whole or not at all (core.write_file: a fresh
--- temporary renamed over the name), flattened into dir; their names were
--- checked as relative paths when the result was read.
+-- temporary renamed over the name), flattened into dir, which is made
+-- when missing (mkdir -p); their names were checked as relative paths when
+-- the result was read. Returns nil, or the message of the first failure
+-- (with its errno text): the caller still exits with the program's code.
 local function save_artifacts(list, dir)
-  dir = dir or "."
+  dir = (dir or "."):gsub("(.)/+$", "%1")
+  local made, err = core.mkdirs(dir)
+  if not made then return "un: cannot save artifacts: " .. err end
   for _, a in ipairs(list) do
     local name = a.filename:gsub("/", "_")
-    local saved, err = core.write_file(dir .. "/" .. name, a.content or "")
-    if not saved then exit_with(EXIT_API, "un: cannot write artifact " .. err) end
-    io.stderr:write("[un] saved " .. dir .. "/" .. name .. "\n")
+    local path = (dir == "/" and "" or dir) .. "/" .. name
+    local saved, werr = core.write_file(path, a.content or "")
+    if not saved then return "un: cannot save artifact: " .. werr end
+    io.stderr:write("[un] saved " .. path .. "\n")
   end
 end
 
-local function run(o)
-  local lang, code
-  if o.language then
-    lang = o.language
-    code = o.rest[1] or usage("-s " .. lang .. " needs the code to run")
-  else
-    local path = o.rest[1]
-    if not path then usage("nothing to run") end
-    code = read_file(path)
-    lang = language_of(path, code)
+-- The code to run: CODE, FILE, or standard input for "-". The service has
+-- neither argv nor stdin for a program, so words after it are refused,
+-- not silently dropped.
+local function program(o)
+  if #o.rest > 1 then
+    usage("arguments after the program are not passed to it (the service has no argv): "
+      .. "give values with -e KEY=VAL or files with -f FILE")
   end
+  local what = o.rest[1]
+  if what == "-" then
+    if o.key_arg == "-" then usage("standard input cannot hold both the code (-) and the key (-k -)") end
+    if not o.language then usage("code from standard input (-) needs its language: -s LANG -") end
+    return o.language, io.stdin:read("a") or ""
+  end
+  if o.language then
+    return o.language, what or usage("-s " .. o.language .. " needs the code to run")
+  end
+  if not what then usage("nothing to run") end
+  local code = read_file(what)
+  return language_of(what, code), code
+end
+
+local function run(o)
+  local lang, code = program(o)
   local opts = { env = next(o.env) and o.env or nil, input_files = #o.files > 0 and o.files or nil,
     network_mode = o.network, ttl = o.ttl, return_artifacts = o.artifacts or o.outdir ~= nil }
   local c = client(o)
-  local r
+  -- always a job whose id un holds before it waits (POST /execute would
+  -- hold the run inside one request, where Ctrl-C could not name it):
+  -- Ctrl-C or the deadline cancel it (abandon.lua)
   local show, clear = progress()
-  if show then
-    local id = check(c:execute_async(lang, code, opts))
-    show { status = "pending" }
+  local id = check(c:execute_async(lang, code, opts))
+  if show then show { status = "pending" } end
+  local res, err = abandon.guard(c, { id }, function() return false end, function()
     local res, err = c:wait_for_job(id, { on_poll = show, timeout = (o.ttl or 60) + 60,
       return_artifacts = opts.return_artifacts })
-    clear()
-    r = check(res, err)
+    if not res then return nil, abandon.note(c, id, err) end
+    return res
+  end)
+  if clear then clear() end
+  local r = check(res, err)
+  if o.json then
+    -- the result as one document; artifacts by name and size (their bytes
+    -- need not be text), saved as usual
+    local doc = {}
+    for k, v in pairs(r) do doc[k] = v end
+    if r.artifacts then
+      doc.artifacts = {}
+      for i, a in ipairs(r.artifacts) do doc.artifacts[i] = { filename = a.filename, size = #(a.content or "") } end
+    end
+    cli_commands.print_json(doc)
   else
-    r = check(c:execute_code(lang, code, opts))
+    io.stdout:write(r.stdout)
+    io.stdout:flush()
+    io.stderr:write(r.stderr)
+    if r.stdout_truncated or r.stderr_truncated then io.stderr:write("[un] output truncated\n") end
   end
-  io.stdout:write(r.stdout)
-  io.stdout:flush()
-  io.stderr:write(r.stderr)
-  if r.stdout_truncated or r.stderr_truncated then io.stderr:write("[un] output truncated\n") end
-  if r.artifacts and #r.artifacts > 0 then save_artifacts(r.artifacts, o.outdir) end
+  -- a local write failure is reported, but the program's own exit code
+  -- is still un's: the run happened, and a script may depend on its code
+  local save_err = r.artifacts and #r.artifacts > 0 and save_artifacts(r.artifacts, o.outdir)
+  if save_err then io.stderr:write(save_err, "\n") end
   if r.status == "timeout" then exit_with(EXIT_TIMEOUT, "un: the program exceeded its time limit") end
   if r.status == "cancelled" or r.status == "failed" then
     exit_with(EXIT_API, "un: job " .. tostring(r.job_id) .. " " .. r.status .. (r.error and (": " .. r.error) or ""))
   end
+  if save_err and (r.exit_code or 0) == 0 then return EXIT_LOCAL end
   return r.exit_code or 0
 end
-
-local function print_json(v) print(cjson.encode(v)) end
-
-local function show_table(t)
-  local keys = {}
-  for k in pairs(t) do keys[#keys + 1] = k end
-  table.sort(keys)
-  for _, k in ipairs(keys) do
-    local v = t[k]
-    print(string.format("%-16s %s", k, type(v) == "table" and cjson.encode(v) or tostring(v)))
-  end
-end
-
-local function list(items, fields)
-  for _, it in ipairs(items) do
-    local cols = {}
-    for i, f in ipairs(fields) do cols[i] = tostring(it[f] or "-") end
-    print(table.concat(cols, "\t"))
-  end
-end
-
-local function need(o, n, what)
-  local v = o.rest[n]
-  if not v then usage(what .. " expected") end
-  return v
-end
-
-local commands = {}
-
-function commands.languages(o, c)
-  local langs = check(c:get_languages())
-  if o.json then print_json(langs) else print(table.concat(langs, "\n")) end
-end
-
-function commands.jobs(o, c)
-  if o.get then show_table(check(c:get_job(o.get)))
-  elseif o.cancel then show_table(check(c:cancel_job(o.cancel)))
-  else list(check(c:list_jobs()), { "job_id", "status", "language" }) end
-end
-
-function commands.key(o, c)
-  show_table(check(c:validate_keys()))
-end
-
-local function resource(kind, actions)
-  return function(o, c)
-    local action = o.rest[2] or "list"
-    local f = actions[action]
-    if not f then usage("unknown " .. kind .. " action '" .. action .. "'") end
-    return f(o, c)
-  end
-end
-
--- A sudo challenge's one-time password (spec: "check your email"), read
--- from standard input, with a prompt when that is a terminal. The CLI may
--- read the terminal; the library never does.
-local SUDO = { on_sudo = function(err)
-  if core.isatty(0) then
-    io.stderr:write("[un] ", err.message, "; one-time password (empty cancels): ")
-    io.stderr:flush()
-  end
-  local line = io.stdin:read("l")
-  return line and line:match("^%s*(.-)%s*$") or nil
-end }
-
--- Passes a command's output through; its exit code becomes un's.
-local function relay(r)
-  io.stdout:write(r.stdout)
-  io.stderr:write(r.stderr)
-  return r.exit_code
-end
-
-commands.session = resource("session", {
-  list = function(_, c) list(check(c:list_sessions()), { "id", "status", "shell", "network_mode" }) end,
-  create = function(o, c) print(check(c:create_session { shell = o.shell, network_mode = o.network, ttl = o.ttl }).id) end,
-  get = function(o, c) show_table(check(c:get_session(need(o, 3, "session id")))) end,
-  delete = function(o, c) check(c:delete_session(need(o, 3, "session id"), SUDO)) end,
-  exec = function(o, c) return relay(check(c:session_execute(need(o, 3, "session id"), need(o, 4, "command")))) end,
-  snapshot = function(o, c) print(check(c:session_snapshot(need(o, 3, "session id"), { name = o.rest[4] })).id) end,
-})
-
-commands.service = resource("service", {
-  list = function(_, c) list(check(c:list_services()), { "id", "name", "status" }) end,
-  create = function(o, c)
-    print(check(c:create_service { name = need(o, 3, "service name"), bootstrap = need(o, 4, "bootstrap command"),
-      network_mode = o.network }).id)
-  end,
-  get = function(o, c) show_table(check(c:get_service(need(o, 3, "service id")))) end,
-  delete = function(o, c) check(c:delete_service(need(o, 3, "service id"), SUDO)) end,
-  logs = function(o, c) io.stdout:write(check(c:service_logs(need(o, 3, "service id")))) end,
-  exec = function(o, c) return relay(check(c:service_execute(need(o, 3, "service id"), need(o, 4, "command")))) end,
-  snapshot = function(o, c) print(check(c:service_snapshot(need(o, 3, "service id"), { name = o.rest[4] })).id) end,
-})
-
-commands.snapshot = resource("snapshot", {
-  list = function(_, c) list(check(c:list_snapshots()), { "id", "name", "source_type", "source_id", "size_bytes" }) end,
-  get = function(o, c) show_table(check(c:get_snapshot(need(o, 3, "snapshot id")))) end,
-  restore = function(o, c) check(c:restore_snapshot(need(o, 3, "snapshot id"))) end,
-  delete = function(o, c) check(c:delete_snapshot(need(o, 3, "snapshot id"), SUDO)) end,
-  lock = function(o, c) check(c:lock_snapshot(need(o, 3, "snapshot id"))) end,
-  unlock = function(o, c) check(c:unlock_snapshot(need(o, 3, "snapshot id"), SUDO)) end,
-})
-
-cli_exec.extend(commands, { usage = usage, check = check, need = need, list = list,
-  show_table = show_table, SUDO = SUDO })
 
 local function is_file(path)
   local f = io.open(path, "rb")
@@ -335,6 +280,19 @@ end
 local helpers = { usage = usage, exit_with = exit_with, check = check,
   EXIT_USAGE = EXIT_USAGE, EXIT_AUTH = EXIT_AUTH, EXIT_API = EXIT_API, EXIT_TIMEOUT = EXIT_TIMEOUT }
 
+local commands = cli_commands.commands(helpers)
+-- the issue 14 actions (cli_exec.lua) layered over these
+cli_exec.extend(commands, { usage = usage, check = check, need = cli_commands.needer(helpers),
+  list = cli_commands.list, show_table = cli_commands.show_table, SUDO = cli_commands.SUDO })
+
+-- Ctrl-C as it reaches main: unlua's "interrupted!" (raised where the
+-- script was, so perhaps with a position), or fail()'s exit for an Error
+-- of kind interrupted.
+local function is_interrupt(e)
+  if type(e) == "string" then return e:match("interrupted!$") ~= nil end
+  return getmetatable(e) == Exit and e.interrupted == true
+end
+
 --- Runs the CLI with an argument list; returns the exit code.
 function M.main(args)
   local ok, result = pcall(function()
@@ -342,20 +300,24 @@ function M.main(args)
     if group and not is_file(args[group]) then
       local ok2, code = pcall(cli_cp.main, args, helpers)
       if ok2 then return code end
-      if getmetatable(code) == Exit then error(code, 0) end
+      if getmetatable(code) == Exit or is_interrupt(code) then error(code, 0) end
       usage(tostring(code):gsub("^.-bad argument", "bad argument"))
     end
     local o = parse(args)
-    if o.help then print(USAGE); return 0 end
+    if o.version then print("un " .. unsandbox.VERSION .. " (unsandbox for Lua)"); return 0 end
     if o.verbose then unsandbox.debug(true) end
     local cmd = not o.language and commands[o.rest[1]]
+    if o.help then
+      print(cmd and cli_commands.HELP[o.rest[1]] or USAGE)
+      return 0
+    end
     -- a file of that name wins over a subcommand
     if cmd and not is_file(o.rest[1]) then
       local c = client(o)
       -- id arguments are checked by the library, which raises on misuse
       local ok2, code = pcall(cmd, o, c)
       if not ok2 then
-        if getmetatable(code) == Exit then error(code, 0) end
+        if getmetatable(code) == Exit or is_interrupt(code) then error(code, 0) end
         usage(tostring(code):gsub("^.-bad argument", "bad argument"))
       end
       return code or 0
@@ -363,6 +325,11 @@ function M.main(args)
     return run(o)
   end)
   if ok then return math.tointeger(result) or 0 end
+  if is_interrupt(result) then
+    if core.isatty(2) then io.stderr:write("\r\27[K") end   -- the progress line
+    io.stderr:write("un: interrupted\n")
+    return EXIT_INTERRUPTED
+  end
   if getmetatable(result) == Exit then
     io.stderr:write(result.msg, "\n")
     return result.code

@@ -4,6 +4,9 @@
 -- its commands table and helpers to extend(); an action named here is
 -- tried first, every other action goes to cli.lua's own table.
 -- Internal module.
+-- text for a person or, with --json, the library's value (issue 13)
+local out = require "unsandbox.cli_commands"
+
 local M = {}
 
 M.USAGE = [[
@@ -49,14 +52,14 @@ local function session_actions(h)
   local check, need = h.check, h.need
   local function id(o) return need(o, 3, "session id") end
   return {
-    freeze = function(o, c) check(c:freeze_session(id(o))) end,
-    unfreeze = function(o, c) check(c:unfreeze_session(id(o))) end,
+    freeze = function(o, c) out.did(o, check(c:freeze_session(id(o))), "froze session " .. id(o)) end,
+    unfreeze = function(o, c) out.did(o, check(c:unfreeze_session(id(o))), "unfroze session " .. id(o)) end,
     boost = function(o, c)
       local n = o.rest[4] and math.tointeger(tonumber(o.rest[4]))
       if o.rest[4] and not n then h.usage("boost expects an integer vcpu") end
-      print(math.tointeger(check(c:boost_session(id(o), n)).vcpu))
+      out.emit(o, check(c:boost_session(id(o), n)), function(r) print(math.tointeger(r.vcpu)) end)
     end,
-    unboost = function(o, c) check(c:unboost_session(id(o))) end,
+    unboost = function(o, c) out.did(o, check(c:unboost_session(id(o))), "unboosted session " .. id(o)) end,
   }
 end
 
@@ -64,14 +67,17 @@ local function service_actions(h)
   local check, need = h.check, h.need
   local function id(o) return need(o, 3, "service id") end
   return {
-    freeze = function(o, c) check(c:freeze_service(id(o))) end,
-    unfreeze = function(o, c) check(c:unfreeze_service(id(o))) end,
-    lock = function(o, c) check(c:lock_service(id(o))) end,
-    unlock = function(o, c) check(c:unlock_service(id(o), h.SUDO)) end,
+    freeze = function(o, c) out.did(o, check(c:freeze_service(id(o))), "froze service " .. id(o)) end,
+    unfreeze = function(o, c) out.did(o, check(c:unfreeze_service(id(o))), "unfroze service " .. id(o)) end,
+    lock = function(o, c) out.did(o, check(c:lock_service(id(o))), "locked service " .. id(o)) end,
+    unlock = function(o, c) out.did(o, check(c:unlock_service(id(o), h.SUDO)), "unlocked service " .. id(o)) end,
     resize = function(o, c)
-      print(math.tointeger(check(c:resize_service(id(o), scalar(h, "vcpu", need(o, 4, "vcpu")))).vcpu))
+      out.emit(o, check(c:resize_service(id(o), scalar(h, "vcpu", need(o, 4, "vcpu")))),
+        function(r) print(math.tointeger(r.vcpu)) end)
     end,
-    logs = function(o, c) io.stdout:write((check(c:service_logs(id(o), { all = o.all or nil })))) end,
+    logs = function(o, c)
+      out.emit(o, check(c:service_logs(id(o), { all = o.all or nil })), function(log) io.stdout:write(log) end)
+    end,
     update = function(o, c)
       local opts = {}
       for _, w in ipairs(words(o, 4)) do
@@ -79,19 +85,23 @@ local function service_actions(h)
         if not k then h.usage("update expects KEY=VALUE, got '" .. w .. "'") end
         opts[k] = scalar(h, k, v)
       end
-      h.show_table(check(c:update_service(id(o), opts)))
+      out.table_of(o, check(c:update_service(id(o), opts)))
     end,
     domains = function(o, c)
       local how = need(o, 4, "add, remove or replace")
-      print(table.concat(check(c:set_service_domains(id(o), { [how] = words(o, 5) })).domains or {}, "\n"))
+      out.emit(o, check(c:set_service_domains(id(o), { [how] = words(o, 5) })),
+        function(r) print(table.concat(r.domains or {}, "\n")) end)
     end,
-    redeploy = function(o, c) check(c:redeploy_service(id(o), { bootstrap = o.rest[4] })) end,
-    env = function(o, c) h.show_table(check(c:get_service_env(id(o)))) end,
+    redeploy = function(o, c) out.did(o, check(c:redeploy_service(id(o), { bootstrap = o.rest[4] })), "redeployed service " .. id(o)) end,
+    env = function(o, c) out.table_of(o, check(c:get_service_env(id(o)))) end,
     ["env-set"] = function(o, c)
-      print(math.tointeger(check(c:set_service_env(id(o), read_env(h, need(o, 4, "env file or -")))).count))
+      out.emit(o, check(c:set_service_env(id(o), read_env(h, need(o, 4, "env file or -")))),
+        function(r) print(math.tointeger(r.count)) end)
     end,
-    ["env-export"] = function(o, c) io.stdout:write((check(c:export_service_env(id(o))))) end,
-    ["env-delete"] = function(o, c) check(c:delete_service_env(id(o))) end,
+    ["env-export"] = function(o, c)
+      out.emit(o, check(c:export_service_env(id(o))), function(text) io.stdout:write(text) end)
+    end,
+    ["env-delete"] = function(o, c) out.did(o, check(c:delete_service_env(id(o))), "deleted the env vault of service " .. id(o)) end,
   }
 end
 
@@ -99,12 +109,12 @@ local function snapshot_actions(h)
   local check, need = h.check, h.need
   return {
     create = function(o, c)
-      print(check(c:create_snapshot { source_type = need(o, 3, "session or service"),
-        source_id = need(o, 4, "source id"), name = o.rest[5] }).id)
+      out.id_of(o, check(c:create_snapshot { source_type = need(o, 3, "session or service"),
+        source_id = need(o, 4, "source id"), name = o.rest[5] }))
     end,
     clone = function(o, c)
-      print(check(c:clone_snapshot(need(o, 3, "snapshot id"), { type = need(o, 4, "session or service"),
-        name = o.rest[5] })).id)
+      out.id_of(o, check(c:clone_snapshot(need(o, 3, "snapshot id"), { type = need(o, 4, "session or service"),
+        name = o.rest[5] })))
     end,
   }
 end
@@ -115,23 +125,25 @@ local function image_actions(h)
   local function key(o) return need(o, 4, "public key") end
   return {
     list = function(o, c)
-      h.list(check(c:list_images(o.rest[3])), { "id", "name", "visibility", "source_type", "owner_api_key" })
+      out.list_of(o, check(c:list_images(o.rest[3])), { "id", "name", "visibility", "source_type", "owner_api_key" })
     end,
-    get = function(o, c) h.show_table(check(c:get_image(id(o)))) end,
+    get = function(o, c) out.table_of(o, check(c:get_image(id(o)))) end,
     publish = function(o, c)
-      print(check(c:publish_image { source_type = need(o, 3, "service or snapshot"),
-        source_id = need(o, 4, "source id"), name = o.rest[5] }).id)
+      out.id_of(o, check(c:publish_image { source_type = need(o, 3, "service or snapshot"),
+        source_id = need(o, 4, "source id"), name = o.rest[5] }))
     end,
-    delete = function(o, c) check(c:delete_image(id(o), h.SUDO)) end,
-    lock = function(o, c) check(c:lock_image(id(o))) end,
-    unlock = function(o, c) check(c:unlock_image(id(o), h.SUDO)) end,
-    visibility = function(o, c) check(c:set_image_visibility(id(o), need(o, 4, "visibility"))) end,
-    grant = function(o, c) check(c:grant_image_access(id(o), key(o))) end,
-    revoke = function(o, c) check(c:revoke_image_access(id(o), key(o))) end,
-    transfer = function(o, c) check(c:transfer_image(id(o), key(o))) end,
-    trusted = function(o, c) print(table.concat(check(c:image_trusted(id(o))), "\n")) end,
-    spawn = function(o, c) print(check(c:spawn_image(id(o), { name = o.rest[4] })).id) end,
-    clone = function(o, c) print(check(c:clone_image(id(o), { name = o.rest[4] })).id) end,
+    delete = function(o, c) out.did(o, check(c:delete_image(id(o), h.SUDO)), "deleted image " .. id(o)) end,
+    lock = function(o, c) out.did(o, check(c:lock_image(id(o))), "locked image " .. id(o)) end,
+    unlock = function(o, c) out.did(o, check(c:unlock_image(id(o), h.SUDO)), "unlocked image " .. id(o)) end,
+    visibility = function(o, c) out.did(o, check(c:set_image_visibility(id(o), need(o, 4, "visibility"))), "image " .. id(o) .. " is now " .. o.rest[4]) end,
+    grant = function(o, c) out.did(o, check(c:grant_image_access(id(o), key(o))), "granted image " .. id(o) .. " to " .. key(o)) end,
+    revoke = function(o, c) out.did(o, check(c:revoke_image_access(id(o), key(o))), "revoked image " .. id(o) .. " from " .. key(o)) end,
+    transfer = function(o, c) out.did(o, check(c:transfer_image(id(o), key(o))), "transferred image " .. id(o) .. " to " .. key(o)) end,
+    trusted = function(o, c)
+      out.emit(o, check(c:image_trusted(id(o))), function(keys) print(table.concat(keys, "\n")) end)
+    end,
+    spawn = function(o, c) out.id_of(o, check(c:spawn_image(id(o), { name = o.rest[4] }))) end,
+    clone = function(o, c) out.id_of(o, check(c:clone_image(id(o), { name = o.rest[4] }))) end,
   }
 end
 

@@ -7,8 +7,22 @@
 -- arguments and -32001 all PTY sessions busy stay apart though both are
 -- the spec's 502). kind cancelled is a stream stopped by is_cancelled()
 -- or Ctrl-C (status 499).
--- tostring(err) reads well, so `assert(unsandbox.execute_code(...))` gives
--- a useful message.
+-- tostring(err) reads well (and so does "text: " .. err), so
+-- `assert(unsandbox.execute_code(...))` gives a useful message.
+-- @module unsandbox.errors
+
+--- An expected failure, the second value of `nil, err`.
+-- @table Error
+-- @field kind "credentials", "http", "transport", "timeout", "protocol",
+-- "validation", "interrupted", "cancelled" or "rpc"
+-- @field status the HTTP status (kind http; 499 for cancelled)
+-- @field code the server's own error code, when it gives one
+-- @field message the server's own text where there is one
+-- @field request_id the X-Request-Id of the exchange, when there was one
+-- @field retry_after seconds to wait (429), clamped
+-- @field challenge_id a sudo challenge (428) to answer with a one-time password
+-- @field job_id the job a wait gave up on (timeout, interrupted)
+-- @field cancelled whether a job the call started was cancelled when it gave up
 local Error = { __name = "unsandbox.Error" }
 Error.__index = Error
 
@@ -33,6 +47,11 @@ function Error:__tostring()
   if self.retry_after then text = text .. " (retry after " .. self.retry_after .. " s)" end
   if self.request_id then text = text .. " [request " .. self.request_id .. "]" end
   return text
+end
+
+-- "failed: " .. err reads like tostring(err), as print(err) does.
+function Error.__concat(a, b)
+  return tostring(a) .. tostring(b)
 end
 
 return Error

@@ -1,12 +1,12 @@
 --- The rest of the execution API's routes (spec section 4) as Client
 -- methods: session power, service administration and env vault, snapshot
 -- creation and cloning, images. Kept apart from init.lua, which installs
--- them with install(Client, helpers) before it derives the module
--- functions, so every method here is also unsandbox.<name>(...) on the
--- default client. Same conventions as the rest of the facade: misuse
+-- them with install(Client, helpers); each is declared in public.lua, so
+-- it is also unsandbox.<name>(...) on the default client. Same conventions as the rest of the facade: misuse
 -- raises at the caller's line, expected failures return nil, Error, and
 -- the destructive routes (unlock, image delete) take the sudo options.
--- Internal module.
+-- Internal module; its methods are documented as the Client's.
+-- @submodule unsandbox
 local api = require "unsandbox.api"
 local check = require "unsandbox.check"
 local execute = require "unsandbox.execute"
@@ -21,9 +21,7 @@ local SOURCE_TYPES = { session = true, service = true }
 local IMAGE_SOURCES = { service = true, snapshot = true }
 
 local function opts_of(fname, opts, allowed)
-  opts = check.type(fname, "opts", opts, "table", true) or {}
-  execute.check_options(fname, opts, allowed)
-  return opts
+  return check.options(fname, opts, allowed)
 end
 
 -- A list of strings (domains, keys) or of ports, checked item by item.
@@ -44,14 +42,20 @@ local function post(self, path, body)
 end
 
 local function sessions(Client, h)
+  --- Freezes a session (its processes stopped, its files kept).
+  -- @function Client:freeze_session
   Client.freeze_session = h.by_id("POST", "/sessions/", "freeze_session", "/freeze")
+  --- Unfreezes a frozen session.
+  -- @function Client:unfreeze_session
   Client.unfreeze_session = h.by_id("POST", "/sessions/", "unfreeze_session", "/unfreeze")
+  --- Returns a boosted session to its own vcpu.
+  -- @function Client:unboost_session
   Client.unboost_session = h.by_id("POST", "/sessions/", "unboost_session", "/unboost")
   --- Raises the vcpu of the session's later commands (default 2, 1-8).
   function Client:boost_session(id, vcpu)
     check.id("boost_session", "id", id)
     vcpu = check.int_range("boost_session", "vcpu", vcpu, 1, 8) or 2
-    return post(self, "/sessions/" .. id .. "/boost", { vcpu = vcpu })
+    return api.one(post(self, "/sessions/" .. id .. "/boost", { vcpu = vcpu }))
   end
 end
 
@@ -60,9 +64,17 @@ local DOMAIN_OPTIONS = { add = true, remove = true, replace = true }
 local REDEPLOY_OPTIONS = { bootstrap = true, bootstrap_content = true, input_files = true }
 
 local function services(Client, h)
+  --- Freezes a service (its bootstrap stopped, its files kept).
+  -- @function Client:freeze_service
   Client.freeze_service = h.by_id("POST", "/services/", "freeze_service", "/freeze")
+  --- Unfreezes a frozen service (its bootstrap starts again).
+  -- @function Client:unfreeze_service
   Client.unfreeze_service = h.by_id("POST", "/services/", "unfreeze_service", "/unfreeze")
+  --- Locks a service against deletion.
+  -- @function Client:lock_service
   Client.lock_service = h.by_id("POST", "/services/", "lock_service", "/lock")
+  --- Unlocks a service. opts: on_sudo, or challenge_id and otp.
+  -- @function Client:unlock_service
   Client.unlock_service = h.destructive("POST", "/services/", "unlock_service", "/unlock")
 
   --- PATCH of vcpu (1-8), unfreeze_on_demand, show_freeze_page.
@@ -75,7 +87,7 @@ local function services(Client, h)
       show_freeze_page = check.type("update_service", "show_freeze_page", opts.show_freeze_page, "boolean", true),
     }
     if next(body) == nil then check.fail("update_service", "opts", "one of vcpu, unfreeze_on_demand, show_freeze_page expected") end
-    return api.call(self, "PATCH", "/services/" .. id, body)
+    return api.one(api.call(self, "PATCH", "/services/" .. id, body))
   end
 
   --- Changes the vcpu of a service (PATCH {vcpu}).
@@ -97,8 +109,8 @@ local function services(Client, h)
       end
     end
     if not key then check.fail("set_service_domains", "opts", "one of add, remove, replace expected") end
-    return api.call(self, "PUT", "/services/" .. id .. "/domains",
-      { [key == "replace" and "custom_domains" or key] = list })
+    return api.one(api.call(self, "PUT", "/services/" .. id .. "/domains",
+      { [key == "replace" and "custom_domains" or key] = list }))
   end
 
   --- Restarts the bootstrap, with a new one and input files if given.
@@ -109,7 +121,7 @@ local function services(Client, h)
     if not body then return nil, err end
     body.bootstrap = check.type("redeploy_service", "bootstrap", opts.bootstrap, "string", true)
     body.bootstrap_content = check.type("redeploy_service", "bootstrap_content", opts.bootstrap_content, "string", true)
-    return post(self, "/services/" .. id .. "/redeploy", body)
+    return api.one(post(self, "/services/" .. id .. "/redeploy", body))
   end
 end
 
@@ -121,7 +133,7 @@ local function put_text(self, path, text)
   if not resp then return nil, Error.new { kind = kind, message = msg } end
   local doc, err = api.decode(resp)
   if not doc then return nil, err end
-  return doc, resp.request_id
+  return api.one(doc, resp.request_id)
 end
 
 -- A .env text from a string, or from a table {NAME = value} (sorted).
@@ -145,6 +157,7 @@ end
 
 local function vault(Client, h)
   --- {has_vault, count, updated_at}: never the values.
+  -- @function Client:get_service_env
   Client.get_service_env = h.by_id("GET", "/services/", "get_service_env", "/env")
   --- Replaces the vault: a .env text, or a table {NAME = value}.
   function Client:set_service_env(id, env)
@@ -157,8 +170,10 @@ local function vault(Client, h)
     local doc, rid = post(self, "/services/" .. id .. "/env/export")
     if not doc then return nil, rid end
     if type(doc.env) ~= "string" then return shape.fail(rid, "'env' is not a string") end
-    return doc.env, rid
+    return doc.env
   end
+  --- Deletes the service's env vault.
+  -- @function Client:delete_service_env
   Client.delete_service_env = h.by_id("DELETE", "/services/", "delete_service_env", "/env")
 end
 
@@ -200,7 +215,7 @@ local function key_route(fname, suffix, field)
   return function(self, id, key)
     check.id(fname, "id", id)
     check.id(fname, "key", key)
-    return post(self, "/images/" .. id .. suffix, { [field] = key })
+    return api.one(post(self, "/images/" .. id .. suffix, { [field] = key }))
   end
 end
 
@@ -222,25 +237,41 @@ local function images(Client, h)
     which = check.oneof("list_images", "which", which, IMAGE_LISTS) or "all"
     local doc, rid = api.call(self, "GET", which == "all" and "/images" or "/images/" .. which)
     if not doc then return nil, rid end
-    return shape.list(doc, "images", rid)
+    local list, err = shape.list(doc, "images", rid)
+    if not list then return nil, err end
+    return list
   end
 end
 
 -- Who may see and use an image, and its lock.
 local function image_sharing(Client, h)
+  --- One image's document (with request_id).
+  -- @function Client:get_image
   Client.get_image = h.by_id("GET", "/images/", "get_image")
+  --- Deletes an image. opts: on_sudo, or challenge_id and otp.
+  -- @function Client:delete_image
   Client.delete_image = h.destructive("DELETE", "/images/", "delete_image")
+  --- Locks an image against deletion.
+  -- @function Client:lock_image
   Client.lock_image = h.by_id("POST", "/images/", "lock_image", "/lock")
+  --- Unlocks an image. opts: on_sudo, or challenge_id and otp.
+  -- @function Client:unlock_image
   Client.unlock_image = h.destructive("POST", "/images/", "unlock_image", "/unlock")
   --- visibility: "private", "unlisted" or "public".
   function Client:set_image_visibility(id, visibility)
     check.id("set_image_visibility", "id", id)
     check.type("set_image_visibility", "visibility", visibility, "string")
     check.oneof("set_image_visibility", "visibility", visibility, VISIBILITY)
-    return post(self, "/images/" .. id .. "/visibility", { visibility = visibility })
+    return api.one(post(self, "/images/" .. id .. "/visibility", { visibility = visibility }))
   end
+  --- Lets another public key use the image.
+  -- @function Client:grant_image_access
   Client.grant_image_access = key_route("grant_image_access", "/grant", "trusted_api_key")
+  --- Takes back another key's access to the image.
+  -- @function Client:revoke_image_access
   Client.revoke_image_access = key_route("revoke_image_access", "/revoke", "trusted_api_key")
+  --- Gives the image to another public key.
+  -- @function Client:transfer_image
   Client.transfer_image = key_route("transfer_image", "/transfer", "to_api_key")
   --- The public keys trusted with the image (a list).
   function Client:image_trusted(id)
@@ -254,7 +285,7 @@ local function image_sharing(Client, h)
     for _, k in ipairs(keys) do
       if type(k) ~= "string" then return shape.fail(rid, "'trusted_api_keys' holds a non-string") end
     end
-    return keys, rid
+    return keys
   end
 end
 
@@ -281,7 +312,7 @@ local function image_use(Client, h)
   end
 end
 
---- Adds the methods to Client. helpers: init.lua's by_id, destructive,
+  --- Adds the methods to Client. helpers: init.lua's by_id, destructive,
 -- with_id (the shared shapes of a route call).
 function M.install(Client, helpers)
   sessions(Client, helpers)

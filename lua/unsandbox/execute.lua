@@ -25,19 +25,13 @@ M.OPTIONS = {
 function M.args(fname, language, code, opts)
   check.nonempty(fname, "language", language)
   check.type(fname, "code", code, "string")
-  opts = check.type(fname, "opts", opts, "table", true) or {}
+  opts = check.options(fname, opts, M.OPTIONS)
   return opts, M.body(fname, language, code, opts)
 end
 
 --- How long to wait for a job when the caller gave no timeout: its ttl
 -- (default 60 s) plus a minute of queueing, never forever.
 function M.default_wait(ttl) return (ttl or 60) + 60 end
-
-function M.check_options(fname, opts, allowed)
-  for k in pairs(opts) do
-    if not allowed[k] then check.fail(fname, "opts", "unknown option '" .. tostring(k) .. "'") end
-  end
-end
 
 local function basename(path)
   return path:match("([^/]+)$") or path
@@ -122,7 +116,6 @@ end
 --- The JSON body of POST /execute and /execute/async, or nil, Error when
 -- an input file cannot be read.
 function M.body(fname, language, code, opts)
-  M.check_options(fname, opts, M.OPTIONS)
   local body = { language = language, code = code }
   if opts.env ~= nil then body.env = encode_env(fname, opts.env) end
   local _, err = M.sandbox_fields(fname, opts, body)

@@ -9,8 +9,10 @@
 -- own credentials, base URL, timeouts and a reused connection; and as a
 -- module function (`unsandbox.execute_code(...)`), which uses a default
 -- client configured from the environment. Expected failures return
--- `nil, err` (an unsandbox.Error); misuse raises.
+-- `nil, err` (an unsandbox.Error); misuse raises. Success is one value.
+-- @module unsandbox
 local core = require "unsandbox.core"
+local abandon = require "unsandbox.abandon"
 local api = require "unsandbox.api"
 local check = require "unsandbox.check"
 local Error = require "unsandbox.errors"
@@ -20,7 +22,6 @@ local poll = require "unsandbox.poll"
 local results = require "unsandbox.results"
 local tasks = require "unsandbox.tasks"
 local batch = require "unsandbox.batch"
-local context = require "unsandbox.context"
 local observe = require "unsandbox.observe"
 local retry = require "unsandbox.retry"
 local shape = require "unsandbox.shape"
@@ -33,13 +34,34 @@ local unsandbox = {
 
 local Client = core.Client   -- the methods table of the C userdata
 
--- Tasks (lua/unsandbox/tasks.lua): spawn, step, run, pollfds, completed.
+--- spawn(fn, ...) -> Task: fn(...) runs as a task from the next step on;
+-- inside it every call yields instead of blocking. A Task has
+-- t:wait(), t:result(), t:cancel() (its transfers closed, its remote job
+-- cancelled) and t:status().
+-- @function spawn
 unsandbox.spawn = tasks.spawn
+--- step(timeout_ms) -> the number of tasks not yet ended: resumes what can
+-- go on and waits at most timeout_ms (0: never blocks), the call a game
+-- loop makes once a frame; nil, Error(interrupted) after Ctrl-C (every
+-- task cancelled). Raises inside a task.
+-- @function step
 unsandbox.step = tasks.step
+--- run([timeout]) -> true once every task has ended, or nil, Error
+-- (interrupted, or timeout after `timeout` seconds: the tasks go on).
+-- @function run
 unsandbox.run = tasks.run
+--- pollfds() -> {{fd =, events = "r"|"w"|"rw"}, ...}, timeout_ms: what an
+-- external loop waits on before calling step(0) (timeout_ms 0: a task can
+-- go on now; -1: nothing scheduled).
+-- @function pollfds
 unsandbox.pollfds = tasks.pollfds
+--- completed(list) -> an iterator of i, task in the order the tasks of
+-- list end (yielding inside a task, driving the loop elsewhere).
+-- @function completed
 unsandbox.completed = tasks.completed
 unsandbox.Task = tasks.Task
+--- current_task() -> the Task whose code is running, or nil.
+-- @function current_task
 unsandbox.current_task = tasks.current
 
 -- The Control Plane client (lua/unsandbox/cp.lua), loaded on first use of
@@ -66,8 +88,7 @@ local CONNECTION = { public_key = true, secret_key = true, account = true, url =
 -- in flight at once (default 16; more wait in a queue); retry: see
 -- retry.lua (off by default); on_request(ev): this client's hook.
 function unsandbox.client(opts)
-  opts = check.type("client", "opts", opts, "table", true) or {}
-  execute.check_options("client", opts, CONNECTION)
+  opts = check.options("client", opts, CONNECTION)
   local c = {}
   for k, v in pairs(opts) do c[k] = v end
   check.positive("client", "timeout", opts.timeout)
@@ -75,24 +96,60 @@ function unsandbox.client(opts)
   check.type("client", "on_request", opts.on_request, "function", true)
   check.int_range("client", "max_concurrency", opts.max_concurrency, 1, 1024)
   local policy = retry.policy("client", opts.retry)
-  if opts.timeout then c.timeout = math.floor(opts.timeout * 1000) end
-  if opts.connect_timeout then c.connect_timeout = math.floor(opts.connect_timeout * 1000) end
+  -- seconds for the user, whole milliseconds for the core, never rounded
+  -- down to 0 (which the core would refuse in its own unit)
+  if opts.timeout then c.timeout = math.ceil(opts.timeout * 1000) end
+  if opts.connect_timeout then c.connect_timeout = math.ceil(opts.connect_timeout * 1000) end
   c.retry, c.on_request = nil, nil
-  local client = core.client(c)
+  -- the core's refusals (a bad URL, UNSANDBOX_URL included) point at the
+  -- caller's line, not at this one
+  local ok, client = pcall(core.client, c)
+  if not ok then
+    check.raise(tostring(client):gsub("bad argument #1 to '[^']*'", "bad argument 'opts' to 'client'"))
+  end
   TIMEOUTS[client] = c.timeout
   local state = client:_state()
   state.retry, state.on_request = policy, opts.on_request
   return client
 end
 
+--- A client of the execution API: its own credentials, base URL,
+-- timeouts and kept-alive connection. Made by `unsandbox.client{}`; closed
+-- by `c:close()`, a `<close>` variable or the collector (the secret is
+-- wiped). Its methods are also module functions of the same name.
+-- @type Client
+
+--- The base URL this client talks to.
+-- @function Client:url
+
+--- Closes the client and wipes its secret; idempotent. Using it afterwards
+-- raises "attempt to use a closed Client".
+-- @function Client:close
+
+--- c:info() -> {url, public_key, source, timeout (s)}, or nil, Error when
+-- no credentials can be found. Never the secret.
+function Client:info()
+  local t, kind, msg = self:_info()
+  if not t then return nil, Error.new { kind = kind, message = msg } end
+  t.timeout = t.timeout / 1000
+  return t
+end
+
 local default_wait = execute.default_wait
 local execute_args = execute.args
 
--- A result or an error of a call, with the call's timing.
+-- Success is one value: the document with its request id (api.one).
+local one = api.one
+
+-- A result or an error of a call, with the call's timing (issue 16).
+-- Success stays one value (issue 13).
 local function timed(meter, r, err)
-  if type(r) == "table" then r.timing = meter:timing()
-  elseif Error.is(err) then err.timing = meter:timing() end
-  return r, err
+  if type(r) == "table" then
+    r.timing = meter:timing()
+    return r
+  end
+  if Error.is(err) then err.timing = meter:timing() end
+  return nil, err
 end
 
 local function wait_result(self, job_id, timeout, on_poll, want_artifacts, meter)
@@ -101,12 +158,33 @@ local function wait_result(self, job_id, timeout, on_poll, want_artifacts, meter
   return results.normalise(job, rid, want_artifacts)
 end
 
+local function never() return false end
+
+-- Waits for a job this call started itself: given up (Ctrl-C, the call's
+-- deadline), the job is cancelled and the Error names it (abandon.lua).
+local function wait_started(self, job_id, timeout, on_poll, want_artifacts, meter)
+  return abandon.guard(self, { job_id }, never, function()
+    local r, err = wait_result(self, job_id, timeout, on_poll, want_artifacts, meter)
+    if not r then return nil, abandon.note(self, job_id, err) end
+    return r
+  end)
+end
+
 ------------------------------------------------------------------------
 -- Execution and jobs
 ------------------------------------------------------------------------
 
 --- Runs code and returns its result once finished (polling when the
--- service answers with a pending job).
+-- service answers with a pending job). opts: env ({NAME = value}),
+-- input_files (paths or {filename, content}), network_mode ("zerotrust",
+-- "semitrusted"), ttl (1-900 s), vcpu (1-8), return_artifacts, timeout
+-- (s, the whole call), on_poll(job, attempt); module functions also take
+-- url, public_key, secret_key, account, ca_file. The result: stdout,
+-- stderr, exit_code, status ("completed", "failed", "timeout",
+-- "cancelled"), job_id, language, execution_time_ms, stdout_truncated,
+-- stderr_truncated, error, created_at, completed_at, request_id, and
+-- artifacts ({filename, content}) when asked. Giving up (timeout, Ctrl-C)
+-- cancels the job; the Error names job_id and cancelled.
 function Client:execute_code(language, code, opts)
   local body, err
   opts, body, err = execute_args("execute_code", language, code, opts)
@@ -122,13 +200,13 @@ function Client:execute_code(language, code, opts)
     if not id then return timed(meter, nil, bad) end
     local budget = opts.timeout and opts.timeout - (core.monotonic_ms() - started) / 1000
                    or default_wait(ttl)
-    return timed(meter, wait_result(self, id, math.max(budget, 0.001), opts.on_poll,
+    return timed(meter, wait_started(self, id, math.max(budget, 0.001), opts.on_poll,
       opts.return_artifacts, meter))
   end
   return timed(meter, results.normalise(doc, rid, opts.return_artifacts))
 end
 
---- Submits code as a job and returns its id (and the request id).
+--- Submits code as a job and returns its id.
 function Client:execute_async(language, code, opts)
   local body, err
   opts, body, err = execute_args("execute_async", language, code, opts)
@@ -137,7 +215,7 @@ function Client:execute_async(language, code, opts)
   if not doc then return nil, rid end
   local id, bad = shape.id(doc, "job_id", rid)
   if not id then return nil, bad end
-  return id, rid
+  return id
 end
 
 --- The job's current state; when it is finished, its result fields too.
@@ -155,29 +233,38 @@ local WAIT_OPTIONS = { timeout = true, on_poll = true, return_artifacts = true }
 -- 1600, 2000 ms, then every 2 s). opts: timeout (s), on_poll(job, attempt).
 function Client:wait_for_job(job_id, opts)
   check.id("wait_for_job", "job_id", job_id)
-  opts = check.type("wait_for_job", "opts", opts, "table", true) or {}
-  execute.check_options("wait_for_job", opts, WAIT_OPTIONS)
+  opts = check.options("wait_for_job", opts, WAIT_OPTIONS)
   check.positive("wait_for_job", "timeout", opts.timeout)
   check.type("wait_for_job", "on_poll", opts.on_poll, "function", true)
+  -- the caller's own job: named in the error, never cancelled here
   local meter = observe.meter()
-  return timed(meter, wait_result(self, job_id, opts.timeout or default_wait(900), opts.on_poll,
-    opts.return_artifacts, meter))
+  local r, err = timed(meter, wait_result(self, job_id, opts.timeout or default_wait(900),
+    opts.on_poll, opts.return_artifacts, meter))
+  if r then return r end
+  if err.job_id == nil then err.job_id = job_id end
+  return nil, err
 end
 
--- execute_many, execute_each, map and map_each (lua/unsandbox/batch.lua)
+-- execute_many, execute_each, map and map_each (lua/unsandbox/batch.lua,
+-- which documents them)
 batch.install(Client)
 
+--- Cancels a pending or running job: {job_id, status = "cancelled",
+-- request_id}. A finished job cannot be cancelled (an http error; 409
+-- job_finished from unsandboxd).
 function Client:cancel_job(job_id)
   check.id("cancel_job", "job_id", job_id)
-  return api.call(self, "DELETE", "/jobs/" .. job_id)
+  return one(api.call(self, "DELETE", "/jobs/" .. job_id))
 end
 
+--- The jobs still pending or running (the service lists active jobs
+-- only; a finished one is read with get_job).
 function Client:list_jobs()
   local doc, rid = api.call(self, "GET", "/jobs")
   if not doc then return nil, rid end
   local list, err = shape.list(doc, "jobs", rid, true)
   if not list then return nil, err end
-  return list, rid
+  return list
 end
 
 ------------------------------------------------------------------------
@@ -187,14 +274,17 @@ end
 --- The languages the service runs; cached for an hour in
 -- ~/.unsandbox/languages.json. opts.refresh = true skips the cache.
 function Client:get_languages(opts)
-  opts = check.type("get_languages", "opts", opts, "table", true) or {}
-  execute.check_options("get_languages", opts, { refresh = true, timeout = true })
+  opts = check.options("get_languages", opts, { refresh = true, timeout = true })
   check.positive("get_languages", "timeout", opts.timeout)
-  return languages.get(self, self:url(), opts)
+  local list, err = languages.get(self, self:url(), opts)
+  if not list then return nil, err end
+  return list
 end
 
+--- Checks the key pair with the service: {valid, public_key, tier, ...,
+-- request_id}.
 function Client:validate_keys()
-  return api.call(self, "POST", "/keys/validate")
+  return one(api.call(self, "POST", "/keys/validate"))
 end
 
 --- true when the service answers GET /health (unsigned), within 10 s or
@@ -203,16 +293,22 @@ function Client:health()
   local limit = math.min(10, (TIMEOUTS[self] or 120000) / 1000)
   local doc, err = api.call(self, "GET", "/health", nil, { auth = false, timeout = limit })
   if not doc then return nil, err end
-  return true, doc
+  return true
 end
 
+local CALL_OPTIONS = { timeout = true, auth = true, headers = true, idempotent = true }
+
 --- Low-level: a signed request to any route, body a Lua table or nil.
--- Returns the decoded JSON document and the request id, or nil, Error.
+-- opts: timeout (s), auth (false: unsigned), headers, idempotent (true: a
+-- repeat is safe, so the client's retry policy may repeat a POST that got
+-- no answer). Returns the decoded JSON document (an object gets its
+-- request_id), or nil, Error.
 function Client:call(method, path, body, opts)
   check.nonempty("call", "method", method)
   check.nonempty("call", "path", path)
-  check.type("call", "opts", opts, "table", true)
-  return api.call(self, method:upper(), path, body, opts)
+  opts = check.options("call", opts, CALL_OPTIONS)
+  check.positive("call", "timeout", opts.timeout)
+  return one(api.call(self, method:upper(), path, body, opts))
 end
 
 ------------------------------------------------------------------------
@@ -225,14 +321,14 @@ local function list_of(key)
     if not doc then return nil, rid end
     local list, err = shape.list(doc, key, rid)
     if not list then return nil, err end
-    return list, rid
+    return list
   end
 end
 
 local function by_id(method, prefix, fname, suffix)
   return function(self, id)
     check.id(fname, "id", id)
-    return api.call(self, method, prefix .. id .. (suffix or ""), method == "POST" and {} or nil)
+    return one(api.call(self, method, prefix .. id .. (suffix or ""), method == "POST" and {} or nil))
   end
 end
 
@@ -246,8 +342,7 @@ local SUDO_OPTIONS = { otp = true, challenge_id = true, on_sudo = true }
 local function destructive(method, prefix, fname, suffix)
   return function(self, id, opts)
     check.id(fname, "id", id)
-    opts = check.type(fname, "opts", opts, "table", true) or {}
-    execute.check_options(fname, opts, SUDO_OPTIONS)
+    opts = check.options(fname, opts, SUDO_OPTIONS)
     check.type(fname, "on_sudo", opts.on_sudo, "function", true)
     if opts.challenge_id ~= nil or opts.otp ~= nil then
       check.nonempty(fname, "challenge_id", opts.challenge_id)
@@ -260,10 +355,10 @@ local function destructive(method, prefix, fname, suffix)
         challenge and { headers = { ["X-Sudo-Challenge"] = challenge, ["X-Sudo-OTP"] = otp } })
     end
     local doc, err = send(opts.challenge_id, opts.otp)
-    if doc or not (opts.on_sudo and err.status == 428 and err.challenge_id) then return doc, err end
+    if doc or not (opts.on_sudo and err.status == 428 and err.challenge_id) then return one(doc, err) end
     local otp = opts.on_sudo(err)
     if otp == nil or otp == "" then return nil, err end
-    return send(err.challenge_id, tostring(otp))
+    return one(send(err.challenge_id, tostring(otp)))
   end
 end
 
@@ -275,15 +370,14 @@ local function with_id(doc, rid, key)
   if not id then return nil, err end
   if doc[key] ~= nil and not shape.valid_id(doc[key]) then return shape.id(doc, key, rid) end
   doc.id = id
-  return doc, rid
+  return one(doc, rid)
 end
 
 local SESSION_OPTIONS = { network_mode = true, ttl = true, shell = true, vcpu = true, input_files = true }
 
 --- Creates a session: a persistent sandbox that runs commands.
 function Client:create_session(opts)
-  opts = check.type("create_session", "opts", opts, "table", true) or {}
-  execute.check_options("create_session", opts, SESSION_OPTIONS)
+  opts = check.options("create_session", opts, SESSION_OPTIONS)
   local body, err = execute.sandbox_fields("create_session", opts)
   if not body then return nil, err end
   body.ttl = check.int_range("create_session", "ttl", opts.ttl, 1, 86400)
@@ -292,15 +386,21 @@ function Client:create_session(opts)
   return with_id(doc, rid, "session_id")
 end
 
+--- The sessions of this key: a list of {id, status, shell, network_mode, ...}.
+-- @function Client:list_sessions
 Client.list_sessions = list_of("sessions")
+--- One session's document (with request_id).
+-- @function Client:get_session
 Client.get_session = by_id("GET", "/sessions/", "get_session")
+--- Deletes a session. opts: on_sudo, or challenge_id and otp (see above).
+-- @function Client:delete_session
 Client.delete_session = destructive("DELETE", "/sessions/", "delete_session")
 
 --- Runs a shell command in a session; returns a result like execute_code.
 function Client:session_execute(id, command, opts)
   check.id("session_execute", "id", id)
   check.type("session_execute", "command", command, "string")
-  opts = check.type("session_execute", "opts", opts, "table", true) or {}
+  opts = check.options("session_execute", opts, { timeout = true })
   check.positive("session_execute", "timeout", opts.timeout)
   local body = { command = command, timeout = opts.timeout and math.floor(opts.timeout * 1000) or nil }
   local meter = observe.meter()
@@ -316,8 +416,7 @@ local SERVICE_OPTIONS = { name = true, bootstrap = true, bootstrap_content = tru
 --- Creates a service: a persistent sandbox whose bootstrap command keeps
 -- running.
 function Client:create_service(opts)
-  check.type("create_service", "opts", opts, "table")
-  execute.check_options("create_service", opts, SERVICE_OPTIONS)
+  check.options("create_service", opts, SERVICE_OPTIONS, true)
   check.nonempty("create_service", "name", opts.name)
   if opts.bootstrap == nil and opts.bootstrap_content == nil then
     check.fail("create_service", "bootstrap", "a bootstrap command or bootstrap_content is required")
@@ -333,29 +432,35 @@ function Client:create_service(opts)
   return with_id(doc, rid, "service_id")
 end
 
+--- The services of this key: a list of {id, name, status, ...}.
+-- @function Client:list_services
 Client.list_services = list_of("services")
+--- One service's document (with request_id).
+-- @function Client:get_service
 Client.get_service = by_id("GET", "/services/", "get_service")
+--- Deletes a service. opts: on_sudo, or challenge_id and otp.
+-- @function Client:delete_service
 Client.delete_service = destructive("DELETE", "/services/", "delete_service")
 
 --- The service's bootstrap output; opts.all asks for all of it.
 function Client:service_logs(id, opts)
   check.id("service_logs", "id", id)
-  opts = check.type("service_logs", "opts", opts, "table", true) or {}
-  execute.check_options("service_logs", opts, { all = true })
+  opts = check.options("service_logs", opts, { all = true })
   local all = check.type("service_logs", "all", opts.all, "boolean", true)
   local doc, rid = api.call(self, "GET", "/services/" .. id .. "/logs" .. (all and "?all=true" or ""))
   if not doc then return nil, rid end
   local log = doc.log or doc.logs or ""
   if type(log) ~= "string" then return shape.fail(rid, "'log' is not a string") end
-  return log, rid
+  return log
 end
 
 --- Runs a command in a running service: submitted as a job and waited for.
 function Client:service_execute(id, command, opts)
   check.id("service_execute", "id", id)
   check.type("service_execute", "command", command, "string")
-  opts = check.type("service_execute", "opts", opts, "table", true) or {}
+  opts = check.options("service_execute", opts, { timeout = true, on_poll = true })
   check.positive("service_execute", "timeout", opts.timeout)
+  check.type("service_execute", "on_poll", opts.on_poll, "function", true)
   local timeout = opts.timeout or 30
   local meter = observe.meter()
   local doc, rid = api.call(self, "POST", "/services/" .. id .. "/execute",
@@ -365,7 +470,7 @@ function Client:service_execute(id, command, opts)
   if doc.job_id == nil or results.TERMINAL[doc.status] then return timed(meter, results.normalise(doc, rid)) end
   local job_id, bad = results.pending_id(doc, rid)
   if not job_id then return timed(meter, nil, bad) end
-  return timed(meter, wait_result(self, job_id, timeout + 30, opts.on_poll, nil, meter))
+  return timed(meter, wait_started(self, job_id, timeout + 30, opts.on_poll, nil, meter))
 end
 
 local SNAPSHOT_OPTIONS = { name = true, hot = true }
@@ -374,8 +479,7 @@ local function snapshot_of(kind)
   local fname = kind .. "_snapshot"
   return function(self, id, opts)
     check.id(fname, "id", id)
-    opts = check.type(fname, "opts", opts, "table", true) or {}
-    execute.check_options(fname, opts, SNAPSHOT_OPTIONS)
+    opts = check.options(fname, opts, SNAPSHOT_OPTIONS)
     local body = { name = check.type(fname, "name", opts.name, "string", true),
                    hot = check.type(fname, "hot", opts.hot, "boolean", true) or false }
     local doc, rid = api.call(self, "POST", "/" .. kind .. "s/" .. id .. "/snapshot", body)
@@ -383,13 +487,29 @@ local function snapshot_of(kind)
   end
 end
 
+--- Snapshots a session. opts: name, hot (boolean). Returns the snapshot's document with its id.
+-- @function Client:session_snapshot
 Client.session_snapshot = snapshot_of("session")
+--- Snapshots a service. opts: name, hot (boolean). Returns the snapshot's document with its id.
+-- @function Client:service_snapshot
 Client.service_snapshot = snapshot_of("service")
+--- The snapshots of this key: a list of {id, name, source_type, source_id, size_bytes, ...}.
+-- @function Client:list_snapshots
 Client.list_snapshots = list_of("snapshots")
+--- One snapshot's document (with request_id).
+-- @function Client:get_snapshot
 Client.get_snapshot = by_id("GET", "/snapshots/", "get_snapshot")
+--- Deletes a snapshot (a locked one must be unlocked first). opts: on_sudo, or challenge_id and otp.
+-- @function Client:delete_snapshot
 Client.delete_snapshot = destructive("DELETE", "/snapshots/", "delete_snapshot")
+--- Restores a snapshot into the session or service it was taken of.
+-- @function Client:restore_snapshot
 Client.restore_snapshot = by_id("POST", "/snapshots/", "restore_snapshot", "/restore")
+--- Locks a snapshot against deletion.
+-- @function Client:lock_snapshot
 Client.lock_snapshot = by_id("POST", "/snapshots/", "lock_snapshot", "/lock")
+--- Unlocks a snapshot. opts: on_sudo, or challenge_id and otp.
+-- @function Client:unlock_snapshot
 Client.unlock_snapshot = destructive("POST", "/snapshots/", "unlock_snapshot", "/unlock")
 
 -- the rest of the execution API (power, administration, env vault, images)
@@ -408,36 +528,33 @@ function Client:on_request(fn)
   return prev
 end
 
--- Every call of a client is one trace: the coroutine's bound one
--- (unsandbox.trace), else a new one for the call, so a job's submission
--- and all its polls (and retries) share a trace id, each with its own span.
-local UNTRACED = { request = true, _open = true, _state = true, info = true, url = true,
-                   close = true, on_request = true, detect_language = true }
-for name, method in pairs(Client) do
-  if type(method) == "function" and not UNTRACED[name] then
-    Client[name] = function(self, ...)
-      if api.trace() then return method(self, ...) end
-      local b <close> = context.bind(context.traces, context.TRACE_OWNER,
-        { trace_id = core.new_traceparent():sub(4, 35), flags = "01" })
-      return method(self, ...)
-    end
-  end
-end
-
+-- Every call of a client is one trace (api.trace_calls); plumbing and
+-- calls without a request are not wrapped.
+api.trace_calls(Client, { request = true, _open = true, _state = true, _info = true, info = true,
+  url = true, close = true, on_request = true, detect_language = true })
 
 ------------------------------------------------------------------------
 -- Module functions
 ------------------------------------------------------------------------
 
+--- Functions of the module alone (the Client's methods above are module
+-- functions too, using the default client).
+-- @section module
+
 --- Signs a request exactly as the client does (the same C function).
 function unsandbox.sign(secret, timestamp, method, path, body)
-  return core.sign(secret, timestamp, method, path, body)
+  return check.protect("sign", 0, core.sign, secret, timestamp, method, path, body)
 end
 
+-- home, cwd and env stand in for $HOME, the working directory and the
+-- environment (tests and embedders that must not read the real ones).
+local CREDENTIAL_OPTIONS = { public_key = true, secret_key = true, account = true,
+                             home = true, cwd = true, env = true }
+
 --- Which public key would be used, and which tier supplied it (never the
--- secret). opts: public_key, secret_key, account.
+-- secret). opts: public_key, secret_key, account, home, cwd, env.
 function unsandbox.credentials(opts)
-  opts = check.type("credentials", "opts", opts, "table", true) or {}
+  opts = check.options("credentials", opts, CREDENTIAL_OPTIONS)
   local creds, kind, msg = core.credentials(opts)
   if not creds then return nil, Error.new { kind = kind, message = msg } end
   return creds
@@ -475,48 +592,8 @@ function unsandbox.default_client()
   return default
 end
 
--- For module functions: options that name a connection make a one-off
--- client for that call; everything else goes to the default client.
-local OPTS_POSITION = {
-  execute_code = 3, execute_async = 3, wait_for_job = 2, get_languages = 1, execute_many = 2,
-  create_session = 1, create_service = 1, session_execute = 3, service_execute = 3, map = 4,
-}
--- (execute_each and map_each return iterators that outlive the call: they
--- always use the default client, never a one-off one)
-
-local function connection_opts(opts)
-  if type(opts) ~= "table" then return nil end
-  local conn
-  for k in pairs(CONNECTION) do
-    if k ~= "timeout" and opts[k] ~= nil then
-      conn = conn or {}
-      conn[k] = opts[k]
-    end
-  end
-  return conn
-end
-
-local function strip(opts)
-  local rest = {}
-  for k, v in pairs(opts) do
-    if not CONNECTION[k] or k == "timeout" then rest[k] = v end
-  end
-  return rest
-end
-
-for name, method in pairs(Client) do
-  if type(method) == "function" and name ~= "close" and name ~= "request" and name:sub(1, 1) ~= "_"
-     and unsandbox[name] == nil then
-    local pos = OPTS_POSITION[name]
-    unsandbox[name] = function(...)
-      local conn = pos and connection_opts((select(pos, ...)))
-      if not conn then return method(unsandbox.default_client(), ...) end
-      local args = table.pack(...)
-      args[pos] = strip(args[pos])
-      local c <close> = unsandbox.client(conn)
-      return method(c, table.unpack(args, 1, args.n))
-    end
-  end
-end
+-- The module functions, made from the one declared table of public
+-- functions (lua/unsandbox/public.lua).
+require("unsandbox.public").install(unsandbox, Client, CONNECTION)
 
 return unsandbox

@@ -1,0 +1,64 @@
+--- What becomes of a job a call started itself (execute_code,
+-- service_execute, execute_many) when the caller stops waiting for it:
+-- Ctrl-C (the host's "interrupted!" raised as a Lua error, or an Error of
+-- kind interrupted from a core wait) or the call's own deadline. The job
+-- is cancelled, best effort and within CANCEL_WAIT seconds, so it does not
+-- run on unseen; the Error says which job it was (job_id) and whether the
+-- cancel went through (cancelled). A job the caller started separately
+-- (wait_for_job) is never cancelled here. Internal module.
+local core = require "unsandbox.core"
+local api = require "unsandbox.api"
+
+local M = {}
+
+M.CANCEL_WAIT = 5
+
+--- Cancels job_id; true when the service confirmed it. Never raises. A
+-- pending Ctrl-C is consumed first: it asked to stop waiting, and the
+-- cancel that follows must not be cut short by it.
+function M.cancel(client, job_id)
+  core.interrupt_take()
+  local ok, doc = pcall(api.call, client, "DELETE", "/jobs/" .. job_id, nil,
+    { timeout = M.CANCEL_WAIT })
+  return ok and doc ~= nil
+end
+
+-- Is err the end of a wait the caller asked for (Ctrl-C) or set (timeout)?
+local function gave_up(err)
+  return err.kind == "interrupted" or err.kind == "timeout"
+end
+
+--- err (a returned Error) with job_id, and the job cancelled when the
+-- wait was given up.
+function M.note(client, job_id, err)
+  if type(err) == "table" and gave_up(err) then
+    err.job_id = job_id
+    err.cancelled = M.cancel(client, job_id)
+  end
+  return err
+end
+
+-- The message a raised interrupt is re-raised with: the host's own
+-- "interrupted!" without the position inside this library it was raised at.
+local function clean(e)
+  if type(e) == "string" and e:match("interrupted!$") then return "interrupted!" end
+  return e
+end
+
+--- Runs wait(...) (which returns result or nil, Error). A raised error
+-- (Ctrl-C under unlua, or the caller's own on_poll failing) cancels every
+-- job of ids not yet finished (finished(id) true) and is raised again; a
+-- returned interrupt or timeout is noted on the Error (M.note).
+function M.guard(client, ids, finished, wait, ...)
+  local ok, r, err = pcall(wait, ...)
+  if not ok then
+    for _, id in ipairs(ids) do
+      if not finished(id) then M.cancel(client, id) end
+    end
+    error(clean(r), 0)
+  end
+  if r == nil then return nil, err end
+  return r                                     -- success is one value
+end
+
+return M

@@ -1,0 +1,91 @@
+-- #integration specs of the documentation: `make doc` builds the reference
+-- from the sources (LDoc) and it leaves no public function out; the man
+-- pages render without warnings and name every option the programs' own
+-- usage texts list.
+local fs = require "spec.helpers.fs"
+local proc = require "spec.helpers.proc"
+
+local ROOT = io.popen("cd " .. fs.quote(os.getenv("UNSANDBOX_ROOT") or ".") .. " && pwd"):read("l")
+
+describe("make doc #integration", function()
+  local html
+
+  setup(function()
+    local out, code = proc.run("make -s --no-print-directory -C " .. proc.quote(ROOT) .. " doc")
+    assert.equal(0, code, out)
+    html = assert(fs.read(ROOT .. "/build/doc/modules/unsandbox.html"), "no reference written")
+  end)
+
+  local function documented(name)
+    return html:find('<a name = "' .. name .. '"></a>', 1, true) ~= nil
+  end
+
+  it("documents every function of the module and every method of a Client", function()
+    local unsandbox = require "unsandbox"
+    local core = require "unsandbox.core"
+    local missing = {}
+    for name, v in pairs(unsandbox) do
+      if type(v) == "function" and not documented(name) and not documented("Client:" .. name) then
+        missing[#missing + 1] = name
+      end
+    end
+    for name, v in pairs(core.Client) do
+      if type(v) == "function" and not name:match("^_") and name ~= "request"
+          and not documented("Client:" .. name) and not documented("Client." .. name) then
+        missing[#missing + 1] = "Client:" .. name
+      end
+    end
+    table.sort(missing)
+    assert.same({}, missing)
+  end)
+
+  it("documents the options and result fields of a run and every error kind", function()
+    for _, word in ipairs { "input_files", "network_mode", "return_artifacts", "on_poll",
+        "exit_code", "execution_time_ms", "stdout_truncated", "request_id" } do
+      assert.matches(word, html, 1, true)
+    end
+    local errors = assert(fs.read(ROOT .. "/build/doc/modules/unsandbox.errors.html"))
+    for _, kind in ipairs { "credentials", "http", "transport", "timeout", "protocol", "validation",
+        "interrupted", "cancelled", "rpc" } do
+      assert.matches('"' .. kind .. '"', errors, 1, true)
+    end
+  end)
+end)
+
+describe("man pages #unit", function()
+  for _, page in ipairs { "un", "unlua", "unsandboxd" } do
+    it(page .. ".1 renders without warnings", function()
+      local out, code = proc.run("man --warnings -l " .. proc.quote(ROOT .. "/docs/man/" .. page .. ".1")
+        .. " >/dev/null")
+      assert.equal(0, code, out)
+      assert.equal("", out)
+    end)
+  end
+
+  -- every option a program's usage text lists is in its page
+  local function options_of(cmd)
+    local out = proc.run("sh -c " .. proc.quote(cmd))
+    local seen, list = {}, {}
+    for opt in out:gmatch("%f[%w%-]%-%-?[%a][%w%-]*") do
+      if not seen[opt] then seen[opt] = true; list[#list + 1] = opt end
+    end
+    return list
+  end
+
+  local function page_text(page)
+    local out = proc.run("sh -c " .. proc.quote("MANWIDTH=200 man -l " .. proc.quote(ROOT .. "/docs/man/"
+      .. page .. ".1") .. " | col -b"))
+    return out
+  end
+
+  it("un.1 and unlua.1 name every option of the usage texts", function()
+    local un = page_text("un")
+    for _, opt in ipairs(options_of(proc.quote(ROOT .. "/bin/un") .. " --help 2>&1 | sed -n '/^options:/,$p'")) do
+      assert.matches(opt, un, 1, true)
+    end
+    local unlua = page_text("unlua")
+    for _, opt in ipairs(options_of(proc.quote(ROOT .. "/bin/unlua") .. " --bogus 2>&1")) do
+      if opt ~= "--bogus" then assert.matches(opt, unlua, 1, true) end
+    end
+  end)
+end)

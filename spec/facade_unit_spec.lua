@@ -1,0 +1,147 @@
+-- #unit specs of the facade's shape, the things a new user trips over
+-- first (issue 13): one option checker behind every public function, one
+-- declared list of module functions, errors that point at the caller's
+-- line and read well when concatenated, timeouts in seconds. No server:
+-- the client points at a closed loopback port and every check here fails
+-- before anything is sent.
+local unsandbox = require "unsandbox"
+local proc = require "spec.helpers.proc"
+
+local KEYS = { public_key = "unsb-pk-aaaa-bbbb-cccc-dddd", secret_key = "unsb-sk-aaaa-bbbb-cccc-dddd-eeee",
+               url = "http://127.0.0.1:9" }
+
+-- The message of the error fn raises, and whether it points at this file.
+-- (calls under test are never tail calls: a tail call leaves no frame of
+-- the caller for the position to point at)
+local function raised(fn)
+  local ok, msg = pcall(fn)
+  assert.is_false(ok, "expected an error")
+  return tostring(msg)
+end
+
+local THIS = "facade_unit_spec%.lua:%d+: "
+
+describe("facade #unit", function()
+  local c
+  before_each(function() c = unsandbox.client(KEYS) end)
+  after_each(function() c:close() end)
+
+  describe("options", function()
+    -- every public function that takes an options table, with a call that
+    -- passes a misspelt option
+    local calls = {
+      execute_code = function(x) local r = x:execute_code("python", "print(1)", { ttl = 5, timout = 1 }); return r end,
+      execute_async = function(x) local r = x:execute_async("python", "print(1)", { bogus = 1 }); return r end,
+      wait_for_job = function(x) local r = x:wait_for_job("job1", { bogus = 1 }); return r end,
+      execute_many = function(x) local r = x:execute_many({}, { bogus = 1 }); return r end,
+      get_languages = function(x) local r = x:get_languages { bogus = 1 }; return r end,
+      call = function(x) local r = x:call("GET", "/health", nil, { timout = 1 }); return r end,
+      create_session = function(x) local r = x:create_session { bogus = 1 }; return r end,
+      session_execute = function(x) local r = x:session_execute("s1", "ls", { timout = 1 }); return r end,
+      create_service = function(x) local r = x:create_service { name = "a", bootstrap = "b", bogus = 1 }; return r end,
+      service_execute = function(x) local r = x:service_execute("s1", "ls", { timout = 1 }); return r end,
+      delete_session = function(x) local r = x:delete_session("s1", { bogus = 1 }); return r end,
+      session_snapshot = function(x) local r = x:session_snapshot("s1", { bogus = 1 }); return r end,
+      unlock_snapshot = function(x) local r = x:unlock_snapshot("s1", { bogus = 1 }); return r end,
+    }
+    for name, call in pairs(calls) do
+      it(name .. "() raises for an unknown option, at the caller's line", function()
+        local msg = raised(function() local r = call(c); return r end)
+        assert.matches(THIS, msg)
+        assert.matches("bad argument 'opts' to '" .. name .. "' %(unknown option '", msg)
+      end)
+    end
+
+    it("a non-table options argument raises", function()
+      assert.matches("table expected, got string", raised(function() return c:session_execute("s1", "ls", "x") end))
+      assert.matches("table expected, got number", raised(function() return c:call("GET", "/", nil, 5) end))
+      assert.matches("table expected, got no value", raised(function() return c:create_service() end))
+    end)
+
+    it("module functions refuse unknown options too", function()
+      assert.matches(THIS, raised(function() local r = unsandbox.session_execute("s1", "ls", { bogus = 1 }); return r end))
+      assert.matches("unknown option 'bogus'",
+        raised(function() return unsandbox.execute_code("python", "1", { url = KEYS.url, bogus = 1 }) end))
+    end)
+  end)
+
+  describe("timeouts", function()
+    it("are seconds in and out, never rounded down to nothing", function()
+      local quick = unsandbox.client { url = KEYS.url, public_key = KEYS.public_key,
+        secret_key = KEYS.secret_key, timeout = 0.0001 }
+      assert.equal(0.001, quick:info().timeout)      -- 1 ms, the core's unit
+      quick:close()
+      local slow = unsandbox.client { url = KEYS.url, public_key = KEYS.public_key,
+        secret_key = KEYS.secret_key, timeout = 2.5 }
+      assert.equal(2.5, slow:info().timeout)
+      slow:close()
+      assert.equal(120, c:info().timeout)            -- the default
+    end)
+
+    it("refuse zero, negative, NaN and non-numbers at the caller's line", function()
+      for _, bad in ipairs { 0, -1, 0 / 0, "5", true } do
+        local msg = raised(function() local x = unsandbox.client { url = KEYS.url, timeout = bad }; return x end)
+        assert.matches(THIS .. "bad argument 'timeout' to 'client'", msg)
+      end
+    end)
+  end)
+
+  describe("errors", function()
+    it("a bad URL raises at the caller's line, without the library's paths", function()
+      local msg = raised(function() local x = unsandbox.client { url = "ftp://x" }; return x end)
+      assert.matches(THIS .. "bad argument 'opts' to 'client' %(url must start with http", msg)
+      assert.not_matches("init%.lua", msg)
+    end)
+
+    it("a bad UNSANDBOX_URL raises at the caller's line of a module function", function()
+      local out, code = proc.lua("local u = require 'unsandbox'\nlocal r = u.list_jobs()\n",
+        { UNSANDBOX_URL = "gopher://x" })
+      assert.equal(1, code)
+      assert.matches("%(command line%):2: UNSANDBOX_URL: url must start with http", out)
+      assert.not_matches("init%.lua:", out:match("^[^\n]*"))
+    end)
+
+    it("the core's refusals of call(), its body and sign() point at the caller's line", function()
+      local msg = raised(function() local r = c:call("GET", "/x", nil, { headers = { ["X-A"] = {} } }); return r end)
+      assert.matches(THIS .. "bad argument #4 to 'call' %(headers: value of X%-A must be a string%)", msg)
+      msg = raised(function() local r = c:call("GET", "no-slash"); return r end)
+      assert.matches(THIS .. "bad argument #2 to 'call' %(path: must start with '/'%)", msg)
+      msg = raised(function() local r = c:call("POST", "/x", { f = print }); return r end)
+      assert.matches(THIS .. "cannot encode request body as JSON", msg)
+      msg = raised(function() local r = unsandbox.sign(1); return r end)
+      assert.matches(THIS .. "bad argument #1 to 'sign' %(secret: string expected", msg)
+      for _, m in ipairs { msg } do assert.not_matches("unsandbox/[%w_]+%.lua", m) end
+    end)
+
+    it("info() with no credentials is nil and an Error, not a C triple", function()
+      local bare = unsandbox.client { url = KEYS.url }
+      local real = os.getenv
+      local n, t, err
+      os.getenv = function(k) if k == "HOME" then return "/nonexistent-unsb" end return nil end
+      n, t, err = select("#", bare:info()), bare:info()
+      os.getenv = real
+      bare:close()
+      assert.equal(2, n)
+      assert.is_nil(t)
+      assert.is_true(unsandbox.Error.is(err))
+      assert.equal("credentials", err.kind)
+    end)
+  end)
+
+  describe("module functions", function()
+    it("are exactly the declared public functions, nothing of the Client's plumbing", function()
+      for _, name in ipairs { "info", "request", "url", "close" } do
+        assert.is_nil(unsandbox[name], name)
+      end
+      for _, name in ipairs { "execute_code", "execute_async", "get_job", "wait_for_job", "execute_many",
+          "cancel_job", "list_jobs", "get_languages", "validate_keys", "health", "call",
+          "create_session", "list_sessions", "get_session", "delete_session", "session_execute",
+          "create_service", "list_services", "get_service", "delete_service", "service_logs",
+          "service_execute", "session_snapshot", "service_snapshot", "list_snapshots", "get_snapshot",
+          "delete_snapshot", "restore_snapshot", "lock_snapshot", "unlock_snapshot",
+          "detect_language", "client", "default_client", "sign", "credentials" } do
+        assert.equal("function", type(unsandbox[name]), name)
+      end
+    end)
+  end)
+end)
