@@ -1,7 +1,8 @@
 /*
 ** The loader of lazy.h: dlopen by soname (RTLD_NODELETE: handles of the
 ** library live until the process ends), then dlsym of every name. All or
-** nothing, so a stub never calls through a missing address.
+** nothing, so a forwarding function (curl.c, crypto.c) never calls through
+** a missing address.
 */
 #include "lazy/lazy.h"
 
