@@ -306,10 +306,36 @@ describe("unlua #unit", function()
         local u = require "unsandbox"
         print(package.loaded["unsandbox.cp"] ~= nil, package.loaded["unsandbox.sandbox"] ~= nil)
         print(type(u.manager), type(u.Sandbox), #u.new_trace_id(), u.no_such_name)
-        print(package.loaded["unsandbox.cp"] ~= nil, rawget(u, "acting_subject") ~= nil)
+        print(package.loaded["unsandbox.cp"] ~= nil, rawget(u, "manager") ~= nil)
       ]]))
       assert.equal(0, code, out)
       assert.equal("false\tfalse\nfunction\ttable\t32\tnil\ntrue\ttrue\n", out)
+    end)
+
+    it("loads the tasks, batch and the rest of the routes on first use of one of their names", function()
+      local out, code = unlua("-e " .. q([[
+        local u = require "unsandbox"
+        local function loaded()
+          return tostring(package.loaded["unsandbox.tasks"] ~= nil) .. " "
+            .. tostring(package.loaded["unsandbox.batch"] ~= nil) .. " "
+            .. tostring(package.loaded["unsandbox.execapi"] ~= nil)
+        end
+        print(loaded())
+        local c = u.client { public_key = "unsb-pk-a", secret_key = "s", url = "http://127.0.0.1:9" }
+        print(type(c.freeze_session), loaded())
+        print(type(u.map), type(c.map), loaded())
+        print(type(u.spawn), loaded(), c.no_such_method, u.no_such_name)
+        -- a lazily loaded method refuses bad input like any other
+        print(pcall(c.freeze_session, c, 42))
+      ]]))
+      assert.equal(0, code, out)
+      local lines = {}
+      for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+      assert.equal("false false false", lines[1])
+      assert.equal("function\tfalse false true", lines[2])
+      assert.equal("function\tfunction\ttrue true true", lines[3])
+      assert.equal("function\ttrue true true\tnil\tnil", lines[4])
+      assert.matches("^false\t.*freeze_session", lines[5])
     end)
 
     it("copied anywhere, still has the core and the facade built in", function()

@@ -89,16 +89,20 @@ end
 --- Makes every method of Client but those named in untraced one trace:
 -- the coroutine's bound one (unsandbox.trace), else a new one for the
 -- call, so a job's submission and all its polls (and retries) share a
--- trace id, each exchange with its own span.
+-- trace id, each exchange with its own span. Called again when methods
+-- are added (a lazily loaded group), it wraps only the new ones.
+local wrappers = setmetatable({}, { __mode = "k" })
 function M.trace_calls(Client, untraced)
   for name, method in pairs(Client) do
-    if type(method) == "function" and not untraced[name] then
-      Client[name] = function(self, ...)
+    if type(method) == "function" and not untraced[name] and not wrappers[method] then
+      local traced = function(self, ...)
         if M.trace() then return method(self, ...) end
         local b <close> = context.bind(context.traces, context.TRACE_OWNER,
           { trace_id = core.new_traceparent():sub(4, 35), flags = "01" })
         return method(self, ...)
       end
+      wrappers[traced] = true
+      Client[name] = traced
     end
   end
 end

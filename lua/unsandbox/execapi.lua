@@ -1,13 +1,15 @@
 --- The rest of the execution API's routes (spec section 4) as Client
 -- methods: session power, service administration and env vault, snapshot
 -- creation and cloning, images. Kept apart from init.lua, which installs
--- them with install(Client, helpers); each is declared in public.lua, so
+-- them with install(Client) on first use of one of them (public.lua),
+-- with the shapes of a call of calls.lua; each is declared in public.lua, so
 -- it is also unsandbox.<name>(...) on the default client. Same conventions as the rest of the facade: misuse
 -- raises at the caller's line, expected failures return nil, Error, and
 -- the destructive routes (unlock, image delete) take the sudo options.
 -- Internal module; its methods are documented as the Client's.
 -- @submodule unsandbox
 local api = require "unsandbox.api"
+local calls = require "unsandbox.calls"
 local check = require "unsandbox.check"
 local execute = require "unsandbox.execute"
 local shape = require "unsandbox.shape"
@@ -312,9 +314,9 @@ local function image_use(Client, h)
   end
 end
 
-  --- Adds the methods to Client. helpers: init.lua's by_id, destructive,
--- with_id (the shared shapes of a route call).
-function M.install(Client, helpers)
+--- Adds the methods to Client.
+function M.install(Client)
+  local helpers = calls
   sessions(Client, helpers)
   services(Client, helpers)
   vault(Client, helpers)

@@ -12,16 +12,13 @@
 -- `nil, err` (an unsandbox.Error); misuse raises. Success is one value.
 -- @module unsandbox
 local core = require "unsandbox.core"
-local abandon = require "unsandbox.abandon"
 local api = require "unsandbox.api"
+local calls = require "unsandbox.calls"
 local check = require "unsandbox.check"
 local Error = require "unsandbox.errors"
 local execute = require "unsandbox.execute"
 local languages = require "unsandbox.languages"
-local poll = require "unsandbox.poll"
 local results = require "unsandbox.results"
-local tasks = require "unsandbox.tasks"
-local batch = require "unsandbox.batch"
 local observe = require "unsandbox.observe"
 local retry = require "unsandbox.retry"
 local shape = require "unsandbox.shape"
@@ -34,46 +31,37 @@ local unsandbox = {
 
 local Client = core.Client   -- the methods table of the C userdata
 
+-- The task functions are lua/unsandbox/tasks.lua's, loaded on first use
+-- (public.lua's LAZY_FIELDS); their reference is here.
+
 --- spawn(fn, ...) -> Task: fn(...) runs as a task from the next step on;
 -- inside it every call yields instead of blocking. A Task has
 -- t:wait(), t:result(), t:cancel() (its transfers closed, its remote job
 -- cancelled) and t:status().
 -- @function spawn
-unsandbox.spawn = tasks.spawn
+
 --- step(timeout_ms) -> the number of tasks not yet ended: resumes what can
 -- go on and waits at most timeout_ms (0: never blocks), the call a game
 -- loop makes once a frame; nil, Error(interrupted) after Ctrl-C (every
 -- task cancelled). Raises inside a task.
 -- @function step
-unsandbox.step = tasks.step
+
 --- run([timeout]) -> true once every task has ended, or nil, Error
 -- (interrupted, or timeout after `timeout` seconds: the tasks go on).
 -- @function run
-unsandbox.run = tasks.run
+
 --- pollfds() -> {{fd =, events = "r"|"w"|"rw"}, ...}, timeout_ms: what an
 -- external loop waits on before calling step(0) (timeout_ms 0: a task can
 -- go on now; -1: nothing scheduled).
 -- @function pollfds
-unsandbox.pollfds = tasks.pollfds
+
 --- completed(list) -> an iterator of i, task in the order the tasks of
 -- list end (yielding inside a task, driving the loop elsewhere).
 -- @function completed
-unsandbox.completed = tasks.completed
-unsandbox.Task = tasks.Task
+
 --- current_task() -> the Task whose code is running, or nil.
 -- @function current_task
-unsandbox.current_task = tasks.current
 
--- The Control Plane client (lua/unsandbox/cp.lua), loaded on first use of
--- one of its names: a script that only runs code does not pay for its
--- dozen modules when it requires unsandbox (half the require's time).
-local CP_NAMES = { manager = true, Manager = true, Sandbox = true, acting_subject = true,
-                   trace = true, current_trace = true, new_trace_id = true }
-setmetatable(unsandbox, { __index = function(t, k)
-  if not CP_NAMES[k] then return nil end
-  for name, v in pairs(require "unsandbox.cp") do rawset(t, name, v) end
-  return rawget(t, k)
-end })
 -- Each client's timeout in ms as it was made (weak keys): health() never
 -- waits longer than the client would.
 local TIMEOUTS = setmetatable({}, { __mode = "k" })
@@ -138,37 +126,8 @@ end
 local default_wait = execute.default_wait
 local execute_args = execute.args
 
--- Success is one value: the document with its request id (api.one).
-local one = api.one
-
--- A result or an error of a call, with the call's timing (issue 16).
--- Success stays one value (issue 13).
-local function timed(meter, r, err)
-  if type(r) == "table" then
-    r.timing = meter:timing()
-    return r
-  end
-  if Error.is(err) then err.timing = meter:timing() end
-  return nil, err
-end
-
-local function wait_result(self, job_id, timeout, on_poll, want_artifacts, meter)
-  local job, rid = poll.wait(self, job_id, timeout, on_poll, meter)
-  if not job then return nil, rid end
-  return results.normalise(job, rid, want_artifacts)
-end
-
-local function never() return false end
-
--- Waits for a job this call started itself: given up (Ctrl-C, the call's
--- deadline), the job is cancelled and the Error names it (abandon.lua).
-local function wait_started(self, job_id, timeout, on_poll, want_artifacts, meter)
-  return abandon.guard(self, { job_id }, never, function()
-    local r, err = wait_result(self, job_id, timeout, on_poll, want_artifacts, meter)
-    if not r then return nil, abandon.note(self, job_id, err) end
-    return r
-  end)
-end
+local one, timed = calls.one, calls.timed
+local wait_result, wait_started = calls.wait_result, calls.wait_started
 
 ------------------------------------------------------------------------
 -- Execution and jobs
@@ -245,9 +204,8 @@ function Client:wait_for_job(job_id, opts)
   return nil, err
 end
 
--- execute_many, execute_each, map and map_each (lua/unsandbox/batch.lua,
--- which documents them)
-batch.install(Client)
+-- execute_many, execute_each, map and map_each: lua/unsandbox/batch.lua,
+-- which documents them, loaded on first use (public.lua).
 
 --- Cancels a pending or running job: {job_id, status = "cancelled",
 -- request_id}. A finished job cannot be cancelled (an http error; 409
@@ -311,209 +269,9 @@ function Client:call(method, path, body, opts)
   return one(api.call(self, method:upper(), path, body, opts))
 end
 
-------------------------------------------------------------------------
--- Sessions, services, snapshots
-------------------------------------------------------------------------
-
-local function list_of(key)
-  return function(self)
-    local doc, rid = api.call(self, "GET", "/" .. key)
-    if not doc then return nil, rid end
-    local list, err = shape.list(doc, key, rid)
-    if not list then return nil, err end
-    return list
-  end
-end
-
-local function by_id(method, prefix, fname, suffix)
-  return function(self, id)
-    check.id(fname, "id", id)
-    return one(api.call(self, method, prefix .. id .. (suffix or ""), method == "POST" and {} or nil))
-  end
-end
-
-local SUDO_OPTIONS = { otp = true, challenge_id = true, on_sudo = true }
-
--- Deletions and unlocks may meet a sudo challenge (428 {challenge_id}).
--- opts.on_sudo(err) is then asked for the one-time password (nil or ""
--- cancels) and the request is sent again, freshly signed, with it; or the
--- caller answers a challenge it already has with opts.challenge_id and
--- opts.otp. The library itself never reads a terminal.
-local function destructive(method, prefix, fname, suffix)
-  return function(self, id, opts)
-    check.id(fname, "id", id)
-    opts = check.options(fname, opts, SUDO_OPTIONS)
-    check.type(fname, "on_sudo", opts.on_sudo, "function", true)
-    if opts.challenge_id ~= nil or opts.otp ~= nil then
-      check.nonempty(fname, "challenge_id", opts.challenge_id)
-      check.nonempty(fname, "otp", opts.otp)
-    end
-    local path = prefix .. id .. (suffix or "")
-    local body = method == "POST" and {} or nil
-    local function send(challenge, otp)
-      return api.call(self, method, path, body,
-        challenge and { headers = { ["X-Sudo-Challenge"] = challenge, ["X-Sudo-OTP"] = otp } })
-    end
-    local doc, err = send(opts.challenge_id, opts.otp)
-    if doc or not (opts.on_sudo and err.status == 428 and err.challenge_id) then return one(doc, err) end
-    local otp = opts.on_sudo(err)
-    if otp == nil or otp == "" then return nil, err end
-    return one(send(err.challenge_id, tostring(otp)))
-  end
-end
-
--- A created resource's document with `id` filled from its own key; both
--- are ids the caller will put in paths, so they are checked like one.
-local function with_id(doc, rid, key)
-  if not doc then return nil, rid end
-  local id, err = shape.id(doc, doc.id ~= nil and "id" or key, rid)
-  if not id then return nil, err end
-  if doc[key] ~= nil and not shape.valid_id(doc[key]) then return shape.id(doc, key, rid) end
-  doc.id = id
-  return one(doc, rid)
-end
-
-local SESSION_OPTIONS = { network_mode = true, ttl = true, shell = true, vcpu = true, input_files = true }
-
---- Creates a session: a persistent sandbox that runs commands.
-function Client:create_session(opts)
-  opts = check.options("create_session", opts, SESSION_OPTIONS)
-  local body, err = execute.sandbox_fields("create_session", opts)
-  if not body then return nil, err end
-  body.ttl = check.int_range("create_session", "ttl", opts.ttl, 1, 86400)
-  body.shell = check.type("create_session", "shell", opts.shell, "string", true)
-  local doc, rid = api.call(self, "POST", "/sessions", body)
-  return with_id(doc, rid, "session_id")
-end
-
---- The sessions of this key: a list of {id, status, shell, network_mode, ...}.
--- @function Client:list_sessions
-Client.list_sessions = list_of("sessions")
---- One session's document (with request_id).
--- @function Client:get_session
-Client.get_session = by_id("GET", "/sessions/", "get_session")
---- Deletes a session. opts: on_sudo, or challenge_id and otp (see above).
--- @function Client:delete_session
-Client.delete_session = destructive("DELETE", "/sessions/", "delete_session")
-
---- Runs a shell command in a session; returns a result like execute_code.
-function Client:session_execute(id, command, opts)
-  check.id("session_execute", "id", id)
-  check.type("session_execute", "command", command, "string")
-  opts = check.options("session_execute", opts, { timeout = true })
-  check.positive("session_execute", "timeout", opts.timeout)
-  local body = { command = command, timeout = opts.timeout and math.floor(opts.timeout * 1000) or nil }
-  local meter = observe.meter()
-  local doc, rid = api.call(self, "POST", "/sessions/" .. id .. "/shell", body,
-    { timeout = opts.timeout and opts.timeout + 30, meter = meter })
-  if not doc then return timed(meter, nil, rid) end
-  return timed(meter, results.normalise(doc, rid))
-end
-
-local SERVICE_OPTIONS = { name = true, bootstrap = true, bootstrap_content = true, ports = true,
-  custom_domains = true, network_mode = true, vcpu = true, input_files = true }
-
---- Creates a service: a persistent sandbox whose bootstrap command keeps
--- running.
-function Client:create_service(opts)
-  check.options("create_service", opts, SERVICE_OPTIONS, true)
-  check.nonempty("create_service", "name", opts.name)
-  if opts.bootstrap == nil and opts.bootstrap_content == nil then
-    check.fail("create_service", "bootstrap", "a bootstrap command or bootstrap_content is required")
-  end
-  local body, err = execute.sandbox_fields("create_service", opts)
-  if not body then return nil, err end
-  body.name = opts.name
-  body.bootstrap = check.type("create_service", "bootstrap", opts.bootstrap, "string", true)
-  body.bootstrap_content = check.type("create_service", "bootstrap_content", opts.bootstrap_content, "string", true)
-  body.ports = check.type("create_service", "ports", opts.ports, "table", true)
-  body.custom_domains = check.type("create_service", "custom_domains", opts.custom_domains, "table", true)
-  local doc, rid = api.call(self, "POST", "/services", body)
-  return with_id(doc, rid, "service_id")
-end
-
---- The services of this key: a list of {id, name, status, ...}.
--- @function Client:list_services
-Client.list_services = list_of("services")
---- One service's document (with request_id).
--- @function Client:get_service
-Client.get_service = by_id("GET", "/services/", "get_service")
---- Deletes a service. opts: on_sudo, or challenge_id and otp.
--- @function Client:delete_service
-Client.delete_service = destructive("DELETE", "/services/", "delete_service")
-
---- The service's bootstrap output; opts.all asks for all of it.
-function Client:service_logs(id, opts)
-  check.id("service_logs", "id", id)
-  opts = check.options("service_logs", opts, { all = true })
-  local all = check.type("service_logs", "all", opts.all, "boolean", true)
-  local doc, rid = api.call(self, "GET", "/services/" .. id .. "/logs" .. (all and "?all=true" or ""))
-  if not doc then return nil, rid end
-  local log = doc.log or doc.logs or ""
-  if type(log) ~= "string" then return shape.fail(rid, "'log' is not a string") end
-  return log
-end
-
---- Runs a command in a running service: submitted as a job and waited for.
-function Client:service_execute(id, command, opts)
-  check.id("service_execute", "id", id)
-  check.type("service_execute", "command", command, "string")
-  opts = check.options("service_execute", opts, { timeout = true, on_poll = true })
-  check.positive("service_execute", "timeout", opts.timeout)
-  check.type("service_execute", "on_poll", opts.on_poll, "function", true)
-  local timeout = opts.timeout or 30
-  local meter = observe.meter()
-  local doc, rid = api.call(self, "POST", "/services/" .. id .. "/execute",
-    { command = command, timeout = math.floor(timeout * 1000) }, { meter = meter })
-  if not doc then return timed(meter, nil, rid) end
-  -- the service answers 202 {job_id}, usually without a status
-  if doc.job_id == nil or results.TERMINAL[doc.status] then return timed(meter, results.normalise(doc, rid)) end
-  local job_id, bad = results.pending_id(doc, rid)
-  if not job_id then return timed(meter, nil, bad) end
-  return timed(meter, wait_started(self, job_id, timeout + 30, opts.on_poll, nil, meter))
-end
-
-local SNAPSHOT_OPTIONS = { name = true, hot = true }
-
-local function snapshot_of(kind)
-  local fname = kind .. "_snapshot"
-  return function(self, id, opts)
-    check.id(fname, "id", id)
-    opts = check.options(fname, opts, SNAPSHOT_OPTIONS)
-    local body = { name = check.type(fname, "name", opts.name, "string", true),
-                   hot = check.type(fname, "hot", opts.hot, "boolean", true) or false }
-    local doc, rid = api.call(self, "POST", "/" .. kind .. "s/" .. id .. "/snapshot", body)
-    return with_id(doc, rid, "snapshot_id")
-  end
-end
-
---- Snapshots a session. opts: name, hot (boolean). Returns the snapshot's document with its id.
--- @function Client:session_snapshot
-Client.session_snapshot = snapshot_of("session")
---- Snapshots a service. opts: name, hot (boolean). Returns the snapshot's document with its id.
--- @function Client:service_snapshot
-Client.service_snapshot = snapshot_of("service")
---- The snapshots of this key: a list of {id, name, source_type, source_id, size_bytes, ...}.
--- @function Client:list_snapshots
-Client.list_snapshots = list_of("snapshots")
---- One snapshot's document (with request_id).
--- @function Client:get_snapshot
-Client.get_snapshot = by_id("GET", "/snapshots/", "get_snapshot")
---- Deletes a snapshot (a locked one must be unlocked first). opts: on_sudo, or challenge_id and otp.
--- @function Client:delete_snapshot
-Client.delete_snapshot = destructive("DELETE", "/snapshots/", "delete_snapshot")
---- Restores a snapshot into the session or service it was taken of.
--- @function Client:restore_snapshot
-Client.restore_snapshot = by_id("POST", "/snapshots/", "restore_snapshot", "/restore")
---- Locks a snapshot against deletion.
--- @function Client:lock_snapshot
-Client.lock_snapshot = by_id("POST", "/snapshots/", "lock_snapshot", "/lock")
---- Unlocks a snapshot. opts: on_sudo, or challenge_id and otp.
--- @function Client:unlock_snapshot
-Client.unlock_snapshot = destructive("POST", "/snapshots/", "unlock_snapshot", "/unlock")
-
--- the rest of the execution API (power, administration, env vault, images)
-require("unsandbox.execapi").install(Client, { by_id = by_id, destructive = destructive, with_id = with_id })
+-- Sessions, services and snapshots are lua/unsandbox/resources.lua, the
+-- rest of the routes (power, administration, env vault, images)
+-- lua/unsandbox/execapi.lua: both loaded on first use (public.lua).
 
 --- detect_language as a method too, for symmetry; no network.
 function Client.detect_language(_, filename) return unsandbox.detect_language(filename) end
@@ -530,8 +288,9 @@ end
 
 -- Every call of a client is one trace (api.trace_calls); plumbing and
 -- calls without a request are not wrapped.
-api.trace_calls(Client, { request = true, _open = true, _state = true, _info = true, info = true,
-  url = true, close = true, on_request = true, detect_language = true })
+local UNTRACED = { request = true, _open = true, _state = true, _info = true, info = true,
+  url = true, close = true, on_request = true, detect_language = true }
+api.trace_calls(Client, UNTRACED)
 
 ------------------------------------------------------------------------
 -- Module functions
@@ -594,6 +353,10 @@ end
 
 -- The module functions, made from the one declared table of public
 -- functions (lua/unsandbox/public.lua).
-require("unsandbox.public").install(unsandbox, Client, CONNECTION)
+-- A lazy group's methods are traced like the others once loaded.
+require("unsandbox.public").install(unsandbox, Client, CONNECTION, function(module)
+  require(module).install(Client)
+  api.trace_calls(Client, UNTRACED)
+end)
 
 return unsandbox

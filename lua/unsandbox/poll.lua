@@ -8,7 +8,6 @@ local core = require "unsandbox.core"
 local api = require "unsandbox.api"
 local Error = require "unsandbox.errors"
 local results = require "unsandbox.results"
-local tasks = require "unsandbox.tasks"
 local shape = require "unsandbox.shape"
 
 local M = {}
@@ -64,10 +63,18 @@ end
 
 -- Inside a task, a job this wait follows is cancelled (DELETE, bounded)
 -- if the task is cancelled before the wait ends.
+-- No task can run before unsandbox.tasks is loaded (unsandbox.spawn
+-- loads it), so a wait outside one does not load it.
 local function own_job(client, job_id)
+  local tasks = package.loaded["unsandbox.tasks"]
+  if not tasks then return nil end
   return tasks.own(function()
     return api.call(client, "DELETE", "/jobs/" .. job_id, nil, { timeout = 10 })
   end)
+end
+
+local function disown(owned)
+  if owned then package.loaded["unsandbox.tasks"].disown(owned) end
 end
 
 --- Polls one job until a terminal state, at most `timeout` seconds.
@@ -80,23 +87,23 @@ function M.wait(client, job_id, timeout, on_poll, meter)
   while true do
     local left = deadline - core.monotonic_ms()
     if left <= 0 then
-      tasks.disown(owned)
+      disown(owned)
       return nil, timed_out("job " .. job_id, timeout, p.attempt)
     end
     local t0 = core.monotonic_us()
     local slept = core.sleep(math.min(p:delay(), left))
     if meter then meter.poll_wait_ms = meter.poll_wait_ms + (core.monotonic_us() - t0) / 1000 end
     if not slept then
-      tasks.disown(owned)
+      disown(owned)
       return nil, interrupted("job " .. job_id)
     end
     local state, a, b = p:poll(math.max(1, (deadline - core.monotonic_ms()) / 1000))
     if state == "done" then
-      tasks.disown(owned)
+      disown(owned)
       return a, b
     end
     if state == "failed" then
-      tasks.disown(owned)
+      disown(owned)
       return nil, a
     end
   end

@@ -7,28 +7,58 @@
 -- becomes a module function. Internal module: init.lua installs it.
 local M = {}
 
-M.PUBLIC = {
-  execute_code = 3, execute_async = 3, get_job = 0, wait_for_job = 2, execute_many = 2,
-  -- (batch.lua) execute_each and map_each return iterators that outlive
-  -- the call, so they always use the default client, never a one-off one
-  map = 4, execute_each = 0, map_each = 0,
-  cancel_job = 0, list_jobs = 0,
-  get_languages = 1, validate_keys = 0, health = 0, call = 0,
-  create_session = 1, list_sessions = 0, get_session = 0, delete_session = 2, session_execute = 3,
-  create_service = 1, list_services = 0, get_service = 0, delete_service = 2, service_logs = 2,
-  service_execute = 3,
-  session_snapshot = 2, service_snapshot = 2, list_snapshots = 0, get_snapshot = 0,
-  delete_snapshot = 2, restore_snapshot = 0, lock_snapshot = 0, unlock_snapshot = 2,
-  -- the routes of issue 14 (execapi.lua)
-  freeze_session = 0, unfreeze_session = 0, boost_session = 0, unboost_session = 0,
-  freeze_service = 0, unfreeze_service = 0, lock_service = 0, unlock_service = 2,
-  update_service = 2, resize_service = 0, set_service_domains = 2, redeploy_service = 2,
-  get_service_env = 0, set_service_env = 0, export_service_env = 0, delete_service_env = 0,
-  create_snapshot = 1, clone_snapshot = 2,
-  publish_image = 1, list_images = 0, get_image = 0, delete_image = 2, lock_image = 0,
-  unlock_image = 2, set_image_visibility = 0, grant_image_access = 0, revoke_image_access = 0,
-  transfer_image = 0, image_trusted = 0, spawn_image = 2, clone_image = 2,
+-- Groups of methods: those of init.lua, and those whose module is loaded
+-- on first use of one of them (issue 15: a script that only runs code
+-- does not compile the other modules when it requires unsandbox).
+local GROUPS = {
+  { module = false, names = {
+    execute_code = 3, execute_async = 3, get_job = 0, wait_for_job = 2,
+    cancel_job = 0, list_jobs = 0,
+    get_languages = 1, validate_keys = 0, health = 0, call = 0 } },
+  { module = "unsandbox.resources", names = {
+    create_session = 1, list_sessions = 0, get_session = 0, delete_session = 2, session_execute = 3,
+    create_service = 1, list_services = 0, get_service = 0, delete_service = 2, service_logs = 2,
+    service_execute = 3,
+    session_snapshot = 2, service_snapshot = 2, list_snapshots = 0, get_snapshot = 0,
+    delete_snapshot = 2, restore_snapshot = 0, lock_snapshot = 0, unlock_snapshot = 2 } },
+  -- execute_each and map_each return iterators that outlive the call, so
+  -- they always use the default client, never a one-off one
+  { module = "unsandbox.batch", names = {
+    execute_many = 2, map = 4, execute_each = 0, map_each = 0 } },
+  -- the routes of issue 14
+  { module = "unsandbox.execapi", names = {
+    freeze_session = 0, unfreeze_session = 0, boost_session = 0, unboost_session = 0,
+    freeze_service = 0, unfreeze_service = 0, lock_service = 0, unlock_service = 2,
+    update_service = 2, resize_service = 0, set_service_domains = 2, redeploy_service = 2,
+    get_service_env = 0, set_service_env = 0, export_service_env = 0, delete_service_env = 0,
+    create_snapshot = 1, clone_snapshot = 2,
+    publish_image = 1, list_images = 0, get_image = 0, delete_image = 2, lock_image = 0,
+    unlock_image = 2, set_image_visibility = 0, grant_image_access = 0, revoke_image_access = 0,
+    transfer_image = 0, image_trusted = 0, spawn_image = 2, clone_image = 2 } },
 }
+
+-- Functions of the module itself that live in other modules, loaded on
+-- first use too: name -> {module, field}.
+M.LAZY_FIELDS = {
+  spawn = { "unsandbox.tasks", "spawn" }, step = { "unsandbox.tasks", "step" },
+  run = { "unsandbox.tasks", "run" }, pollfds = { "unsandbox.tasks", "pollfds" },
+  completed = { "unsandbox.tasks", "completed" }, Task = { "unsandbox.tasks", "Task" },
+  current_task = { "unsandbox.tasks", "current" },
+}
+-- the Control Plane client (lua/unsandbox/cp.lua)
+for _, name in ipairs { "manager", "Manager", "Sandbox", "acting_subject", "trace",
+                        "current_trace", "new_trace_id" } do
+  M.LAZY_FIELDS[name] = { "unsandbox.cp", name }
+end
+
+-- name -> the position of its options table; name -> its lazy module
+M.PUBLIC, M.MODULE_OF = {}, {}
+for _, g in ipairs(GROUPS) do
+  for name, pos in pairs(g.names) do
+    M.PUBLIC[name] = pos
+    M.MODULE_OF[name] = g.module or nil
+  end
+end
 
 -- Methods of a Client that are not module functions: plumbing, and
 -- detect_language and on_request (the module has its own: a pure
@@ -60,18 +90,59 @@ local function strip(opts, connection)
   return rest
 end
 
---- Adds unsandbox[name] for every public name. connection: the set of
--- option names that make a client (init.lua's CONNECTION).
-function M.install(unsandbox, Client, connection)
+local function check_declared(Client)
   for name, v in pairs(Client) do
     if type(v) == "function" and not PRIVATE[name] and not name:match("^_") and not M.PUBLIC[name] then
-      error("Client:" .. name .. " is not declared in lua/unsandbox/public.lua", 2)
+      error("Client:" .. name .. " is not declared in lua/unsandbox/public.lua", 3)
     end
   end
+end
+
+local function check_present(Client, module)
+  for name in pairs(M.PUBLIC) do
+    if M.MODULE_OF[name] == module then
+      assert(type(rawget(Client, name)) == "function", "PUBLIC names a missing method: " .. name)
+    end
+  end
+end
+
+-- Client's lazy methods: the first lookup of one loads its module through
+-- load(module), which adds the group's methods to Client.
+local function lazy_methods(Client, load)
+  local loaded = {}
+  setmetatable(Client, { __index = function(_, name)
+    local module = M.MODULE_OF[name]
+    if not module or loaded[module] then return nil end
+    loaded[module] = true
+    load(module)
+    check_declared(Client)
+    check_present(Client, module)
+    return rawget(Client, name)
+  end })
+end
+
+-- unsandbox's lazy fields (M.LAZY_FIELDS), loaded on first lookup.
+local function lazy_fields(unsandbox)
+  setmetatable(unsandbox, { __index = function(t, k)
+    local from = M.LAZY_FIELDS[k]
+    if not from then return nil end
+    local v = require(from[1])[from[2]]
+    rawset(t, k, v)
+    return v
+  end })
+end
+
+--- Adds unsandbox[name] for every public name and the lazy fields.
+-- connection: the set of option names that make a client (init.lua's
+-- CONNECTION); load(module): installs a lazy group's methods into Client.
+function M.install(unsandbox, Client, connection, load)
+  check_declared(Client)
+  check_present(Client, nil)
+  lazy_methods(Client, load)
+  lazy_fields(unsandbox)
   for name, pos in pairs(M.PUBLIC) do
-    local method = Client[name]
-    assert(type(method) == "function", "PUBLIC names a missing method: " .. name)
     unsandbox[name] = function(...)
+      local method = Client[name]
       local conn = pos > 0 and connection_opts((select(pos, ...)), connection)
       if not conn then return method(unsandbox.default_client(), ...) end
       local args = table.pack(...)

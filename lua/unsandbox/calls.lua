@@ -1,0 +1,111 @@
+--- The shapes of a call that several groups of Client methods share:
+-- one document with its request id, a result with its timing, waiting
+-- for a job the call started, a list, a route by id, a destructive route
+-- with the sudo challenge, a created resource's id. Kept out of init.lua
+-- so that the groups loaded on first use (resources.lua, execapi.lua)
+-- use the same ones. Internal module.
+local abandon = require "unsandbox.abandon"
+local api = require "unsandbox.api"
+local check = require "unsandbox.check"
+local Error = require "unsandbox.errors"
+local poll = require "unsandbox.poll"
+local results = require "unsandbox.results"
+local shape = require "unsandbox.shape"
+
+local M = {}
+
+-- Success is one value: the document with its request id (api.one).
+local one = api.one
+M.one = one
+
+-- A result or an error of a call, with the call's timing (issue 16).
+-- Success stays one value (issue 13).
+function M.timed(meter, r, err)
+  if type(r) == "table" then
+    r.timing = meter:timing()
+    return r
+  end
+  if Error.is(err) then err.timing = meter:timing() end
+  return nil, err
+end
+
+-- The final result of a job, polled for.
+function M.wait_result(self, job_id, timeout, on_poll, want_artifacts, meter)
+  local job, rid = poll.wait(self, job_id, timeout, on_poll, meter)
+  if not job then return nil, rid end
+  return results.normalise(job, rid, want_artifacts)
+end
+
+local function never() return false end
+
+-- Waits for a job this call started itself: given up (Ctrl-C, the call's
+-- deadline), the job is cancelled and the Error names it (abandon.lua).
+function M.wait_started(self, job_id, timeout, on_poll, want_artifacts, meter)
+  return abandon.guard(self, { job_id }, never, function()
+    local r, err = M.wait_result(self, job_id, timeout, on_poll, want_artifacts, meter)
+    if not r then return nil, abandon.note(self, job_id, err) end
+    return r
+  end)
+end
+
+-- GET /<key>: the list under key.
+function M.list_of(key)
+  return function(self)
+    local doc, rid = api.call(self, "GET", "/" .. key)
+    if not doc then return nil, rid end
+    local list, err = shape.list(doc, key, rid)
+    if not list then return nil, err end
+    return list
+  end
+end
+
+-- METHOD prefix..id..suffix: one document (a POST sends {}).
+function M.by_id(method, prefix, fname, suffix)
+  return function(self, id)
+    check.id(fname, "id", id)
+    return one(api.call(self, method, prefix .. id .. (suffix or ""), method == "POST" and {} or nil))
+  end
+end
+
+local SUDO_OPTIONS = { otp = true, challenge_id = true, on_sudo = true }
+
+-- Deletions and unlocks may meet a sudo challenge (428 {challenge_id}).
+-- opts.on_sudo(err) is then asked for the one-time password (nil or ""
+-- cancels) and the request is sent again, freshly signed, with it; or the
+-- caller answers a challenge it already has with opts.challenge_id and
+-- opts.otp. The library itself never reads a terminal.
+function M.destructive(method, prefix, fname, suffix)
+  return function(self, id, opts)
+    check.id(fname, "id", id)
+    opts = check.options(fname, opts, SUDO_OPTIONS)
+    check.type(fname, "on_sudo", opts.on_sudo, "function", true)
+    if opts.challenge_id ~= nil or opts.otp ~= nil then
+      check.nonempty(fname, "challenge_id", opts.challenge_id)
+      check.nonempty(fname, "otp", opts.otp)
+    end
+    local path = prefix .. id .. (suffix or "")
+    local body = method == "POST" and {} or nil
+    local function send(challenge, otp)
+      return api.call(self, method, path, body,
+        challenge and { headers = { ["X-Sudo-Challenge"] = challenge, ["X-Sudo-OTP"] = otp } })
+    end
+    local doc, err = send(opts.challenge_id, opts.otp)
+    if doc or not (opts.on_sudo and err.status == 428 and err.challenge_id) then return one(doc, err) end
+    local otp = opts.on_sudo(err)
+    if otp == nil or otp == "" then return nil, err end
+    return one(send(err.challenge_id, tostring(otp)))
+  end
+end
+
+-- A created resource's document with `id` filled from its own key; both
+-- are ids the caller will put in paths, so they are checked like one.
+function M.with_id(doc, rid, key)
+  if not doc then return nil, rid end
+  local id, err = shape.id(doc, doc.id ~= nil and "id" or key, rid)
+  if not id then return nil, err end
+  if doc[key] ~= nil and not shape.valid_id(doc[key]) then return shape.id(doc, key, rid) end
+  doc.id = id
+  return one(doc, rid)
+end
+
+return M
