@@ -43,6 +43,9 @@ AGENT_LIB  := $(filter-out build/agent/main.o,$(AGENT_OBJ))
 TEST_BIN   := $(TEST_SRC:csrc/tests/%.c=build/tests/%)
 
 MODULE    = lua/unsandbox/core.so
+FACADE_LUA := $(sort $(wildcard lua/unsandbox/*.lua))
+# the facade precompiled, as `make install` installs it (below)
+LUA_BC    := $(FACADE_LUA:lua/%=build/luac/%)
 UNLUA     = bin/unlua
 UNSANDBOXD = bin/unsandboxd
 AGENT     = bin/unsandboxd-agent
@@ -50,7 +53,7 @@ EMBED     = examples/embed/embed_demo
 FRAME     = examples/embed/frame_loop
 
 .PHONY: all deps test check-c demo bench rock-check clean fuzz sanitize coverage install rock install-rock doc
-all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(FRAME) $(TEST_BIN)
+all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(FRAME) $(TEST_BIN) $(LUA_BC)
 
 build/%.o: csrc/%.c
 	@mkdir -p $(dir $@)
@@ -71,11 +74,21 @@ $(MODULE): $(CORE_OBJ) $(BIND_OBJ) $(LAZY_OBJ)
 # Lua facade as data (build/host/facade_lua.c), so a copy of it anywhere
 # still has `require "unsandbox"`. -Wl,-E exports the Lua API to the C
 # modules scripts load.
-FACADE_LUA := $(sort $(wildcard lua/unsandbox/*.lua))
 build/host/facade_lua.c: $(FACADE_LUA) scripts/embed_lua.lua
 	@mkdir -p build/host
 	$(call say,GEN,$@)
 	$(Q)lua5.4 scripts/embed_lua.lua $@ $(FACADE_LUA)
+
+# What `make install` puts in LUADIR: the facade precompiled by luac5.4
+# (debug information kept, so errors and tracebacks still name the source
+# lines), which `require "unsandbox"` loads several times faster than it
+# compiles the sources (issue 15; `make bench` prints both). A compile
+# error fails the build here. `make install PRECOMPILE=0` installs the
+# sources instead.
+build/luac/unsandbox/%.lua: lua/unsandbox/%.lua
+	@mkdir -p $(dir $@)
+	$(call say,LUAC,$<)
+	$(Q)luac5.4 -o $@ $<
 
 build/host/facade_lua.o: build/host/facade_lua.c
 	$(call say,CC,$<)
@@ -228,12 +241,12 @@ $(PC_FILE): FORCE
 
 # what the rockspec builds and installs (its tree gets the module, unlua
 # and un; `un --local` then finds unsandboxd on $PATH)
-rock: $(MODULE) $(UNLUA)
+rock: $(MODULE) $(UNLUA) $(LUA_BC)
 
 install-rock: rock
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUADIR)/unsandbox $(DESTDIR)$(LIBDIR)/unsandbox
 	install -m 0755 $(UNLUA) bin/un $(DESTDIR)$(BINDIR)/
-	install -m 0644 lua/unsandbox/*.lua $(DESTDIR)$(LUADIR)/unsandbox/
+	install -m 0644 $(if $(filter 0,$(PRECOMPILE)),$(FACADE_LUA),$(LUA_BC)) $(DESTDIR)$(LUADIR)/unsandbox/
 	install -m 0755 $(MODULE) $(DESTDIR)$(LIBDIR)/unsandbox/
 
 install: install-rock $(UNSANDBOXD) $(AGENT) $(STATIC_LIB) $(PC_FILE)

@@ -79,6 +79,8 @@ local ok, err = pcall(function()
   local cc = unsandbox.client(servers.cold.client_opts())
   local bwrap = util.bwrap_argv()
   local lua_env = "LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='lua/?.so;;' "
+  -- the facade as `make install` installs it: precompiled (build/luac)
+  local installed_env = "LUA_PATH='build/luac/?.lua;build/luac/?/init.lua;;' LUA_CPATH='lua/?.so;;' "
 
   -- warm-ups: connections, caches, the pools' first refills
   assert(pc:health()); assert(cc:health())
@@ -111,10 +113,15 @@ local ok, err = pcall(function()
       target = function(m, b) return string.format("<= 1.3x: %s", m <= 1.3 * b and "met" or "NOT met") end },
     { name = "lua5.4 -e 'require \"unsandbox\"'", base = "lua5.4 -e ''",
       run = function() return tool(string.format("spawn %d -- env %s/usr/bin/lua5.4 -e %s", PER,
+        installed_env, q('require "unsandbox"'))) end,
+      baseline = function() return tool(string.format("spawn %d -- env %s/usr/bin/lua5.4 -e ''",
+        PER, installed_env)) end,
+      target = function(m, b) return string.format("<= 3x: %s", m <= 3 * b and "met" or "NOT met") end },
+    { name = "  the same from the source tree", base = "lua5.4 -e ''",
+      run = function() return tool(string.format("spawn %d -- env %s/usr/bin/lua5.4 -e %s", PER,
         lua_env, q('require "unsandbox"'))) end,
       baseline = function() return tool(string.format("spawn %d -- env %s/usr/bin/lua5.4 -e ''",
-        PER, lua_env)) end,
-      target = function(m, b) return string.format("<= 3x: %s", m <= 3 * b and "met" or "NOT met") end },
+        PER, lua_env)) end },
   }
   local samples = {}
   for r = 1, ROUNDS do

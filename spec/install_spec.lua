@@ -81,4 +81,32 @@ describe("make install #integration", function()
     assert.is_truthy(fs.read(stage .. "/opt/unsb/bin/unlua"))
     assert.is_truthy(fs.read(stage .. "/opt/unsb/share/lua/5.4/unsandbox/init.lua"))
   end)
+
+  it("installs the facade precompiled, with its line information; PRECOMPILE=0 installs the sources", function()
+    local lua_env = function(prefix)
+      return bare { LUA_PATH = prefix .. "/share/lua/5.4/?.lua;" .. prefix .. "/share/lua/5.4/?/init.lua;;",
+                    LUA_CPATH = prefix .. "/lib/lua/5.4/?.so;;" }
+    end
+    -- a misuse raised from inside the facade, with a traceback
+    local probe = "sh -c " .. proc.quote("cd / && lua5.4 -e " .. proc.quote([[
+      local u = require "unsandbox"
+      print(select(2, xpcall(u.client, debug.traceback, { timeout = "x" })))]]))
+    local sources = {}
+    for _, form in ipairs { "bytecode", "source" } do
+      local prefix = dir .. "/" .. form
+      local out, code = make("PREFIX=" .. proc.quote(prefix) .. (form == "source" and " PRECOMPILE=0" or ""))
+      assert.equal(0, code, out)
+      for _, m in ipairs { "init", "api", "tasks", "cli" } do
+        local head = assert(fs.read(prefix .. "/share/lua/5.4/unsandbox/" .. m .. ".lua")):sub(1, 4)
+        assert.equal(form == "bytecode", head == "\27Lua", m .. ".lua installed as " .. form)
+      end
+      out, code = proc.run(probe, lua_env(prefix))
+      assert.equal(0, code, out)
+      assert.matches("bad argument 'timeout' to 'client'", out, 1, true)
+      -- the traceback names the facade's file and line in both forms
+      sources[form] = out:match("unsandbox/init%.lua:(%d+):")
+      assert.is_truthy(sources[form], out)
+    end
+    assert.equal(sources.source, sources.bytecode)
+  end)
 end)
