@@ -91,6 +91,22 @@ describe("the sandbox pool #integration", function()
     assert.equal(0, health(cc).pool.size)
   end)
 
+  it("prepares its sandboxes at a lower priority than runs (a run gets the server's back)", function()
+    assert(await_full(c), "the pool did not fill")
+    local pids = sandbox_processes(srv.pid)
+    assert.is_true(#pids >= 6, "pool sandboxes found: " .. #pids)
+    for _, pid in ipairs(pids) do
+      -- the fields after the command name start at field 3: nice is 19
+      local f = {}
+      for x in assert(fs.read("/proc/" .. pid .. "/stat")):match("%) (.*)$"):gmatch("%S+") do f[#f + 1] = x end
+      assert.equal("10", f[17], "pool process " .. pid)
+    end
+    -- the program of a pooled run, and its sandbox's init, at nice 0
+    -- (the fingerprint spec below compares all of it with a cold start)
+    local r = run(c, "bash", "echo $(nice) $(cut -d' ' -f19 /proc/1/stat)")
+    assert.equal("0 0\n", r.stdout)
+  end)
+
   it("serves runs from ready sandboxes, with their results", function()
     local before = health(c).pool.hits
     local r = run(c, "python", "import sys; print('py'); sys.exit(3)")

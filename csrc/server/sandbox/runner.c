@@ -88,6 +88,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -267,6 +268,22 @@ static int set_cpu_limit(ux_run *r, int ttl_s, char *err, size_t errlen) {
   return -1;
 }
 
+/* A pooled sandbox was prepared at the filler's lower priority (pool.c):
+** its inner process, which forks the program after the release, and its
+** slirp4netns get the server's back, as a cold start has. Raising a
+** priority needs CAP_SYS_NICE; without it the run goes on, slower, and
+** that is said once. The pidfds, checked just before, prove the pids. */
+static void unnice(ux_run *r) {
+  static int said;
+  int prio = getpriority(PRIO_PROCESS, 0);
+  int bad = r->inner_fd >= 0 && ux_pidfd_alive(r->inner_fd) &&
+            setpriority(PRIO_PROCESS, (id_t)r->inner, prio) != 0;
+  if (r->net.pid > 0 && r->net.pidfd >= 0 && ux_pidfd_alive(r->net.pidfd) &&
+      setpriority(PRIO_PROCESS, (id_t)r->net.pid, prio) != 0) bad = 1;
+  if (bad && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+    fprintf(stderr, "unsandboxd: pooled sandboxes run at a lower priority: %s\n", strerror(errno));
+}
+
 /* The source and input files, then the release. 0; -1 with err for what
 ** the spec brought (a file that cannot be placed), -2 for the sandbox's
 ** own failure; the caller then abandons the sandbox. */
@@ -283,6 +300,7 @@ static int arm(ux_run *r, const ux_run_spec *spec, char *err, size_t errlen) {
   r->want_artifacts = spec->want_artifacts;
   if (r->want_artifacts) ux_tree_list_files(r->work_fd, &r->before);
   if (r->pooled && set_cpu_limit(r, spec->ttl_s, err, errlen) != 0) return -2;
+  if (r->pooled) unnice(r);
   r->ttl_s = spec->ttl_s;
   r->cap = spec->output_cap ? spec->output_cap : UX_SB_OUTPUT_CAP;
   r->on_output = spec->on_output;
