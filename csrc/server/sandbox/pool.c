@@ -39,7 +39,6 @@
 #define READY_MS     UX_SB_NET_MS   /* set-up must be done within */
 #define BACKOFF_MS   100      /* after a failed start; doubles up to 2 s */
 #define STOP_WAIT_MS 10000    /* pool stop waits this long for pooled runs */
-#define QUIET_MS     25       /* a refill waits this long for a taken run */
 #define FILLER_NICE  10       /* see filler() */
 
 typedef struct shape {
@@ -68,7 +67,6 @@ static struct {
   int break_next;             /* tests: sandboxes to prepare broken */
   long long backoff_until;
   int backoff_ms;
-  long long quiet_until;      /* see refill_now */
   pthread_t filler;
   ux_pool_stats st;
 } pool = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
@@ -199,7 +197,6 @@ ux_run *ux_pool_take(const ux_run_spec *spec) {
   }
   if (sh) {
     if (r) pool.st.hits++; else pool.st.misses++;
-    if (r) pool.quiet_until = ux_now_ms() + QUIET_MS;
     pthread_cond_signal(&pool.wake);
   }
   pthread_mutex_unlock(&pool.lock);
@@ -215,8 +212,6 @@ void ux_pool_break_next(int n) {
 void ux_pool_done(void) {
   pthread_mutex_lock(&pool.lock);
   pool.live--;
-  pool.quiet_until = 0;
-  pthread_cond_signal(&pool.wake);
   pthread_cond_broadcast(&pool.gone);
   pthread_mutex_unlock(&pool.lock);
 }
@@ -234,17 +229,6 @@ static int neediest(void) {
     if (n < pool.size && (best < 0 || n < have)) { best = i; have = n; }
   }
   return best;
-}
-
-/* Whether shape k is refilled now. Preparing a sandbox takes a core for
-** a couple of milliseconds, which the run that just took one would wait
-** for on a small machine (its program starts at the same moment): a
-** shape still at least half full waits until that run is freed or
-** QUIET_MS have passed; one below half is refilled at once, so a burst
-** never finds the pool empty for want of this. Locked. */
-static int refill_now(int k) {
-  int have = pool.shapes[k].n_ready + pool.shapes[k].starting;
-  return 2 * have < pool.size || ux_now_ms() >= pool.quiet_until;
 }
 
 static void failed(const char *why) {
@@ -315,7 +299,7 @@ static int round_locked(starting *st, int *n_st) {
   }
   int k;
   while (!pool.stop && *n_st < PIPELINE && ux_now_ms() >= pool.backoff_until &&
-         (k = neediest()) >= 0 && refill_now(k)) {
+         (k = neediest()) >= 0) {
     pool.shapes[k].starting++;
     pthread_mutex_unlock(&pool.lock);
     int rc = begin(k, &st[*n_st]);
@@ -385,8 +369,7 @@ static void *filler(void *arg) {
       nanosleep(&ts, NULL);
       pthread_mutex_lock(&pool.lock);
     } else if (!pool.stop && pool.n_trash == 0) {
-      long long until = pool.backoff_until > pool.quiet_until ? pool.backoff_until : pool.quiet_until;
-      long long wait = until - ux_now_ms();
+      long long wait = pool.backoff_until - ux_now_ms();
       wait_locked(wait > 0 ? wait : 1000);
     }
   }
