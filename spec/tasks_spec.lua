@@ -241,6 +241,30 @@ print("RUN", ok, err and err.kind)
     assert.error_matches(function() unsandbox.run(0) end, "timeout")
   end)
 
+  it("step(0) resumes ready tasks for about a millisecond and leaves the rest for the next step", function()
+    -- each task computes for 3 ms before it ends: one is all a step(0) has time for
+    local ran = 0
+    local function spin()
+      local until_us = core.monotonic_us() + 3000
+      while core.monotonic_us() < until_us do end
+      ran = ran + 1
+    end
+    for _ = 1, 5 do unsandbox.spawn(spin) end
+    local _, timeout = unsandbox.pollfds()
+    assert.equal(0, timeout)
+    assert.equal(4, unsandbox.step(0))
+    assert.equal(1, ran)
+    -- the others are still ready: a host's loop sees it should step again
+    _, timeout = unsandbox.pollfds()
+    assert.equal(0, timeout)
+    -- a longer step has a longer budget (bounded: a loaded machine may
+    -- need a second one)
+    for _ = 1, 5 do
+      if unsandbox.step(200) == 0 then break end
+    end
+    assert.equal(5, ran)
+  end)
+
   it("pollfds() lists the sockets of a transfer in flight and a bounded timeout", function()
     arm { mode = "latency", ms = 1000, path = "/jobs" }
     local t = unsandbox.spawn(function() return c:list_jobs() end)

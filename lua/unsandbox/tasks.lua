@@ -95,10 +95,13 @@ local function resume(t)
 end
 
 -- Resumes the tasks that were ready when it started (those that become
--- ready meanwhile wait for the next call, so a step stays bounded).
-local function run_ready()
+-- ready meanwhile wait for the next call, so a step stays bounded), and,
+-- given a deadline (core.monotonic_us), no more once it has passed: the
+-- rest stay ready, first in line for the next call.
+local function run_ready(deadline_us)
   local last = #ready
   while ready_head <= last do
+    if deadline_us and core.monotonic_us() >= deadline_us then return end
     local t = ready[ready_head]
     ready[ready_head] = nil
     ready_head = ready_head + 1
@@ -327,21 +330,29 @@ local function not_in_task(fname)
   if current then error(fname .. ": called from inside a task (it drives the tasks)", 3) end
 end
 
---- step(timeout_ms): resumes the tasks that can go on, drives the loop
--- once, waiting at most timeout_ms (0: not at all) for something to
--- happen, and resumes what that woke. Returns the number of tasks not yet
--- ended, or nil, Error(interrupted) after Ctrl-C (every task cancelled).
+-- How long one step resumes tasks, at least: a frame loop's step(0)
+-- stays short when many tasks are ready at once (32 new tasks each
+-- building a request take ~10 ms); the others go on at the next step.
+local STEP_BUDGET_US = 1000
+
+--- step(timeout_ms): resumes the tasks that can go on (for about a
+-- millisecond, or timeout_ms if longer: the rest on the next step), drives
+-- the loop once, waiting at most timeout_ms (0: not at all) for something
+-- to happen, and resumes what that woke. Returns the number of tasks not
+-- yet ended, or nil, Error(interrupted) after Ctrl-C (every task
+-- cancelled).
 function M.step(timeout_ms)
   local ms = check_ms("step", timeout_ms)
   not_in_task("step")
   local started = core.monotonic_ms()
-  run_ready()
+  local deadline = core.monotonic_us() + math.max(STEP_BUDGET_US, ms * 1000)
+  run_ready(deadline)
   local wait = 0
   if n_live > 0 and not has_ready() then wait = math.max(0, ms - (core.monotonic_ms() - started)) end
   local woken, intr = loop_step(wait)
   wake(woken)
   if intr then return interrupted() end
-  run_ready()
+  run_ready(deadline)
   return n_live
 end
 
