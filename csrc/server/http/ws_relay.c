@@ -221,8 +221,10 @@ static void program_over(relay *r) {
 
 /* Deadlines and state changes after one round of I/O. */
 static void check(relay *r, long now) {
-  if (!r->closing && r->stop_seen)
+  if (!r->closing && r->stop_seen) {
     start_close(r, 1001, "server shutting down", UX_RELAY_STOPPING);
+    r->close_deadline = now + UX_WS_RELAY_CLOSE_MS;   /* the stop does not wait for a slow reader */
+  }
   if (!r->closing && r->done && (r->pty_eof || r->drained)) program_over(r);
   if (!r->closing && now - r->last_traffic >= r->c->idle_ms)
     start_close(r, 1001, "idle timeout", UX_RELAY_IDLE);
