@@ -221,6 +221,9 @@ static void test_both_ways(void) {
   size_t len;
   int op = next_frame(f, p, sizeof p, &len, 5000);
   ok(op == UX_WS_PONG && !strcmp(p, "ping!"), "a ping gets a pong with its payload (%d)", op);
+  send_frame(f, 0x89, "", 0);
+  op = next_frame(f, p, sizeof p, &len, 5000);
+  ok(op == UX_WS_PONG && len == 0, "an empty ping gets an empty pong (%d)", op);
   struct winsize ws;
   ok(ioctl(f->slave, TIOCGWINSZ, &ws) == 0 && ws.ws_row == 30 && ws.ws_col == 100,
      "a resize reaches the terminal (%ux%u)", ws.ws_col, ws.ws_row);

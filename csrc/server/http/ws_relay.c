@@ -48,6 +48,7 @@ typedef struct relay {
 static size_t q_pending(const queue *q) { return q->len - q->off; }
 
 static int q_put(queue *q, const void *data, size_t n) {
+  if (n == 0) return 0;                          /* an empty payload: nothing to copy */
   if (q->off == q->len) q->off = q->len = 0;
   if (q->len + n > q->cap && q->off) {           /* compact first */
     memmove(q->p, q->p + q->off, q->len - q->off);
