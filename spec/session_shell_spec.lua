@@ -65,7 +65,7 @@ describe("GET /sessions/{id}/shell (WebSocket terminal) #integration", function(
   end)
 
   it("ends terminals when the session is deleted or idle", function()
-    assert.is_true(check("lifecycle") >= 5)
+    assert.is_true(check("lifecycle") >= 7)
   end)
 
   it("closes every terminal (1001) when unsandboxd stops", function()

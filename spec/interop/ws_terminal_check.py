@@ -270,6 +270,24 @@ def lifecycle(t, a):
     t.ok(gone(word), "and its processes", procs(word))
     w.shut()
 
+    sid = new_session(a)
+    word = marker()
+    w = attach(a.url, a.pk, a.sk, sid)
+    started = start_marked(w, word, "sleep")
+    st, _ = api(a.url, a.pk, a.sk, "POST", "/sessions/%s/freeze" % sid, {})
+    w.keys("echo thawed-$((5*5))\n")
+    frozen_quiet = st == 200 and w.wait_for("thawed-25", 1.5) is None
+    st, _ = api(a.url, a.pk, a.sk, "POST", "/sessions/%s/unfreeze" % sid, {})
+    t.ok(started and frozen_quiet and st == 200 and w.wait_for("thawed-25", 15) is not None,
+         "freezing the session freezes its terminal; unfreezing resumes it", (started, frozen_quiet, st))
+    api(a.url, a.pk, a.sk, "POST", "/sessions/%s/freeze" % sid, {})
+    w.close()
+    _, _, code = w.until_end(15)
+    t.ok(code == 1000 and gone(word), "a detach from a frozen session's terminal leaves no process",
+         (code, procs(word)))
+    w.shut()
+    api(a.url, a.pk, a.sk, "POST", "/sessions/%s/unfreeze" % sid, {})
+
     sid = new_session(a, ttl=2)
     w = attach(a.url, a.pk, a.sk, sid)
     t0 = time.monotonic()

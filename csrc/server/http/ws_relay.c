@@ -211,7 +211,7 @@ static void read_signal(int fd, int *flag) {
 static void program_over(relay *r) {
   int code = r->c->exit_code(r->c->ctx);
   if (code < 0) {
-    start_close(r, 1001, "the shell was ended from outside (session deleted)", UX_RELAY_KILLED);
+    start_close(r, 1001, "the shell was ended from outside (session deleted or restored)", UX_RELAY_KILLED);
     return;
   }
   char msg[64];
