@@ -241,19 +241,24 @@ def cycles(t, a):
     bad = []
     word = marker()
     for i in range(50):
-        w = attach(a.url, a.pk, a.sk, sid)
-        if w.status != 101:
-            bad.append((i, w.status))
-            w.shut()
-            continue
-        if i % 10 == 0:
-            if not start_marked(w, word, "sleep"):
+        step = "attach"
+        try:
+            w = attach(a.url, a.pk, a.sk, sid)
+            if w.status != 101:
+                bad.append((i, w.status))
+                w.shut()
+                continue
+            step = "marker"
+            if i % 10 == 0 and not start_marked(w, word, "sleep"):
                 bad.append((i, "no marker"))
-        w.close()
-        _, _, code = w.until_end(15)
-        if code != 1000:
-            bad.append((i, code))
-        w.shut()
+            step = "close"
+            w.close()
+            _, _, code = w.until_end(15)
+            if code != 1000:
+                bad.append((i, code))
+            w.shut()
+        except (Closed, OSError, ValueError) as e:
+            bad.append((i, step, repr(e)))
     t.ok(not bad, "50 attach/close cycles", bad)
     t.ok(healthy(a) and gone(word), "then /health answers and no shell of them remains", procs(word))
 

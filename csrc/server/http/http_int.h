@@ -97,6 +97,7 @@ struct ux_xchg {
   size_t up_extra_len;
   struct MHD_UpgradeResponseHandle *urh;
   ux_xchg *up_prev, *up_next; /* in h->upgraded while handed over */
+  void **con_slot;            /* libmicrohttpd's con_cls of this request */
 };
 
 /* Where an upgrade is. */
@@ -147,6 +148,10 @@ struct MHD_Response *ux_stream_response(ux_xchg *x);
 /* The body ring: puts what fits; under h->mu. */
 size_t ux_stream_feed_locked(ux_xchg *x, const char *data, size_t n);
 
+/* upgrade.c: what a given-back upgraded request's con_cls is set to: its
+** completion notice, which libmicrohttpd sends with one of its own mutexes
+** held, must then not take h->mu (ux_req_upgrade_close did its work). */
+extern char ux_upgrade_done;
 /* upgrade.c: the 101 response of x (x->upgrade), or NULL. */
 struct MHD_Response *ux_upgrade_response(ux_xchg *x);
 /* The server stops: every upgraded socket's owner is told (its stop
