@@ -20,6 +20,7 @@
 ** reply each hold one.
 */
 #include "server/http/http_int.h"
+#include "server/http/upgrade.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,7 @@ static ux_xchg *x_new(ux_http *h, struct MHD_Connection *c, ux_conn *cn, const c
   x->req.content_length = declared_length(&x->req);
   x->req.x = x;
   x->out_length = -1;
+  x->up_fd = x->up_stop = -1;
   return x;
 }
 
@@ -227,6 +229,7 @@ static void *handler_main(void *arg) {
   ux_xchg *x = arg;
   ux_http *h = x->h;
   h->cfg.router.handle(h->cfg.router.ctx, &x->req);
+  if (x->upgrade) ux_req_upgrade_close(&x->req);   /* a handler that forgot */
   int streamed;
   pthread_mutex_lock(&h->mu);
   streamed = x->stream_open;
@@ -320,6 +323,7 @@ static enum MHD_Result first_call(ux_http *h, struct MHD_Connection *c, const ch
   ux_xchg *x = cn ? x_new(h, c, cn, url, method) : NULL;
   if (!x) return MHD_NO;                       /* out of memory: close */
   *con_cls = x;
+  x->con_slot = con_cls;
   pthread_mutex_lock(&h->mu);
   h->live++;
   cn->x = x;
@@ -457,6 +461,10 @@ enum MHD_Result ux_x_on_request(void *cls, struct MHD_Connection *c, const char 
 void ux_x_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                        enum MHD_RequestTerminationCode toe) {
   ux_http *h = cls;
+  if (*con_cls == &ux_upgrade_done) {          /* given back: upgrade.c did the rest */
+    *con_cls = NULL;
+    return;
+  }
   ux_xchg *x = *con_cls;
   ux_conn *cn = conn_of(c);
   long long tcp = cn && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK

@@ -2,15 +2,18 @@
 ** The transport's private state, shared by its files: http.c (listener,
 ** start, stop), exchange.c (libmicrohttpd's request callback and handler
 ** threads), respond.c (replies to libmicrohttpd responses), stream.c
-** (streamed bodies both ways) and sweeper.c (the connection registry and
-** its deadlines).
+** (streamed bodies both ways), sweeper.c (the connection registry and
+** its deadlines) and upgrade.c (HTTP 101 upgrades).
 **
 ** One mutex per listener (h->mu) guards all of it: the registry, every
 ** exchange's flags and rings, and every call of MHD_suspend_connection
 ** and MHD_resume_connection, so "suspended" here always matches
 ** libmicrohttpd's view. Lock order: h->mu, then libmicrohttpd's internal
 ** mutexes (suspend/resume take them); libmicrohttpd never calls us with
-** one of its own connection-list mutexes held. A response's content
+** one of its own connection-list mutexes held, but for one case: the
+** completion notice of an upgraded connection given back comes with its
+** cleanup mutex held, so that notice never takes h->mu (upgrade.c does
+** its work before the give-back). A response's content
 ** reader is called with that response's mutex held and takes h->mu, so
 ** responses are created, queued and destroyed only without h->mu.
 */
@@ -86,8 +89,22 @@ struct ux_xchg {
   ux_ring in, out;            /* streaming body; streamed reply */
   long long out_length;       /* -1 = chunked */
   unsigned long long out_written;
-  pthread_cond_t cv;          /* handler side waits here (body, stream) */
+  pthread_cond_t cv;          /* handler side waits here (body, stream, upgrade) */
+  /* a protocol upgrade (upgrade.c): the 101 is queued like a reply, then
+  ** libmicrohttpd hands the socket over on its event thread */
+  unsigned char upgrade;      /* the reply is a 101 upgrade */
+  unsigned char up_state;     /* UP_* below */
+  int up_fd;                  /* the socket, once handed over */
+  int up_stop;                /* eventfd the transport signals when it stops */
+  char *up_extra;             /* bytes libmicrohttpd read past the headers */
+  size_t up_extra_len;
+  struct MHD_UpgradeResponseHandle *urh;
+  ux_xchg *up_prev, *up_next; /* in h->upgraded while handed over */
+  void **con_slot;            /* libmicrohttpd's con_cls of this request */
 };
+
+/* Where an upgrade is. */
+enum { UP_NONE, UP_WAITING, UP_HANDED, UP_FAILED, UP_CLOSED };
 
 struct ux_http {
   struct MHD_Daemon *d;
@@ -102,6 +119,9 @@ struct ux_http {
   unsigned running;           /* handler threads alive */
   unsigned live;              /* exchanges libmicrohttpd still holds */
   ux_conn *conns;
+  ux_xchg *upgraded;          /* sockets handed over to handlers (upgrade.c) */
+  unsigned up_closing;        /* MHD_upgrade_action calls in progress */
+  int mhd_stopping;           /* MHD_stop_daemon is next: no more of them */
 };
 
 /* exchange.c */
@@ -130,6 +150,22 @@ void ux_log_request(const char *method, const char *path, int status, long ms, c
 struct MHD_Response *ux_stream_response(ux_xchg *x);
 /* The body ring: puts what fits; under h->mu. */
 size_t ux_stream_feed_locked(ux_xchg *x, const char *data, size_t n);
+
+/* upgrade.c: what a given-back upgraded request's con_cls is set to: its
+** completion notice, which libmicrohttpd sends with one of its own mutexes
+** held, must then not take h->mu (ux_req_upgrade_close did its work). */
+extern char ux_upgrade_done;
+/* upgrade.c: the 101 response of x (x->upgrade), or NULL. */
+struct MHD_Response *ux_upgrade_response(ux_xchg *x);
+/* The server stops: every upgraded socket's owner is told (its stop
+** eventfd); with `cut`, the sockets are shut down too. Under h->mu. */
+void ux_upgrade_stop_locked(ux_http *h, int cut);
+/* Waits (under h->mu, until deadline_ms) until no upgraded socket is
+** still held by its owner, so libmicrohttpd is never stopped under one. */
+void ux_upgrade_drain_locked(ux_http *h, long deadline_ms);
+/* Bars further MHD_upgrade_action calls and waits (bounded) for those in
+** progress, right before MHD_stop_daemon; under h->mu. */
+void ux_upgrade_bar_locked(ux_http *h);
 
 /* sweeper.c */
 void ux_conn_on_notify(void *cls, struct MHD_Connection *c, void **socket_context,
