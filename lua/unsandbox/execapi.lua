@@ -322,6 +322,8 @@ function M.install(Client, helpers)
   images(Client, helpers)
   image_sharing(Client, helpers)
   image_use(Client, helpers)
+  -- the session terminal (spec 5.4): a WebSocket, not a route call
+  require("unsandbox.terminal").install(Client)
 end
 
 return M
