@@ -40,11 +40,6 @@ static int push_errno(lua_State *L, const char *what) {
   return 2;
 }
 
-static int l_isatty(lua_State *L) {
-  lua_pushboolean(L, isatty(check_fd(L, 1)));
-  return 1;
-}
-
 /* core.tty_size(fd) -> cols, rows | nil, message */
 static int l_size(lua_State *L) {
   struct winsize w;
@@ -134,7 +129,7 @@ static int l_take(lua_State *L) {
 }
 
 static const luaL_Reg FUNCS[] = {
-  {"tty_isatty", l_isatty}, {"tty_size", l_size}, {"tty_raw", l_raw},
+  {"tty_size", l_size}, {"tty_raw", l_raw},
   {"tty_restore", l_restore}, {"tty_signals", l_signals}, {"tty_signal_take", l_take},
   {"fd_read", l_read}, {NULL, NULL},
 };
