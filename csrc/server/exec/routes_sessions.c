@@ -68,12 +68,18 @@ void ux_remove_volume(const ux_server *srv, const char *kind, const char *id) {
 
 ux_exec_spec *ux_command_spec(ux_req *r, const char *kind, const char *id,
                               json_t *doc, json_t *body, long default_ms) {
-  const char *command, *mode;
+  const char *command;
   long timeout;
-  char dir[4200];
   if (ux_get_str(r, body, "command", 1, NULL, &command) < 0 ||
       ux_get_int(r, body, "timeout", 1, 900000, default_ms, &timeout) < 0)
     return NULL;
+  return ux_resource_spec(r, kind, id, doc, command, (int)((timeout + 999) / 1000));
+}
+
+ux_exec_spec *ux_resource_spec(ux_req *r, const char *kind, const char *id, json_t *doc,
+                               const char *command, int ttl_s) {
+  const char *mode;
+  char dir[4200];
   mode = json_string_value(json_object_get(doc, "network_mode"));
   int net = mode && !strcmp(mode, "semitrusted");
   int vcpu = (int)json_integer_value(json_object_get(doc, "vcpu"));
@@ -81,7 +87,7 @@ ux_exec_spec *ux_command_spec(ux_req *r, const char *kind, const char *id,
     ux_reply_error(r, 500, "internal_error", "the %s's directory name is too long", kind);
     return NULL;
   }
-  ux_exec_spec *spec = ux_exec_spec_command(command, net, vcpu, (int)((timeout + 999) / 1000));
+  ux_exec_spec *spec = ux_exec_spec_command(command, net, vcpu, ttl_s);
   ux_exec_spec_set_volume(spec, dir);
   return spec;
 }

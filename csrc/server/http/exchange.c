@@ -20,6 +20,7 @@
 ** reply each hold one.
 */
 #include "server/http/http_int.h"
+#include "server/http/upgrade.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,7 @@ static ux_xchg *x_new(ux_http *h, struct MHD_Connection *c, ux_conn *cn, const c
   x->req.content_length = declared_length(&x->req);
   x->req.x = x;
   x->out_length = -1;
+  x->up_fd = x->up_stop = -1;
   return x;
 }
 
@@ -227,6 +229,7 @@ static void *handler_main(void *arg) {
   ux_xchg *x = arg;
   ux_http *h = x->h;
   h->cfg.router.handle(h->cfg.router.ctx, &x->req);
+  if (x->upgrade) ux_req_upgrade_close(&x->req);   /* a handler that forgot */
   int streamed;
   pthread_mutex_lock(&h->mu);
   streamed = x->stream_open;

@@ -126,7 +126,8 @@ static void free_http(ux_http *h) {
 }
 
 static struct MHD_Daemon *start_daemon(ux_http *h, struct sockaddr_storage *ss) {
-  unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+  unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
+                   MHD_USE_ERROR_LOG |
                    (ss->ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
   return MHD_start_daemon(flags, 0, NULL, NULL, ux_x_on_request, h,
                           MHD_OPTION_SOCK_ADDR, (struct sockaddr *)ss,
@@ -206,6 +207,7 @@ static void drain_locked(ux_http *h, long deadline_ms) {
 unsigned ux_http_stop(ux_http *h, long deadline_ms) {
   pthread_mutex_lock(&h->mu);
   if (!h->stopping) h->stopping = 1;
+  ux_upgrade_stop_locked(h, 0);               /* terminals say goodbye and end */
   drain_locked(h, deadline_ms);
   /* abandon: nothing suspends any more, every waiting handler sees -1,
   ** and every suspended connection is resumed, since libmicrohttpd may
@@ -216,6 +218,10 @@ unsigned ux_http_stop(ux_http *h, long deadline_ms) {
     pthread_cond_broadcast(&cn->x->cv);
     ux_x_wake_locked(cn->x);
   }
+  /* upgraded sockets still held are cut, and given back (bounded)
+  ** before libmicrohttpd stops: it must not close one under its owner */
+  ux_upgrade_stop_locked(h, 1);
+  ux_upgrade_drain_locked(h, ux_now_ms() + UX_HTTP_UPGRADE_DRAIN_MS);
   pthread_mutex_unlock(&h->mu);
   ux_sweeper_stop(h);
   MHD_stop_daemon(h->d);

@@ -86,8 +86,21 @@ struct ux_xchg {
   ux_ring in, out;            /* streaming body; streamed reply */
   long long out_length;       /* -1 = chunked */
   unsigned long long out_written;
-  pthread_cond_t cv;          /* handler side waits here (body, stream) */
+  pthread_cond_t cv;          /* handler side waits here (body, stream, upgrade) */
+  /* a protocol upgrade (upgrade.c): the 101 is queued like a reply, then
+  ** libmicrohttpd hands the socket over on its event thread */
+  unsigned char upgrade;      /* the reply is a 101 upgrade */
+  unsigned char up_state;     /* UP_* below */
+  int up_fd;                  /* the socket, once handed over */
+  int up_stop;                /* eventfd the transport signals when it stops */
+  char *up_extra;             /* bytes libmicrohttpd read past the headers */
+  size_t up_extra_len;
+  struct MHD_UpgradeResponseHandle *urh;
+  ux_xchg *up_prev, *up_next; /* in h->upgraded while handed over */
 };
+
+/* Where an upgrade is. */
+enum { UP_NONE, UP_WAITING, UP_HANDED, UP_FAILED, UP_CLOSED };
 
 struct ux_http {
   struct MHD_Daemon *d;
@@ -102,6 +115,7 @@ struct ux_http {
   unsigned running;           /* handler threads alive */
   unsigned live;              /* exchanges libmicrohttpd still holds */
   ux_conn *conns;
+  ux_xchg *upgraded;          /* sockets handed over to handlers (upgrade.c) */
 };
 
 /* exchange.c */
@@ -130,6 +144,15 @@ void ux_log_request(const char *method, const char *path, int status, long ms, c
 struct MHD_Response *ux_stream_response(ux_xchg *x);
 /* The body ring: puts what fits; under h->mu. */
 size_t ux_stream_feed_locked(ux_xchg *x, const char *data, size_t n);
+
+/* upgrade.c: the 101 response of x (x->upgrade), or NULL. */
+struct MHD_Response *ux_upgrade_response(ux_xchg *x);
+/* The server stops: every upgraded socket's owner is told (its stop
+** eventfd); with `cut`, the sockets are shut down too. Under h->mu. */
+void ux_upgrade_stop_locked(ux_http *h, int cut);
+/* Waits (under h->mu, until deadline_ms) until no upgraded socket is
+** still held by its owner, so libmicrohttpd is never stopped under one. */
+void ux_upgrade_drain_locked(ux_http *h, long deadline_ms);
 
 /* sweeper.c */
 void ux_conn_on_notify(void *cls, struct MHD_Connection *c, void **socket_context,

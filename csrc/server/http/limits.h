@@ -52,6 +52,8 @@
 #define UX_HTTP_RING (64u * 1024u)
 /* How long shutdown lets requests in flight finish. */
 #define UX_HTTP_DRAIN_MS 3000L
+/* After the drain: how long upgraded sockets, cut, may take to be given back. */
+#define UX_HTTP_UPGRADE_DRAIN_MS 1000L
 
 /* 1 when headers started at since_ms (0 = not started) are late at now. */
 int ux_limit_headers_late(long since_ms, long now_ms, long deadline_ms);

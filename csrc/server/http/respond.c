@@ -80,7 +80,8 @@ static void common_headers(struct MHD_Response *resp, ux_http *h, ux_xchg *x, in
   }
   /* a draining server lets clients know not to reuse the connection;
   ** a handler may ask for the same (ux_reply.close) */
-  if (x->req.stopping || h->stopping || x->req.reply.close) add(resp, "Connection", "close");
+  if (!x->upgrade && (x->req.stopping || h->stopping || x->req.reply.close))
+    add(resp, "Connection", "close");
 }
 
 static enum MHD_Result queue(struct MHD_Connection *c, struct MHD_Response *resp, int status,
@@ -106,9 +107,10 @@ static struct MHD_Response *plain(ux_reply *rep) {
 enum MHD_Result ux_respond(ux_http *h, ux_xchg *x, struct MHD_Connection *c) {
   ux_reply *rep = &x->req.reply;
   int status = rep->status ? rep->status : 500;
-  struct MHD_Response *resp = x->stream_open ? ux_stream_response(x) : plain(rep);
+  struct MHD_Response *resp = x->upgrade ? ux_upgrade_response(x)
+                             : x->stream_open ? ux_stream_response(x) : plain(rep);
   if (!resp) return MHD_NO;
-  if (!rep->empty || rep->content_type)
+  if (!x->upgrade && (!rep->empty || rep->content_type))
     add(resp, "Content-Type", rep->content_type ? rep->content_type : "application/json");
   common_headers(resp, h, x, rep->retry_after);
   if (rep->allow[0]) add(resp, "Allow", rep->allow);

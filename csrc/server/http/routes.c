@@ -48,6 +48,7 @@ static const route ROUTES[] = {
   { "GET",    "/sessions/*",           ux_h_session_get, 0 },
   { "DELETE", "/sessions/*",           ux_h_session_delete, 0 },
   { "POST",   "/sessions/*/shell",     ux_h_session_shell, 0 },
+  { "GET",    "/sessions/*/shell",     ux_h_session_terminal, 0 },
   { "POST",   "/sessions/*/snapshot",  ux_h_session_snapshot, 0 },
   { "POST",   "/sessions/*/freeze",    ux_h_session_freeze, 0 },
   { "POST",   "/sessions/*/unfreeze",  ux_h_session_unfreeze, 0 },

@@ -148,6 +148,15 @@ int ux_make_volume(ux_req *r, const char *kind, const char *id, json_t *input_fi
 ux_exec_spec *ux_command_spec(ux_req *r, const char *kind, const char *id,
                               json_t *doc, json_t *body, long default_ms);
 
+/* The same run shape for any command (the terminal's shell): the
+** resource's volume, network mode and vcpu, ttl_s (0 = none). NULL after
+** setting a 500 reply. */
+ux_exec_spec *ux_resource_spec(ux_req *r, const char *kind, const char *id, json_t *doc,
+                               const char *command, int ttl_s);
+
+/* GET /sessions/{id}/shell: the WebSocket terminal (exec/terminal.c). */
+int ux_h_session_terminal(ux_req *r, const char *id);
+
 /* Removes a deleted session's or service's volume once every run in it
 ** is gone (ux_volume_destroy). */
 void ux_remove_volume(const ux_server *srv, const char *kind, const char *id);
