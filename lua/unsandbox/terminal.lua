@@ -44,7 +44,7 @@ end
 
 -- One control message as the event read() returns; unknown types are
 -- passed on as they are (a newer server's), malformed JSON is an error.
-local function event_of(text)
+function M.event_of(text)
   local doc = cjson.decode(text)
   if type(doc) ~= "table" or type(doc.type) ~= "string" then
     return nil, Error.new { kind = "protocol", message = "malformed terminal control message" }
@@ -69,7 +69,7 @@ function M.take(t)
   local data, text = t:_next()
   if data then
     if not text then return data end
-    return event_of(data)
+    return M.event_of(data)
   end
   local ended, kind, msg, code = t:_ended()
   if ended == nil then return nil, error_of(kind, msg, nil, code) end
