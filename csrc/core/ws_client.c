@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/clock.h"
 #include "core/interrupt.h"
@@ -137,6 +138,9 @@ static void connection_error(unsb_ws *ws, struct lws *wsi, const void *in, size_
   if (status && status != 101) {
     ws->http_status = (int)status;
     fail(ws, UNSB_ETRANSPORT, "%s answered the upgrade with HTTP %u", ws->target.url, status);
+  } else if (strstr(what, "SSL") || strstr(what, "ssl") || strstr(what, "TLS")) {
+    fail(ws, UNSB_ETRANSPORT, "TLS with %s failed (its certificate or host name could not be "
+         "verified, or the TLS handshake broke): %s", ws->target.url, what);
   } else if (strstr(what, "connect")) {
     fail(ws, UNSB_ETRANSPORT, "cannot connect to %s: %s", ws->target.url, what);
   } else {
@@ -315,6 +319,10 @@ static int sign_handshake(unsb_ws *ws, const unsb_credentials *cred, unsb_error 
 
 static int make_context(unsb_ws *ws, const unsb_ws_config *cfg, unsb_error *err) {
   struct lws_context_creation_info info;
+  /* lws would go on without a CA file it cannot read (and then refuse
+  ** every certificate): say what is wrong instead */
+  if (cfg->ca_file && access(cfg->ca_file, R_OK) != 0)
+    return unsb_fail(err, UNSB_ETRANSPORT, "ca_file %s: %s", cfg->ca_file, strerror(errno));
   /* process-wide in lws; silent unless debugging, and never at a level
   ** that would print the handshake headers */
   lws_set_log_level(cfg->debug ? (LLL_ERR | LLL_WARN | LLL_NOTICE) : 0, NULL);

@@ -4,7 +4,6 @@
 ** anything it cannot split into host, port and path, since the pieces go
 ** to libwebsockets separately.
 */
-#define _GNU_SOURCE
 #include "core/ws_url.h"
 
 #include <stdio.h>
