@@ -62,7 +62,7 @@ function M.event_of(text)
   return ev
 end
 
---- The next queued item without waiting: output (string), a control event
+-- The next queued item without waiting: output (string), a control event
 -- (table), or nil, and then ended: false (open), true (closed normally)
 -- or an Error.
 function M.take(t)
@@ -75,59 +75,6 @@ function M.take(t)
   if ended == nil then return nil, error_of(kind, msg, nil, code) end
   return nil, ended
 end
-
---- A Terminal: the live connection to a session's shell, from
--- `client:session_attach(id)`. Closed by `t:close()`, a `<close>` variable
--- or the collector (the shell then ends: detach).
--- @type Terminal
-
---- t:send(bytes): queues keyboard bytes. true, or nil, Error (the
--- terminal has ended; "terminal input queue full" when more than
--- max_input bytes wait to be written).
-function Terminal:send(bytes)
-  check.type("send", "bytes", bytes, "string")
-  local ok, kind, msg = self:_send(bytes)
-  if not ok then return nil, Error.new { kind = kind, message = msg } end
-  return true
-end
-
---- t:resize(cols, rows): the remote terminal's size, each 1..1000.
-function Terminal:resize(cols, rows)
-  cols = check.int_range("resize", "cols", check.type("resize", "cols", cols, "number"), 1, MAX_SIZE)
-  rows = check.int_range("resize", "rows", check.type("resize", "rows", rows, "number"), 1, MAX_SIZE)
-  local ok, kind, msg = self:_resize(cols, rows)
-  if not ok then return nil, Error.new { kind = kind, message = msg } end
-  return true
-end
-
---- t:read([timeout]) -> the next piece of output (a string), or a control
--- event ({type="exit", exit_code=N}, {type="detached"}), or nil when the
--- terminal has closed normally; nil, Error when it failed or when timeout
--- seconds (default: no limit) passed with nothing to read (kind timeout).
-function Terminal:read(timeout)
-  local ms = timeout ~= nil and seconds_to_ms("read", "timeout", timeout) or nil
-  local deadline = ms and core.monotonic_us() / 1000 + ms
-  while true do
-    local item, ended = M.take(self)
-    if item ~= nil then return item end
-    if ended == true then return nil end
-    if ended then return nil, ended end
-    local left = deadline and deadline - core.monotonic_us() / 1000 or 1000
-    if left <= 0 then
-      return nil, Error.new { kind = "timeout", message = "nothing to read from the terminal within " ..
-        timeout .. " s" }
-    end
-    local ok, kind, msg = self:_service(math.max(1, math.floor(math.min(left, 1000))))
-    if ok == nil then return nil, Error.new { kind = kind, message = msg } end
-  end
-end
-
---- t:pending_input() -> bytes of input not yet written to the connection.
-function Terminal:pending_input() return self:_pending() end
-
---- Closes the terminal (a close frame: the server ends the shell);
--- idempotent.
--- @function Terminal:close
 
 local ATTACH_OPTIONS = { connect_timeout = true, max_input = true, cols = true, rows = true,
                          debug = true }
@@ -210,7 +157,60 @@ function M.install(Client)
   end
 end
 
---- The detach key of `un session attach`: Ctrl-] then d detaches;
+--- A Terminal: the live connection to a session's shell, from
+-- `client:session_attach(id)`. Closed by `t:close()`, a `<close>` variable
+-- or the collector (the shell then ends: detach).
+-- @type Terminal
+
+--- t:send(bytes): queues keyboard bytes. true, or nil, Error (the
+-- terminal has ended; "terminal input queue full" when more than
+-- max_input bytes wait to be written).
+function Terminal:send(bytes)
+  check.type("send", "bytes", bytes, "string")
+  local ok, kind, msg = self:_send(bytes)
+  if not ok then return nil, Error.new { kind = kind, message = msg } end
+  return true
+end
+
+--- t:resize(cols, rows): the remote terminal's size, each 1..1000.
+function Terminal:resize(cols, rows)
+  cols = check.int_range("resize", "cols", check.type("resize", "cols", cols, "number"), 1, MAX_SIZE)
+  rows = check.int_range("resize", "rows", check.type("resize", "rows", rows, "number"), 1, MAX_SIZE)
+  local ok, kind, msg = self:_resize(cols, rows)
+  if not ok then return nil, Error.new { kind = kind, message = msg } end
+  return true
+end
+
+--- t:read([timeout]) -> the next piece of output (a string), or a control
+-- event ({type="exit", exit_code=N}, {type="detached"}), or nil when the
+-- terminal has closed normally; nil, Error when it failed or when timeout
+-- seconds (default: no limit) passed with nothing to read (kind timeout).
+function Terminal:read(timeout)
+  local ms = timeout ~= nil and seconds_to_ms("read", "timeout", timeout) or nil
+  local deadline = ms and core.monotonic_us() / 1000 + ms
+  while true do
+    local item, ended = M.take(self)
+    if item ~= nil then return item end
+    if ended == true then return nil end
+    if ended then return nil, ended end
+    local left = deadline and deadline - core.monotonic_us() / 1000 or 1000
+    if left <= 0 then
+      return nil, Error.new { kind = "timeout", message = "nothing to read from the terminal within " ..
+        timeout .. " s" }
+    end
+    local ok, kind, msg = self:_service(math.max(1, math.floor(math.min(left, 1000))))
+    if ok == nil then return nil, Error.new { kind = kind, message = msg } end
+  end
+end
+
+--- t:pending_input() -> bytes of input not yet written to the connection.
+function Terminal:pending_input() return self:_pending() end
+
+--- Closes the terminal (a close frame: the server ends the shell);
+-- idempotent.
+-- @function Terminal:close
+
+-- The detach key of `un session attach`: Ctrl-] then d detaches;
 -- Ctrl-] twice sends one Ctrl-]; Ctrl-] then any other byte sends both.
 -- Returns filter(bytes) -> bytes to send, detached (boolean); a Ctrl-]
 -- at the end of one chunk waits for the next.
