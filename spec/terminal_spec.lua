@@ -246,7 +246,30 @@ describe("session terminal #integration", function()
       assert.matches("33 111", out)
       assert.matches("%[detached", out)
       assert.matches("rc=0", out)
+      assert.matches("^%x+:", fs.read(before))   -- stty -g wrote it
       assert.are.equal(fs.read(before), fs.read(after))
+    end)
+
+    -- the other ways out of raw mode: the shell's exit frame, and SIGTERM
+    it("on a tty: the shell's exit and SIGTERM restore the terminal too", function()
+      local function under_pty(inner, keys)
+        local cmd = "(" .. keys .. ") | timeout 60 script -qec " .. proc.quote(inner) .. " /dev/null"
+        return proc.run("sh -c " .. proc.quote(cmd), env)
+      end
+      local b1, a1, b2, a2 = dir .. "/b1", dir .. "/a1", dir .. "/b2", dir .. "/a2"
+      local out, code = under_pty("stty -g > " .. b1 .. "; bin/un session attach " .. sid ..
+        " </dev/tty; echo rc=$?; stty -g > " .. a1, "sleep 2; printf 'exit 7\\r'; sleep 3")
+      assert.are.equal(0, code, out)
+      assert.matches("rc=7", out)
+      assert.matches("^%x+:", fs.read(b1))
+      assert.are.equal(fs.read(b1), fs.read(a1))
+      out, code = under_pty("stty -g > " .. b2 .. "; bin/un session attach " .. sid ..
+        " </dev/tty & pid=$!; sleep 3; kill -TERM $pid; wait $pid; echo rc=$?; stty -g > " .. a2,
+        "sleep 6")
+      assert.are.equal(0, code, out)
+      assert.matches("rc=143", out)
+      assert.matches("^%x+:", fs.read(b2))
+      assert.are.equal(fs.read(b2), fs.read(a2))
     end)
   end)
 end)
