@@ -27,6 +27,8 @@ import time
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 
 def sign(secret, ts, method, path, body):
     """X-Signature: lowercase hex HMAC-SHA256 over "ts:METHOD:path:" + body bytes."""
@@ -169,6 +171,26 @@ def sessions(t, api):
     s, d = api.call("POST", "/sessions/%s/freeze" % sid, raw=b"[1]")
     t.ok(s == 400, "freeze refuses a body that is not an object", (s, d))
     return sid
+
+
+def terminal(t, api, sid):
+    """The WebSocket terminal of section 5.4 (ws_client.py: standard library
+    only, signed like every session route), in both modes."""
+    import ws_client
+    w = ws_client.attach(api.base, api.pk, api.sk, sid)
+    ok = t.ok(w.status == 101, "GET /sessions/{id}/shell upgrades to a WebSocket", w.status)
+    if ok:
+        w.text({"type": "resize", "cols": 90, "rows": 20})
+        w.keys("stty size; cat f.txt; exit 4\n")
+        out, texts, code = w.until_end(60)
+        t.ok(b"20 90" in out and b"data" in out, "the terminal resizes and sees the session's files",
+             out[-300:])
+        t.ok(texts == [{"type": "exit", "exit_code": 4}] and code == 1000,
+             "the terminal reports the shell's exit, then closes", (texts, code))
+    w.shut()
+    w = ws_client.attach(api.base, api.pk, api.sk, sid, X_Signature="0" * 64)
+    t.ok(w.status == 401, "an unsigned terminal handshake is 401", w.status)
+    w.shut()
 
 
 def snapshots(t, api, sid):
@@ -517,6 +539,7 @@ def main():
         vectors(t, a.vectors)
     basics(t, api)
     sid = sessions(t, api)
+    terminal(t, api, sid)
     snap = snapshots(t, api, sid)
     svc = service_power(t, api)
     domains(t, api, svc)

@@ -55,16 +55,37 @@ class Closed(Exception):
     pass
 
 
+def frame(opcode, payload=b"", fin=True, mask=True):
+    """One client frame (masked unless told otherwise)."""
+    if isinstance(payload, str):
+        payload = payload.encode()
+    n = len(payload)
+    hdr = bytes([(0x80 if fin else 0) | opcode])
+    mbit = 0x80 if mask else 0
+    if n < 126:
+        hdr += bytes([mbit | n])
+    elif n < 65536:
+        hdr += bytes([mbit | 126]) + struct.pack(">H", n)
+    else:
+        hdr += bytes([mbit | 127]) + struct.pack(">Q", n)
+    if mask:
+        key = os.urandom(4)
+        payload = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+        hdr += key
+    return hdr + payload
+
+
 class WS:
     """One connection. status/headers are the handshake's answer; only
     when status == 101 is it a WebSocket."""
 
-    def __init__(self, url, path, headers, timeout=30):
+    def __init__(self, url, path, headers, timeout=30, early=b""):
         u = urllib.parse.urlparse(url)
         self.sock = socket.create_connection((u.hostname, u.port), timeout=timeout)
         lines = ["GET %s HTTP/1.1" % path, "Host: %s:%d" % (u.hostname, u.port)]
         lines += ["%s: %s" % (k, v) for k, v in headers.items() if v is not None]
-        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        # early: frames sent in the same write as the handshake, before its answer
+        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + early)
         self.buf = b""
         head = self._read_head()
         first, *rest = head.split("\r\n")
@@ -100,22 +121,7 @@ class WS:
         self.sock.sendall(data)
 
     def send(self, opcode, payload=b"", fin=True, mask=True):
-        if isinstance(payload, str):
-            payload = payload.encode()
-        n = len(payload)
-        hdr = bytes([(0x80 if fin else 0) | opcode])
-        mbit = 0x80 if mask else 0
-        if n < 126:
-            hdr += bytes([mbit | n])
-        elif n < 65536:
-            hdr += bytes([mbit | 126]) + struct.pack(">H", n)
-        else:
-            hdr += bytes([mbit | 127]) + struct.pack(">Q", n)
-        if mask:
-            key = os.urandom(4)
-            payload = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
-            hdr += key
-        self.sock.sendall(hdr + payload)
+        self.sock.sendall(frame(opcode, payload, fin, mask))
 
     def text(self, obj):
         self.send(1, json.dumps(obj))
@@ -167,7 +173,7 @@ class WS:
         while time.monotonic() < end:
             op, data = self.recv()
             if op == 2:
-                out += data
+                out = (out + data)[-65536:]         # the tail: output may be endless
                 if needle.encode() in out:
                     return out
             elif op == 8:
@@ -195,6 +201,6 @@ def accept_of(key):
     return base64.b64encode(hashlib.sha1((key + GUID).encode()).digest()).decode()
 
 
-def attach(url, pk, sk, sid, **over):
+def attach(url, pk, sk, sid, early=b"", **over):
     path = "/sessions/%s/shell" % sid
-    return WS(url, path, handshake_headers(pk, sk, path, **over))
+    return WS(url, path, handshake_headers(pk, sk, path, **over), early=early)

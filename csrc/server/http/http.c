@@ -222,6 +222,7 @@ unsigned ux_http_stop(ux_http *h, long deadline_ms) {
   ** before libmicrohttpd stops: it must not close one under its owner */
   ux_upgrade_stop_locked(h, 1);
   ux_upgrade_drain_locked(h, ux_now_ms() + UX_HTTP_UPGRADE_DRAIN_MS);
+  ux_upgrade_bar_locked(h);
   pthread_mutex_unlock(&h->mu);
   ux_sweeper_stop(h);
   MHD_stop_daemon(h->d);

@@ -116,6 +116,8 @@ struct ux_http {
   unsigned live;              /* exchanges libmicrohttpd still holds */
   ux_conn *conns;
   ux_xchg *upgraded;          /* sockets handed over to handlers (upgrade.c) */
+  unsigned up_closing;        /* MHD_upgrade_action calls in progress */
+  int mhd_stopping;           /* MHD_stop_daemon is next: no more of them */
 };
 
 /* exchange.c */
@@ -153,6 +155,9 @@ void ux_upgrade_stop_locked(ux_http *h, int cut);
 /* Waits (under h->mu, until deadline_ms) until no upgraded socket is
 ** still held by its owner, so libmicrohttpd is never stopped under one. */
 void ux_upgrade_drain_locked(ux_http *h, long deadline_ms);
+/* Bars further MHD_upgrade_action calls and waits (bounded) for those in
+** progress, right before MHD_stop_daemon; under h->mu. */
+void ux_upgrade_bar_locked(ux_http *h);
 
 /* sweeper.c */
 void ux_conn_on_notify(void *cls, struct MHD_Connection *c, void **socket_context,

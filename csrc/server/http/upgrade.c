@@ -137,11 +137,32 @@ void ux_req_upgrade_close(ux_req *r) {
   free(x->up_extra);
   x->up_extra = NULL;
   x->up_extra_len = 0;
+  /* a handler left behind by the stop (ux_http_stop returned with it
+  ** still running) must not reach a daemon that is gone */
+  if (urh && h->mhd_stopping) urh = NULL;
+  if (urh) h->up_closing++;
   pthread_cond_broadcast(&h->drain_cv);
   pthread_mutex_unlock(&h->mu);
   if (efd > 0) close(efd);
-  if (urh && MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE) != MHD_YES)
+  if (!urh) return;
+  if (MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE) != MHD_YES)
     fprintf(stderr, "unsandboxd: an upgraded connection could not be closed\n");
+  pthread_mutex_lock(&h->mu);
+  h->up_closing--;
+  pthread_cond_broadcast(&h->drain_cv);
+  pthread_mutex_unlock(&h->mu);
+}
+
+void ux_upgrade_bar_locked(ux_http *h) {
+  h->mhd_stopping = 1;
+  long deadline = ux_now_ms() + 1000;           /* each call is short: this is a formality */
+  while (h->up_closing && ux_now_ms() < deadline) {
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += 10 * 1000000L;
+    if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
+    pthread_cond_timedwait(&h->drain_cv, &h->mu, &until);
+  }
 }
 
 void ux_upgrade_stop_locked(ux_http *h, int cut) {

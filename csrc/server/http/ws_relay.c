@@ -42,12 +42,13 @@ typedef struct relay {
   queue out, in;              /* towards the client (framed), towards the PTY */
   int done, drained, pty_eof, sock_eof, peer_closed, closing, stop_seen, no_read;
   int reason;
-  long last_traffic, stall_since, close_deadline, flushed_at;
+  long last_traffic, stall_since, close_deadline, flushed_at, write_ms;
 } relay;
 
 static size_t q_pending(const queue *q) { return q->len - q->off; }
 
 static int q_put(queue *q, const void *data, size_t n) {
+  if (n == 0) return 0;                          /* an empty payload: nothing to copy */
   if (q->off == q->len) q->off = q->len = 0;
   if (q->len + n > q->cap && q->off) {           /* compact first */
     memmove(q->p, q->p + q->off, q->len - q->off);
@@ -87,7 +88,7 @@ static void start_close(relay *r, unsigned code, const char *why, int reason) {
   size_t n = ux_ws_close_payload(pl, code, why);
   r->closing = 1;
   if (!r->reason) r->reason = reason;
-  r->close_deadline = ux_now_ms() + UX_WS_RELAY_WRITE_MS + UX_WS_RELAY_CLOSE_MS;
+  r->close_deadline = ux_now_ms() + r->write_ms + UX_WS_RELAY_CLOSE_MS;
   put_frame(r, UX_WS_CLOSE, pl, n);
 }
 
@@ -221,12 +222,14 @@ static void program_over(relay *r) {
 
 /* Deadlines and state changes after one round of I/O. */
 static void check(relay *r, long now) {
-  if (!r->closing && r->stop_seen)
+  if (!r->closing && r->stop_seen) {
     start_close(r, 1001, "server shutting down", UX_RELAY_STOPPING);
+    r->close_deadline = now + UX_WS_RELAY_CLOSE_MS;   /* the stop does not wait for a slow reader */
+  }
   if (!r->closing && r->done && (r->pty_eof || r->drained)) program_over(r);
   if (!r->closing && now - r->last_traffic >= r->c->idle_ms)
     start_close(r, 1001, "idle timeout", UX_RELAY_IDLE);
-  if (q_pending(&r->out) && now - r->stall_since >= UX_WS_RELAY_WRITE_MS) {
+  if (q_pending(&r->out) && now - r->stall_since >= r->write_ms) {
     r->sock_eof = 1;                             /* a client that reads nothing is dropped */
     if (!r->reason || r->reason == UX_RELAY_IDLE) r->reason = UX_RELAY_STALLED;
   }
@@ -249,8 +252,8 @@ static long wait_ms(const relay *r, long now) {
   long t = 1000;
   if (!r->closing && r->c->idle_ms - (now - r->last_traffic) < t)
     t = r->c->idle_ms - (now - r->last_traffic);
-  if (q_pending(&r->out) && UX_WS_RELAY_WRITE_MS - (now - r->stall_since) < t)
-    t = UX_WS_RELAY_WRITE_MS - (now - r->stall_since);
+  if (q_pending(&r->out) && r->write_ms - (now - r->stall_since) < t)
+    t = r->write_ms - (now - r->stall_since);
   if (r->closing && t > 100) t = 100;          /* the closing handshake is short */
   return t < 0 ? 0 : t;
 }
@@ -295,6 +298,7 @@ int ux_ws_relay(const ux_ws_relay_cfg *cfg) {
   if (fl < 0 || fcntl(cfg->pty, F_SETFL, fl | O_NONBLOCK) < 0 || cfg->idle_ms <= 0 ||
       !(r.parser = ux_ws_parser_new(cfg->max_message)))
     return UX_RELAY_ERROR;
+  r.write_ms = cfg->write_ms > 0 ? cfg->write_ms : UX_WS_RELAY_WRITE_MS;
   r.last_traffic = r.stall_since = ux_now_ms();
   if (cfg->extra_len) feed(&r, cfg->extra, cfg->extra_len);
   for (;;) {

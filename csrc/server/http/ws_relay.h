@@ -23,7 +23,7 @@
 #define UX_WS_RELAY_FRAME (16u * 1024u)
 /* Keyboard bytes queued towards the PTY at most (beyond: the socket is not read). */
 #define UX_WS_RELAY_IN_MAX (64u * 1024u)
-/* A client whose socket accepts no byte for this long is dropped. */
+/* A client whose socket accepts no byte for this long is dropped (default). */
 #define UX_WS_RELAY_WRITE_MS 10000L
 /* After our close frame, how long the client's close is waited for. */
 #define UX_WS_RELAY_CLOSE_MS 2000L
@@ -40,6 +40,7 @@ typedef struct ux_ws_relay_cfg {
   int (*exit_code)(void *ctx);
   void *ctx;
   long idle_ms;               /* no byte either way for this long: close 1001 */
+  long write_ms;              /* 0: UX_WS_RELAY_WRITE_MS */
   size_t max_message;         /* 0: UX_WS_MAX_MESSAGE */
 } ux_ws_relay_cfg;
 

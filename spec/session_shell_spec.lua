@@ -1,0 +1,74 @@
+-- The WebSocket terminal of a session (GET /sessions/{id}/shell, spec
+-- §5.4, issue 14), against a real unsandboxd. The client is
+-- spec/interop/ws_client.py: Python's standard library only, sharing no
+-- code with the server or the Lua library (it masks its own frames and can
+-- send what a hostile client would). ws_terminal_check.py runs one group
+-- of checks per call and prints TAP; a failure shows its not-ok lines
+-- here. Each group gets a server of its own, so one group's leftovers
+-- (or its deliberate damage) never reach the next.
+local server = require "spec.helpers.unsandboxd"
+
+local ROOT = os.getenv("UNSANDBOX_ROOT") or "."
+local SCRIPT = ROOT .. "/spec/interop/ws_terminal_check.py"
+
+local function second_key(srv)
+  local p = assert(io.popen(server.sh_quote(server.bin) .. " keys add --data " ..
+                            server.sh_quote(srv.data) .. " 2>&1"))
+  local out = p:read("a")
+  p:close()
+  local pk, sk = out:match("UNSANDBOX_PUBLIC_KEY=(%S+)"), out:match("UNSANDBOX_SECRET_KEY=(%S+)")
+  assert(pk and sk, "keys add failed: " .. out)
+  return pk, sk
+end
+
+local function check(group)
+  local srv = server.start()
+  local pk2, sk2 = second_key(srv)
+  local q = server.sh_quote
+  local cmd = table.concat({ "timeout 300 python3", q(SCRIPT), "--url", q(srv.url),
+    "--pk", q(srv.public_key), "--sk", q(srv.secret_key), "--pk2", q(pk2), "--sk2", q(sk2),
+    "--pid", tostring(srv.pid), group, "2>&1" }, " ")
+  local p = assert(io.popen(cmd))
+  local out = p:read("a")
+  local ok = p:close()
+  srv.stop()
+  local bad = {}
+  for line in out:gmatch("[^\n]+") do
+    if line:match("^not ok") or line:match("Traceback") or line:match("Error") then bad[#bad + 1] = line end
+  end
+  local planned = tonumber(out:match("\n1%.%.(%d+)") or out:match("^1%.%.(%d+)"))
+  assert.is_truthy(planned, "the check did not finish:\n" .. out:sub(-3000))
+  assert.equal("", table.concat(bad, "\n"))
+  assert.is_true(ok, "the check failed:\n" .. out:sub(-3000))
+  return planned
+end
+
+describe("GET /sessions/{id}/shell (WebSocket terminal) #integration", function()
+  it("attaches, relays output, reports the exit, resizes, shares the volume", function()
+    assert.is_true(check("basic") >= 12)
+  end)
+
+  it("answers bad auth, unknown or foreign sessions, frozen ones and bad handshakes without upgrading", function()
+    assert.is_true(check("refusals") >= 14)
+  end)
+
+  it("closes on hostile frames with the right code and leaves no process", function()
+    assert.is_true(check("hostile") >= 16)
+  end)
+
+  it("holds back a client that never reads, and cleans up one that vanishes", function()
+    assert.is_true(check("backpressure") >= 4)
+  end)
+
+  it("survives 50 attach/close cycles", function()
+    assert.is_true(check("cycles") >= 2)
+  end)
+
+  it("ends terminals when the session is deleted or idle", function()
+    assert.is_true(check("lifecycle") >= 5)
+  end)
+
+  it("closes every terminal (1001) when unsandboxd stops", function()
+    assert.is_true(check("stop") >= 3)
+  end)
+end)
