@@ -251,7 +251,7 @@ describe("session terminal #integration", function()
     end)
 
     -- the other ways out of raw mode: the shell's exit frame, and SIGTERM
-    it("on a tty: the shell's exit and SIGTERM restore the terminal too", function()
+    it("on a tty: the shell's exit, SIGTERM and a closed stdout restore the terminal too", function()
       local function under_pty(inner, keys)
         local cmd = "(" .. keys .. ") | timeout 60 script -qec " .. proc.quote(inner) .. " /dev/null"
         return proc.run("sh -c " .. proc.quote(cmd), env)
@@ -270,6 +270,17 @@ describe("session terminal #integration", function()
       assert.matches("rc=143", out)
       assert.matches("^%x+:", fs.read(b2))
       assert.are.equal(fs.read(b2), fs.read(a2))
+      -- `un ... | head`: endless output into a pipe that closes (SIGPIPE
+      -- ignored: a write error, exit 6, the terminal restored)
+      local b3, a3 = dir .. "/b3", dir .. "/a3"
+      out, code = under_pty("stty -g > " .. b3 .. "; { bin/un session attach " .. sid ..
+        " </dev/tty; echo rc=$? >&2; } | head -c 100 >/dev/null; stty -g > " .. a3,
+        "sleep 2; printf 'yes\\r'; sleep 4")
+      assert.are.equal(0, code, out)
+      assert.matches("rc=6", out)
+      assert.matches("standard output", out)
+      assert.matches("^%x+:", fs.read(b3))
+      assert.are.equal(fs.read(b3), fs.read(a3))
     end)
   end)
 end)

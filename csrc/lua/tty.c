@@ -6,7 +6,9 @@
 ** are too, like core/interrupt.c's); their arrival also interrupts the
 ** poll() of the terminal's service step (EINTR), so the Lua loop sees the
 ** flag at once, sends the new size, or restores the terminal and exits.
-** The saved terminal state is a Lua string (the struct termios bytes), so
+** SIGPIPE is ignored meanwhile, so a closed standard output (`un ... |
+** head -1`) is a write error the Lua loop handles, restoring the terminal,
+** not a death in raw mode. The saved terminal state is a Lua string (the struct termios bytes), so
 ** restoring needs nothing but that string, from a to-be-closed variable.
 */
 #include "lua/binding.h"
@@ -19,7 +21,7 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t got_winch, got_term, got_hup;
-static struct sigaction old_winch, old_term, old_hup;
+static struct sigaction old_winch, old_term, old_hup, old_pipe;
 static int installed;
 
 static void on_signal(int sig) {
@@ -94,8 +96,8 @@ static int l_read(lua_State *L) {
 }
 
 /* core.tty_signals(on): installs (true) or removes (false) the flag
-** handlers of SIGWINCH, SIGTERM and SIGHUP; without SA_RESTART, so a
-** blocking poll() returns. */
+** handlers of SIGWINCH, SIGTERM and SIGHUP, without SA_RESTART, so a
+** blocking poll() returns; and ignores SIGPIPE meanwhile. */
 static int l_signals(lua_State *L) {
   int on = lua_toboolean(L, 1);
   if (on && !installed) {
@@ -103,8 +105,12 @@ static int l_signals(lua_State *L) {
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
     if (sigaction(SIGWINCH, &sa, &old_winch) != 0 || sigaction(SIGTERM, &sa, &old_term) != 0 ||
-        sigaction(SIGHUP, &sa, &old_hup) != 0)
+        sigaction(SIGHUP, &sa, &old_hup) != 0 || sigaction(SIGPIPE, &ign, &old_pipe) != 0)
       return push_errno(L, "sigaction");
     installed = 1;
     got_winch = got_term = got_hup = 0;
@@ -112,6 +118,7 @@ static int l_signals(lua_State *L) {
     sigaction(SIGWINCH, &old_winch, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     sigaction(SIGHUP, &old_hup, NULL);
+    sigaction(SIGPIPE, &old_pipe, NULL);
     installed = 0;
   }
   lua_pushboolean(L, 1);

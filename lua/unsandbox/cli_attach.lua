@@ -25,6 +25,7 @@ local READ_MAX = 4096
 local INPUT_HIGH = 64 * 1024
 local WAIT_MS = 1000
 local EXIT_SIGNAL = { term = 128 + 15, hup = 128 + 1 }
+local EXIT_LOCAL = 6   -- un's "local I/O error"
 
 -- Restores the terminal and the signal dispositions when closed.
 local function guard(saved)
@@ -41,8 +42,9 @@ local function size()
   return math.min(cols, core.TERMINAL_MAX_SIZE), math.min(rows, core.TERMINAL_MAX_SIZE)
 end
 
--- Copies what is queued to stdout. Returns "open", or "end" with the
--- exit code (nil: the terminal ended without one) or "detached".
+-- Copies what is queued to stdout. Returns "open", "end" (state.code: the
+-- exit code, nil when the terminal ended without one), "detached", or
+-- "stdout" with the error of a failed write.
 local function drain(t, state, h)
   while true do
     local item, ended = terminal.take(t)
@@ -52,8 +54,9 @@ local function drain(t, state, h)
       if state.code then return "end" end   -- the shell exited; how the socket ended is moot
       h.check(nil, ended)
     elseif type(item) == "string" then
-      io.stdout:write(item)
-      io.stdout:flush()
+      local ok, werr = io.stdout:write(item)
+      if ok then ok, werr = io.stdout:flush() end
+      if not ok then return "stdout", werr end
     elseif item.type == "exit" then
       state.code = item.exit_code or 0
     elseif item.type == "detached" then
@@ -81,8 +84,12 @@ end
 local function loop(t, state, h)
   local stdin_open = true
   while true do
-    local st = drain(t, state, h)
+    local st, werr = drain(t, state, h)
     if st == "detached" then return 0 end
+    if st == "stdout" then
+      io.stderr:write("un: standard output: ", tostring(werr), state.tty and "\r\n" or "\n")
+      return EXIT_LOCAL
+    end
     if st == "end" then
       if state.code then return state.code end
       h.check(nil, Error.new { kind = "protocol", message = "the terminal closed before the shell exited" })
@@ -116,7 +123,7 @@ function M.run(c, id, h)
   if tty then
     local err
     saved, err = core.tty_raw(STDIN)
-    if not saved then io.stderr:write("un: ", err, "\n"); return 6 end
+    if not saved then io.stderr:write("un: ", err, "\n"); return EXIT_LOCAL end
   end
   local restore <close> = guard(saved)
   core.tty_signals(true)
