@@ -59,7 +59,7 @@ struct unsb_ws {
   char auth[512];               /* "Bearer <public key>" */
   char ts[32];
   char sig[UNSB_SIGNATURE_HEX_LEN + 1];
-  int established, ended, closing, http_status, close_code;
+  int established, ended, closing, close_sent, http_status, close_code;
   char close_reason[124];
   unsb_error fail;              /* kind != UNSB_OK: why it ended badly */
   queue rx, tx;
@@ -194,6 +194,7 @@ static int writeable(unsb_ws *ws, struct lws *wsi) {
   if (!m) {
     if (!ws->closing) return 0;
     lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, (unsigned char *)"detach", 6);
+    ws->close_sent = 1;   /* lws sends it and waits for the answer */
     return -1;
   }
   int n = lws_write(wsi, m->data + LWS_PRE, m->len, m->text ? LWS_WRITE_TEXT : LWS_WRITE_BINARY);
@@ -248,7 +249,8 @@ static const struct lws_protocols protocols[] = {
 /* What the socket is polled for (see the head of this file). */
 static short socket_events(const unsb_ws *ws) {
   short ev = ws->rx_paused ? 0 : POLLIN;
-  if (ws->tx.head || ws->closing || lws_partial_buffered(ws->wsi)) ev |= POLLOUT;
+  if (ws->tx.head || (ws->closing && !ws->close_sent) || lws_partial_buffered(ws->wsi))
+    ev |= POLLOUT;
   return ev;
 }
 
