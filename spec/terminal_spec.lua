@@ -60,6 +60,25 @@ describe("session terminal #integration", function()
       assert.matches("ended", serr.message)
     end)
 
+    it("maps libwebsockets only once a terminal is opened", function()
+      local out = proc.lua([[
+        local unsandbox = require "unsandbox"
+        local function mapped()
+          local f = assert(io.open("/proc/self/maps"))
+          local text = f:read("a")
+          f:close()
+          return text:find("libwebsockets", 1, true) ~= nil
+        end
+        local c = unsandbox.client()
+        assert(c:list_sessions())
+        io.write(tostring(mapped()), " ")
+        assert(c:session_shell(os.getenv("SID"), "exit\n"))
+        io.write(tostring(mapped()), "\n")
+      ]], { UNSANDBOX_URL = srv.url, UNSANDBOX_PUBLIC_KEY = srv.public_key,
+            UNSANDBOX_SECRET_KEY = srv.secret_key, SID = sid, HOME = dir })
+      assert.are.equal("false true\n", out)
+    end)
+
     it("resizes the PTY the shell sees", function()
       local t <close> = assert(c:session_attach(sid))
       assert.is_true(t:resize(123, 45))
