@@ -219,11 +219,18 @@ describe("session terminal #integration", function()
     end)
 
     it("ends the shell at the end of piped input (Ctrl-D)", function()
-      -- the end comes once the shell reads its input (a Ctrl-D that comes
-      -- before bash's line editor is up is lost in the PTY's line discipline)
-      local out, err, code = un("session attach " .. sid, "printf 'echo no-exit\\n'; sleep 2")
+      -- at once (the first Ctrl-D may reach the PTY before bash's line
+      -- editor is up, and be lost: un sends another once the shell is quiet)
+      local out, err, code = un("session attach " .. sid, "printf 'echo no-exit\\n'")
       assert.are.equal(0, code, err)
       assert.matches("no%-exit", out)
+      -- and after the shell has read the input
+      out, err, code = un("session attach " .. sid, "printf 'echo later\\n'; sleep 2")
+      assert.are.equal(0, code, err)
+      assert.matches("later", out)
+      -- empty input: the shell ends too
+      _, err, code = un("session attach " .. sid, "true")
+      assert.are.equal(0, code, err)
     end)
 
     it("exits 4 with the status for an unknown session, 3 for bad keys", function()

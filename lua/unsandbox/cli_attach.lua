@@ -5,7 +5,8 @@
 -- terminal's state is restored by a to-be-closed guard, so every way out
 -- restores it: the shell's exit, detach, an error, SIGTERM or SIGHUP (they
 -- only set a flag, csrc/lua/tty.c), a Lua error. Without a tty, standard
--- input is copied to the shell as it comes and its end is sent as Ctrl-D.
+-- input is copied to the shell as it comes and its end is sent as Ctrl-D
+-- (again while the shell stays quiet, see send_eof).
 -- Either way the output goes to standard output and un exits with the
 -- shell's exit code. One loop, one wait: the terminal's service step
 -- polls the connection and standard input together.
@@ -54,6 +55,7 @@ local function drain(t, state, h)
       if state.code then return "end" end   -- the shell exited; how the socket ended is moot
       h.check(nil, ended)
     elseif type(item) == "string" then
+      state.last_output = core.monotonic_us()
       local ok, werr = io.stdout:write(item)
       if ok then ok, werr = io.stdout:flush() end
       if not ok then return "stdout", werr end
@@ -65,13 +67,34 @@ local function drain(t, state, h)
   end
 end
 
+-- A Ctrl-D that reaches the PTY before bash's line editor is up is lost
+-- in the line discipline (an end-of-file mark, not a byte). So after the
+-- end of piped input one is sent at once, and again (up to EOF_TRIES in
+-- all) each time the shell has been quiet for EOF_QUIET_US since the last
+-- output and the last Ctrl-D, until it exits.
+local EOF_TRIES, EOF_QUIET_US = 5, 1000000
+
+function M.send_eof(t, state, h)
+  h.check(t:send("\4"))
+  state.eofs = (state.eofs or 0) + 1
+  state.last_eof = core.monotonic_us()
+end
+
+local function eof_again(t, state, h)
+  if state.tty or not state.eofs or state.eofs >= EOF_TRIES or state.code then return end
+  local now = core.monotonic_us()
+  if now - state.last_eof >= EOF_QUIET_US and now - (state.last_output or 0) >= EOF_QUIET_US then
+    M.send_eof(t, state, h)
+  end
+end
+
 -- Reads standard input once and sends it; false at its end.
 local function pump(t, state, h)
   local data, rerr = core.fd_read(STDIN, READ_MAX)
   if not data or data == "" then
     if not data then io.stderr:write("un: standard input: ", rerr, state.tty and "\r\n" or "\n") end
     -- the end of piped input is what Ctrl-D is on a terminal
-    if not state.tty then h.check(t:send("\4")) end
+    if not state.tty then M.send_eof(t, state, h) end
     return false
   end
   local detach = false
@@ -108,6 +131,7 @@ local function loop(t, state, h)
       stdin_open = pump(t, state, h)
       if state.detached then return 0 end
     end
+    eof_again(t, state, h)
   end
 end
 
