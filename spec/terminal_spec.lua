@@ -248,25 +248,47 @@ describe("session terminal #integration", function()
       assert.matches("session id", err)
     end)
 
-    -- Under a real PTY (script(1)): raw mode, the initial size, SIGWINCH,
-    -- the detach key, and the terminal's settings restored afterwards.
+    -- Under a real PTY (script(1)) whose typescript is flushed to a file:
+    -- the keys are typed, and the signals sent, once the typescript (or a
+    -- flag file) shows the step before happened, so a slow machine only
+    -- makes the test slower. Every wait is bounded (60 s; `timeout` 120).
+    local function wait_for(file, text)
+      local test = text and ("grep -qF " .. proc.quote(text) .. " " .. proc.quote(file) .. " 2>/dev/null")
+        or ("[ -e " .. proc.quote(file) .. " ]")
+      return "i=0; until " .. test .. " || [ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done"
+    end
+    local function under_pty(inner, keys)
+      local ts = dir .. "/typescript"
+      os.remove(ts)
+      local cmd = "(" .. keys(ts) .. ") | timeout 120 script -qfec " .. proc.quote(inner(ts)) .. " " ..
+        proc.quote(ts)
+      return proc.run("sh -c " .. proc.quote(cmd), env)
+    end
+    local UN = "bin/un session attach "
+
     it("on a tty: raw mode, resize, detach key, terminal restored", function()
       local before, after = dir .. "/before", dir .. "/after"
-      local inner = table.concat({
-        "stty -g > " .. before,
-        "stty cols 90 rows 20",
-        -- (a background job of sh -c would get /dev/null as its stdin)
-        "bin/un session attach " .. sid .. " </dev/tty & pid=$!",
-        "sleep 3; stty cols 111 rows 33; kill -WINCH $pid",
-        "wait $pid; echo rc=$?",
-        "stty -g > " .. after,
-      }, "; ")
-      -- keys after the shell is up: the size it saw first, the size after
-      -- SIGWINCH, then Ctrl-] d (detach); Ctrl-C travels as a byte in raw mode
-      local keys = "sleep 2; printf 'stty size\\r'; sleep 3; printf 'stty size\\r'; " ..
-                   "sleep 1; printf '\\003'; sleep 0.5; printf '\\035d'; sleep 2"
-      local cmd = "(" .. keys .. ") | timeout 60 script -qec " .. proc.quote(inner) .. " /dev/null"
-      local out, code = proc.run("sh -c " .. proc.quote(cmd), env)
+      local typed, winched = dir .. "/typed", dir .. "/winched"
+      os.remove(typed); os.remove(winched)
+      local out, code = under_pty(function()
+        return table.concat({
+          "stty -g > " .. before,
+          "stty cols 90 rows 20",
+          -- (a background job of sh -c would get /dev/null as its stdin)
+          UN .. sid .. " </dev/tty & pid=$!",
+          wait_for(typed), "stty cols 111 rows 33", "kill -WINCH $pid", "touch " .. winched,
+          "wait $pid; echo rc=$?",
+          "stty -g > " .. after,
+        }, "; ")
+      end, function(ts)
+        -- the size the shell saw first, the size after SIGWINCH, Ctrl-C (a
+        -- byte in raw mode), then Ctrl-] d (detach)
+        return table.concat({
+          wait_for(ts, "[attached"), "printf 'stty size\\r'", wait_for(ts, "20 90"), "touch " .. typed,
+          wait_for(winched), "printf 'stty size\\r'", wait_for(ts, "33 111"),
+          "printf '\\003'", "sleep 0.3", "printf '\\035d'", wait_for(ts, "rc="),
+        }, "; ")
+      end)
       assert.are.equal(0, code, out)
       assert.matches("20 90", out)
       assert.matches("33 111", out)
@@ -276,32 +298,38 @@ describe("session terminal #integration", function()
       assert.are.equal(fs.read(before), fs.read(after))
     end)
 
-    -- the other ways out of raw mode: the shell's exit frame, and SIGTERM
+    -- the other ways out of raw mode: the shell's exit frame, SIGTERM, and
+    -- a closed standard output
     it("on a tty: the shell's exit, SIGTERM and a closed stdout restore the terminal too", function()
-      local function under_pty(inner, keys)
-        local cmd = "(" .. keys .. ") | timeout 60 script -qec " .. proc.quote(inner) .. " /dev/null"
-        return proc.run("sh -c " .. proc.quote(cmd), env)
-      end
-      local b1, a1, b2, a2 = dir .. "/b1", dir .. "/a1", dir .. "/b2", dir .. "/a2"
-      local out, code = under_pty("stty -g > " .. b1 .. "; bin/un session attach " .. sid ..
-        " </dev/tty; echo rc=$?; stty -g > " .. a1, "sleep 2; printf 'exit 7\\r'; sleep 3")
+      local b1, a1, b2, a2, b3, a3 = dir .. "/b1", dir .. "/a1", dir .. "/b2", dir .. "/a2", dir .. "/b3",
+        dir .. "/a3"
+      local out, code = under_pty(function()
+        return "stty -g > " .. b1 .. "; " .. UN .. sid .. " </dev/tty; echo rc=$?; stty -g > " .. a1
+      end, function(ts)
+        return wait_for(ts, "[attached") .. "; printf 'exit 7\\r'; " .. wait_for(ts, "rc=")
+      end)
       assert.are.equal(0, code, out)
       assert.matches("rc=7", out)
       assert.matches("^%x+:", fs.read(b1))
       assert.are.equal(fs.read(b1), fs.read(a1))
-      out, code = under_pty("stty -g > " .. b2 .. "; bin/un session attach " .. sid ..
-        " </dev/tty & pid=$!; sleep 3; kill -TERM $pid; wait $pid; echo rc=$?; stty -g > " .. a2,
-        "sleep 6")
+
+      out, code = under_pty(function(ts)
+        return "stty -g > " .. b2 .. "; " .. UN .. sid .. " </dev/tty & pid=$!; " ..
+          wait_for(ts, "[attached") .. "; kill -TERM $pid; wait $pid; echo rc=$?; stty -g > " .. a2
+      end, function(ts) return wait_for(ts, "rc=") end)
       assert.are.equal(0, code, out)
       assert.matches("rc=143", out)
       assert.matches("^%x+:", fs.read(b2))
       assert.are.equal(fs.read(b2), fs.read(a2))
+
       -- `un ... | head`: endless output into a pipe that closes (SIGPIPE
       -- ignored: a write error, exit 6, the terminal restored)
-      local b3, a3 = dir .. "/b3", dir .. "/a3"
-      out, code = under_pty("stty -g > " .. b3 .. "; { bin/un session attach " .. sid ..
-        " </dev/tty; echo rc=$? >&2; } | head -c 100 >/dev/null; stty -g > " .. a3,
-        "sleep 2; printf 'yes\\r'; sleep 4")
+      out, code = under_pty(function()
+        return "stty -g > " .. b3 .. "; { " .. UN .. sid .. " </dev/tty; echo rc=$? >&2; } | " ..
+          "head -c 100 >/dev/null; stty -g > " .. a3
+      end, function(ts)
+        return wait_for(ts, "[attached") .. "; printf 'yes\\r'; " .. wait_for(ts, "rc=")
+      end)
       assert.are.equal(0, code, out)
       assert.matches("rc=6", out)
       assert.matches("standard output", out)

@@ -53,7 +53,8 @@ static int l_size(lua_State *L) {
 
 /* core.tty_raw(fd) -> saved state (string) | nil, message. cfmakeraw:
 ** no echo, no line editing, no signals from keys (Ctrl-C goes to the
-** remote shell as a byte), no output processing. */
+** remote shell as a byte), no output processing. TCSADRAIN, not
+** TCSAFLUSH: keys typed while the terminal was connecting are kept. */
 static int l_raw(lua_State *L) {
   int fd = check_fd(L, 1);
   struct termios saved, raw;
@@ -62,7 +63,7 @@ static int l_raw(lua_State *L) {
   cfmakeraw(&raw);
   raw.c_cc[VMIN] = 1;
   raw.c_cc[VTIME] = 0;
-  if (tcsetattr(fd, TCSAFLUSH, &raw) != 0) return push_errno(L, "raw mode");
+  if (tcsetattr(fd, TCSADRAIN, &raw) != 0) return push_errno(L, "raw mode");
   lua_pushlstring(L, (const char *)&saved, sizeof saved);
   return 1;
 }
@@ -75,7 +76,7 @@ static int l_restore(lua_State *L) {
   struct termios t;
   luaL_argcheck(L, len == sizeof t, 2, "not a saved terminal state");
   memcpy(&t, s, sizeof t);
-  if (tcsetattr(fd, TCSAFLUSH, &t) != 0) return push_errno(L, "restoring the terminal");
+  if (tcsetattr(fd, TCSADRAIN, &t) != 0) return push_errno(L, "restoring the terminal");
   lua_pushboolean(L, 1);
   return 1;
 }
