@@ -81,6 +81,7 @@ class WS:
 
     def __init__(self, url, path, headers, timeout=30, early=b""):
         u = urllib.parse.urlparse(url)
+        self.timeout = timeout
         self.sock = socket.create_connection((u.hostname, u.port), timeout=timeout)
         lines = ["GET %s HTTP/1.1" % path, "Host: %s:%d" % (u.hostname, u.port)]
         lines += ["%s: %s" % (k, v) for k, v in headers.items() if v is not None]
@@ -153,10 +154,13 @@ class WS:
         out, texts, code = b"", [], None
         end = time.monotonic() + limit_s
         while time.monotonic() < end:
+            self.sock.settimeout(max(0.05, end - time.monotonic()))
             try:
                 op, data = self.recv()
             except (Closed, OSError):
                 break
+            finally:
+                self.sock.settimeout(self.timeout)
             if op == 2:
                 out += data
             elif op == 1:
@@ -171,7 +175,13 @@ class WS:
         out = b""
         end = time.monotonic() + limit_s
         while time.monotonic() < end:
-            op, data = self.recv()
+            self.sock.settimeout(max(0.05, end - time.monotonic()))
+            try:
+                op, data = self.recv()
+            except socket.timeout:
+                return None
+            finally:
+                self.sock.settimeout(self.timeout)
             if op == 2:
                 out = (out + data)[-65536:]         # the tail: output may be endless
                 if needle.encode() in out:

@@ -8,11 +8,12 @@
 ** directory, its network mode, vcpu, cgroup), so a freeze or a delete of
 ** the session acts on it like on any command; its stdin and stdout are
 ** the slave of a fresh PTY (80x24). The run is started and waited on a
-** thread of its own (the runner kills a run whose starting thread ends,
-** and its waiter enforces the limits), while the request's thread relays
-** the socket (http/ws_relay.c, which knows frames but not sessions).
-** When the relay ends for any reason the run is cancelled, its thread
-** joined, and the socket given back: nothing of a terminal outlives it.
+** shell thread (the runner kills a run whose starting thread ends, and
+** its waiter enforces the limits; the threads are kept, parked, for the
+** next terminals), while the request's thread relays the socket
+** (http/ws_relay.c, which knows frames but not sessions). When the relay
+** ends for any reason the run is cancelled and waited for, and the
+** socket given back: nothing of a terminal outlives it.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -86,17 +87,16 @@ static void unclaim(const char *owner) {
 typedef struct term {
   ux_exec_spec *spec;
   int master, slave, done_fd;
-  pthread_t thread;
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int started;                /* 0 starting, 1 running, -1 failed */
+  int finished;               /* its shell thread is done with it */
   char err[256];
   unsigned long long run_id;
   ux_run_result res;
 } term;
 
-static void *shell_main(void *arg) {
-  term *t = arg;
+static void shell_main(term *t) {
   ux_run *run = ux_run_start(&t->spec->run, t->err, sizeof t->err);
   close(t->slave);                             /* the sandbox holds its own copies */
   t->slave = -1;
@@ -109,7 +109,64 @@ static void *shell_main(void *arg) {
   uint64_t one = 1;
   if (write(t->done_fd, &one, sizeof one) < 0)
     fprintf(stderr, "unsandboxd: terminal: cannot signal the shell's end: %s\n", strerror(errno));
+  pthread_mutex_lock(&t->mu);
+  t->finished = 1;                             /* t is term_end's from here */
+  pthread_cond_broadcast(&t->cv);
+  pthread_mutex_unlock(&t->mu);
+}
+
+/* The shell threads: started on demand, at most TERM_MAX, never ending.
+** The runner kills a run when the thread that started it ends, so each
+** terminal needs a thread for as long as its shell runs; keeping them
+** (parked) rather than making one per terminal spares a thread start per
+** attach and never gives back the stack a sandbox's start used (the
+** runner's vfork child runs on a per-thread buffer). */
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_cv = PTHREAD_COND_INITIALIZER;
+static term *pool_queue[TERM_MAX];
+static int pool_head, pool_len, pool_threads, pool_idle;
+
+static void *pool_main(void *arg) {
+  (void)arg;
+  for (;;) {
+    pthread_mutex_lock(&pool_mu);
+    pool_idle++;
+    while (!pool_len) pthread_cond_wait(&pool_cv, &pool_mu);
+    pool_idle--;
+    term *t = pool_queue[pool_head];
+    pool_head = (pool_head + 1) % TERM_MAX;
+    pool_len--;
+    pthread_mutex_unlock(&pool_mu);
+    shell_main(t);
+  }
   return NULL;
+}
+
+/* Hands t to a shell thread (a parked one, else a new one); -1 when none
+** can be had. Callers hold a terminal claim, so at most TERM_MAX wait. */
+static int pool_submit(term *t) {
+  int rc = 0;
+  pthread_mutex_lock(&pool_mu);
+  if (pool_idle <= pool_len) {                  /* every parked one is spoken for */
+    pthread_attr_t a;
+    pthread_t th;
+    rc = -1;
+    if (pool_threads < TERM_MAX && pthread_attr_init(&a) == 0) {
+      if (pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED) == 0 &&
+          pthread_create(&th, &a, pool_main, NULL) == 0) {
+        pool_threads++;
+        rc = 0;
+      }
+      pthread_attr_destroy(&a);
+    }
+  }
+  if (rc == 0) {
+    pool_queue[(pool_head + pool_len) % TERM_MAX] = t;
+    pool_len++;
+    pthread_cond_signal(&pool_cv);
+  }
+  pthread_mutex_unlock(&pool_mu);
+  return rc;
 }
 
 static int exit_code(void *ctx) {
@@ -185,7 +242,7 @@ static term *term_start(ux_req *r, const char *id, json_t *doc) {
   }
   t->spec->run.in_fd = t->slave;
   t->spec->run.out_fd = t->slave;
-  if (pthread_create(&t->thread, NULL, shell_main, t) != 0) {
+  if (pool_submit(t) != 0) {
     term_free(t);
     ux_reply_error(r, 503, "server_busy", "cannot start a thread for the terminal");
     r->reply.retry_after = 1;
@@ -195,7 +252,9 @@ static term *term_start(ux_req *r, const char *id, json_t *doc) {
   while (!t->started) pthread_cond_wait(&t->cv, &t->mu);  /* ux_run_start is bounded */
   pthread_mutex_unlock(&t->mu);
   if (t->started > 0) return t;
-  pthread_join(t->thread, NULL);
+  pthread_mutex_lock(&t->mu);
+  while (!t->finished) pthread_cond_wait(&t->cv, &t->mu);
+  pthread_mutex_unlock(&t->mu);
   ux_reply_error(r, 500, "internal_error", "the shell did not start: %s", t->err);
   term_free(t);
   return NULL;
@@ -205,7 +264,9 @@ static term *term_start(ux_req *r, const char *id, json_t *doc) {
 ** its thread and frees everything. */
 static void term_end(term *t) {
   ux_run_cancel_id(t->run_id);                 /* 0 when it already ended */
-  pthread_join(t->thread, NULL);
+  pthread_mutex_lock(&t->mu);
+  while (!t->finished) pthread_cond_wait(&t->cv, &t->mu);   /* the runner's waits are bounded */
+  pthread_mutex_unlock(&t->mu);
   term_free(t);
 }
 

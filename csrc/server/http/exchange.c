@@ -323,6 +323,7 @@ static enum MHD_Result first_call(ux_http *h, struct MHD_Connection *c, const ch
   ux_xchg *x = cn ? x_new(h, c, cn, url, method) : NULL;
   if (!x) return MHD_NO;                       /* out of memory: close */
   *con_cls = x;
+  x->con_slot = con_cls;
   pthread_mutex_lock(&h->mu);
   h->live++;
   cn->x = x;
@@ -460,6 +461,10 @@ enum MHD_Result ux_x_on_request(void *cls, struct MHD_Connection *c, const char 
 void ux_x_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                        enum MHD_RequestTerminationCode toe) {
   ux_http *h = cls;
+  if (*con_cls == &ux_upgrade_done) {          /* given back: upgrade.c did the rest */
+    *con_cls = NULL;
+    return;
+  }
   ux_xchg *x = *con_cls;
   ux_conn *cn = conn_of(c);
   long long tcp = cn && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK

@@ -2,15 +2,18 @@
 ** The transport's private state, shared by its files: http.c (listener,
 ** start, stop), exchange.c (libmicrohttpd's request callback and handler
 ** threads), respond.c (replies to libmicrohttpd responses), stream.c
-** (streamed bodies both ways) and sweeper.c (the connection registry and
-** its deadlines).
+** (streamed bodies both ways), sweeper.c (the connection registry and
+** its deadlines) and upgrade.c (HTTP 101 upgrades).
 **
 ** One mutex per listener (h->mu) guards all of it: the registry, every
 ** exchange's flags and rings, and every call of MHD_suspend_connection
 ** and MHD_resume_connection, so "suspended" here always matches
 ** libmicrohttpd's view. Lock order: h->mu, then libmicrohttpd's internal
 ** mutexes (suspend/resume take them); libmicrohttpd never calls us with
-** one of its own connection-list mutexes held. A response's content
+** one of its own connection-list mutexes held, but for one case: the
+** completion notice of an upgraded connection given back comes with its
+** cleanup mutex held, so that notice never takes h->mu (upgrade.c does
+** its work before the give-back). A response's content
 ** reader is called with that response's mutex held and takes h->mu, so
 ** responses are created, queued and destroyed only without h->mu.
 */
@@ -97,6 +100,7 @@ struct ux_xchg {
   size_t up_extra_len;
   struct MHD_UpgradeResponseHandle *urh;
   ux_xchg *up_prev, *up_next; /* in h->upgraded while handed over */
+  void **con_slot;            /* libmicrohttpd's con_cls of this request */
 };
 
 /* Where an upgrade is. */
@@ -147,6 +151,10 @@ struct MHD_Response *ux_stream_response(ux_xchg *x);
 /* The body ring: puts what fits; under h->mu. */
 size_t ux_stream_feed_locked(ux_xchg *x, const char *data, size_t n);
 
+/* upgrade.c: what a given-back upgraded request's con_cls is set to: its
+** completion notice, which libmicrohttpd sends with one of its own mutexes
+** held, must then not take h->mu (ux_req_upgrade_close did its work). */
+extern char ux_upgrade_done;
 /* upgrade.c: the 101 response of x (x->upgrade), or NULL. */
 struct MHD_Response *ux_upgrade_response(ux_xchg *x);
 /* The server stops: every upgraded socket's owner is told (its stop

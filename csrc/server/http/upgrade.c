@@ -116,6 +116,28 @@ int ux_req_upgrade(ux_req *r, const char *protocol, ux_upgraded *up) {
   return handed ? 0 : -1;
 }
 
+char ux_upgrade_done;
+
+/* What ux_x_on_completed does for a request, done here for an upgraded
+** one about to be given back: libmicrohttpd 0.9.75 sends that notice
+** while it holds its cleanup mutex, which MHD_resume_connection (called
+** under h->mu) also takes, so the notice must not wait for h->mu. The
+** connection is suspended inside libmicrohttpd until the give-back, so
+** nothing there reads its con_cls meanwhile. Under h->mu. */
+static void completed_locked(ux_xchg *x) {
+  if (!x->mc) return;                           /* the notice came already */
+  x->mc = NULL;
+  x->suspended = 0;
+  x->gone = 1;
+  x->refs--;                                    /* libmicrohttpd's: the handler still holds one */
+  x->h->live--;
+  if (x->cn) {
+    x->cn->x = NULL;
+    x->cn = NULL;
+  }
+  *x->con_slot = &ux_upgrade_done;
+}
+
 void ux_req_upgrade_close(ux_req *r) {
   ux_xchg *x = r ? r->x : NULL;
   if (!x) return;
@@ -140,7 +162,10 @@ void ux_req_upgrade_close(ux_req *r) {
   /* a handler left behind by the stop (ux_http_stop returned with it
   ** still running) must not reach a daemon that is gone */
   if (urh && h->mhd_stopping) urh = NULL;
-  if (urh) h->up_closing++;
+  if (urh) {
+    h->up_closing++;
+    completed_locked(x);
+  }
   pthread_cond_broadcast(&h->drain_cv);
   pthread_mutex_unlock(&h->mu);
   if (efd > 0) close(efd);

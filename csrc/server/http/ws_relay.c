@@ -42,7 +42,7 @@ typedef struct relay {
   queue out, in;              /* towards the client (framed), towards the PTY */
   int done, drained, pty_eof, sock_eof, peer_closed, closing, stop_seen, no_read;
   int reason;
-  long last_traffic, stall_since, close_deadline, flushed_at, write_ms;
+  long last_traffic, stall_since, close_deadline, flushed_at, write_ms, done_at;
 } relay;
 
 static size_t q_pending(const queue *q) { return q->len - q->off; }
@@ -189,7 +189,10 @@ static void read_pty(relay *r) {
   }
   if (k < 0 && errno == EINTR) return;
   if (k < 0 && errno == EAGAIN) {
-    if (r->done) r->drained = 1;                 /* the program is gone: nothing more comes */
+    /* the program is gone but something still holds the terminal (with
+    ** nothing holding it the master reads EIO once drained): what was
+    ** written before the end has had its grace to arrive */
+    if (r->done && ux_now_ms() - r->done_at >= 200) r->drained = 1;
     return;
   }
   r->pty_eof = 1;                                /* EIO: no process holds the terminal */
@@ -211,7 +214,7 @@ static void read_signal(int fd, int *flag) {
 static void program_over(relay *r) {
   int code = r->c->exit_code(r->c->ctx);
   if (code < 0) {
-    start_close(r, 1001, "the shell was ended from outside (session deleted)", UX_RELAY_KILLED);
+    start_close(r, 1001, "the shell was ended from outside (session deleted or restored)", UX_RELAY_KILLED);
     return;
   }
   char msg[64];
@@ -279,7 +282,10 @@ static void one_round(relay *r) {
     return;
   }
   if (n > 0) {
-    if (p[P_DONE].revents) read_signal(c->done_fd, &r->done);
+    if (p[P_DONE].revents) {
+      read_signal(c->done_fd, &r->done);
+      r->done_at = ux_now_ms();
+    }
     if (p[P_STOP].revents) read_signal(c->stop_fd, &r->stop_seen);
     if (p[P_SOCK].revents & (POLLIN | POLLHUP | POLLERR)) read_socket(r);
     if (!r->sock_eof && (p[P_SOCK].revents & POLLOUT)) write_socket(r);
