@@ -10,6 +10,8 @@
 struct unsb_client {
   char *url;
   long timeout_ms;
+  long connect_timeout_ms;
+  char *ca_file;              /* a copy, for the terminal's own TLS (ws_client.h) */
   unsb_http *http;
   /* credential options, deep copies; the secret wiped on free */
   unsb_cred_opts cred_opts;
@@ -54,6 +56,9 @@ unsb_client *unsb_client_new(const unsb_client_config *cfg, unsb_error *err) {
     while (n > 0 && c->url[n - 1] == '/') c->url[--n] = '\0';
   }
   c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : UNSB_DEFAULT_TIMEOUT_MS;
+  c->connect_timeout_ms = cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms
+                                                      : UNSB_DEFAULT_CONNECT_TIMEOUT_MS;
+  if (cfg->ca_file && !(c->ca_file = strdup(cfg->ca_file))) oom = 1;
 
   const unsb_cred_opts *o = &cfg->cred;
   unsb_cred_opts *k = &c->cred_opts;
@@ -114,6 +119,7 @@ void unsb_client_free(unsb_client *c) {
     free(c->strings[i]);
   }
   unsb_http_free(c->http);
+  free(c->ca_file);
   free(c->url);
   free(c);
 }
@@ -121,6 +127,8 @@ void unsb_client_free(unsb_client *c) {
 const char *unsb_client_url(const unsb_client *c) { return c->url; }
 unsb_http *unsb_client_http(unsb_client *c) { return c->http; }
 long unsb_client_timeout(const unsb_client *c) { return c->timeout_ms; }
+const char *unsb_client_ca_file(const unsb_client *c) { return c->ca_file; }
+long unsb_client_connect_timeout(const unsb_client *c) { return c->connect_timeout_ms; }
 
 int unsb_client_credentials(unsb_client *c, const unsb_credentials **out, unsb_error *err) {
   if (!c->resolved) {

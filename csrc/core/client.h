@@ -40,6 +40,10 @@ void unsb_client_free(unsb_client *c);
 
 const char *unsb_client_url(const unsb_client *c);
 long unsb_client_timeout(const unsb_client *c);
+/* What the terminal (ws_client.h) connects with: the same CA file (NULL =
+** the system store) and connect timeout as the client's HTTP engine. */
+const char *unsb_client_ca_file(const unsb_client *c);
+long unsb_client_connect_timeout(const unsb_client *c);
 
 /* The credentials, resolving them on first use. 0 or -1 (credentials). */
 int unsb_client_credentials(unsb_client *c, const unsb_credentials **out, unsb_error *err);

@@ -149,5 +149,9 @@ void ub_cp_call_args(lua_State *L, unsb_cp_call *call, const char **names);
 void ub_push_response(lua_State *L, const unsb_http_response *resp, const char **names,
                       size_t n_names);
 void ub_open_validate(lua_State *L);
+/* A session's terminal (terminal.c) and the tty helpers of `un session
+** attach` (tty.c). */
+void ub_open_terminal(lua_State *L);
+void ub_open_tty(lua_State *L);
 
 #endif

@@ -23,6 +23,8 @@ LUAMOD_API int luaopen_unsandbox_core(lua_State *L) {
   ub_open_transfer(L);
   ub_open_sandbox(L);
   ub_open_validate(L);
+  ub_open_terminal(L);
+  ub_open_tty(L);
   lua_pushliteral(L, UNSB_VERSION);
   lua_setfield(L, -2, "VERSION");
   return 1;

@@ -17,7 +17,10 @@ M.HELP = {
          "       un jobs --cancel ID [--json]    cancel a pending or running job",
   key = "usage: un key [--json]                 validate the key pair",
   session = "usage: un session list | create [--shell SH] [-n MODE] [--ttl N] | get ID | delete ID\n" ..
-            "       un session exec ID CMD | snapshot ID [NAME]          (--json: JSON output)",
+            "       un session exec ID CMD | snapshot ID [NAME]          (--json: JSON output)\n" ..
+            "       un session attach ID    the session's shell on this terminal (raw mode, resize);\n" ..
+            "                               detach: Ctrl-] then d (Ctrl-] twice sends Ctrl-]); piped\n" ..
+            "                               input is sent as typed; exit status: the shell's",
   service = "usage: un service list | create NAME BOOTSTRAP [-n MODE] | get ID | delete ID\n" ..
             "       un service exec ID CMD | logs ID | snapshot ID [NAME] (--json: JSON output)",
   snapshot = "usage: un snapshot list | get ID | restore ID | delete ID | lock ID | unlock ID [--json]",

@@ -6,11 +6,13 @@
 -- Internal module.
 -- text for a person or, with --json, the library's value (issue 13)
 local out = require "unsandbox.cli_commands"
+local cli_attach = require "unsandbox.cli_attach"
 
 local M = {}
 
 M.USAGE = [[
        un session freeze ID | unfreeze ID | boost ID [VCPU] | unboost ID
+]] .. cli_attach.USAGE .. [[
        un service freeze ID | unfreeze ID | lock ID | unlock ID | resize ID VCPU | logs ID [--all]
        un service update ID vcpu=N|unfreeze_on_demand=BOOL|show_freeze_page=BOOL ...
        un service domains ID add|remove|replace NAME... | redeploy ID [BOOTSTRAP]
@@ -60,6 +62,7 @@ local function session_actions(h)
       out.emit(o, check(c:boost_session(id(o), n)), function(r) print(math.tointeger(r.vcpu)) end)
     end,
     unboost = function(o, c) out.did(o, check(c:unboost_session(id(o))), "unboosted session " .. id(o)) end,
+    attach = function(o, c) return cli_attach.run(c, id(o), h) end,
   }
 end
 

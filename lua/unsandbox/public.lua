@@ -35,6 +35,9 @@ local GROUPS = {
     publish_image = 1, list_images = 0, get_image = 0, delete_image = 2, lock_image = 0,
     unlock_image = 2, set_image_visibility = 0, grant_image_access = 0, revoke_image_access = 0,
     transfer_image = 0, image_trusted = 0, spawn_image = 2, clone_image = 2 } },
+  -- the session terminal (terminal.lua): a one-off client is fine for
+  -- attach too, since a Terminal copies what it needs when it connects
+  { module = "unsandbox.terminal", names = { session_attach = 2, session_shell = 3 } },
 }
 
 -- Functions of the module itself that live in other modules, loaded on

@@ -1,6 +1,7 @@
 -- The process behind spec/helpers/hostile.lua: a loopback HTTP peer that
 -- answers each connection with bytes a script chose (not always HTTP).
--- arg[1]: a Lua file returning function(method, path, n) -> the raw reply,
+-- arg[1]: a Lua file returning function(method, path, n, headers) -> the
+-- raw reply (headers: the request's, names in lower case),
 -- or false to hold the connection unanswered until the client leaves;
 -- arg[2]: a file that gets one "METHOD PATH" line per request.
 -- Bounded: it exits 20 s after its last connection or after 500 of them
@@ -16,15 +17,18 @@ local log = assert(io.open(arg[2], "a"))
 
 local function read_request(c)
   local line = c:receive("*l")
-  local len = 0
+  local len, headers = 0, {}
   for _ = 1, 200 do
     local h = c:receive("*l")
     if not h or h == "" then break end
-    local v = h:lower():match("^content%-length:%s*(%d+)")
+    local k, v = h:match("^([^:]+):%s*(.-)%s*$")
+    if k then headers[k:lower()] = v end
+    v = h:lower():match("^content%-length:%s*(%d+)")
     if v then len = tonumber(v) end
   end
   if len > 0 then c:receive(len) end
-  return (line or ""):match("^(%S+) (%S+)")
+  local method, path = (line or ""):match("^(%S+) (%S+)")
+  return method, path, headers
 end
 
 srv:settimeout(20)
@@ -32,10 +36,10 @@ for n = 1, 500 do
   local c = srv:accept()
   if not c then break end
   c:settimeout(30)
-  local method, path = read_request(c)
+  local method, path, headers = read_request(c)
   log:write(tostring(method), " ", tostring(path), "\n")
   log:flush()
-  local out = respond(method, path, n)
+  local out = respond(method, path, n, headers)
   if out then c:send(out)
   else c:receive("*a") end                 -- held until the client gives up
   c:close()

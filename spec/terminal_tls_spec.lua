@@ -1,0 +1,93 @@
+-- #integration: a terminal over wss verifies the certificate and the host
+-- name, always, as the HTTP client does (tls_spec.lua); ca_file replaces
+-- the system store. A local `openssl s_server -www` with self-signed
+-- certificates stands in for the service: once TLS is accepted it answers
+-- the upgrade with its HTTP 200 status page, so "HTTP 200" proves the TLS
+-- part passed and a transport error without a status proves it did not.
+local unsandbox = require "unsandbox"
+local fs = require "spec.helpers.fs"
+local socket = require "socket"
+
+local q = fs.quote
+
+local function free_port()
+  local s = assert(socket.bind("127.0.0.1", 0))
+  local _, port = s:getsockname()
+  s:close()
+  return tonumber(port)
+end
+
+local function make_cert(dir, name, san)
+  assert(os.execute(string.format(
+    "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -keyout %s -out %s -subj /CN=%s " ..
+    "-addext subjectAltName=%s >/dev/null 2>&1",
+    q(dir .. "/" .. name .. ".key"), q(dir .. "/" .. name .. ".pem"), san:match(":(.*)"), san)))
+  return dir .. "/" .. name .. ".pem", dir .. "/" .. name .. ".key"
+end
+
+describe("terminal over wss #integration", function()
+  local dir, pid, port, loopback, elsewhere
+
+  local function start_server(pem, key)
+    port = free_port()
+    local p = io.popen(string.format(
+      "openssl s_server -accept 127.0.0.1:%d -cert %s -key %s -www -quiet </dev/null >/dev/null 2>&1 & echo $!",
+      port, q(pem), q(key)))
+    pid = tonumber(p:read("l"))
+    p:close()
+    for _ = 1, 50 do   -- bounded wait until it accepts connections
+      local c = socket.connect("127.0.0.1", port)
+      if c then c:close(); return end
+      socket.sleep(0.1)
+    end
+    error("openssl s_server did not start")
+  end
+
+  local function attach(ca_file)
+    local c <close> = unsandbox.client { url = "https://127.0.0.1:" .. port, public_key = "pk",
+                                         secret_key = "sk", ca_file = ca_file }
+    return c:session_attach("s1", { connect_timeout = 10 })
+  end
+
+  setup(function()
+    dir = fs.tmpdir("unsb-wss")
+    loopback = { make_cert(dir, "loopback", "IP:127.0.0.1") }
+    elsewhere = { make_cert(dir, "elsewhere", "DNS:example.com") }
+  end)
+  teardown(function() fs.rm_rf(dir) end)
+  after_each(function()
+    if pid and fs.alive(pid) then os.execute("kill " .. pid) end
+    pid = nil
+  end)
+
+  it("refuses a self-signed certificate the system store does not trust", function()
+    start_server(loopback[1], loopback[2])
+    local t, err = attach(nil)
+    assert.is_nil(t)
+    assert.are.equal("transport", err.kind)
+    assert.is_nil(err.status)
+    assert.matches("TLS", err.message)
+  end)
+
+  it("trusts it through ca_file, and then speaks HTTP over TLS", function()
+    start_server(loopback[1], loopback[2])
+    local t, err = attach(loopback[1])
+    assert.is_nil(t)
+    assert.are.equal(200, err.status)   -- the TLS part was accepted
+  end)
+
+  it("refuses a trusted certificate for another host name", function()
+    start_server(elsewhere[1], elsewhere[2])
+    local t, err = attach(elsewhere[1])
+    assert.is_nil(t)
+    assert.are.equal("transport", err.kind)
+    assert.is_nil(err.status)
+  end)
+
+  it("says so when ca_file cannot be read", function()
+    start_server(loopback[1], loopback[2])
+    local t, err = attach(dir .. "/missing.pem")
+    assert.is_nil(t)
+    assert.matches("ca_file", err.message)
+  end)
+end)
