@@ -82,9 +82,11 @@ describe("unsandboxd /metrics #integration", function()
   it("reports jobs, live sandboxes and the pool as gauges", function()
     local job_id = assert(c:execute_async("bash", "sleep 3"))
     local m
-    for _ = 1, 100 do                              -- at most 5 s for the job to start
+    -- at most 5 s for the job to start: it counts as running from when a
+    -- worker takes it, its sandbox as live from the program's release
+    for _ = 1, 100 do
       m = scrape(srv)
-      if m["unsandboxd_jobs_running"] == 1 then break end
+      if m["unsandboxd_jobs_running"] == 1 and (m["unsandboxd_sandboxes_live"] or 0) >= 1 then break end
       os.execute("sleep 0.05")
     end
     assert.equal(1, m["unsandboxd_jobs_running"])
