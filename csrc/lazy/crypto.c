@@ -43,25 +43,12 @@ static const OSSL_PARAM no_param;   /* all zero: the list's end marker */
   X(EVP_MAC_free, (EVP_MAC *m), (m)) \
   X(EVP_MAC_CTX_free, (EVP_MAC_CTX *c), (c))
 
-#define IDX_F(type, name, params, args, fail) I_##name,
-#define IDX_P(name, params, args) I_##name,
-#define NAME_F(type, name, params, args, fail) #name,
-#define NAME_P(name, params, args) #name,
-
-enum { CRYPTO_FUNCS(IDX_F) CRYPTO_PROCS(IDX_P) N_FUNCS };
-static const char *const names[N_FUNCS + 1] = { CRYPTO_FUNCS(NAME_F) CRYPTO_PROCS(NAME_P) NULL };
+enum { CRYPTO_FUNCS(UNSB_LAZY_IDX_F) CRYPTO_PROCS(UNSB_LAZY_IDX_P) N_FUNCS };
+static const char *const names[N_FUNCS + 1] = { CRYPTO_FUNCS(UNSB_LAZY_NAME_F) CRYPTO_PROCS(UNSB_LAZY_NAME_P) NULL };
 static void *slot[N_FUNCS];
 static unsb_lazy lib = { "libcrypto.so.3", names, slot, PTHREAD_ONCE_INIT, 0 };
 
-/* POSIX lets dlsym's void * be converted to the function's own type */
-#define FORWARD_F(type, name, params, args, fail) \
-  type name params { \
-    if (!unsb_lazy_load(&lib)) return fail; \
-    return ((type (*) params)slot[I_##name]) args; \
-  }
-#define FORWARD_P(name, params, args) \
-  void name params { if (unsb_lazy_load(&lib)) ((void (*) params)slot[I_##name]) args; }
-CRYPTO_FUNCS(FORWARD_F)
-CRYPTO_PROCS(FORWARD_P)
+CRYPTO_FUNCS(UNSB_LAZY_FORWARD_F)
+CRYPTO_PROCS(UNSB_LAZY_FORWARD_P)
 
 void OPENSSL_cleanse(void *p, size_t n) { explicit_bzero(p, n); }

@@ -45,29 +45,16 @@
   X(curl_slist_free_all, (struct curl_slist *l), (l)) \
   X(curl_url_cleanup, (CURLU *u), (u))
 
-#define IDX_F(type, name, params, args, fail) I_##name,
-#define IDX_P(name, params, args) I_##name,
-#define NAME_F(type, name, params, args, fail) #name,
-#define NAME_P(name, params, args) #name,
-
-enum { CURL_FUNCS(IDX_F) CURL_PROCS(IDX_P) I_setopt, I_getinfo, I_msetopt, N_FUNCS };
+enum { CURL_FUNCS(UNSB_LAZY_IDX_F) CURL_PROCS(UNSB_LAZY_IDX_P) I_setopt, I_getinfo, I_msetopt, N_FUNCS };
 static const char *const names[N_FUNCS + 1] = {
-  CURL_FUNCS(NAME_F) CURL_PROCS(NAME_P) "curl_easy_setopt", "curl_easy_getinfo",
+  CURL_FUNCS(UNSB_LAZY_NAME_F) CURL_PROCS(UNSB_LAZY_NAME_P) "curl_easy_setopt", "curl_easy_getinfo",
   "curl_multi_setopt", NULL
 };
 static void *slot[N_FUNCS];
 static unsb_lazy lib = { "libcurl.so.4", names, slot, PTHREAD_ONCE_INIT, 0 };
 
-/* POSIX lets dlsym's void * be converted to the function's own type */
-#define FORWARD_F(type, name, params, args, fail) \
-  type name params { \
-    if (!unsb_lazy_load(&lib)) return fail; \
-    return ((type (*) params)slot[I_##name]) args; \
-  }
-#define FORWARD_P(name, params, args) \
-  void name params { if (unsb_lazy_load(&lib)) ((void (*) params)slot[I_##name]) args; }
-CURL_FUNCS(FORWARD_F)
-CURL_PROCS(FORWARD_P)
+CURL_FUNCS(UNSB_LAZY_FORWARD_F)
+CURL_PROCS(UNSB_LAZY_FORWARD_P)
 
 typedef CURLcode (*setopt_fn)(CURL *, CURLoption, ...);
 typedef CURLcode (*getinfo_fn)(CURL *, CURLINFO, ...);

@@ -44,23 +44,10 @@
   X(lws_close_reason, (struct lws *w, enum lws_close_status s, unsigned char *b, size_t n), \
     (w, s, b, n))
 
-#define IDX_F(type, name, params, args, fail) I_##name,
-#define IDX_P(name, params, args) I_##name,
-#define NAME_F(type, name, params, args, fail) #name,
-#define NAME_P(name, params, args) #name,
-
-enum { LWS_FUNCS(IDX_F) LWS_PROCS(IDX_P) N_FUNCS };
-static const char *const names[N_FUNCS + 1] = { LWS_FUNCS(NAME_F) LWS_PROCS(NAME_P) NULL };
+enum { LWS_FUNCS(UNSB_LAZY_IDX_F) LWS_PROCS(UNSB_LAZY_IDX_P) N_FUNCS };
+static const char *const names[N_FUNCS + 1] = { LWS_FUNCS(UNSB_LAZY_NAME_F) LWS_PROCS(UNSB_LAZY_NAME_P) NULL };
 static void *slot[N_FUNCS];
 static unsb_lazy lib = { "libwebsockets.so.17", names, slot, PTHREAD_ONCE_INIT, 0 };
 
-/* POSIX lets dlsym's void * be converted to the function's own type */
-#define FORWARD_F(type, name, params, args, fail) \
-  type name params { \
-    if (!unsb_lazy_load(&lib)) return fail; \
-    return ((type (*) params)slot[I_##name]) args; \
-  }
-#define FORWARD_P(name, params, args) \
-  void name params { if (unsb_lazy_load(&lib)) ((void (*) params)slot[I_##name]) args; }
-LWS_FUNCS(FORWARD_F)
-LWS_PROCS(FORWARD_P)
+LWS_FUNCS(UNSB_LAZY_FORWARD_F)
+LWS_PROCS(UNSB_LAZY_FORWARD_P)
