@@ -6,41 +6,14 @@
 -- part passed and a transport error without a status proves it did not.
 local unsandbox = require "unsandbox"
 local fs = require "spec.helpers.fs"
-local socket = require "socket"
-
-local q = fs.quote
-
-local function free_port()
-  local s = assert(socket.bind("127.0.0.1", 0))
-  local _, port = s:getsockname()
-  s:close()
-  return tonumber(port)
-end
-
-local function make_cert(dir, name, san)
-  assert(os.execute(string.format(
-    "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -keyout %s -out %s -subj /CN=%s " ..
-    "-addext subjectAltName=%s >/dev/null 2>&1",
-    q(dir .. "/" .. name .. ".key"), q(dir .. "/" .. name .. ".pem"), san:match(":(.*)"), san)))
-  return dir .. "/" .. name .. ".pem", dir .. "/" .. name .. ".key"
-end
+local tls = require "spec.helpers.tls_server"
 
 describe("terminal over wss #integration", function()
-  local dir, pid, port, loopback, elsewhere
+  local dir, srv, port, loopback, elsewhere
 
   local function start_server(pem, key)
-    port = free_port()
-    local p = io.popen(string.format(
-      "openssl s_server -accept 127.0.0.1:%d -cert %s -key %s -www -quiet </dev/null >/dev/null 2>&1 & echo $!",
-      port, q(pem), q(key)))
-    pid = tonumber(p:read("l"))
-    p:close()
-    for _ = 1, 50 do   -- bounded wait until it accepts connections
-      local c = socket.connect("127.0.0.1", port)
-      if c then c:close(); return end
-      socket.sleep(0.1)
-    end
-    error("openssl s_server did not start")
+    srv = tls.start(pem, key)
+    port = srv.port
   end
 
   local function attach(ca_file)
@@ -51,13 +24,13 @@ describe("terminal over wss #integration", function()
 
   setup(function()
     dir = fs.tmpdir("unsb-wss")
-    loopback = { make_cert(dir, "loopback", "IP:127.0.0.1") }
-    elsewhere = { make_cert(dir, "elsewhere", "DNS:example.com") }
+    loopback = { tls.make_cert(dir, "loopback", "IP:127.0.0.1") }
+    elsewhere = { tls.make_cert(dir, "elsewhere", "DNS:example.com") }
   end)
   teardown(function() fs.rm_rf(dir) end)
   after_each(function()
-    if pid and fs.alive(pid) then os.execute("kill " .. pid) end
-    pid = nil
+    tls.stop(srv)
+    srv = nil
   end)
 
   it("refuses a self-signed certificate the system store does not trust", function()

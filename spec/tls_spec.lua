@@ -2,54 +2,25 @@
 -- with a self-signed certificate stands in for an HTTPS service.
 local unsandbox = require "unsandbox"
 local fs = require "spec.helpers.fs"
-local socket = require "socket"
-
-local q = fs.quote
-
--- a free loopback port (bound, then released for s_server)
-local function free_port()
-  local s = assert(socket.bind("127.0.0.1", 0))
-  local _, port = s:getsockname()
-  s:close()
-  return tonumber(port)
-end
-
-local function make_cert(dir, name, san)
-  assert(os.execute(string.format(
-    "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -keyout %s -out %s -subj /CN=%s " ..
-    "-addext subjectAltName=%s >/dev/null 2>&1",
-    q(dir .. "/" .. name .. ".key"), q(dir .. "/" .. name .. ".pem"), san:match(":(.*)"), san)))
-  return dir .. "/" .. name .. ".pem", dir .. "/" .. name .. ".key"
-end
+local tls = require "spec.helpers.tls_server"
 
 describe("TLS #integration", function()
-  local dir, pid, port, cert, other
+  local dir, srv, port, cert, other
 
   local function start_server(pem, key)
-    port = free_port()
-    local p = io.popen(string.format(
-      "openssl s_server -accept 127.0.0.1:%d -cert %s -key %s -www -quiet </dev/null >/dev/null 2>&1 & echo $!",
-      port, q(pem), q(key)))
-    pid = tonumber(p:read("l"))
-    p:close()
-    -- bounded wait until it accepts connections
-    for _ = 1, 50 do
-      local c = socket.connect("127.0.0.1", port)
-      if c then c:close(); return end
-      socket.sleep(0.1)
-    end
-    error("openssl s_server did not start")
+    srv = tls.start(pem, key)
+    port = srv.port
   end
 
   local function stop_server()
-    if pid and fs.alive(pid) then os.execute("kill " .. pid) end
-    pid = nil
+    tls.stop(srv)
+    srv = nil
   end
 
   setup(function()
     dir = fs.tmpdir("unsb-tls")
-    cert = { make_cert(dir, "loopback", "IP:127.0.0.1") }
-    other = { make_cert(dir, "elsewhere", "DNS:example.com") }
+    cert = { tls.make_cert(dir, "loopback", "IP:127.0.0.1") }
+    other = { tls.make_cert(dir, "elsewhere", "DNS:example.com") }
   end)
   teardown(function()
     stop_server()
