@@ -15,9 +15,12 @@
 ** polled for what lws can want of it: input (unless reading is paused by
 ** flow control), output while messages are queued, a close is due or lws
 ** holds a partial send. lws's own timers (ping, close and connect
-** timeouts) and the interrupt flag are served at least every 100 ms; the
-** handshake, whose socket wants output lws does not tell about, is polled
-** in 10 ms steps (it lasts a few of them).
+** timeouts) and the interrupt flag are served at least every 100 ms.
+** During the handshake lws does not tell when it wants to write (the
+** connect, the request): the socket is polled for input, which answers
+** the reply at once, in 1 ms steps. TLS is set up only for wss: lws's
+** global OpenSSL set-up and the system's CA store were most of an
+** attach's time.
 */
 #include "core/ws_client.h"
 
@@ -36,7 +39,7 @@
 #include "core/ws_url.h"
 
 #define MAX_FDS 8          /* lws's fd table: the socket and its own pipe */
-#define HANDSHAKE_STEP_MS 10
+#define HANDSHAKE_STEP_MS 1
 #define SLICE_MS 100
 
 typedef struct msg {
@@ -260,7 +263,12 @@ static int wait_once(unsb_ws *ws, int ms, int extra_fd, int *extra_ready) {
   struct pollfd p[2];
   int n = 0, rc, sock = ws->wsi ? (int)lws_get_socket_fd(ws->wsi) : -1;
   if (sock >= 0 && ws->established) p[n++] = (struct pollfd){ .fd = sock, .events = socket_events(ws) };
-  else if (ms > HANDSHAKE_STEP_MS) ms = HANDSHAKE_STEP_MS;
+  else {
+    /* the handshake: the reply wakes us at once; what lws wants to write
+    ** meanwhile (the connect, the request) waits at most a step */
+    if (sock >= 0) p[n++] = (struct pollfd){ .fd = sock, .events = POLLIN };
+    if (ms > HANDSHAKE_STEP_MS) ms = HANDSHAKE_STEP_MS;
+  }
   if (extra_fd >= 0) p[n++] = (struct pollfd){ .fd = extra_fd, .events = POLLIN };
   ms = lws_service_adjust_timeout(ws->ctx, ms, 0);
   rc = poll(p, (nfds_t)n, ms);
@@ -331,8 +339,12 @@ static int make_context(unsb_ws *ws, const unsb_ws_config *cfg, unsb_error *err)
   memset(&info, 0, sizeof info);
   info.port = CONTEXT_PORT_NO_LISTEN;
   info.protocols = protocols;
-  info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
-  info.client_ssl_ca_filepath = cfg->ca_file;
+  /* TLS only for wss: setting it up (the system's CA store) is most of
+  ** an attach's client-side time */
+  if (ws->target.tls) {
+    info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+    info.client_ssl_ca_filepath = cfg->ca_file;
+  }
   info.user = ws;
   info.gid = (gid_t)-1;
   info.uid = (uid_t)-1;

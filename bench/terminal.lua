@@ -1,0 +1,67 @@
+-- The session terminal (issue 14): how long an attach takes, and a whole
+-- attach + `echo hi; exit` + the exit frame, each next to the same
+-- session's `session_execute` of the same command (one sandbox run of the
+-- same shape, over plain HTTP), measured in alternating rounds of the same
+-- run. Figures only, never pass/fail.
+local unsandbox = require "unsandbox"
+local server = require "spec.helpers.unsandboxd"
+local socket = require "socket"
+local util = require "bench.util"
+
+local ROUNDS = tonumber(os.getenv("BENCH_ROUNDS")) or 5
+local PER = 4
+
+local srv = server.start()
+local c = unsandbox.client(srv.client_opts())
+local sess = assert(c:create_session())
+
+-- One terminal: ms to the open Terminal, ms to the exit frame.
+local function terminal_once()
+  local t0 = socket.gettime()
+  local t = assert(c:session_attach(sess.id))
+  local t1 = socket.gettime()
+  assert(t:send("echo hi; exit 0\n"))
+  for _ = 1, 1000 do
+    local item = assert(t:read(10))
+    if type(item) == "table" and item.type == "exit" then break end
+  end
+  t:close()
+  return (t1 - t0) * 1000, (socket.gettime() - t0) * 1000
+end
+
+local function execute_once(cmd)
+  local t0 = socket.gettime()
+  assert(c:session_execute(sess.id, cmd))
+  return (socket.gettime() - t0) * 1000
+end
+
+local attach, whole, run_true, run_echo = {}, {}, {}, {}
+for r = 1, ROUNDS do
+  local function terminals()
+    for _ = 1, PER do
+      local a, w = terminal_once()
+      attach[#attach + 1], whole[#whole + 1] = a, w
+      -- a closed terminal counts against the key's 4 until its shell is gone
+      socket.sleep(0.05)
+    end
+  end
+  local function executes()
+    for _ = 1, PER do
+      run_true[#run_true + 1] = execute_once("true")
+      run_echo[#run_echo + 1] = execute_once("echo hi; exit 0")
+    end
+  end
+  if r % 2 == 0 then executes(); terminals() else terminals(); executes() end
+end
+
+local function line(name, v, base_name, b)
+  local m, bm = util.stats(v), util.stats(b)
+  print(string.format("  %-40s %7.1f (%7.1f)  %-34s %7.1f (%7.1f)  %5.2fx", name, m.median, m.p95,
+    base_name, bm.median, bm.p95, m.median / bm.median))
+end
+print(string.format("session terminal (issue 14): %d rounds of %d, median (p95) in ms", ROUNDS, PER))
+line("session_attach (to an open Terminal)", attach, 'session_execute(id, "true")', run_true)
+line("attach, `echo hi; exit`, the exit frame", whole, 'session_execute(id, "echo hi; exit 0")', run_echo)
+assert(c:delete_session(sess.id))
+c:close()
+srv.stop()
