@@ -265,6 +265,26 @@ print("RUN", ok, err and err.kind)
     assert.equal(5, ran)
   end)
 
+  it("a step that stops for its budget loses no ready task (many tasks, many steps)", function()
+    -- steps that stop midway leave taken slots at the head of the ready
+    -- queue; tasks that yield again go to its tail meanwhile
+    for trial = 1, 3 do
+      local done, n = 0, 100 + 37 * trial
+      for i = 1, n do
+        unsandbox.spawn(function()
+          local until_us = core.monotonic_us() + 400
+          while core.monotonic_us() < until_us do end
+          if i % 2 == 0 then unsandbox.spawn(function() end):wait() end
+          done = done + 1
+        end)
+      end
+      for _ = 1, 5000 do
+        if unsandbox.step(0) == 0 then break end
+      end
+      assert.equal(n, done, "trial " .. trial)
+    end
+  end)
+
   it("pollfds() lists the sockets of a transfer in flight and a bounded timeout", function()
     arm { mode = "latency", ms = 1000, path = "/jobs" }
     local t = unsandbox.spawn(function() return c:list_jobs() end)

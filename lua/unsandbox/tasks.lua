@@ -29,7 +29,10 @@ local Task = { __name = "unsandbox.Task" }
 Task.__index = Task
 M.Task = Task
 
-local ready, ready_head = {}, 1       -- FIFO of tasks to resume
+-- FIFO of tasks to resume. Head and tail are counted apart: a taken
+-- slot is nil, and # of a table with a nil prefix may be any border
+-- (0 too), which once lost ready tasks.
+local ready, ready_head, ready_tail = {}, 1, 0
 local by_thread = setmetatable({}, { __mode = "k" })   -- thread -> its task
 local live, n_live = {}, 0            -- unfinished tasks
 local current                         -- the task being resumed, or nil
@@ -39,11 +42,12 @@ local FINISHED = { done = true, failed = true, cancelled = true }
 local CLEANUP_WAIT_MS = 3000          -- how long Ctrl-C lets cleanups run
 
 local function push_ready(t)
-  ready[#ready + 1] = t
+  ready_tail = ready_tail + 1
+  ready[ready_tail] = t
 end
 
 local function has_ready()
-  return ready_head <= #ready
+  return ready_head <= ready_tail
 end
 
 local function register(t, th)
@@ -99,7 +103,7 @@ end
 -- given a deadline (core.monotonic_us), no more once it has passed: the
 -- rest stay ready, first in line for the next call.
 local function run_ready(deadline_us)
-  local last = #ready
+  local last = ready_tail
   while ready_head <= last do
     if deadline_us and core.monotonic_us() >= deadline_us then return end
     local t = ready[ready_head]
@@ -107,7 +111,7 @@ local function run_ready(deadline_us)
     ready_head = ready_head + 1
     if t.state == "ready" then resume(t) end
   end
-  if ready_head > #ready then ready, ready_head = {}, 1 end
+  if ready_head > ready_tail then ready, ready_head, ready_tail = {}, 1, 0 end
 end
 
 local function wake(threads)
