@@ -10,17 +10,7 @@ local server = require "spec.helpers.unsandboxd"
 local ROOT = os.getenv("UNSANDBOX_ROOT") or "."
 local SCRIPT = ROOT .. "/spec/interop/unsandbox_interop.py"
 
--- A second key pair in the server's data directory (for sharing images).
-local function second_key(srv)
-  local p = assert(io.popen(server.sh_quote(server.bin) .. " keys add --data " ..
-                            server.sh_quote(srv.data) .. " 2>&1"))
-  local out = p:read("a")
-  p:close()
-  local pk = out:match("UNSANDBOX_PUBLIC_KEY=(%S+)")
-  local sk = out:match("UNSANDBOX_SECRET_KEY=(%S+)")
-  assert(pk and sk, "keys add failed: " .. out)
-  return pk, sk
-end
+local second_key = server.add_key
 
 local function run_interop(srv, lenient)
   local pk2, sk2 = second_key(srv)

@@ -11,15 +11,7 @@ local server = require "spec.helpers.unsandboxd"
 local ROOT = os.getenv("UNSANDBOX_ROOT") or "."
 local SCRIPT = ROOT .. "/spec/interop/ws_terminal_check.py"
 
-local function second_key(srv)
-  local p = assert(io.popen(server.sh_quote(server.bin) .. " keys add --data " ..
-                            server.sh_quote(srv.data) .. " 2>&1"))
-  local out = p:read("a")
-  p:close()
-  local pk, sk = out:match("UNSANDBOX_PUBLIC_KEY=(%S+)"), out:match("UNSANDBOX_SECRET_KEY=(%S+)")
-  assert(pk and sk, "keys add failed: " .. out)
-  return pk, sk
-end
+local second_key = server.add_key
 
 local function check(group)
   local srv = server.start()

@@ -79,4 +79,15 @@ function M.start(opts)
   return srv
 end
 
+--- add_key(srv) -> public_key, secret_key: a second key pair in srv's
+-- data directory (`unsandboxd keys add`), for specs that need two owners.
+function M.add_key(srv)
+  local p = assert(io.popen(M.sh_quote(M.bin) .. " keys add --data " .. M.sh_quote(srv.data) .. " 2>&1"))
+  local out = p:read("a")
+  p:close()
+  local pk, sk = out:match("UNSANDBOX_PUBLIC_KEY=(%S+)"), out:match("UNSANDBOX_SECRET_KEY=(%S+)")
+  assert(pk and sk, "keys add failed: " .. out)
+  return pk, sk
+end
+
 return M
