@@ -82,6 +82,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,7 +218,9 @@ static int check_spec(const ux_run_spec *spec, const ux_lang **lang,
 void ux_sb_cpu_limit(int ttl_s, struct rlimit *l) {
   /* CPU time: a backstop behind the wall clock, so it must never fire
   ** first, even for a program that keeps every core busy */
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  static long cpus;          /* read once: sysconf reads /sys on every call */
+  if (!__atomic_load_n(&cpus, __ATOMIC_RELAXED))
+    __atomic_store_n(&cpus, sysconf(_SC_NPROCESSORS_ONLN), __ATOMIC_RELAXED);
   rlim_t cpu = (rlim_t)ttl_s * (rlim_t)(cpus > 0 ? cpus : 1) + UX_SB_CPU_SLACK;
   l->rlim_cur = cpu;
   l->rlim_max = cpu + UX_SB_CPU_SLACK;
@@ -268,18 +271,25 @@ static int set_cpu_limit(ux_run *r, int ttl_s, char *err, size_t errlen) {
   return -1;
 }
 
-/* A pooled sandbox was prepared at the filler's lower priority (pool.c):
-** its inner process, which forks the program after the release, and its
-** slirp4netns get the server's back, as a cold start has. Raising a
-** priority needs CAP_SYS_NICE; without it the run goes on, slower, and
-** that is said once. The pidfds, checked just before, prove the pids. */
+/* A pooled sandbox was prepared with the filler's background scheduling
+** (pool.c: SCHED_BATCH at a higher nice): its outer bwrap, whose exit
+** ends the run, its inner process, which forks the program after the
+** release, and its slirp4netns get the server's policy and nice back, as
+** a cold start has them. That needs CAP_SYS_NICE; without it the run goes
+** on, slower, and that is said once. The pidfds, checked just before,
+** prove the pids. */
+static int reschedule(pid_t pid, int pidfd, int prio) {
+  struct sched_param sp = { 0 };
+  if (pid <= 0 || pidfd < 0 || !ux_pidfd_alive(pidfd)) return 0;
+  return sched_setscheduler(pid, SCHED_OTHER, &sp) != 0 ||
+         setpriority(PRIO_PROCESS, (id_t)pid, prio) != 0 ? -1 : 0;
+}
+
 static void unnice(ux_run *r) {
   static int said;
   int prio = getpriority(PRIO_PROCESS, 0);
-  int bad = r->inner_fd >= 0 && ux_pidfd_alive(r->inner_fd) &&
-            setpriority(PRIO_PROCESS, (id_t)r->inner, prio) != 0;
-  if (r->net.pid > 0 && r->net.pidfd >= 0 && ux_pidfd_alive(r->net.pidfd) &&
-      setpriority(PRIO_PROCESS, (id_t)r->net.pid, prio) != 0) bad = 1;
+  int bad = reschedule(r->inner, r->inner_fd, prio) | reschedule(r->pid, r->pidfd, prio) |
+            reschedule(r->net.pid, r->net.pidfd, prio);
   if (bad && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
     fprintf(stderr, "unsandboxd: pooled sandboxes run at a lower priority: %s\n", strerror(errno));
 }
