@@ -270,6 +270,17 @@ static void test_burst(void) {
   ok(await_full(), "and it is full again afterwards");
 }
 
+/* The refill policy: full shapes never, one below the low mark at once,
+** the rest only in a pause of the runs (no take for a while). */
+static void test_refill_policy(void) {
+  ok(!ux_pool_may_refill(4, 4, 0) && !ux_pool_may_refill(4, 4, 100000), "a full shape: never");
+  ok(ux_pool_may_refill(0, 4, 0) && ux_pool_may_refill(1, 4, 0),
+     "an empty or nearly empty shape: at once, even while runs keep coming");
+  ok(!ux_pool_may_refill(2, 4, 0) && !ux_pool_may_refill(3, 16, 5),
+     "above the low mark: not right after a take");
+  ok(ux_pool_may_refill(2, 4, 1000) && ux_pool_may_refill(15, 16, 1000), "above it: in a pause");
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (geteuid() != 0 || access("/usr/bin/bwrap", X_OK) != 0) {
@@ -278,10 +289,12 @@ int main(void) {
   }
   char tmpdir[] = "/var/tmp/unsb-pooltest-XXXXXX";
   if (!mkdtemp(tmpdir)) { printf("Bail out! mkdtemp\n"); return 1; }
+  test_refill_policy();
   ux_runner_set_tmpdir(tmpdir);
   ux_isolation iso;
   ux_runner_init(1, &iso);
   printf("# isolation: %s\n", iso.detail);
+  ux_child_mntns();           /* made once per process, kept open */
   int fds_before = count_fds();
   test_options();
   char err[256] = "";

@@ -23,6 +23,7 @@
 */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,8 @@
 #define BACKOFF_MS   100      /* after a failed start; doubles up to 2 s */
 #define STOP_WAIT_MS 10000    /* pool stop waits this long for pooled runs */
 #define FILLER_NICE  10       /* see filler() */
+#define QUIET_MS     20       /* refills wait this long after a take ... */
+#define LOW_READY    PIPELINE /* ... while a shape has at least this many */
 
 typedef struct shape {
   char language[32];
@@ -67,6 +70,7 @@ static struct {
   int break_next;             /* tests: sandboxes to prepare broken */
   long long backoff_until;
   int backoff_ms;
+  long long last_take;        /* when a run last looked for a sandbox */
   pthread_t filler;
   ux_pool_stats st;
 } pool = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
@@ -196,6 +200,7 @@ ux_run *ux_pool_take(const ux_run_spec *spec) {
     r = NULL;
   }
   if (sh) {
+    pool.last_take = ux_now_ms();
     if (r) pool.st.hits++; else pool.st.misses++;
     pthread_cond_signal(&pool.wake);
   }
@@ -220,15 +225,35 @@ void ux_pool_done(void) {
 ** The filler
 ** ------------------------------------------------------------------- */
 
-/* The shape most in need of a sandbox (fewest ready and starting), or
-** -1 when all are full. Locked. */
-static int neediest(void) {
+/* Preparing a sandbox competes with the runs in progress, and not only
+** for the CPU: its mounts and namespaces take the kernel's global mount
+** lock and expedited RCU grace periods, which the teardown at the end of
+** every run waits for too (a pooled run took a millisecond longer while
+** the pool refilled). So while runs keep coming (a take in the last
+** QUIET_MS), a shape is refilled only below LOW_READY, so that the next
+** run still finds one; the rest waits for a pause. */
+int ux_pool_may_refill(int have, int size, long long since_take_ms) {
+  return have < size && (have < LOW_READY || since_take_ms >= QUIET_MS);
+}
+
+/* The shape most in need of a sandbox (fewest ready and starting) that
+** may get one now, or -1. Locked. */
+static int neediest(long long now) {
   int best = -1, have = 0;
   for (int i = 0; i < pool.n_shapes; i++) {
     int n = pool.shapes[i].n_ready + pool.shapes[i].starting;
-    if (n < pool.size && (best < 0 || n < have)) { best = i; have = n; }
+    if (!ux_pool_may_refill(n, pool.size, now - pool.last_take)) continue;
+    if (best < 0 || n < have) { best = i; have = n; }
   }
   return best;
+}
+
+/* 1 when a shape is not full: with none starting, it waits for a pause
+** in the runs. Locked. */
+static int deferred(void) {
+  for (int i = 0; i < pool.n_shapes; i++)
+    if (pool.shapes[i].n_ready + pool.shapes[i].starting < pool.size) return 1;
+  return 0;
 }
 
 static void failed(const char *why) {
@@ -299,7 +324,7 @@ static int round_locked(starting *st, int *n_st) {
   }
   int k;
   while (!pool.stop && *n_st < PIPELINE && ux_now_ms() >= pool.backoff_until &&
-         (k = neediest()) >= 0) {
+         (k = neediest(ux_now_ms())) >= 0) {
     pool.shapes[k].starting++;
     pthread_mutex_unlock(&pool.lock);
     int rc = begin(k, &st[*n_st]);
@@ -356,10 +381,17 @@ static void *filler(void *arg) {
   starting st[PIPELINE];
   int n_st = 0;
   /* Preparing sandboxes is background work: this thread and the
-  ** processes it starts (they inherit it) yield the cores to runs. A
-  ** pooled sandbox gets the run's priority back when it is armed
-  ** (runner.c, unnice). Linux's nice is per thread. */
-  if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), FILLER_NICE) != 0)
+  ** processes it starts (they inherit both) yield the cores to runs.
+  ** Nice alone was not enough: a refill woken by a take preempted the
+  ** sandbox just released on the same core (half a millisecond seen in
+  ** a trace). SCHED_BATCH never preempts on wake-up, yet keeps nice's
+  ** share of the CPU, so the filler is never starved while it holds the
+  ** pool's lock or bwrap a kernel lock (SCHED_IDLE could be). A pooled
+  ** sandbox gets the run's scheduling back when it is armed (runner.c,
+  ** unnice). Linux's policy and nice are per thread. */
+  struct sched_param sp = { 0 };
+  if (pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp) != 0 ||
+      setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), FILLER_NICE) != 0)
     fprintf(stderr, "unsandboxd: the pool's filler keeps its priority: %s\n", strerror(errno));
   pthread_mutex_lock(&pool.lock);
   while (!pool.stop || n_st > 0) {
@@ -369,8 +401,9 @@ static void *filler(void *arg) {
       nanosleep(&ts, NULL);
       pthread_mutex_lock(&pool.lock);
     } else if (!pool.stop && pool.n_trash == 0) {
-      long long wait = pool.backoff_until - ux_now_ms();
-      wait_locked(wait > 0 ? wait : 1000);
+      long long now = ux_now_ms(), wait = pool.backoff_until - now;
+      if (wait <= 0) wait = deferred() ? pool.last_take + QUIET_MS - now : 1000;
+      wait_locked(wait > 0 ? wait : 1);
     }
   }
   drain_locked();

@@ -193,6 +193,11 @@ ux_run *ux_pool_take(const ux_run_spec *spec);
 /* A pooled run has been freed (ux_run_free calls it). */
 void ux_pool_done(void);
 
+/* Whether a shape with `have` sandboxes ready or starting, of `size`,
+** gets another one now, `since_take_ms` after a run last looked for one:
+** while runs keep coming only below a low mark (pool.c, neediest). */
+int ux_pool_may_refill(int have, int size, long long since_take_ms);
+
 /* Tests: the next n sandboxes the pool prepares fail their set-up inside
 ** bwrap (UX_SB_BROKEN), as a sandbox that cannot start would. */
 void ux_pool_break_next(int n);
