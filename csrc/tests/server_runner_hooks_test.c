@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "server/sandbox/cgroup.h"
+#include "server/sandbox/run.h"         /* ux_child_mntns */
 #include "server/sandbox/runner.h"
 #include "tests/tap.h"
 
@@ -368,6 +369,7 @@ int main(void) {
   ux_isolation iso;
   ux_runner_init(1, &iso);
   printf("# isolation: %s\n", iso.detail);
+  ux_child_mntns();           /* made once per process, kept open */
   int fds_before = count_fds();
   test_limits();
   test_network();

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/sandbox/run.h"         /* ux_child_mntns */
 #include "server/sandbox/runner.h"
 #include "tests/tap.h"
 
@@ -875,6 +876,7 @@ int main(void) {
   ux_isolation iso;
   ux_runner_init(1, &iso);          /* its parent cgroups stay open */
   printf("# isolation: %s\n", iso.detail);
+  ux_child_mntns();           /* made once per process, kept open */
   int fds_before = count_fds();
   test_languages();
   test_compile_error();

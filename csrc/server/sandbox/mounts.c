@@ -1,30 +1,40 @@
 /*
-** The mounts a sandbox's child detaches before it execs bwrap (see
-** run.h, ux_detach_plan). The child's mount namespace starts as a copy of
-** the server's, which holds the host's mounts (a dozen cgroup v1
-** hierarchies under /sys among them), every volume and the scratch
-** volume of every run in flight or waiting in the pool. bwrap copies that
-** namespace again and reads all of /proc/self/mountinfo after each of its
-** fifteen or so binds, so its cost grew with the number of runs; the
-** program never sees any of those mounts (bwrap pivots to a root of its
-** own). What bwrap itself needs stays: /, /proc (its own /proc/self/fd),
-** /dev (the device nodes --dev binds), /usr and /etc with what is mounted
-** below them. The work, code and read-only bind directories reach the
-** child as detached clones (open_tree), so detaching their origins
-** changes nothing for them.
+** The mount namespace a sandbox's child starts from (see run.h,
+** ux_child_mntns). A copy of the server's holds the host's mounts (a
+** dozen cgroup v1 hierarchies under /sys among them), every volume and
+** the scratch volume of every run in flight or waiting in the pool.
+** bwrap copies its namespace again and reads all of /proc/self/mountinfo
+** after each of its fifteen or so binds, so its cost grew with the number
+** of runs; the program never sees any of those mounts (bwrap pivots to a
+** root of its own). What bwrap itself needs stays: /, /proc (its own
+** /proc/self/fd), /dev (the device nodes --dev binds), /usr and /etc with
+** what is mounted below them. The work, code and read-only bind
+** directories reach the child as detached clones (open_tree), so what is
+** detached here changes nothing for them.
 **
-** The list is read in the server (the child may only make raw
-** syscalls), once per process: the server's namespace is private, so it
-** changes only by the server's own mounts, all of which are below its
-** data directory, itself a mount that the list holds (volume.c makes it
-** one). A mount made or gone since is harmless anyway: one line more for
-** bwrap, or an EINVAL the child ignores.
+** The detaching is done once, by a thread of its own that unshares its
+** mount namespace, detaches what bwrap does not need and keeps the
+** namespace by an fd; every child enters it (setns) and unshares a copy.
+** Each child used to detach those mounts itself, and every umount waits
+** for an expedited RCU grace period: a dozen per sandbox, which also held
+** up the namespace teardown at the end of the runs in progress (the
+** kernel serialises expedited grace periods), a millisecond on a pooled
+** run's answer while the pool refilled.
+**
+** The list is read once per process: the server's namespace is private,
+** so it changes only by the server's own mounts, all of which are below
+** its data directory, itself a mount that the list holds (volume.c makes
+** it one).
 */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <unistd.h>
 
 #include "server/sandbox/run.h"
 
@@ -86,6 +96,13 @@ static char *read_mountinfo(void) {
   return buf;
 }
 
+/* The mount points to detach: the outermost of each unneeded subtree. */
+typedef struct ux_detach {
+  char *text;
+  const char **paths;         /* point into text */
+  int n;
+} ux_detach;
+
 static int make_plan(ux_detach *d) {
   memset(d, 0, sizeof *d);
   if (!(d->text = read_mountinfo()) || !(d->paths = calloc(MAX_DETACH, sizeof *d->paths))) {
@@ -107,13 +124,36 @@ static int make_plan(ux_detach *d) {
   return 0;
 }
 
+/* The thread that makes the namespace: its own fs context and mount
+** namespace (the server's other threads keep theirs), every mount of the
+** plan detached, the namespace kept by an fd after the thread ends. */
+static void *make_ns(void *arg) {
+  int *fd = arg;
+  ux_detach d;
+  if (make_plan(&d) != 0) return NULL;
+  if (unshare(CLONE_FS | CLONE_NEWNS) == 0 &&
+      mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0) {
+    /* one already gone is fine: one line more for bwrap at worst */
+    for (int i = 0; i < d.n; i++) umount2(d.paths[i], MNT_DETACH);
+    *fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+  }
+  free(d.text);
+  free(d.paths);
+  return NULL;
+}
+
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static ux_detach plan;
-static int plan_ok;
+static int ns_fd = -1;
 
-static void plan_once(void) { plan_ok = make_plan(&plan) == 0; }
+static void ns_once(void) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, make_ns, &ns_fd) == 0) pthread_join(t, NULL);
+  if (ns_fd < 0)
+    fprintf(stderr, "unsandboxd: sandboxes start from the server's own mounts (slower): %s\n",
+            strerror(errno));
+}
 
-const ux_detach *ux_detach_plan(void) {
-  pthread_once(&once, plan_once);
-  return plan_ok ? &plan : NULL;
+int ux_child_mntns(void) {
+  pthread_once(&once, ns_once);
+  return ns_fd;
 }

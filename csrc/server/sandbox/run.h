@@ -105,8 +105,7 @@ typedef struct ux_child_plan {
   int nlim;
   int drop;                   /* setuid to uid/gid */
   int mount;                  /* bind the dirs at UX_SB_MNT_* first */
-  const char *const *detach;  /* then detach these mounts (mounts.c) */
-  int n_detach;
+  int mntns;                  /* the mount namespace to copy (mounts.c); -1: ours */
   int ro_dir[UX_SB_RO_BINDS]; /* ro bind n is a directory (else a file) */
   int n_ro;
   uid_t uid; gid_t gid;
@@ -139,18 +138,12 @@ const char *ux_spawn_step(int step);
 ** mounts.c
 ** ------------------------------------------------------------------- */
 
-/* The mount points of this process's namespace that a sandbox's child
-** detaches before it execs bwrap: all but /, /proc, /dev, /usr, /etc
-** and what is below /usr and /etc (the outermost of each subtree only).
-** Read once per process; NULL when it could not be (the child then
-** detaches nothing). */
-typedef struct ux_detach {
-  char *text;
-  const char **paths;         /* point into text */
-  int n;
-} ux_detach;
-
-const ux_detach *ux_detach_plan(void);
+/* An fd of the mount namespace a sandbox's child copies before it
+** mounts its directories and execs bwrap: this process's, made once,
+** with every mount detached but /, /proc, /dev, /usr, /etc and what is
+** below /usr and /etc. -1 when it could not be made (the child then
+** copies this process's own namespace whole). */
+int ux_child_mntns(void);
 
 /* ---------------------------------------------------------------------
 ** setup.c: a sandbox up to its release

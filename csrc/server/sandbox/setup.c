@@ -287,6 +287,7 @@ static void fill_plan(ux_child_plan *p, const ux_run *r, const ux_run_spec *spec
   }
   p->drop = r->slot >= 0;
   p->mount = ux_privileged();
+  p->mntns = p->mount ? ux_child_mntns() : -1;
   p->uid = r->uid; p->gid = r->gid;
   p->parent = getpid();
   p->argv = argv;
@@ -395,11 +396,6 @@ ux_run *ux_sb_prepare(const ux_run_spec *spec, const ux_lang *lang, const char *
   ux_child_plan plan;
   if (set_up(r, spec, use_cg, mem, &f, err, errlen) != 0) goto fail;
   fill_plan(&plan, r, spec, &f, mem, !pooled, argv.v);
-  const ux_detach *detach = plan.mount ? ux_detach_plan() : NULL;
-  if (detach) {
-    plan.detach = detach->paths;
-    plan.n_detach = detach->n;
-  }
   if (spawn(r, &plan, &f, err, errlen) != 0) goto fail;
   ux_sb_argv_free(&argv);
   sf_close(&f);

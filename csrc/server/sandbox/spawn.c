@@ -60,7 +60,7 @@ int ux_place_fds(const int *fds, int n) {
 static const char *const steps[] = {
   "set up fds", "unshare the mount namespace", "mount the tmpfs", "create mount points",
   "bind the directories", "set resource limits", "drop to the slot uid", "exec " UX_SB_BWRAP,
-  "join the cgroup", "bind the read-only files",
+  "join the cgroup", "bind the read-only files", "enter the sandboxes' mount namespace",
 };
 
 const char *ux_spawn_step(int step) {
@@ -97,8 +97,6 @@ static int mount_dirs(const ux_child_plan *p, int *step) {
   *step = 1;
   if (unshare(CLONE_NEWNS) != 0) return -1;
   if (mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return -1;
-  /* what bwrap does not need (mounts.c); one already gone is fine */
-  for (int i = 0; i < p->n_detach; i++) umount2(p->detach[i], MNT_DETACH);
   *step = 2;
   if (mount("ux", UX_SB_MNT_ROOT, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
             "mode=0755,size=64k") != 0) return -1;
@@ -122,6 +120,9 @@ static int spawn_child(void *arg) {
 
   /* first, as root: every process of the run is counted from here on */
   int joined = ux_cg_join(p->cg_fds, p->n_cg), join_errno = errno;
+  /* the mount namespace to copy (mounts.c), entered while its fd is
+  ** still open (ux_place_fds closes it); reported once the fds are */
+  int entered = p->mntns < 0 || setns(p->mntns, CLONE_NEWNS) == 0, ns_errno = errno;
   if (setsid() < 0) goto fail;
   /* default dispositions and an empty mask: an ignored SIGPIPE in the
   ** server would otherwise be inherited by the program through exec */
@@ -139,6 +140,7 @@ static int spawn_child(void *arg) {
   placed = 1;
   if (fcntl(UX_FD_EXECERR, F_SETFD, FD_CLOEXEC) < 0) goto fail;
   if (joined != 0) { err[0] = 8; errno = join_errno; goto fail; }
+  if (!entered) { err[0] = 10; errno = ns_errno; goto fail; }
   if (p->mount && mount_dirs(p, &err[0]) != 0) goto fail;
 
   err[0] = 5;
