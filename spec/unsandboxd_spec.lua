@@ -779,6 +779,35 @@ describe("unsandboxd limits, restart and shutdown #integration", function()
     assert.are.equal(0, list.count)
   end)
 
+  -- a synchronous run's row is written only once its id is given out
+  -- (jobs.h): a pending answer after --sync-ms gives it out
+  it("a synchronous run answered as pending is stored: a crash leaves it failed", function()
+    local srv = server.start { args = { "--sync-ms", "300" } }
+    local c = client(srv)
+    local r, pending = call(c, "POST", "/execute", { language = "bash", code = "sleep 30" })
+    assert.are.equal(200, r.status)
+    assert.is_string(pending.job_id)
+    assert.are_not.equal("completed", pending.status)
+    c:close()
+    os.execute("kill -9 " .. srv.pid)
+    for _ = 1, 50 do if not alive(srv.pid) then break end socket.sleep(0.1) end
+    srv.stop(true)
+
+    srv = server.start { data = srv.data }
+    c = client(srv)
+    local got, lost = call(c, "GET", "/jobs/" .. pending.job_id)
+    -- and one that ended within the wait is stored final, in one write
+    local _, quick = call(c, "POST", "/execute", { language = "bash", code = "echo quick" })
+    local _, again = call(c, "GET", "/jobs/" .. quick.job_id)
+    c:close()
+    srv.stop()
+    assert.are.equal(200, got.status)
+    assert.are.equal("failed", lost.status)
+    assert.are.equal("server restarted", lost.error)
+    assert.are.equal("completed", again.status)
+    assert.are.equal("quick\n", again.stdout)
+  end)
+
   it("keeps its data private: directory 0700, database 0600", function()
     local srv = server.start()
     local dmode, fmode = mode_of(srv.data), mode_of(srv.data .. "/unsandboxd.db")

@@ -33,6 +33,7 @@ struct ux_job {
   ux_exec_spec *spec;
   unsigned long long run_id; /* set while the runner owns the sandbox */
   int cancel;             /* DELETE /jobs/{id} asked for it */
+  int stored;             /* its row exists (or is being written by finish) */
   json_t *doc;            /* final document once terminal */
   int refs;
   ux_job *qnext;          /* the pending queue */
@@ -109,12 +110,19 @@ static const char *const UNFINISHED[] = { "pending", "running", NULL };
 /* Makes j terminal with its final document: stored first, then visible,
 ** so a poll never sees a terminal status the store does not have yet.
 ** The row changes only while unfinished, so nothing overwrites a final
-** document. */
+** document. A job whose row was deferred (ux_jobs_submit) and whose id
+** was never given out gets its row here, final at once. */
 static void finish(ux_jobs *js, ux_job *j, jstate s, json_t *doc) {
   json_t *ms = json_object_get(doc, "execution_time_ms");
   ux_exec_metrics_run(j->spec->language, state_name(s), (long)json_integer_value(ms));
-  if (ux_store_update(js->st, "jobs", j->id, j->owner, state_name(s), doc, UNFINISHED) != 1)
-    fprintf(stderr, "unsandboxd: job %s: its final state was not stored\n", j->id);
+  pthread_mutex_lock(&js->mu);
+  int insert = !j->stored;
+  j->stored = 1;
+  pthread_mutex_unlock(&js->mu);
+  int ok = insert ? ux_store_insert(js->st, "jobs", j->id, j->owner, state_name(s), doc) == 0
+                  : ux_store_update(js->st, "jobs", j->id, j->owner, state_name(s), doc,
+                                    UNFINISHED) == 1;
+  if (!ok) fprintf(stderr, "unsandboxd: job %s: its final state was not stored\n", j->id);
   pthread_mutex_lock(&js->mu);
   j->state = s;
   j->doc = doc;
@@ -122,6 +130,24 @@ static void finish(ux_jobs *js, ux_job *j, jstate s, json_t *doc) {
   pthread_cond_broadcast(&js->done);
   unref_locked(j);                                   /* the active list's ref */
   pthread_mutex_unlock(&js->mu);
+}
+
+/* The pending row of a job whose id is about to be given out while it
+** is unfinished, unless it has one. Under the lock, so finish (which then
+** only updates) cannot run between the check and the write. 0, or -1
+** when it could not be stored (finish then inserts the final row). Locked. */
+static int store_pending_locked(ux_jobs *js, ux_job *j) {
+  if (j->stored || j->doc) return 0;
+  json_t *d = doc_head(j, J_PENDING, 0, NULL);
+  j->stored = d && ux_store_insert(js->st, "jobs", j->id, j->owner, "pending", d) == 0;
+  json_decref(d);
+  return j->stored ? 0 : -1;
+}
+
+/* The id of j is given out (a pending answer, a listing): it needs a row. */
+static void id_out_locked(ux_jobs *js, ux_job *j) {
+  if (store_pending_locked(js, j) != 0)
+    fprintf(stderr, "unsandboxd: job %s: its pending row was not stored\n", j->id);
 }
 
 static void run_one(ux_jobs *js, ux_job *j) {
@@ -220,7 +246,7 @@ ux_jobs *ux_jobs_new(ux_store *st, int workers, int queue) {
   return js;
 }
 
-int ux_jobs_submit(ux_jobs *js, const char *owner, ux_exec_spec *spec,
+int ux_jobs_submit(ux_jobs *js, const char *owner, ux_exec_spec *spec, int defer_row,
                    ux_job **out, int *active, int *limit) {
   pthread_mutex_lock(&js->mu);
   /* capacity counts running and queued together, so two quick submits
@@ -236,12 +262,10 @@ int ux_jobs_submit(ux_jobs *js, const char *owner, ux_exec_spec *spec,
   snprintf(j->owner, sizeof j->owner, "%s", owner);
   j->created_at = ux_now();
   j->spec = spec;
-  /* the row first: a job the store does not know is never queued */
-  json_t *d = NULL;
-  if (ux_random_id(j->id, sizeof j->id, "job_", 12) == 0) d = doc_head(j, J_PENDING, 0, NULL);
-  int stored = d && ux_store_insert(js->st, "jobs", j->id, j->owner, "pending", d) == 0;
-  json_decref(d);
-  if (!stored) {
+  /* the row first, unless deferred until the id is given out or the job
+  ** ends: either way, a job whose id is out is in the store (or active) */
+  if (ux_random_id(j->id, sizeof j->id, "job_", 12) != 0 ||
+      (!defer_row && store_pending_locked(js, j) != 0)) {
     pthread_mutex_unlock(&js->mu);
     free(j);                                         /* the spec stays the caller's */
     return UX_JOBS_ERROR;
@@ -273,6 +297,7 @@ json_t *ux_jobs_wait(ux_jobs *js, ux_job *j, long timeout_ms, int *terminal) {
     if (timeout_ms < 0) pthread_cond_wait(&js->done, &js->mu);
     else if (pthread_cond_timedwait(&js->done, &js->mu, &until) != 0) break;
   }
+  id_out_locked(js, j);
   json_t *d = j->doc ? json_deep_copy(j->doc) : doc_head(j, j->state, 0, NULL);
   *terminal = j->doc != NULL;
   pthread_mutex_unlock(&js->mu);
@@ -302,8 +327,11 @@ json_t *ux_jobs_get(ux_jobs *js, const char *id, const char *owner) {
 json_t *ux_jobs_list(ux_jobs *js, const char *owner) {
   json_t *arr = json_array();
   pthread_mutex_lock(&js->mu);
-  for (ux_job *j = js->active; j; j = j->anext)      /* newest first: insert at 0 */
-    if (!strcmp(j->owner, owner)) json_array_insert_new(arr, 0, doc_head(j, j->state, 0, NULL));
+  for (ux_job *j = js->active; j; j = j->anext) {    /* newest first: insert at 0 */
+    if (strcmp(j->owner, owner) != 0) continue;
+    id_out_locked(js, j);
+    json_array_insert_new(arr, 0, doc_head(j, j->state, 0, NULL));
+  }
   pthread_mutex_unlock(&js->mu);
   json_t *o = json_object();
   json_object_set_new(o, "count", json_integer((json_int_t)json_array_size(arr)));

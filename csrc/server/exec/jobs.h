@@ -22,8 +22,12 @@ ux_jobs *ux_jobs_new(ux_store *st, int workers, int queue);
 /* Queues spec (ownership passes to the pool on success). On success *out
 ** holds a reference the caller must release; on UX_JOBS_FULL *active and
 ** *limit say how busy the pool is; UX_JOBS_ERROR: the job's row could not
-** be stored, and nothing was queued. */
-int ux_jobs_submit(ux_jobs *js, const char *owner, ux_exec_spec *spec,
+** be stored, and nothing was queued. defer_row: a caller that waits for
+** the job skips the pending row (a write on every run's path); the row is
+** written when ux_jobs_wait gives out the id of an unfinished job, or
+** final when the job ends. A restart thus never finds a deferred job that
+** nobody had the id of. */
+int ux_jobs_submit(ux_jobs *js, const char *owner, ux_exec_spec *spec, int defer_row,
                    ux_job **out, int *active, int *limit);
 
 /* Waits up to timeout_ms (< 0: until terminal) and returns the job's

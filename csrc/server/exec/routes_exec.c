@@ -78,10 +78,10 @@ int ux_h_languages(ux_req *r, const char *id) {
   return ux_reply_json(r, 200, j);
 }
 
-ux_job *ux_submit(ux_req *r, ux_exec_spec *spec) {
+ux_job *ux_submit(ux_req *r, ux_exec_spec *spec, int defer_row) {
   ux_job *job = NULL;
   int active = 0, limit = 0;
-  int rc = ux_jobs_submit(r->srv->jobs, r->owner, spec, &job, &active, &limit);
+  int rc = ux_jobs_submit(r->srv->jobs, r->owner, spec, defer_row, &job, &active, &limit);
   if (rc == UX_JOBS_OK) return job;
   ux_exec_spec_free(spec);
   if (rc == UX_JOBS_ERROR)
@@ -115,7 +115,8 @@ static int execute(ux_req *r, int async) {
   ux_exec_spec *spec = ux_exec_spec_from_json(r, body, 60);
   json_decref(body);
   if (!spec) return -1;
-  ux_job *job = ux_submit(r, spec);
+  /* a synchronous run's row waits until its id is given out (jobs.h) */
+  ux_job *job = ux_submit(r, spec, !async);
   if (!job) return -1;
   int terminal = 0;
   long wait_ms = (async || r->defer) ? 0 : r->srv->cfg.sync_ms;

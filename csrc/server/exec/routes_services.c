@@ -197,7 +197,7 @@ int ux_h_service_execute(ux_req *r, const char *id) {
     goto out;
   }
   spec->run.files = spec->files;
-  ux_job *job = ux_submit(r, spec);
+  ux_job *job = ux_submit(r, spec, 0);
   if (job) {
     json_t *j = json_object();
     json_object_set_new(j, "job_id", json_string(ux_job_id(job)));

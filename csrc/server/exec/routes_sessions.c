@@ -220,7 +220,7 @@ int ux_h_session_shell(ux_req *r, const char *id) {
     return found == 0 ? ux_reply_error(r, 404, "not_found", "no such session")
                       : ux_reply_error(r, 500, "internal_error", "cannot update the session");
   }
-  ux_job *job = ux_submit(r, spec);
+  ux_job *job = ux_submit(r, spec, 1);
   if (!job) return -1;                               /* ux_submit answered */
   int terminal;
   json_t *res = ux_jobs_wait(r->srv->jobs, job, -1, &terminal);

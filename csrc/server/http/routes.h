@@ -135,7 +135,7 @@ int ux_snapshot_archive_path(ux_req *r, const char *id, char *out, size_t len);
 int ux_snapshot_take(ux_req *r, const char *source_type, const char *source_id);
 
 /* Submits a job for r->owner, answering 429/503 itself when refused. */
-ux_job *ux_submit(ux_req *r, ux_exec_spec *spec);
+ux_job *ux_submit(ux_req *r, ux_exec_spec *spec, int defer_row);
 
 /* Creates the resource's volume DATA/<kind>s/<id> (volume.h) and places
 ** the request's input_files in it. 0, or -1 after setting a 400, 500 or
