@@ -239,9 +239,10 @@ static int probe(const char *data_dir, char *why, size_t whylen) {
 }
 
 /* The data directory as a mount of its own (a bind onto itself, in the
-** private namespace): a sandbox's child detaches it, and with it every
-** volume and scratch volume below, in one call (mounts.c). Without it the
-** child would have to detach them one by one; it works, only slower. */
+** private namespace): the sandboxes' mount namespace is made without it,
+** and with it every volume and scratch volume below, in one call
+** (mounts.c). Without it they would be detached one by one; it works,
+** only slower. */
 static void own_mount(const char *data_dir) {
   if (mount(data_dir, data_dir, NULL, MS_BIND, NULL) != 0)
     fprintf(stderr, "unsandboxd: cannot bind %s onto itself (%s): sandboxes start a little "
