@@ -7,9 +7,12 @@
 --
 -- Environment: BENCH_ROUNDS (default 5), BENCH_PER (samples per figure per
 -- round, 12), BENCH_JOBS (jobs per client in the throughput runs, 25),
--- BENCH_POOL (sandboxes per shape, 4), BENCH_BASELINE_SERVER (another
--- unsandboxd binary, e.g. one built from an older commit, whose throughput
--- is measured in the same rounds as "baseline server").
+-- BENCH_POOL (sandboxes per shape, 16: as deep as a figure's burst, so
+-- that a burst is served from the pool; it refills in the pauses),
+-- BENCH_BASELINE_SERVER (another unsandboxd binary, e.g. one built from
+-- an older commit: bench/run.sh builds the one from before issue 15's
+-- work, whose throughput is measured in the same rounds as "baseline
+-- server").
 local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"
 local socket = require "socket"      -- gettime(): a microsecond wall clock
@@ -19,7 +22,7 @@ local ROUNDS = tonumber(os.getenv("BENCH_ROUNDS")) or 5
 local PER = tonumber(os.getenv("BENCH_PER")) or 12
 local JOBS = tonumber(os.getenv("BENCH_JOBS")) or 25
 local CLIENTS = 8
-local POOL = tonumber(os.getenv("BENCH_POOL")) or 4
+local POOL = tonumber(os.getenv("BENCH_POOL")) or 16
 local BASELINE_SERVER = os.getenv("BENCH_BASELINE_SERVER")
 local TOOL = "build/bench/tool"
 local q = server.sh_quote
@@ -47,11 +50,13 @@ local function tool(args)
   return s
 end
 
-local function spawn(n, argv, uid)
+local function spawn(n, argv, uid, opens)
   local words = {}
   for i, a in ipairs(argv) do words[i] = q(a) end
-  return tool(string.format("spawn %d %s-- %s", n, uid and ("--uid " .. uid .. " ") or "",
-    table.concat(words, " ")))
+  local open = {}
+  for i, o in ipairs(opens or {}) do open[i] = "--open " .. q(o) .. " " end
+  return tool(string.format("spawn %d %s%s-- %s", n, uid and ("--uid " .. uid .. " ") or "",
+    table.concat(open), table.concat(words, " ")))
 end
 
 local machine = util.machine()
@@ -77,7 +82,7 @@ for name, s in pairs(servers) do server_ticks[name] = util.process_ticks(s.pid) 
 local ok, err = pcall(function()
   local pc = unsandbox.client(servers.pool.client_opts())
   local cc = unsandbox.client(servers.cold.client_opts())
-  local bwrap = util.bwrap_argv()
+  local bwrap, bwrap_files = util.bwrap_argv()
   local lua_env = "LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='lua/?.so;;' "
   -- the facade as `make install` installs it: precompiled (build/luac)
   local installed_env = "LUA_PATH='build/luac/?.lua;build/luac/?/init.lua;;' LUA_CPATH='lua/?.so;;' "
@@ -101,7 +106,7 @@ local ok, err = pcall(function()
         (m <= 3 * b and m < 5) and "met" or "NOT met") end },
     { name = "  the same with no pool (cold)", base = "the bare bwrap spawn",
       run = function() return timed(PER, function() assert(cc:execute_code("bash", "true")) end) end,
-      baseline = function() return spawn(PER, bwrap, 65534) end },
+      baseline = function() return spawn(PER, bwrap, 65534, bwrap_files) end },
     { name = 'execute_code("python", "print(1)")', base = "python3 -c 'print(1)'",
       run = function() return timed(PER, function()
         assert(pc:execute_code("python", "print(1)")) end) end,
@@ -124,15 +129,20 @@ local ok, err = pcall(function()
         PER, lua_env)) end },
   }
   local samples = {}
+  -- each measurement starts with the pool full, so that neither a figure
+  -- nor its baseline shares the machine with the refill of the one before
+  local function quiet(f) return function() util.await_pool(pc); return f() end end
+  local before = pc:call("GET", "/health").pool
   for r = 1, ROUNDS do
     for i, f in ipairs(figures) do
       samples[i] = samples[i] or { run = {}, base = {} }
       -- which goes first alternates too
-      local a, b = f.run, f.baseline
+      local a, b = quiet(f.run), quiet(f.baseline)
       if r % 2 == 0 then util.append(samples[i].base, b()); util.append(samples[i].run, a())
       else util.append(samples[i].run, a()); util.append(samples[i].base, b()) end
     end
   end
+  local after = pc:call("GET", "/health").pool
   print()
   print(string.format("%-36s %-18s %-30s %-16s %s", "figure", "median (p95)", "baseline",
     "median (p95)", "ratio"))
@@ -141,6 +151,8 @@ local ok, err = pcall(function()
     print(string.format("%-36s %7.2f (%7.2f)  %-30s %6.2f (%6.2f)  %5.2fx  %s", f.name, m.median,
       m.p95, f.base, b.median, b.p95, m.median / b.median, f.target and f.target(m.median, b.median) or ""))
   end
+  print(string.format("pooled runs: %d found a sandbox ready, %d started cold (pool of %d per shape)",
+    after.hits - before.hits, after.misses - before.misses, POOL))
 
   -- throughput: 8 client processes, JOBS runs each, against each server
   -- in turn, the order rotating between rounds
@@ -165,10 +177,14 @@ local ok, err = pcall(function()
       s.server_cpu, s.machine_cpu))
   end
   if summary.baseline then
-    print(string.format("  against the baseline server: %.2fx the jobs per second, %.2fx its CPU per job "
-      .. "(target: >= 2x and <= 0.5x: %s)", summary.pool.rate / summary.baseline.rate,
+    print(string.format("  pool server against the baseline server: %.2fx the jobs per second (target >= 2x: "
+      .. "%s); CPU per job %.2fx for the server and its sandboxes, %.2fx for the whole machine",
+      summary.pool.rate / summary.baseline.rate,
+      (summary.pool.rate >= 2 * summary.baseline.rate) and "met" or "NOT met",
       summary.pool.server_cpu / summary.baseline.server_cpu,
-      (summary.pool.rate >= 2 * summary.baseline.rate) and "met" or "NOT met"))
+      summary.pool.machine_cpu / summary.baseline.machine_cpu))
+  else
+    print("  (no baseline server: BENCH_BASELINE_SERVER unset and no git history to build one from)")
   end
   pc:close(); cc:close()
 end)

@@ -10,6 +10,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export LUA_PATH="lua/?.lua;lua/?/init.lua;bench/?.lua;spec/?.lua;;"
 export LUA_CPATH="lua/?.so;;"
+# The server as it was before issue 15's work (sandboxes started ahead,
+# cheaper runs): the baseline of the throughput figure, measured in the
+# same rounds. Built once from the git history into build/bench/baseline;
+# without the history (an unpacked tarball) the figure goes without it.
+BASELINE_REV=76a3471
+if [ -z "${BENCH_BASELINE_SERVER:-}" ] && git cat-file -e "$BASELINE_REV^{commit}" 2>/dev/null; then
+  dir=build/bench/baseline
+  if [ ! -x "$dir/bin/unsandboxd" ] || [ ! -x "$dir/bin/unsandboxd-agent" ]; then
+    echo "make bench: building the baseline server ($BASELINE_REV) into $dir"
+    rm -rf "$dir" && mkdir -p "$dir"
+    git archive "$BASELINE_REV" | tar -x -C "$dir"
+    make -s -C "$dir" -j"$(nproc)" bin/unsandboxd bin/unsandboxd-agent >"$dir.log" 2>&1 ||
+      { echo "make bench: the baseline server did not build (see $dir.log)"; rm -rf "$dir"; }
+  fi
+  [ -x "$dir/bin/unsandboxd" ] && export BENCH_BASELINE_SERVER="$PWD/$dir/bin/unsandboxd"
+fi
 lua5.4 bench/bench.lua "$@"
 lua5.4 bench/concurrency.lua
 lua5.4 bench/objects.lua

@@ -2,11 +2,13 @@
 ** The bench's baselines, measured from C so that neither a shell nor Lua
 ** sits between the clock and what is measured:
 **
-**   tool spawn N [--uid UID] -- PROG ARGS...
+**   tool spawn N [--uid UID] [--open FD=PATH]... -- PROG ARGS...
 **       starts PROG N times (posix_spawn, stdout and stderr to /dev/null,
 **       or, with --uid, a child that drops to UID first: the bare bwrap
 **       spawn runs as an unprivileged user, as the server's sandboxes
-**       do) and prints each start-to-reaped time in microseconds;
+**       do; --open: PATH opened read-only at FD in every child, as the
+**       server passes bwrap the /etc files it copies in) and prints each
+**       start-to-reaped time in microseconds;
 **   tool http N URL
 **       one libcurl easy handle, keep-alive: a warm-up GET, then N timed
 **       GETs, each time in microseconds (the raw client overhead that the
@@ -28,6 +30,10 @@
 
 extern char **environ;
 
+#define MAX_OPEN 16
+static struct { int fd; const char *path; } opens[MAX_OPEN];
+static int n_opens;
+
 static long long now_us(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -40,6 +46,10 @@ static pid_t start_as(uid_t uid, char **argv) {
   if (pid != 0) return pid;
   int null = open("/dev/null", O_RDWR);
   if (null < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0) _exit(126);
+  for (int i = 0; i < n_opens; i++) {
+    int fd = open(opens[i].path, O_RDONLY);
+    if (fd < 0 || (fd != opens[i].fd && (dup2(fd, opens[i].fd) < 0 || close(fd) < 0))) _exit(126);
+  }
   if (setgroups(0, NULL) != 0 || setresgid(uid, uid, uid) != 0 || setresuid(uid, uid, uid) != 0)
     _exit(126);
   execve(argv[0], argv, environ);
@@ -54,6 +64,11 @@ static int spawn(int n, long uid, char **argv) {
     fprintf(stderr, "tool: posix_spawn_file_actions: %s\n", strerror(errno));
     return 1;
   }
+  for (int i = 0; i < n_opens; i++)
+    if (posix_spawn_file_actions_addopen(&fa, opens[i].fd, opens[i].path, O_RDONLY, 0) != 0) {
+      fprintf(stderr, "tool: posix_spawn_file_actions: %s\n", strerror(errno));
+      return 1;
+    }
   int bad = 0;
   for (int i = 0; i < n && !bad; i++) {
     long long t0 = now_us();
@@ -107,7 +122,7 @@ static int http(int n, const char *url) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: tool spawn N [--uid UID] -- PROG ARGS...\n"
+  fprintf(stderr, "usage: tool spawn N [--uid UID] [--open FD=PATH]... -- PROG ARGS...\n"
                   "       tool http N URL\n");
   return 2;
 }
@@ -122,6 +137,14 @@ int main(int argc, char **argv) {
   long uid = -1;
   int i = 3;
   if (!strcmp(argv[i], "--uid") && i + 2 < argc) { uid = atol(argv[i + 1]); i += 2; }
+  while (!strcmp(argv[i], "--open") && i + 2 < argc) {
+    char *eq = strchr(argv[i + 1], '=');
+    int fd = eq ? atoi(argv[i + 1]) : -1;
+    if (fd < 3 || !eq[1] || n_opens == MAX_OPEN) return usage();
+    opens[n_opens].fd = fd;
+    opens[n_opens++].path = eq + 1;
+    i += 2;
+  }
   if (strcmp(argv[i], "--") != 0 || i + 1 >= argc) return usage();
   return spawn(n, uid, argv + i + 1);
 }

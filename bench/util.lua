@@ -81,13 +81,17 @@ function M.account_end(acc)
 end
 
 -- The server's bwrap command line for a bash run (bash zerotrust, vcpu
--- 1), without the fds the runner passes it (info, block, passwd): the
--- sandbox alone, run as an unprivileged uid by the bench tool. Its work
--- and code directories live in a temporary directory removed at exit.
+-- 1), without the fds the runner passes it for its own use (info, block):
+-- the sandbox alone, run as an unprivileged uid by the bench tool. Its
+-- work and code directories, passwd and group live in a temporary
+-- directory removed at exit. Also returns the tool's --open words for the
+-- files the command line copies in from fds.
 function M.bwrap_argv()
   local dir = server.tmpdir("unsb-bench")
   assert(os.execute("mkdir -p " .. q(dir .. "/code") .. " " .. q(dir .. "/work") ..
-    " && printf true > " .. q(dir .. "/code/main.sh") .. " && chmod -R a+rX " .. q(dir) ..
+    " && printf true > " .. q(dir .. "/code/main.sh") ..
+    " && printf 'sandbox:x:1000:1000:sandbox:/sandbox:/bin/sh\\n' > " .. q(dir .. "/passwd") ..
+    " && printf 'sandbox:x:1000:\\n' > " .. q(dir .. "/group") .. " && chmod -R a+rX " .. q(dir) ..
     " && chown 65534 " .. q(dir .. "/work")))
   M.cleanup = function() server.rm_rf(dir) end
   local a = { "/usr/bin/bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
@@ -100,10 +104,22 @@ function M.bwrap_argv()
       a[#a + 1] = "--symlink"; a[#a + 1] = target; a[#a + 1] = "/" .. top
     end
   end
-  for _, etc in ipairs { "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime",
-                         "nsswitch.conf", "hosts", "perl" } do
+  -- as sandbox_argv.c: the files copied in (--file, from fds the tool
+  -- opens), the directories bound
+  local opens, fd = {}, 20
+  local function copy(path, dest)
+    for _, w in ipairs { "--perms", "0444", "--file", tostring(fd), dest } do a[#a + 1] = w end
+    opens[#opens + 1] = fd .. "=" .. path
+    fd = fd + 1
+  end
+  for _, etc in ipairs { "ld.so.cache", "ld.so.conf", "localtime", "nsswitch.conf", "hosts" } do
+    if io.open("/etc/" .. etc) then copy("/etc/" .. etc, "/etc/" .. etc) end
+  end
+  for _, etc in ipairs { "ld.so.conf.d", "alternatives", "perl" } do
     a[#a + 1] = "--ro-bind-try"; a[#a + 1] = "/etc/" .. etc; a[#a + 1] = "/etc/" .. etc
   end
+  copy(dir .. "/passwd", "/etc/passwd")
+  copy(dir .. "/group", "/etc/group")
   for _, w in ipairs { "--proc", "/proc", "--dev", "/dev", "--size", "1073741824", "--tmpfs", "/tmp",
       "--size", "1073741824", "--tmpfs", "/dev/shm", "--bind", dir .. "/work", "/sandbox",
       "--ro-bind", dir .. "/code", "/code", "--remount-ro", "/", "--chdir", "/sandbox",
@@ -111,12 +127,12 @@ function M.bwrap_argv()
       "/sandbox", "--setenv", "LANG", "C.UTF-8", "--", "/usr/bin/bash", "/code/main.sh" } do
     a[#a + 1] = w
   end
-  return a
+  return a, opens
 end
 
 -- Waits (at most 5 s) until every shape of a pooled server is full again,
 -- so the CPU of refilling what a run took counts in that run.
-local function await_pool(c)
+function M.await_pool(c)
   for _ = 1, 100 do
     local h = c:call("GET", "/health")
     local full = h and h.pool and h.pool.size > 0
@@ -135,7 +151,7 @@ end
 function M.throughput(srv, clients, jobs)
   local unsandbox = require "unsandbox"
   local c = unsandbox.client(srv.client_opts())
-  await_pool(c)
+  M.await_pool(c)
   socket.sleep(0.1)
   local script = string.format([[
     local u = require "unsandbox"
@@ -149,7 +165,7 @@ function M.throughput(srv, clients, jobs)
   local ok = os.execute(table.concat(line, " ") .. " wait")
   local secs = socket.gettime() - t0
   assert(ok, "a throughput client failed")
-  await_pool(c)
+  M.await_pool(c)
   socket.sleep(0.1)                    -- the last runs' background release
   local s1, m1 = process_ticks(srv.pid), machine_ticks()
   c:close()

@@ -285,13 +285,23 @@ print("addr", s.getsockname()[0])
   end)
 
   it("cannot write outside its own directories", function()
+    -- /etc/hosts, passwd and ld.so.cache are copies in the sandbox's
+    -- root, owned by its user: the root's read-only mount still holds
     local r = run("bash", [[
-      for p in /usr/x /etc/x /x /code/x; do
+      for p in /usr/x /etc/x /x /code/x /etc/hosts /etc/passwd /etc/ld.so.cache; do
         (echo hi > "$p") 2>/dev/null && echo "wrote $p"
+      done
+      for p in /etc/hosts /etc/passwd; do
+        chmod 666 "$p" 2>/dev/null && echo "chmod $p"
+        mv "$p" /etc/moved 2>/dev/null && echo "moved $p"
+        rm -f "$p" 2>/dev/null; [ -e "$p" ] || echo "removed $p"
       done
       echo ok > /sandbox/mine && echo ok > /tmp/mine && echo own-dirs-ok
       id -u]])
     assert.not_matches("wrote", r.stdout)
+    assert.not_matches("chmod", r.stdout)
+    assert.not_matches("moved", r.stdout)
+    assert.not_matches("removed", r.stdout)
     assert.matches("own%-dirs%-ok", r.stdout)
     assert.matches("\n1000\n$", r.stdout)
   end)

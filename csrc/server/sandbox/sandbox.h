@@ -46,6 +46,7 @@
 #define UX_SB_CODE_DIR      "/code"  /* read-only, holds the source */
 #define UX_SB_WORK_DIR      "/sandbox"  /* default ux_run_spec.work_mount */
 #define UX_SB_RO_BINDS      8        /* ux_run_spec.ro_binds at most */
+#define UX_SB_ETC_FILES     9        /* host /etc files copied in (sandbox_argv.c) */
 #define UX_SB_ARGV_MAX      1024     /* ux_run_spec.argv entries at most */
 #define UX_SB_NET_MS        5000     /* semitrusted: network up within */
 
@@ -91,8 +92,15 @@ enum {
   UX_FD_RESOLV  = 12,   /* pipe holding /etc/resolv.conf (semitrusted) */
   UX_FD_RO      = 13,   /* ro_binds[0..UX_SB_RO_BINDS-1] (closed before
                            exec when mounted at UX_SB_MNT_RO) */
-  UX_FD_COUNT   = UX_FD_RO + UX_SB_RO_BINDS
+  UX_FD_ETC     = UX_FD_RO + UX_SB_RO_BINDS,  /* the host's /etc files copied
+                           in, one per entry of ux_sb_etc_open's table */
+  UX_FD_COUNT   = UX_FD_ETC + UX_SB_ETC_FILES
 };
+
+/* Opens the host's /etc files a run of `spec` gets a copy of (the table
+** in sandbox_argv.c): fds[i] for entry i, -1 when the entry is not for
+** this run, missing, or not a world-readable regular file. */
+void ux_sb_etc_open(const ux_run_spec *spec, int fds[UX_SB_ETC_FILES]);
 
 typedef struct ux_argv {
   char **v; size_t n, cap;
@@ -115,6 +123,7 @@ typedef struct ux_sb_plan {
   unsigned long tmp_size, shm_size;
   int broken;                 /* tests: a bind of a missing source, so the
                                  set-up fails inside bwrap (ux_pool_break_next) */
+  const int *etc_fd;          /* ux_sb_etc_open's fds, or NULL for none */
 } ux_sb_plan;
 
 /* Builds the bwrap command line for `spec`. The arguments are copies

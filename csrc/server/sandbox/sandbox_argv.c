@@ -94,6 +94,40 @@ static void etc_ro(ux_argv *a, const char *path) {
   push3(a, "--ro-bind-try", path, path);
 }
 
+/* The /etc files programs read, copied into the sandbox's root (--file)
+** rather than bound: a bind costs bwrap a read of the whole mount table
+** and the kernel a mount to create and tear down, a copy of a small file
+** neither. The runner opens them (ux_sb_etc_open) as the sandbox is
+** prepared, so each sandbox gets them as they are then. Directories stay
+** binds (etc_ro). The `net` ones only for a semitrusted run. */
+static const struct { const char *path; int net; } etc_files[UX_SB_ETC_FILES] = {
+  { "/etc/ld.so.cache", 0 }, { "/etc/ld.so.conf", 0 }, { "/etc/localtime", 0 },
+  { "/etc/nsswitch.conf", 0 }, { "/etc/hosts", 0 },
+  { "/etc/host.conf", 1 }, { "/etc/gai.conf", 1 }, { "/etc/protocols", 1 }, { "/etc/services", 1 },
+};
+
+void ux_sb_etc_open(const ux_run_spec *spec, int fds[UX_SB_ETC_FILES]) {
+  for (int i = 0; i < UX_SB_ETC_FILES; i++) {
+    fds[i] = -1;
+    if (etc_files[i].net && !spec->network) continue;
+    /* what a bind of it would have shown the sandbox's uid: a regular
+    ** file that everyone may read (a symlink, /etc/localtime, is followed
+    ** as the bind followed it) */
+    int fd = open(etc_files[i].path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & S_IROTH)) fds[i] = fd;
+    else if (fd >= 0) close(fd);
+  }
+}
+
+/* A read-only file in the sandbox's root with the contents of fd `fd`. */
+static void etc_copy(ux_argv *a, int fd, const char *path) {
+  char num[32];
+  snprintf(num, sizeof num, "%d", fd);
+  push2(a, "--perms", "0444");
+  push3(a, "--file", num, path);
+}
+
 char *ux_sb_script(const ux_lang *lang, const ux_run_spec *spec) {
   int vcpu = spec->vcpu < 1 ? 1 : spec->vcpu > 8 ? 8 : spec->vcpu;
   unsigned long mem_mb = (UX_SB_MEM_PER_VCPU >> 20) * (unsigned long)vcpu;
@@ -159,34 +193,23 @@ static void namespaces(ux_argv *a) {
 
 /* /usr, the merged-usr links and the /etc entries the programs read. */
 static void system_files(ux_argv *a, const ux_run_spec *spec, const ux_sb_plan *plan) {
-  char num[32];
   push3(a, "--ro-bind", "/usr", "/usr");
   usr_links(a);
-  etc_ro(a, "/etc/ld.so.cache");
-  etc_ro(a, "/etc/ld.so.conf");
+  for (int i = 0; plan->etc_fd && i < UX_SB_ETC_FILES; i++)
+    if (plan->etc_fd[i] >= 0) etc_copy(a, UX_FD_ETC + i, etc_files[i].path);
   etc_ro(a, "/etc/ld.so.conf.d");
   etc_ro(a, "/etc/alternatives");   /* /usr/bin/java -> /etc/alternatives/java */
-  etc_ro(a, "/etc/localtime");
-  etc_ro(a, "/etc/nsswitch.conf");
-  etc_ro(a, "/etc/hosts");
   etc_ro(a, "/etc/perl");
   if (plan->lang)
     for (const char *const *e = ux_sb_lang_etc(plan->lang); *e; e++) etc_ro(a, *e);
   if (spec->network) {
     /* slirp4netns answers DNS at 10.0.2.3, whatever the host uses */
-    snprintf(num, sizeof num, "%d", UX_FD_RESOLV);
-    push3(a, "--ro-bind-data", num, "/etc/resolv.conf");
-    etc_ro(a, "/etc/host.conf");
-    etc_ro(a, "/etc/gai.conf");
-    etc_ro(a, "/etc/protocols");
-    etc_ro(a, "/etc/services");
+    etc_copy(a, UX_FD_RESOLV, "/etc/resolv.conf");
     etc_ro(a, "/etc/ssl");
     etc_ro(a, "/etc/ca-certificates");
   }
-  snprintf(num, sizeof num, "%d", UX_FD_PASSWD);
-  push3(a, "--ro-bind-data", num, "/etc/passwd");
-  snprintf(num, sizeof num, "%d", UX_FD_GROUP);
-  push3(a, "--ro-bind-data", num, "/etc/group");
+  etc_copy(a, UX_FD_PASSWD, "/etc/passwd");
+  etc_copy(a, UX_FD_GROUP, "/etc/group");
 }
 
 /* /proc, /dev, the private tmpfs, the work and code directories, the

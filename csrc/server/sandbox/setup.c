@@ -156,6 +156,7 @@ static int open_ro_binds(const ux_run_spec *spec, int mounted, int *fds, int *is
 ** the parent once it has started. */
 typedef struct start_fds {
   int pw, gr, devnull, wtree, ctree, resolv;
+  int etc[UX_SB_ETC_FILES];   /* ux_sb_etc_open */
   int out[2], err[2], ex[2], info[2], block[2];
   int ro[UX_SB_RO_BINDS], ro_dir[UX_SB_RO_BINDS];
 } start_fds;
@@ -166,6 +167,7 @@ static void sf_init(start_fds *f) {
   int *pairs[] = { f->out, f->err, f->ex, f->info, f->block };
   for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) pairs[i][0] = pairs[i][1] = -1;
   for (int i = 0; i < UX_SB_RO_BINDS; i++) f->ro[i] = -1;
+  for (int i = 0; i < UX_SB_ETC_FILES; i++) f->etc[i] = -1;
 }
 
 static void sf_close(start_fds *f) {
@@ -177,6 +179,7 @@ static void sf_close(start_fds *f) {
     ux_close_fd(&pairs[i][1]);
   }
   for (int i = 0; i < UX_SB_RO_BINDS; i++) ux_close_fd(&f->ro[i]);
+  for (int i = 0; i < UX_SB_ETC_FILES; i++) ux_close_fd(&f->etc[i]);
 }
 
 /* The pipes and fds of the child; 0 or -1 with err. */
@@ -262,6 +265,7 @@ static void fill_fds(ux_child_plan *p, const ux_run *r, const ux_run_spec *spec,
   p->fds[UX_FD_RESOLV] = f->resolv;
   p->n_ro = (int)spec->n_ro_binds;
   for (int i = 0; i < p->n_ro; i++) { p->fds[UX_FD_RO + i] = f->ro[i]; p->ro_dir[i] = f->ro_dir[i]; }
+  for (int i = 0; i < UX_SB_ETC_FILES; i++) p->fds[UX_FD_ETC + i] = f->etc[i];
 }
 
 /* `cpu`: set RLIMIT_CPU from the spec's ttl now; else ux_sb_arm sets it
@@ -380,19 +384,19 @@ ux_run *ux_sb_prepare(const ux_run_spec *spec, const ux_lang *lang, const char *
   int use_cg = ux_privileged() && ux_runner_cg()->version != UX_CG_NONE;
   int vcpu = spec->vcpu < 1 ? 1 : spec->vcpu > 8 ? 8 : spec->vcpu;
   unsigned long long mem = (unsigned long long)UX_SB_MEM_PER_VCPU * (unsigned)vcpu;
-  ux_sb_plan sp = { ux_privileged(), lang, script, use_cg ? (unsigned long)mem : UX_SB_TMP_SIZE,
-                    use_cg ? (unsigned long)mem : UX_SB_SHM_SIZE, (flags & UX_SB_BROKEN) != 0 };
-  ux_argv argv = { 0 };
-  if (ux_sb_build_argv(&argv, spec, &sp, err, errlen) != 0) {
-    ux_sb_argv_free(&argv);
-    return NULL;
-  }
-  ux_run *r = new_run(spec);
-  if (!r) { snprintf(err, errlen, "out of memory"); ux_sb_argv_free(&argv); return NULL; }
-  r->lang = lang;
-  r->pooled = pooled;
+  /* the /etc files first: the command line copies those that exist */
   start_fds f;
   sf_init(&f);
+  ux_sb_etc_open(spec, f.etc);
+  ux_sb_plan sp = { ux_privileged(), lang, script, use_cg ? (unsigned long)mem : UX_SB_TMP_SIZE,
+                    use_cg ? (unsigned long)mem : UX_SB_SHM_SIZE, (flags & UX_SB_BROKEN) != 0,
+                    f.etc };
+  ux_argv argv = { 0 };
+  ux_run *r = NULL;
+  if (ux_sb_build_argv(&argv, spec, &sp, err, errlen) != 0) goto fail;
+  if (!(r = new_run(spec))) { snprintf(err, errlen, "out of memory"); goto fail; }
+  r->lang = lang;
+  r->pooled = pooled;
   ux_child_plan plan;
   if (set_up(r, spec, use_cg, mem, &f, err, errlen) != 0) goto fail;
   fill_plan(&plan, r, spec, &f, mem, !pooled, argv.v);
@@ -407,7 +411,7 @@ ux_run *ux_sb_prepare(const ux_run_spec *spec, const ux_lang *lang, const char *
 fail:
   sf_close(&f);
   ux_sb_argv_free(&argv);
-  ux_run_free(r);
+  if (r) ux_run_free(r);
   return NULL;
 }
 
