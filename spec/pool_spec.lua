@@ -110,6 +110,22 @@ describe("the sandbox pool #integration", function()
     assert.equal("0 0 0 0\n", r.stdout)
   end)
 
+  -- mounts.c: every sandbox's bwrap starts from a copy of one namespace
+  -- without the server's volumes, /sys or its cgroup hierarchies
+  it("starts its sandboxes from a mount table without the server's mounts", function()
+    assert(await_full(c), "the pool did not fill")
+    local pids = sandbox_processes(srv.pid)
+    assert.is_true(#pids >= 6, "pool sandboxes found: " .. #pids)
+    for _, pid in ipairs(pids) do
+      local mounts = assert(fs.read("/proc/" .. pid .. "/mountinfo"), "mountinfo of " .. pid)
+      for line in mounts:gmatch("[^\n]+") do
+        local point = line:match("^%S+ %S+ %S+ %S+ (%S+)")
+        assert.is_nil(point:find(srv.data, 1, true), "pool process " .. pid .. " sees " .. point)
+        assert.is_falsy(point == "/sys" or point:find("^/sys/"), "pool process " .. pid .. " sees " .. point)
+      end
+    end
+  end)
+
   it("serves runs from ready sandboxes, with their results", function()
     local before = health(c).pool.hits
     local r = run(c, "python", "import sys; print('py'); sys.exit(3)")

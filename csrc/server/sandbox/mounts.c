@@ -127,30 +127,34 @@ static int make_plan(ux_detach *d) {
 /* The thread that makes the namespace: its own fs context and mount
 ** namespace (the server's other threads keep theirs), every mount of the
 ** plan detached, the namespace kept by an fd after the thread ends. */
+static int ns_fd = -1, ns_errno;
+
 static void *make_ns(void *arg) {
-  int *fd = arg;
+  (void)arg;
   ux_detach d;
-  if (make_plan(&d) != 0) return NULL;
+  if (make_plan(&d) != 0) { ns_errno = errno; return NULL; }
   if (unshare(CLONE_FS | CLONE_NEWNS) == 0 &&
       mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0) {
     /* one already gone is fine: one line more for bwrap at worst */
     for (int i = 0; i < d.n; i++) umount2(d.paths[i], MNT_DETACH);
-    *fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+    ns_fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
   }
+  ns_errno = errno;
   free(d.text);
   free(d.paths);
   return NULL;
 }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static int ns_fd = -1;
 
 static void ns_once(void) {
   pthread_t t;
-  if (pthread_create(&t, NULL, make_ns, &ns_fd) == 0) pthread_join(t, NULL);
+  int rc = pthread_create(&t, NULL, make_ns, NULL);
+  if (rc == 0) pthread_join(t, NULL);
+  else ns_errno = rc;
   if (ns_fd < 0)
     fprintf(stderr, "unsandboxd: sandboxes start from the server's own mounts (slower): %s\n",
-            strerror(errno));
+            strerror(ns_errno));
 }
 
 int ux_child_mntns(void) {

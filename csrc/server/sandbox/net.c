@@ -38,6 +38,7 @@ typedef struct slirp_plan {
   const ux_net_how *how;
   const int *fds;
   char **argv;
+  int mntns;                  /* ux_child_mntns, -1: ours */
 } slirp_plan;
 
 /* The child (ux_spawn: it shares our memory until it execs): joins the
@@ -57,6 +58,9 @@ static int slirp_child(void *arg) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
+  /* the sandboxes' mount namespace (mounts.c), not the server's with
+  ** every volume in it; entered while its fd is open */
+  if (plan->mntns >= 0 && setns(plan->mntns, CLONE_NEWNS) != 0) _exit(125);
   if (ux_place_fds(fds, NFD_COUNT) != 0) _exit(121);
   if (how->drop) {
     /* Debian may leave /dev/net/tun root-only: a node of our own, 0666,
@@ -136,7 +140,7 @@ int ux_net_start(ux_net *n, const ux_net_how *how, char *err, size_t errlen) {
                    "--enable-seccomp", "--ready-fd=3", "--exit-fd=4", "--netns-type=path",
                    "--userns-path=/proc/self/fd/6", "/proc/self/fd/5", "tap0", NULL };
   int fds[NFD_COUNT] = { devnull, devnull, devnull, ready[1], ex[0], netfd, userfd };
-  slirp_plan plan = { how, fds, argv };
+  slirp_plan plan = { how, fds, argv, how->drop ? ux_child_mntns() : -1 };
   n->pid = ux_spawn(slirp_child, &plan, &n->pidfd);
   if (n->pid < 0) {
     n->pid = 0;
