@@ -284,6 +284,39 @@ print("addr", s.getsockname()[0])
     end
   end)
 
+  -- mounts.c: every sandbox binds one read-only /dev; its terminals
+  -- (devpts) are its own, mounted over that /dev's pts per sandbox
+  it("has terminals of its own, and a /dev it cannot write", function()
+    local other = assert(c:execute_async("python", [[
+import pty, time
+m, s = pty.openpty()
+print("open", flush=True)
+time.sleep(30)]], { ttl = 60 }))
+    local status
+    for _ = 1, 100 do                  -- at most 10 s for it to start
+      status = assert(c:get_job(other)).status
+      if status == "running" then break end
+      socket.sleep(0.1)
+    end
+    socket.sleep(0.3)                  -- its terminal open (python starts in ~20 ms)
+    local r = run("python", [[
+import os, pty
+print(sorted(os.listdir("/dev/pts")))
+m, s = pty.openpty()
+print(os.ttyname(s))
+for p in ("/dev/x", "/dev/pts/x"):
+    try:
+        open(p, "w"); print("wrote", p)
+    except OSError:
+        pass
+with open("/dev/null", "w") as f: f.write("x")
+with open("/dev/shm/y", "w") as f: f.write("y")
+print("ok")]])
+    c:cancel_job(other)
+    assert.are.equal("running", status)
+    assert.are.equal("['ptmx']\n/dev/pts/0\nok\n", r.stdout, r.stderr)
+  end)
+
   it("cannot write outside its own directories", function()
     -- /etc/hosts, passwd and ld.so.cache are copies in the sandbox's
     -- root, owned by its user: the root's read-only mount still holds

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "server/sandbox/run.h"
@@ -127,7 +128,40 @@ static int make_plan(ux_detach *d) {
 /* The thread that makes the namespace: its own fs context and mount
 ** namespace (the server's other threads keep theirs), every mount of the
 ** plan detached, the namespace kept by an fd after the thread ends. */
-static int ns_fd = -1, ns_errno;
+static int ns_fd = -1, ns_errno, dev_ok;
+
+/* The sandboxes' /dev, in the namespace being made: what bwrap's --dev
+** builds in every sandbox (a tmpfs, the host's device nodes bound one by
+** one, its symlinks, a devpts), once, so that bwrap binds one tree
+** instead: each of its binds costs it a read of the whole mount table.
+** Read-only, since every sandbox shares it; the per-sandbox parts are
+** mounted over its empty directories, pts by the child (spawn.c) and shm
+** by bwrap. 0 or -1. */
+static int make_dev(void) {
+  static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+  static const char *const links[][2] = {
+    { "fd", "/proc/self/fd" }, { "stdin", "/proc/self/fd/0" }, { "stdout", "/proc/self/fd/1" },
+    { "stderr", "/proc/self/fd/2" }, { "core", "/proc/kcore" }, { "ptmx", "pts/ptmx" },
+  };
+  char host[64], at[96];
+  if (mount("uxdev", UX_SB_DEV_ROOT, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            "mode=0755,size=16k") != 0 || mkdir(UX_SB_DEV, 0755) != 0) return -1;
+  for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
+    snprintf(host, sizeof host, "/dev/%s", nodes[i]);
+    snprintf(at, sizeof at, UX_SB_DEV "/%s", nodes[i]);
+    int fd = open(at, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) return -1;
+    close(fd);
+    if (mount(host, at, NULL, MS_BIND, NULL) != 0) return -1;
+  }
+  for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+    snprintf(at, sizeof at, UX_SB_DEV "/%s", links[i][0]);
+    if (symlink(links[i][1], at) != 0) return -1;
+  }
+  if (mkdir(UX_SB_DEV "/pts", 0755) != 0 || mkdir(UX_SB_DEV "/shm", 0755) != 0) return -1;
+  return mount(NULL, UX_SB_DEV_ROOT, NULL,
+               MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+}
 
 static void *make_ns(void *arg) {
   (void)arg;
@@ -137,6 +171,7 @@ static void *make_ns(void *arg) {
       mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0) {
     /* one already gone is fine: one line more for bwrap at worst */
     for (int i = 0; i < d.n; i++) umount2(d.paths[i], MNT_DETACH);
+    dev_ok = make_dev() == 0;
     ns_fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
   }
   ns_errno = errno;
@@ -160,4 +195,8 @@ static void ns_once(void) {
 int ux_child_mntns(void) {
   pthread_once(&once, ns_once);
   return ns_fd;
+}
+
+const char *ux_child_dev(void) {
+  return ux_child_mntns() >= 0 && dev_ok ? UX_SB_DEV : NULL;
 }

@@ -106,6 +106,8 @@ typedef struct ux_child_plan {
   int drop;                   /* setuid to uid/gid */
   int mount;                  /* bind the dirs at UX_SB_MNT_* first */
   int mntns;                  /* the mount namespace to copy (mounts.c); -1: ours */
+  int devpts;                 /* mount a terminal file system of its own on
+                                 UX_SB_DEV/pts there (ux_child_dev) */
   int ro_dir[UX_SB_RO_BINDS]; /* ro bind n is a directory (else a file) */
   int n_ro;
   uid_t uid; gid_t gid;
@@ -144,6 +146,13 @@ const char *ux_spawn_step(int step);
 ** below /usr and /etc. -1 when it could not be made (the child then
 ** copies this process's own namespace whole). */
 int ux_child_mntns(void);
+
+/* UX_SB_DEV when that namespace holds the sandboxes' /dev (a read-only
+** tmpfs with the host's null, zero, full, random, urandom and tty nodes,
+** bwrap's symlinks, and empty pts and shm directories, on which each
+** child mounts its own devpts and bwrap its own tmpfs), else NULL (bwrap
+** makes one with --dev). */
+const char *ux_child_dev(void);
 
 /* ---------------------------------------------------------------------
 ** setup.c: a sandbox up to its release

@@ -115,6 +115,10 @@ typedef struct ux_argv {
 #define UX_SB_MNT_WORK "/tmp/ux/work"
 #define UX_SB_MNT_CODE "/tmp/ux/code"
 #define UX_SB_MNT_RO   "/tmp/ux/ro"   /* ro binds at /tmp/ux/ro/0 ... /7 */
+/* The sandboxes' /dev, made once in their mount namespace (mounts.c),
+** on a tmpfs over /run there (the host's /run is not in it) */
+#define UX_SB_DEV_ROOT "/run"
+#define UX_SB_DEV      "/run/unsandbox-dev"
 
 typedef struct ux_sb_plan {
   int mounted;                /* dirs at UX_SB_MNT_*, else passed as fds */
@@ -124,6 +128,7 @@ typedef struct ux_sb_plan {
   int broken;                 /* tests: a bind of a missing source, so the
                                  set-up fails inside bwrap (ux_pool_break_next) */
   const int *etc_fd;          /* ux_sb_etc_open's fds, or NULL for none */
+  const char *dev;            /* ux_child_dev(), or NULL: bwrap's --dev */
 } ux_sb_plan;
 
 /* Builds the bwrap command line for `spec`. The arguments are copies

@@ -218,7 +218,8 @@ static void run_files(ux_argv *a, const ux_run_spec *spec, const ux_sb_plan *pla
   char num[32];
   const char *work = ux_sb_work_mount(spec);
   push2(a, "--proc", "/proc");
-  push2(a, "--dev", "/dev");
+  if (plan->dev) push3(a, "--dev-bind", plan->dev, "/dev");   /* mounts.c */
+  else push2(a, "--dev", "/dev");
   snprintf(num, sizeof num, "%lu", plan->tmp_size);
   push2(a, "--size", num);
   push2(a, "--tmpfs", "/tmp");

@@ -292,6 +292,7 @@ static void fill_plan(ux_child_plan *p, const ux_run *r, const ux_run_spec *spec
   p->drop = r->slot >= 0;
   p->mount = ux_privileged();
   p->mntns = p->mount ? ux_child_mntns() : -1;
+  p->devpts = p->mount && ux_child_dev() != NULL;
   p->uid = r->uid; p->gid = r->gid;
   p->parent = getpid();
   p->argv = argv;
@@ -390,7 +391,7 @@ ux_run *ux_sb_prepare(const ux_run_spec *spec, const ux_lang *lang, const char *
   ux_sb_etc_open(spec, f.etc);
   ux_sb_plan sp = { ux_privileged(), lang, script, use_cg ? (unsigned long)mem : UX_SB_TMP_SIZE,
                     use_cg ? (unsigned long)mem : UX_SB_SHM_SIZE, (flags & UX_SB_BROKEN) != 0,
-                    f.etc };
+                    f.etc, ux_privileged() ? ux_child_dev() : NULL };
   ux_argv argv = { 0 };
   ux_run *r = NULL;
   if (ux_sb_build_argv(&argv, spec, &sp, err, errlen) != 0) goto fail;

@@ -61,6 +61,7 @@ static const char *const steps[] = {
   "set up fds", "unshare the mount namespace", "mount the tmpfs", "create mount points",
   "bind the directories", "set resource limits", "drop to the slot uid", "exec " UX_SB_BWRAP,
   "join the cgroup", "bind the read-only files", "enter the sandboxes' mount namespace",
+  "mount the sandbox's terminals (devpts)",
 };
 
 const char *ux_spawn_step(int step) {
@@ -97,6 +98,10 @@ static int mount_dirs(const ux_child_plan *p, int *step) {
   *step = 1;
   if (unshare(CLONE_NEWNS) != 0) return -1;
   if (mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return -1;
+  /* the shared /dev's terminals are this sandbox's own (mounts.c) */
+  *step = 11;
+  if (p->devpts && mount("devpts", UX_SB_DEV "/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+                         "newinstance,ptmxmode=0666,mode=620") != 0) return -1;
   *step = 2;
   if (mount("ux", UX_SB_MNT_ROOT, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
             "mode=0755,size=64k") != 0) return -1;
