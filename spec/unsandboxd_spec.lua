@@ -714,6 +714,17 @@ describe("unsandboxd without --enable-faults #integration", function()
 end)
 
 describe("unsandboxd limits, restart and shutdown #integration", function()
+  -- Kills srv as a crash would (SIGKILL) and starts a server on its data
+  -- directory, which the caller removes at the end (server.rm_rf).
+  local function crash_and_restart(srv, c)
+    c:close()
+    os.execute("kill -9 " .. srv.pid)
+    for _ = 1, 50 do if not alive(srv.pid) then break end socket.sleep(0.1) end
+    srv.stop(true)
+    local again = server.start { data = srv.data }
+    return again, client(again)
+  end
+
   it("a full pool answers 429 with the counts and Retry-After: 1", function()
     local srv = server.start { args = { "--workers", "1", "--queue", "1" } }
     local c = client(srv)
@@ -759,13 +770,7 @@ describe("unsandboxd limits, restart and shutdown #integration", function()
       socket.sleep(0.05)
     end
     assert.are.equal("running", status)
-    c:close()
-    os.execute("kill -9 " .. srv.pid)
-    for _ = 1, 50 do if not alive(srv.pid) then break end socket.sleep(0.1) end
-    srv.stop(true)
-
-    srv = server.start { data = srv.data }
-    c = client(srv)
+    srv, c = crash_and_restart(srv, c)
     local _, lost = call(c, "GET", "/jobs/" .. running.job_id)
     local _, kept = call(c, "GET", "/jobs/" .. done.job_id)
     local _, list = call(c, "GET", "/jobs")
@@ -788,19 +793,15 @@ describe("unsandboxd limits, restart and shutdown #integration", function()
     assert.are.equal(200, r.status)
     assert.is_string(pending.job_id)
     assert.are_not.equal("completed", pending.status)
-    c:close()
-    os.execute("kill -9 " .. srv.pid)
-    for _ = 1, 50 do if not alive(srv.pid) then break end socket.sleep(0.1) end
-    srv.stop(true)
-
-    srv = server.start { data = srv.data }
-    c = client(srv)
+    srv, c = crash_and_restart(srv, c)
     local got, lost = call(c, "GET", "/jobs/" .. pending.job_id)
     -- and one that ended within the wait is stored final, in one write
     local _, quick = call(c, "POST", "/execute", { language = "bash", code = "echo quick" })
     local _, again = call(c, "GET", "/jobs/" .. quick.job_id)
     c:close()
     srv.stop()
+    server.rm_rf(srv.data)
+    os.remove(srv.log)
     assert.are.equal(200, got.status)
     assert.are.equal("failed", lost.status)
     assert.are.equal("server restarted", lost.error)
