@@ -270,8 +270,11 @@ describe("session terminal #integration", function()
     -- the keys are typed, and the signals sent, once the typescript (or a
     -- flag file) shows the step before happened, so a slow machine only
     -- makes the test slower. Every wait is bounded (60 s; `timeout` 120).
+    -- (a typescript's first line is script's header, which quotes the
+    -- inner command: its own "rc=" once ended the keys at once, and the
+    -- end of the keys' input made script type a Ctrl-D into the session)
     local function wait_for(file, text)
-      local test = text and ("grep -qF " .. proc.quote(text) .. " " .. proc.quote(file) .. " 2>/dev/null")
+      local test = text and ("tail -n +2 " .. proc.quote(file) .. " 2>/dev/null | grep -qF " .. proc.quote(text))
         or ("[ -e " .. proc.quote(file) .. " ]")
       return "i=0; until " .. test .. " || [ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done"
     end
