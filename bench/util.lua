@@ -85,7 +85,9 @@ end
 -- the sandbox alone, run as an unprivileged uid by the bench tool. Its
 -- work and code directories, passwd and group live in a temporary
 -- directory removed at exit. Also returns the tool's --open words for the
--- files the command line copies in from fds.
+-- files the command line copies in from fds. One difference: it has
+-- bwrap make /dev (--dev), where the server binds the one it made once in
+-- its own mount namespace (mounts.c), which this bare spawn has not.
 function M.bwrap_argv()
   local dir = server.tmpdir("unsb-bench")
   assert(os.execute("mkdir -p " .. q(dir .. "/code") .. " " .. q(dir .. "/work") ..

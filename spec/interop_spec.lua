@@ -10,10 +10,8 @@ local server = require "spec.helpers.unsandboxd"
 local ROOT = os.getenv("UNSANDBOX_ROOT") or "."
 local SCRIPT = ROOT .. "/spec/interop/unsandbox_interop.py"
 
-local second_key = server.add_key
-
 local function run_interop(srv, lenient)
-  local pk2, sk2 = second_key(srv)
+  local pk2, sk2 = server.add_key(srv)
   local q = server.sh_quote
   local cmd = table.concat({ "timeout 600 python3", q(SCRIPT), "--url", q(srv.url), "--pk", q(srv.public_key),
     "--sk", q(srv.secret_key), "--pk2", q(pk2), "--sk2", q(sk2), "--data", q(srv.data),

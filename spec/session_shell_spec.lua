@@ -11,11 +11,9 @@ local server = require "spec.helpers.unsandboxd"
 local ROOT = os.getenv("UNSANDBOX_ROOT") or "."
 local SCRIPT = ROOT .. "/spec/interop/ws_terminal_check.py"
 
-local second_key = server.add_key
-
 local function check(group)
   local srv = server.start()
-  local pk2, sk2 = second_key(srv)
+  local pk2, sk2 = server.add_key(srv)
   local q = server.sh_quote
   local cmd = table.concat({ "timeout 300 python3", q(SCRIPT), "--url", q(srv.url),
     "--pk", q(srv.public_key), "--sk", q(srv.secret_key), "--pk2", q(pk2), "--sk2", q(sk2),

@@ -809,6 +809,34 @@ describe("unsandboxd limits, restart and shutdown #integration", function()
     assert.are.equal("quick\n", again.stdout)
   end)
 
+  -- a listing gives the ids of synchronous runs still waiting out too
+  it("a synchronous run seen in GET /jobs is stored: a crash leaves it failed", function()
+    local srv = server.start()
+    local c = client(srv)
+    -- another client waits on the run (the server dies under it)
+    local waiter = string.format("LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='lua/?.so;;' lua5.4 -e %s "
+      .. ">/dev/null 2>&1 &", server.sh_quote(string.format(
+        "require('unsandbox').client{url=%q, public_key=%q, secret_key=%q}:execute_code('bash', 'sleep 30')",
+        srv.url, srv.public_key, srv.secret_key)))
+    assert(os.execute(waiter))
+    local listed
+    for _ = 1, 100 do                  -- at most 10 s
+      local _, list = call(c, "GET", "/jobs")
+      listed = list.jobs[1]
+      if listed then break end
+      socket.sleep(0.1)
+    end
+    assert.is_table(listed, "the waiting run was never listed")
+    srv, c = crash_and_restart(srv, c)
+    local _, lost = call(c, "GET", "/jobs/" .. listed.job_id)
+    c:close()
+    srv.stop()
+    server.rm_rf(srv.data)
+    os.remove(srv.log)
+    assert.are.equal("failed", lost.status)
+    assert.are.equal("server restarted", lost.error)
+  end)
+
   it("keeps its data private: directory 0700, database 0600", function()
     local srv = server.start()
     local dmode, fmode = mode_of(srv.data), mode_of(srv.data .. "/unsandboxd.db")

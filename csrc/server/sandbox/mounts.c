@@ -125,9 +125,6 @@ static int make_plan(ux_detach *d) {
   return 0;
 }
 
-/* The thread that makes the namespace: its own fs context and mount
-** namespace (the server's other threads keep theirs), every mount of the
-** plan detached, the namespace kept by an fd after the thread ends. */
 static int ns_fd = -1, ns_errno, dev_ok;
 
 /* The sandboxes' /dev, in the namespace being made: what bwrap's --dev
@@ -163,6 +160,9 @@ static int make_dev(void) {
                MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 }
 
+/* The thread that makes the namespace: its own fs context and mount
+** namespace (the server's other threads keep theirs), every mount of the
+** plan detached, the namespace kept by an fd after the thread ends. */
 static void *make_ns(void *arg) {
   (void)arg;
   ux_detach d;
@@ -172,6 +172,8 @@ static void *make_ns(void *arg) {
     /* one already gone is fine: one line more for bwrap at worst */
     for (int i = 0; i < d.n; i++) umount2(d.paths[i], MNT_DETACH);
     dev_ok = make_dev() == 0;
+    if (!dev_ok)
+      fprintf(stderr, "unsandboxd: sandboxes make their own /dev (slower): %s\n", strerror(errno));
     ns_fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
   }
   ns_errno = errno;

@@ -2,8 +2,10 @@
 ** The bubblewrap command line of one run.
 **
 ** What the program sees: /usr read-only with the merged-usr symlinks, a
-** handful of /etc files, a fresh /proc, a minimal /dev, a private /tmp
-** and /dev/shm (tmpfs), its source read-only in /code, the work directory
+** handful of /etc files (the small ones copied in from fds the runner
+** opens, ux_sb_etc_open; directories bound), a fresh /proc, a minimal
+** read-only /dev with terminals of its own (made once, mounts.c; bwrap's
+** --dev without it), a private /tmp and /dev/shm (tmpfs), its source read-only in /code, the work directory
 ** read-write in /sandbox (or the spec's work_mount) and the spec's
 ** read-only binds. The root itself is remounted read-only, so nothing
 ** else is writable. Host paths that must not be visible (/root, /home,
