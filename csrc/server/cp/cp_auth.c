@@ -93,11 +93,14 @@ static int key_step(ux_cp_call *c, const char *bearer, const char *subject) {
   snprintf(id->key_id, sizeof id->key_id, "%s", json_string_value(json_object_get(key, "id")));
   id->act_as_subjects = perms && strstr(perms, "\"act_as_subjects\"") != NULL;
   json_decref(key);
-  if (!subject[0]) return 0;
-  if (!id->act_as_subjects) return ux_cp_fail(c, 403, NOT_FOR_SUBJECT);
+  return subject[0] ? ux_cp_act_for_subject(c, subject, "X-Acting-Subject") : 0;
+}
+
+int ux_cp_act_for_subject(ux_cp_call *c, const char *subject, const char *what) {
+  if (c->id.kind == UX_ID_BREAK_GLASS || !c->id.act_as_subjects) return ux_cp_fail(c, 403, NOT_FOR_SUBJECT);
   if (!unsb_valid_subject(subject, strlen(subject)))
-    return ux_cp_fail(c, 400, "X-Acting-Subject must be 32 lowercase hex characters");
-  snprintf(id->subject, sizeof id->subject, "%s", subject);
+    return ux_cp_fail(c, 400, "%s must be 32 lowercase hex characters", what);
+  snprintf(c->id.subject, sizeof c->id.subject, "%s", subject);
   return 0;
 }
 

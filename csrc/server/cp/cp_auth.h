@@ -28,6 +28,12 @@ const char *ux_cp_bearer(const ux_req *r);
 ** `scope_id` is the route's ws- or sb- id. 0, or -1 with the reply set. */
 int ux_cp_authenticate(ux_cp_call *c, ux_cred cred, const char *scope_id);
 
+/* c->id acts for `subject` (from X-Acting-Subject, or a body principal
+** of kind "subject", which names the same workspaces): only a key with
+** the act_as_subjects permission may, never the break-glass token (403);
+** a subject that is not 32 lowercase hex is a 400 naming `what`. */
+int ux_cp_act_for_subject(ux_cp_call *c, const char *subject, const char *what);
+
 /* The workspace row of ws_id if c->id may see it, else NULL after a 404
 ** "workspace not found" and an audit row (or a 503 when the store
 ** broke). Scoped identities see exactly their own workspace. */

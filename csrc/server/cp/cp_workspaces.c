@@ -45,6 +45,10 @@ int ux_cp_ws_target(ux_cp_call *c, ux_ws_target *w) {
   if (ux_cp_str(c, "session_id", 1, NULL, 256, &sid)) return -1;
   /* the platform's store keeps at most 128 characters and fails so */
   if (strlen(sid) > 128) return ux_cp_fail(c, 503, "failed to record ownership");
+  /* the platform's older body fields: refused, never read as a principal */
+  if (json_object_get(c->body, "principal_id") || json_object_get(c->body, "principal_type"))
+    return ux_cp_fail(c, 400, "principal_id and principal_type are not accepted; "
+                      "send principal as {\"kind\": ..., \"id\": ...}");
   json_t *p = json_object_get(c->body, "principal");
   if (p && !json_is_null(p)) {
     if (c->id.subject[0]) return ux_cp_fail(c, 400, "principal cannot be combined with X-Acting-Subject");
@@ -56,6 +60,9 @@ int ux_cp_ws_target(ux_cp_call *c, ux_ws_target *w) {
     if (i) pid = json_string_value(i);
     if (!*kind || strlen(kind) > 128 || !*pid || strlen(pid) > 128)
       return ux_cp_fail(c, 400, "principal kind and id must be 1 to 128 characters");
+    /* ("subject", id) is the material X-Acting-Subject gives: the same rule */
+    if (!strcmp(kind, "subject") && ux_cp_act_for_subject(c, pid, "a principal id of kind subject"))
+      return -1;
   }
   if (c->id.subject[0]) { kind = "subject"; pid = c->id.subject; }
   snprintf(w->tenant, sizeof w->tenant, "%s", ux_cp_home_tenant(&c->id));
@@ -87,27 +94,48 @@ static int lease_owner(ux_cp_call *c, char *owner, size_t len) {
   return 0;
 }
 
-/* Inserts the row if new, within the tenant's workspace limit: 1 added,
-** 0 already there, -2 over the limit, -1 store failure. */
-static int record(ux_cp *cp, const ux_ws_target *w, const char *owner) {
+/* record()'s transaction: its inputs and the caller it answers. */
+typedef struct {
+  const ux_ws_target *w;
+  const ux_identity *id;
+  const char *owner;
+  int result;           /* record()'s answer */
+} record_tx_ctx;
+
+/* 0 commits (x->result says what happened), -1 rolls back. */
+static int record_tx(ux_store *st, void *ctx) {
+  record_tx_ctx *x = ctx;
+  const ux_ws_target *w = x->w;
+  const char *owner = *x->owner ? x->owner : NULL;
   long long now = ux_now();
-  int n = ux_db_exec(cp->srv->store,
-    "INSERT OR IGNORE INTO cp_workspaces(id, tenant, subject, principal_kind, principal_id,"
+  json_t *row = ux_db_row(st, "SELECT * FROM cp_workspaces WHERE id = ?1", "s", w->id);
+  if (row) {
+    int seen = ux_cp_visible(x->id, row);
+    json_decref(row);
+    x->result = seen ? 0 : -3;
+    if (!seen) return 0;
+    return ux_db_exec(st, "UPDATE cp_workspaces SET last_used_at = ?1, owner = coalesce(?2, owner)"
+                      " WHERE id = ?3", "iss", now, owner, w->id) < 0 ? -1 : 0;
+  }
+  if (ux_db_unavailable(st)) return -1;
+  int n = ux_db_exec(st,
+    "INSERT INTO cp_workspaces(id, tenant, subject, principal_kind, principal_id,"
     " session_id, owner, created_at, last_used_at)"
     " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8 WHERE"
     " (SELECT count(*) FROM cp_workspaces WHERE tenant = ?2) <"
-    " coalesce((SELECT max_workspaces FROM cp_tenants WHERE id = ?2), 1 << 62)"
-    " OR EXISTS (SELECT 1 FROM cp_workspaces WHERE id = ?1)",
-    "sssssssi", w->id, w->tenant, w->subject, w->kind, w->principal, w->session_id,
-    *owner ? owner : NULL, now);
-  if (n < 0) return -1;
-  if (n == 1) return 1;
-  json_t *row = ux_db_row(cp->srv->store, "SELECT id FROM cp_workspaces WHERE id = ?1", "s", w->id);
-  json_decref(row);
-  if (!row) return -2;
-  ux_db_exec(cp->srv->store, "UPDATE cp_workspaces SET last_used_at = ?1,"
-             " owner = coalesce(?2, owner) WHERE id = ?3", "iss", now, *owner ? owner : NULL, w->id);
-  return 0;
+    " coalesce((SELECT max_workspaces FROM cp_tenants WHERE id = ?2), 1 << 62)",
+    "sssssssi", w->id, w->tenant, w->subject, w->kind, w->principal, w->session_id, owner, now);
+  x->result = n == 1 ? 1 : -2;
+  return n < 0 ? -1 : 0;
+}
+
+/* Inserts the row if new, within the tenant's workspace limit, or touches
+** it when it exists and the caller may see it, in one transaction: 1
+** added, 0 already there, -2 over the limit, -3 a row the caller may not
+** see, -1 store failure. */
+static int record(ux_cp_call *c, const ux_ws_target *w, const char *owner) {
+  record_tx_ctx x = { w, &c->id, owner, -1 };
+  return ux_db_tx(c->cp->srv->store, record_tx, &x) == 0 ? x.result : -1;
 }
 
 /* Makes the volume and its layout if it does not exist: 1 made, 0 there,
@@ -138,7 +166,11 @@ int ux_cp_ws_create(ux_cp_call *c) {
   ux_ws_target w;
   char owner[300];
   if (ux_cp_ws_target(c, &w) || lease_owner(c, owner, sizeof owner)) return -1;
-  int rec = record(c->cp, &w, owner);
+  int rec = record(c, &w, owner);
+  if (rec == -3) {
+    json_decref(ux_cp_own_workspace(c, w.id));  /* the 404 and its audit row */
+    return -1;
+  }
   if (rec == -1) return ux_cp_store_failed(c, "workspace write failed");
   if (rec == -2) return ux_cp_fail(c, 429, "workspace limit reached for tenant %s", w.tenant);
   int made = ensure_volume(c->cp, w.id);
