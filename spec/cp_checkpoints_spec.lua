@@ -114,6 +114,27 @@ open(%q, "wb").write(z + b"\0" * (%d - len(z)))
     assert.are.equal(200, (cp.request(srv, "GET", "/livez")))
   end)
 
+  it("restores names with control and non-UTF-8 bytes as they were made", function()
+    -- the sandbox's own code may name files with any byte but NUL and '/'
+    local make = [[cd /workspace && mkdir -p odd && cd odd &&
+      for n in 'tab\tname' 'new\nline' 'bell\001' 'del\177' 'high\377byte' 'esc\033[31m'; do
+        printf "%s" "$n" > "$(printf "$n")"; done && ls | od -An -c | tr -s ' ']]
+    local before = mcp.sh(srv, sb, make)
+    local st, c = cp.request(srv, "POST", path("/checkpoints"), { token = srv.token })
+    assert.are.equal(201, st)
+    mcp.sh(srv, sb, "rm -rf /workspace/odd")
+    local rst, doc = cp.request(srv, "POST", path("/checkpoints/" .. c.checkpoint_id .. "/restore"),
+      { token = srv.token, body = {} })
+    assert.are.equal(200, rst, require("cjson").encode(doc))
+    assert.are.equal(before, mcp.sh(srv, sb, "cd /workspace/odd && ls | od -An -c | tr -s ' '"))
+    assert.are.equal("bell\\001", mcp.sh(srv, sb, [[cat "/workspace/odd/$(printf 'bell\001')"]]))
+    -- a later checkpoint of the same tree restores too
+    local _, c2 = cp.request(srv, "POST", path("/checkpoints"), { token = srv.token })
+    assert.are.equal(200, (cp.request(srv, "POST", path("/checkpoints/" .. c2.checkpoint_id .. "/restore"),
+      { token = srv.token, body = {} })))
+    mcp.sh(srv, sb, "rm -rf /workspace/odd")
+  end)
+
   it("deletes a checkpoint once, keeping its history unless purged", function()
     local _, c = cp.request(srv, "POST", path("/checkpoints"), { token = srv.token })
     local st, doc = cp.request(srv, "DELETE", path("/checkpoints/" .. c.checkpoint_id), { token = srv.token })

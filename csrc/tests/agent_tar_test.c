@@ -79,9 +79,12 @@ static void build_tree(const char *src) {
   for (size_t i = 0; i < sizeof bin; i++) bin[i] = (unsigned char)(i * 7);
   write_file((p = path_of(src, "hello.txt")), "hello\n", 6, 0644); free(p);
   write_file((p = path_of(src, "empty")), "", 0, 0600); free(p);
+  /* names the sandbox's code may make: control and non-UTF-8 bytes */
+  write_file((p = path_of(src, "ctl\n\001\033[31m")), "c", 1, 0644); free(p);
   write_file((p = path_of(src, "setuid")), "#!/bin/sh\n", 10, 0755); free(p);
   chmod((p = path_of(src, "setuid")), 04755); free(p);
   mkdir((p = path_of(src, "sub")), 0750); free(p);
+  write_file((p = path_of(src, "sub/high\377\177")), "h", 1, 0644); free(p);
   write_file((p = path_of(src, "sub/bin")), (char *)bin, sizeof bin, 0640); free(p);
   mkdir((p = path_of(src, "sub/deep")), 0755); free(p);
   mkdir((p = path_of(src, "sub/deep/empty-dir")), 0700); free(p);
@@ -109,7 +112,7 @@ static void test_round_trip(void) {
   ok(strstr(r.err, "warning") == NULL, "no warning for a tree without special files");
   run_result x = extract_from(tgz, dst, NULL, NULL);
   ok(x.status == 0, "extract exits 0 (stderr: %s)", x.err);
-  is_str(x.out, "{\"files\":5,\"directories\":5,\"symlinks\":3,\"bytes\":3017}\n", "extract prints its counts as one JSON line");
+  is_str(x.out, "{\"files\":7,\"directories\":5,\"symlinks\":3,\"bytes\":3019}\n", "extract prints its counts as one JSON line");
   /* the excluded top-level .sandbox is gone, the nested one stays */
   ok(lstat((p = path_of(dst, ".sandbox")), &s) < 0, "--exclude drops the top-level name"); free(p);
   ok(lstat((p = path_of(dst, "sub/.sandbox")), &s) == 0, "--exclude keeps that name deeper down"); free(p);
@@ -247,8 +250,6 @@ static void test_hostile_archives(void) {
   hostile("an empty component", empty, 1, "empty path component", NULL, NULL);
   member dot[] = { { "a/./b", 'f', "x", 0, 0 } };
   hostile("a '.' component", dot, 1, "'.' path component", NULL, NULL);
-  member ctl[] = { { "evil\nname", 'f', "x", 0, 0 } };
-  hostile("a control character", ctl, 1, "member 'evil?name': control character", NULL, NULL);
   member hard[] = { { "f", 'f', "x", 0, 0 }, { "h", 'h', "f", 0, 0 } };
   hostile("a hard link", hard, 2, "member 'h': hard links are not allowed", NULL, NULL);
   member hard2[] = { { "h", 'h', "/etc/shadow", 0, 0 } };
