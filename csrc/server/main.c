@@ -311,7 +311,7 @@ static int prepare_sandbox(ux_config *cfg, ux_isolation *iso, char *volumes, siz
     return -1;
   }
   agent_path(cfg, agent, sizeof agent);
-  if (ux_archive_init(agent, err, sizeof err) != 0) {
+  if (ux_archive_init(agent, cfg->data, err, sizeof err) != 0) {
     fprintf(stderr, "unsandboxd: %s\n", err);
     return -1;
   }

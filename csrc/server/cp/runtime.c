@@ -141,10 +141,10 @@ ux_runtimes *ux_runtimes_new(const ux_rt_config *cfg) {
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&rts->changed, &ca);
   pthread_condattr_destroy(&ca);
-  const char *agent = cfg->agent_path ? cfg->agent_path : ux_archive_agent();
   /* a missing agent is reported by each start, not here: the server can
   ** still serve everything else */
-  if (agent && agent[0]) rts->agent_fd = open(agent, O_PATH | O_CLOEXEC);
+  if (cfg->agent_path && cfg->agent_path[0]) rts->agent_fd = open(cfg->agent_path, O_PATH | O_CLOEXEC);
+  else if (ux_archive_agent_fd() >= 0) rts->agent_fd = fcntl(ux_archive_agent_fd(), F_DUPFD_CLOEXEC, 0);
   rts->cfg.agent_path = NULL;
   rts->cfg.agent_env = NULL;
   if (copy_env(rts, cfg->agent_env) != 0 ||

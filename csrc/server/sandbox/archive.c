@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <jansson.h>
 
+#include "server/sandbox/agent_copy.h"
 #include "server/sandbox/runner.h"
 #include "server/sandbox/volume.h"
 
@@ -25,10 +26,12 @@
 
 static struct {
   char path[PATH_MAX];
-  int fd;                       /* O_PATH of the binary, kept for binds */
+  int fd;                       /* O_PATH of what sandboxes bind: the
+                                   private copy, else the binary itself */
 } agent = { "", -1 };
 
 const char *ux_archive_agent(void) { return agent.path; }
+int ux_archive_agent_fd(void) { return agent.fd; }
 
 /* The last non-empty line of the agent's stderr, which says why. */
 static void last_line(const char *text, size_t len, char *out, size_t outlen) {
@@ -119,8 +122,9 @@ int ux_extract_tree(const char *dir, int in_fd, ux_extract_report *rep,
 }
 
 /* Proves the chain once: an archive of an empty scratch tree. */
-int ux_archive_init(const char *path, char *err, size_t errlen) {
+int ux_archive_init(const char *path, const char *data_dir, char *err, size_t errlen) {
   struct stat st;
+  char why[300] = "";
   int fd = open(path, O_PATH | O_CLOEXEC);
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IXOTH)) {
     snprintf(err, errlen, "the agent %.300s is missing or not executable by everyone (make builds it)",
@@ -129,11 +133,17 @@ int ux_archive_init(const char *path, char *err, size_t errlen) {
     return -1;
   }
   snprintf(agent.path, sizeof agent.path, "%s", path);
+  int copy = ux_agent_copy(fd, data_dir, why, sizeof why);
+  if (copy >= 0) {
+    close(fd);
+    fd = copy;
+  } else {
+    fprintf(stderr, "unsandboxd: sandboxes see the agent's host path: %s\n", why);
+  }
   agent.fd = fd;
   int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
   const char *argv[] = { AGENT_IN, "archive", "/sandbox", NULL };
   ux_run_result res;
-  char why[300] = "";
   int rc = devnull >= 0 ? run_agent(argv, 0, NULL, 0, devnull, &res, why, sizeof why) : -1;
   if (devnull >= 0) { ux_run_result_free(&res); close(devnull); }
   if (rc != 0) snprintf(err, errlen, "the agent does not run in a sandbox: %s", why);

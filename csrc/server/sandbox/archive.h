@@ -10,10 +10,13 @@
 
 #include <stddef.h>
 
-/* The agent binary (bin/unsandboxd-agent); set once at start-up. Returns
-** 0, or -1 with err when it is missing or does not run in a sandbox. */
-int ux_archive_init(const char *agent_path, char *err, size_t errlen);
+/* The agent binary (bin/unsandboxd-agent); set once at start-up, with the
+** copy sandboxes bind made under data_dir (agent_copy.h). Returns 0, or -1
+** with err when it is missing or does not run in a sandbox. */
+int ux_archive_init(const char *agent_path, const char *data_dir, char *err, size_t errlen);
+/* Its installed path, and an O_PATH fd of what sandboxes bind (or -1). */
 const char *ux_archive_agent(void);
+int ux_archive_agent_fd(void);
 
 /* Writes a gzip tar of the tree whose root is root_fd (a volume in use)
 ** to out_fd; top-level names in `exclude` (NULL-terminated, may be NULL)

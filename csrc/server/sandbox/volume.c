@@ -44,8 +44,9 @@
 static struct {
   pthread_mutex_t lock;
   int loop;                       /* 1: ext4 images; 0: plain directories */
+  int private_ns;                 /* 1: our mounts are the server's own */
   unsigned long long disk, budget, claimed;
-} vol = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0 };
+} vol = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0 };
 
 static int remove_volume(const char *dir);
 
@@ -262,6 +263,7 @@ int ux_volume_init(const char *data_dir, unsigned long long disk_bytes,
   else if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
     snprintf(why, sizeof why, "no private mount namespace: %s", strerror(errno));
   else {
+    vol.private_ns = 1;
     own_mount(data_dir);
     if (access(MKFS, X_OK) != 0)
       snprintf(why, sizeof why, MKFS " not found (apt-get install e2fsprogs)");
@@ -280,6 +282,8 @@ int ux_volume_init(const char *data_dir, unsigned long long disk_bytes,
     snprintf(desc, desclen, "disk: plain directories, unbounded (%s)", why);
   return 0;
 }
+
+int ux_volume_private_ns(void) { return vol.private_ns; }
 
 /* ---------------------------------------------------------------------
 ** Persistent volumes

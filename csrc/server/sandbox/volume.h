@@ -29,6 +29,10 @@ int ux_volume_init(const char *data_dir, unsigned long long disk_bytes,
                    unsigned long long budget_bytes, char *desc, size_t desclen,
                    char *err, size_t errlen);
 
+/* 1 when ux_volume_init entered a private mount namespace: mounts made
+** by the server then stay its own. */
+int ux_volume_private_ns(void);
+
 /* "loop" (bounded ext4 images) or "plain" (directories, unbounded). */
 const char *ux_volume_mode(void);
 unsigned long long ux_volume_disk_bytes(void);
