@@ -1,43 +1,121 @@
 #!/usr/bin/env bash
-# Runs the C unit tests and the busted specs (both speak TAP), shows the
-# failures, and ends with the single line "N passed, N failed".
-# UNSB_C_ENV / UNSB_BUSTED_ENV: NAME=value words set for the C tests /
-# for busted (make sanitize sets the sanitizers' options and preload).
+# Runs the C unit tests and the busted spec files (both speak TAP), each
+# file as a job of its own, several at once; prints one line per file as
+# it ends, then the failures, and ends with the single line
+# "N passed, N failed".
+#
+# Jobs: UNSB_TEST_JOBS, default twice the CPU count, since most of a
+# spec's time is spent waiting for sandboxes and servers. Every spec file
+# starts its own unsandboxd on an ephemeral port, so files share nothing
+# but the machine. The longest files (by the times of the last run, kept
+# in build/test-times) start first, so the run ends close to the time of
+# its longest file.
+# Arguments are passed to every busted run (e.g. -t unit); UNSB_C_ENV /
+# UNSB_BUSTED_ENV: NAME=value words set for the C tests / for busted
+# (make sanitize sets the sanitizers' options and preload).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-status=0
+jobs=${UNSB_TEST_JOBS:-$(( $(nproc) * 2 ))}
+times=build/test-times
+t_start=$(date +%s.%N)
 
+units=()
 for t in build/tests/*; do
-  [ -x "$t" ] || continue
-  env ${UNSB_C_ENV:-} "$t" >"$out/$(basename "$t").tap" 2>&1 || status=1
+  [ -x "$t" ] && [ -f "$t" ] && units+=("$t")
 done
+for s in spec/*_spec.lua; do units+=("$s"); done
 
-env ${UNSB_BUSTED_ENV:-} busted -o TAP "$@" >"$out/busted.tap" 2>&1 || status=1
+# the units, longest first by the last run's times (unknown ones first)
+order() {
+  for u in "${units[@]}"; do
+    local t
+    t=$(awk -v u="$u" '$2 == u { print $1 }' "$times" 2>/dev/null)
+    echo "${t:-99999} $u"
+  done | sort -rn -k1,1 | cut -d' ' -f2-
+}
 
-passed=$(cat "$out"/*.tap | grep -cE '^ok [0-9]+')
-failed=$(cat "$out"/*.tap | grep -cE '^not ok [0-9]+')
+# one unit: its TAP in $out/<name>.tap, its seconds in $out/<name>.time
+run_unit() {
+  local u=$1 name t0 rc
+  name=$(echo "$u" | tr '/' '_')
+  t0=$(date +%s.%N)
+  if [[ $u == spec/* ]]; then
+    env ${UNSB_BUSTED_ENV:-} busted -o TAP "${busted_args[@]}" "$u" >"$out/$name.tap" 2>&1
+  else
+    env ${UNSB_C_ENV:-} "$u" >"$out/$name.tap" 2>&1
+  fi
+  rc=$?
+  echo "$rc" >"$out/$name.rc"
+  awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f\n", b - a }' >"$out/$name.time"
+}
 
-for f in "$out"/*.tap; do
-  if grep -qE '^not ok' "$f"; then
-    echo "== failures in $(basename "$f" .tap)"
-    grep -E -A12 '^not ok' "$f" | head -n 200
+report_unit() {
+  local u=$1 name p f s
+  name=$(echo "$u" | tr '/' '_')
+  p=$(grep -acE '^ok [0-9]+' "$out/$name.tap")
+  f=$(grep -acE '^not ok [0-9]+' "$out/$name.tap")
+  s=$(cat "$out/$name.time")
+  if [ "$f" -gt 0 ] || [ "$(cat "$out/$name.rc")" -ne 0 ]; then
+    printf 'FAIL %-44s %4d passed, %d failed  %6.1f s\n' "$u" "$p" "$f" "$s"
+  else
+    printf '  ok %-44s %4d passed           %6.1f s\n' "$u" "$p" "$s"
+  fi
+}
+
+# waits for one job to end and reports every unit that has ended
+reap() {
+  local gone=0 n
+  wait -n || [ $? -ne 127 ] || gone=1      # 127: no job left to wait for
+  for i in "${!running[@]}"; do
+    n=$(echo "${running[$i]}" | tr '/' '_')
+    if [ "$gone" -eq 1 ] && [ ! -f "$out/$n.time" ]; then  # its job died unreported
+      touch "$out/$n.tap"; echo 99 >"$out/$n.rc"; echo 0 >"$out/$n.time"
+    fi
+    if [ -f "$out/$n.time" ]; then report_unit "${running[$i]}"; unset 'running[i]'; fi
+  done
+}
+
+busted_args=("$@")
+running=()
+while IFS= read -r u; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do reap; done
+  run_unit "$u" &
+  running+=("$u")
+done < <(order)
+while [ "${#running[@]}" -gt 0 ]; do reap; done
+
+status=0 passed=0 failed=0
+mkdir -p build
+: >"$times.new"
+for u in "${units[@]}"; do
+  name=$(echo "$u" | tr '/' '_')
+  f="$out/$name.tap"
+  passed=$((passed + $(grep -acE '^ok [0-9]+' "$f")))
+  nf=$(grep -acE '^not ok [0-9]+' "$f")
+  failed=$((failed + nf))
+  echo "$(cat "$out/$name.time") $u" >>"$times.new"
+  if [ "$nf" -gt 0 ]; then
+    echo "== failures in $u"
+    grep -a -E -A12 '^not ok' "$f" | head -n 200
+  elif [ "$(cat "$out/$name.rc")" -ne 0 ]; then
+    # a runner that crashed before reporting counts as a failure too
+    echo "== $u exited non-zero without a failing test:"
+    tail -n 30 "$f"
+    failed=$((failed + 1))
   fi
 done
-# a runner that crashed before reporting counts as a failure too
-if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
-  echo "== a test runner exited non-zero without a failing test:"
-  tail -n 30 "$out"/*.tap
-  failed=$((failed + 1))
-fi
+mv "$times.new" "$times"
 
 # specs waiting for a server feature say so (busted's pending: "ok N - # SKIP")
-skipped=$(cat "$out"/*.tap | grep -cE '^ok [0-9]+ - # SKIP' || true)
+skipped=$(cat "$out"/*.tap | grep -acE '^ok [0-9]+ - # SKIP' || true)
 if [ "$skipped" -gt 0 ]; then
   echo "== $skipped pending (counted as passed), by reason:"
-  grep -hE '^ok [0-9]+ - # SKIP' "$out"/*.tap | sed -E 's/^ok [0-9]+ - # SKIP [^ ]+ //' | sort | uniq -c
+  grep -ahE '^ok [0-9]+ - # SKIP' "$out"/*.tap | sed -E 's/^ok [0-9]+ - # SKIP [^ ]+ //' | sort | uniq -c
 fi
+awk -v a="$t_start" -v b="$(date +%s.%N)" -v j="$jobs" -v n="${#units[@]}" \
+  'BEGIN { printf "== %d files in %.0f s, %d at a time\n", n, b - a, j }'
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
