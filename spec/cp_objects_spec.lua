@@ -192,18 +192,23 @@ describe("Control Plane objects #integration", function()
     it("store nothing of an upload cut off mid-body", function()
       local loc = agent_loc("outputs/cut.bin")
       local up = ticket(loc, "upload")
+      local function pending()
+        local ls = io.popen("ls " .. srv.data .. "/objects/tmp | wc -l")
+        local n = tonumber(ls:read("l"))
+        ls:close()
+        return n
+      end
       local s = rawhttp.connect({ port = srv.cp_port })
       s:send(rawhttp.head("PUT", "/v1/storage/content", { Authorization = "Bearer " .. up,
         ["Content-Length"] = "1000000" }) .. string.rep("c", 100000))
-      socket.sleep(0.3)
+      -- the upload is under way once its temporary file exists
+      assert.is_true(eventually(function() return pending() == 1 end))
       s:close()
-      assert.is_true(eventually(function() return (obj.get(srv, srv.token, "/stat", loc)) == 404 end))
+      -- and the server drops it once it sees the connection gone
+      assert.is_true(eventually(function() return pending() == 0 end))
+      assert.are.equal(404, (obj.get(srv, srv.token, "/stat", loc)))
       assert.are.equal(404, (obj.get(srv, srv.token, "/versions", loc)))
       assert.are.equal(401, (obj.upload(srv, up, "again")))
-      local leftovers = io.popen("ls " .. srv.data .. "/objects/tmp | wc -l")
-      local n = tonumber(leftovers:read("l"))
-      leftovers:close()
-      assert.are.equal(0, n)
     end)
 
     it("store nothing when the sha256 does not match", function()
