@@ -230,14 +230,16 @@ $(STATIC_LIB): $(CORE_OBJ) $(BIND_OBJ) $(LAZY_OBJ)
 	$(call say,AR,$@)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
-# made at every install: it records this install's PREFIX
+# made at every install: it records this install's PREFIX. The library is
+# static, so what its objects call (libdl, libm) is in Libs: the README's
+# `cc host.c $(pkg-config --cflags --libs unsandbox)` links as printed
 $(PC_FILE): FORCE
 	@mkdir -p build
 	$(Q)printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(CLIBDIR)' 'includedir=$(INCLUDEDIR)' \
 	  'luadir=$(LUADIR)' '' 'Name: unsandbox' \
 	  'Description: unsandbox for Lua: the C core and binding, to embed in a Lua 5.4 host' \
 	  'Version: $(VERSION)' 'Requires: lua5.4 lua5.4-cjson' \
-	  'Libs: -L$${libdir} -lunsandbox -ldl' 'Cflags: -I$${includedir}' > $@
+	  'Libs: -L$${libdir} -lunsandbox -ldl -lm' 'Cflags: -I$${includedir}' > $@
 
 # what the rockspec builds and installs (its tree gets the module, unlua
 # and un; `un --local` then finds unsandboxd on $PATH)

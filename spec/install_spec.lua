@@ -52,18 +52,21 @@ describe("make install #integration", function()
              LUA_CPATH = prefix .. "/lib/lua/5.4/?.so;;" })
     assert.equal(0, code, out)
     assert.equal("rust\n", out)
-    -- a C host, compiled and linked from what pkg-config says
+    -- a C host, compiled and linked with exactly the README's command
     local flags
     flags, code = proc.run("pkg-config --cflags --libs unsandbox", { PKG_CONFIG_PATH = prefix .. "/lib/pkgconfig" })
     assert.equal(0, code, flags)
     assert.matches("%-I" .. prefix:gsub("%p", "%%%0") .. "/include", flags)
+    local readme = assert(fs.read(ROOT .. "/README.md"))
+    local command = assert(readme:match("`(cc host%.c %$%(pkg%-config [^`]*%))`"), "the README's cc command")
     local exe = dir .. "/host"
+    fs.write(dir .. "/host.c", assert(fs.read(ROOT .. "/examples/embed/embed_demo.c")))
     -- under make sanitize the installed library is instrumented: the host
     -- links the sanitizers' runtimes too (leaks of the Lua library it
     -- embeds are not judged, as for the specs' other processes)
     local sanitize = os.getenv("UNSB_SANITIZE") and " -fsanitize=address,undefined" or ""
-    out, code = proc.run("cc -o " .. proc.quote(exe) .. " " .. proc.quote(ROOT .. "/examples/embed/embed_demo.c")
-      .. " " .. flags:gsub("\n", "") .. " -lm" .. sanitize)
+    out, code = proc.run("sh -c " .. proc.quote("cd " .. proc.quote(dir) .. " && " .. command .. " -o host" .. sanitize),
+      { PKG_CONFIG_PATH = prefix .. "/lib/pkgconfig" })
     assert.equal(0, code, out)
     out, code = proc.run(proc.quote(exe) .. " " .. proc.quote(prefix .. "/share/lua/5.4"),
       bare(sanitize ~= "" and { ASAN_OPTIONS = "detect_leaks=0" } or nil))
