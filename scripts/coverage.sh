@@ -10,8 +10,14 @@ cd "$(dirname "$0")/.."
 scripts/variant.sh coverage "-O0 -g --coverage" "--coverage" || exit 1
 src=build/coverage/src
 find "$src/build" -name '*.gcda' -delete
-( cd "$src" && scripts/run-tests.sh "$@" ) | tail -n 1
-status=${PIPESTATUS[0]}
+# the specs that build C programs against the instrumented library link
+# gcov's runtime too (install_spec reads UNSB_COVERAGE)
+log=build/coverage/tests.log
+( cd "$src" && UNSB_BUSTED_ENV="UNSB_COVERAGE=1" scripts/run-tests.sh "$@" ) >"$log" 2>&1
+status=$?
+# what failed, then the count (the per-file lines are in the log)
+sed -n '/^== /,$p' "$log" | sed '$d'
+tail -n 1 "$log"
 info=build/coverage/coverage.info
 lcov --quiet --capture --directory "$src/build" --base-directory "$src" --output-file "$info" \
   --rc lcov_branch_coverage=0 2>/dev/null || { echo "lcov failed"; exit 1; }

@@ -61,15 +61,17 @@ describe("make install #integration", function()
     local command = assert(readme:match("`(cc host%.c %$%(pkg%-config [^`]*%))`"), "the README's cc command")
     local exe = dir .. "/host"
     fs.write(dir .. "/host.c", assert(fs.read(ROOT .. "/examples/embed/embed_demo.c")))
-    -- under make sanitize the installed library is instrumented: the host
-    -- links the sanitizers' runtimes too (leaks of the Lua library it
-    -- embeds are not judged, as for the specs' other processes)
-    local sanitize = os.getenv("UNSB_SANITIZE") and " -fsanitize=address,undefined" or ""
-    out, code = proc.run("sh -c " .. proc.quote("cd " .. proc.quote(dir) .. " && " .. command .. " -o host" .. sanitize),
+    -- under make sanitize (make coverage) the installed library is
+    -- instrumented: the host links the sanitizers' (gcov's) runtimes too
+    -- (leaks of the Lua library it embeds are not judged, as for the
+    -- specs' other processes)
+    local extra = os.getenv("UNSB_SANITIZE") and " -fsanitize=address,undefined"
+      or os.getenv("UNSB_COVERAGE") and " --coverage" or ""
+    out, code = proc.run("sh -c " .. proc.quote("cd " .. proc.quote(dir) .. " && " .. command .. " -o host" .. extra),
       { PKG_CONFIG_PATH = prefix .. "/lib/pkgconfig" })
     assert.equal(0, code, out)
     out, code = proc.run(proc.quote(exe) .. " " .. proc.quote(prefix .. "/share/lua/5.4"),
-      bare(sanitize ~= "" and { ASAN_OPTIONS = "detect_leaks=0" } or nil))
+      bare(os.getenv("UNSB_SANITIZE") and { ASAN_OPTIONS = "detect_leaks=0" } or nil))
     assert.equal(0, code, out)
     assert.matches("^x%.py is python\n", out)
   end)

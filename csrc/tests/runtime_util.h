@@ -175,10 +175,26 @@ static __attribute__((unused)) int rt_wait_status(ux_runtimes *rts, const char *
 
 /* ---- processes of this test's sandboxes ---- */
 
+/* 1 when /proc/<pid>/cmdline, its NULs read as spaces, is `cmdline`. */
+static __attribute__((unused)) int rt_cmdline_is(const char *pid, const char *cmdline) {
+  char path[300], buf[512];
+  snprintf(path, sizeof path, "/proc/%s/cmdline", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  if (buf[n - 1] == '\0') n--;
+  for (ssize_t i = 0; i < n; i++) if (buf[i] == '\0') buf[i] = ' ';
+  buf[n] = '\0';
+  return !strcmp(buf, cmdline);
+}
+
 /* Processes whose cgroup is a run of this process's sandboxes (below our
-** parent cgroup unsandboxd-PID-START), or -1 without cgroups. Other
-** servers on the machine use the same slot uids, so uids would not do. */
-static __attribute__((unused)) int rt_sandbox_procs(void) {
+** parent cgroup unsandboxd-PID-START), those running `cmdline` only when
+** it is not NULL; -1 without cgroups. Other servers on the machine use
+** the same slot uids, so uids would not do. */
+static __attribute__((unused)) int rt_sandbox_procs_running(const char *cmdline) {
   char name[64], needle[80], path[300], buf[4096];
   if (!strcmp(ux_runner_isolation()->cgroup, "none") || ux_cg_own_name(name, sizeof name) != 0)
     return -1;
@@ -195,10 +211,12 @@ static __attribute__((unused)) int rt_sandbox_procs(void) {
     close(fd);
     if (n <= 0) continue;
     buf[n] = '\0';
-    if (strstr(buf, needle)) count++;
+    if (strstr(buf, needle) && (!cmdline || rt_cmdline_is(e->d_name, cmdline))) count++;
   }
   if (d) closedir(d);
   return count;
 }
+
+static __attribute__((unused)) int rt_sandbox_procs(void) { return rt_sandbox_procs_running(NULL); }
 
 #endif

@@ -183,7 +183,7 @@ static void test_killed(void) {
 static void test_release(void) {
   ux_runtimes *rts = registry(0, 0, 0, NULL);
   if (start(rts, "sb-rel", "ws-rel", 1)) { ok(0, "runtime starts"); ux_runtimes_free(rts); return; }
-  int before = rt_sandbox_procs();
+  int cgroups = rt_sandbox_procs();
   ux_rt *rt = ux_runtimes_get(rts, "sb-rel");
   json_t *res = NULL;
   char err[300];
@@ -191,14 +191,21 @@ static void test_release(void) {
                  err, sizeof err);
   json_decref(res);
   int code = -1;
-  char *out = rt_exec(rt, "setsid sleep 600 >/dev/null 2>&1 < /dev/null & echo started", &code);
-  int during = rt_sandbox_procs();
-  ok(rc == UX_RTC_OK && out && during >= before + 2,
-     "a PTY session and an escaped setsid process run (%d processes, %d before)", during, before);
+  /* exec kills its process group once bash ends: the command waits until
+  ** the escaping process has its own session (it writes the file after) */
+  char *out = rt_exec(rt, "setsid sh -c 'echo $$ > /tmp/escaped; exec sleep 600' >/dev/null 2>&1 "
+                      "</dev/null & for i in $(seq 1000); do [ -s /tmp/escaped ] && break; sleep 0.01; "
+                      "done; echo started", &code);
+  /* the PTY session's shell may still be forking its sleep: wait for it */
+  int sleepers = 0;
+  for (long end = ux_now_ms() + 10000; ux_now_ms() < end && sleepers < 2; rt_sleep_ms(20))
+    sleepers = rt_sandbox_procs_running("sleep 600");
+  ok(rc == UX_RTC_OK && out && (sleepers == 2 || cgroups < 0),
+     "a PTY session and an escaped setsid process run (%d of them)", sleepers);
   free(out);
   long t0 = ux_now_ms();
   ok(ux_runtimes_release(rts, "sb-rel") == 0, "release (%ld ms)", ux_now_ms() - t0);
-  ok(rt_sandbox_procs() == 0 || before < 0, "when release returns, every process is gone (%d)",
+  ok(rt_sandbox_procs() == 0 || cgroups < 0, "when release returns, every process is gone (%d)",
      rt_sandbox_procs());
   rc = rt_do(rt, "ping", NULL, 2000, &res, err, sizeof err);
   ok(rc == UX_RTC_GONE, "a held handle gets GONE after release (%s)", err);
