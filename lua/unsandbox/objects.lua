@@ -174,7 +174,7 @@ end
 function Manager:download_with_ticket(ticket, opts)
   local fname = "download_with_ticket"
   local path = ticket_path(fname, ticket)
-  opts = check.type(fname, "opts", opts, "table", true) or {}
+  opts = check.options(fname, opts, { on_data = true, owner = true })
   check.type(fname, "on_data", opts.on_data, "function", true)
   local co = { token = ticket.access_token, owner = opts.owner, timeout = 30, capture = CAPTURE,
     once = true }
@@ -202,11 +202,12 @@ end
 -- download ticket, then the content (see download_with_ticket).
 function Manager:open_object(loc, max_bytes, ctype, expires_in, opts)
   loc = locator("open_object", loc)
+  opts = check.options("open_object", opts, { on_data = true })
+  check.type("open_object", "on_data", opts.on_data, "function", true)
   cpapi.check_object(self, "open_object", "/v1/storage/tickets", loc.owner)
   local ticket, err = self:issue_object_ticket(loc, "download", max_bytes, ctype, nil, expires_in)
   if not ticket then return nil, err end
   if not usable_ticket(ticket) then return nil, cpapi.bad_reply("Control Plane response has no valid object ticket") end
-  opts = check.type("open_object", "opts", opts, "table", true) or {}
   return self:download_with_ticket(ticket, { on_data = opts.on_data, owner = loc.owner ~= nil })
 end
 

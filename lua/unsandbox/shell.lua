@@ -28,10 +28,7 @@ local Shell = { __name = "unsandbox.Shell" }
 Shell.__index = Shell
 
 function Shell.new(sandbox, opts)
-  opts = check.type("shell", "opts", opts, "table", true) or {}
-  for k in pairs(opts) do
-    if k ~= "id" then check.fail("shell", "opts", "unknown option '" .. tostring(k) .. "'") end
-  end
+  opts = check.options("shell", opts, { id = true })
   local id = opts.id
   if id == nil then
     id = "shell-" .. core.new_traceparent():sub(37, 52)   -- the random span id
@@ -49,11 +46,7 @@ end
 local EXEC = { async = true, timeout = true, on_chunk = true, is_cancelled = true }
 
 local function opts_of(fname, opts, allowed)
-  opts = check.type(fname, "opts", opts, "table", true) or {}
-  for k in pairs(opts) do
-    if not allowed[k] then check.fail(fname, "opts", "unknown option '" .. tostring(k) .. "'") end
-  end
-  return opts
+  return check.options(fname, opts, allowed)
 end
 
 local function session(self, action, o)
