@@ -36,9 +36,10 @@ local Client = core.Client   -- the methods table of the C userdata
 -- (public.lua's LAZY_FIELDS); their reference is here.
 
 --- spawn(fn, ...) -> Task: fn(...) runs as a task from the next step on;
--- inside it every call yields instead of blocking. A Task has
--- t:wait(), t:result(), t:cancel() (its transfers closed, its remote job
--- cancelled) and t:status().
+-- inside it every call yields instead of blocking (a fn that cannot be
+-- called raises here). A Task has t:wait(), t:result(), t:cancel() (its
+-- transfers closed, its remote job cancelled; its error is kind
+-- interrupted, with job_id and cancelled) and t:status().
 -- @function spawn
 
 --- step(timeout_ms) -> the number of tasks not yet ended: resumes what can
@@ -371,11 +372,13 @@ function unsandbox.detect_language(filename, content)
   return core.detect_shebang(content:match("^[^\n]*")) or nil
 end
 
---- on_request(fn): the hook called after every HTTP exchange of every
--- client and Manager, with {method, path (no query), status, request_id,
--- traceparent, ms, bytes_out, bytes_in, attempt, error_kind}: never a key,
--- a header value or a body. An error in it is reported once on stderr and
--- never breaks the call. nil removes it; returns the previous one.
+--- on_request(fn): the hook called once after every exchange of every
+-- client and Manager (REST calls and retries, polls, MCP calls, streams
+-- when they end, ticket transfers, WebSocket handshakes), with {method,
+-- path (no query), status, request_id, traceparent, ms, bytes_out,
+-- bytes_in, attempt, error_kind}: never a key, a header value or a body.
+-- An error in it is reported once on stderr and never breaks the call.
+-- nil removes it; returns the previous one.
 function unsandbox.on_request(fn)
   check.type("on_request", "fn", fn, "function", true)
   return observe.set_global(fn)
