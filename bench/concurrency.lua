@@ -2,7 +2,9 @@
 -- frame budget of a C host stepping the library at 60 Hz, and the
 -- per-request overhead of 1 and 16 tasks next to a raw libcurl keep-alive
 -- loop (bench/tool.c) measured in the same run. Also the cost of a request
--- hook (issue 16). Figures and ratios are printed; nothing passes or fails.
+-- hook, and the fan-out of calls held by the server on a fresh client
+-- next to a warm one (a fresh one once ran them one at a time). Figures
+-- and ratios are printed; nothing passes or fails.
 --
 -- Environment: BENCH_FANOUT (jobs, 64), BENCH_SEQ (jobs run one after the
 -- other for the sequential rate, 8), BENCH_REQUESTS (2000).
@@ -15,6 +17,7 @@ local FANOUT = tonumber(os.getenv("BENCH_FANOUT")) or 64
 local SEQ = tonumber(os.getenv("BENCH_SEQ")) or 8
 local REQUESTS = tonumber(os.getenv("BENCH_REQUESTS")) or 2000
 local CONC = 16
+local HELD, HOLD_MS = 8, 1000   -- the fresh-client fan-out: calls, and how long the server holds each
 local TOOL = "build/bench/tool"
 
 local function now_ms() return socket.gettime() * 1000 end
@@ -49,7 +52,8 @@ end
 
 print()
 print("concurrency (issue 11): one thread, tasks on one event loop")
-local srv = server.start { args = { "--workers", tostring(CONC), "--queue", tostring(FANOUT * 2) } }
+local srv = server.start { args = { "--workers", tostring(CONC), "--queue", tostring(FANOUT * 2),
+  "--enable-faults" } }
 local ok, err = pcall(function()
   local c = unsandbox.client(srv.client_opts { max_concurrency = CONC })
   assert(c:execute_code("bash", "true"))
@@ -71,6 +75,23 @@ local ok, err = pcall(function()
     FANOUT, CONC, wall, ideal, wall / ideal, wall / ideal <= 1.15 and "met" or "NOT met",
     seq_each, SEQ, seq_each * FANOUT, seq_each * FANOUT / wall,
     failed > 0 and string.format("; %d FAILED", failed) or ""))
+
+  -- fresh-client fan-out: calls issued at once, each held by the server,
+  -- on a client that has no connection yet and on the same client warm
+  local held = function(x)
+    assert(c:call("POST", "/_faults", { mode = "latency", ms = HOLD_MS, count = HELD, path = "/jobs" }))
+    local t1 = now_ms()
+    for _ = 1, HELD do unsandbox.spawn(function() assert(x:list_jobs()) end) end
+    assert(unsandbox.run(120))
+    return now_ms() - t1
+  end
+  local fresh_c = unsandbox.client(srv.client_opts())
+  local fresh = held(fresh_c)
+  local warm = held(fresh_c)
+  fresh_c:close()
+  print(string.format("  fresh-client fan-out: %d calls at once, each held %d ms by the server: "
+    .. "fresh client %.0f ms, warm %.0f ms (all at once: %d ms; one at a time: %d ms)",
+    HELD, HOLD_MS, fresh, warm, HOLD_MS, HELD * HOLD_MS))
 
   -- frame budget: the C host of examples/embed
   local env = string.format("UNSANDBOX_URL=%s UNSANDBOX_PUBLIC_KEY=%s UNSANDBOX_SECRET_KEY=%s",

@@ -9,6 +9,7 @@ packages=(
   libcurl4-openssl-dev libssl-dev libwebsockets-dev libwebsockets17
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libarchive-dev
   bubblewrap slirp4netns faketime sqlite3
+  nghttp2-proxy
   python3 perl nodejs
   clang-14 libclang-rt-14-dev lcov
   lua-ldoc

@@ -228,6 +228,39 @@ describe("unsandbox.Sandbox #integration", function()
       assert.matches("does not exist", err.message)
     end)
 
+    it("a Shell closes like every resource: its processes killed, unless detached", function()
+      local sb <close> = sandbox("pty-close")
+      local function sleepers()
+        local r = assert(sb:run_command("sh", { "-c", "ps -eo args | grep -c '^sleep 31[4]' || true" }))
+        return tonumber(r.stdout)
+      end
+      local id
+      do
+        local sh <close> = sb:shell()
+        id = sh.id
+        assert(sh:exec("sleep 314", { async = true }))
+        assert.equal(1, sleepers())
+      end
+      assert.equal(0, sleepers())         -- the block's end killed them (session_kill)
+      local sh = sb:shell { id = id }
+      assert(sh:exec("sleep 314", { async = true }))
+      assert.is_true(sh:detach())
+      assert.error_matches(function() return sh:exec("true") end, "attempt to use a closed Shell")
+      assert.is_true(sh:close())          -- idempotent; a detached Shell sends nothing
+      assert.equal(1, sleepers())         -- detached: the session goes on
+      do
+        local again <close> = sb:shell { id = id }   -- and is taken up again
+        assert.is_true(assert(again:wait(1)).running)
+      end
+      assert.equal(0, sleepers())
+      -- a Shell that never ran anything has nothing to kill
+      local events = {}
+      m:on_request(function(ev) events[#events + 1] = ev end)
+      assert.is_true(sb:shell():close())
+      m:on_request(nil)
+      assert.equal(0, #events)
+    end)
+
     it("a 17th session is -32001 (all busy), not -32602", function()
       local sb <close> = sandbox("pty-busy")
       for i = 1, 16 do assert(sb:shell { id = "s" .. i }:exec("true")) end

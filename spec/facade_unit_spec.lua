@@ -65,6 +65,101 @@ describe("facade #unit", function()
     end)
   end)
 
+  describe("the declared public table", function()
+    local public = require "unsandbox.public"
+    -- valid arguments of each public function before its options table
+    local ARGS = {
+      execute_code = { "bash", "true" }, execute_async = { "bash", "true" }, get_job = { "j1" },
+      wait_for_job = { "j1" }, cancel_job = { "j1" }, list_jobs = {}, get_languages = {},
+      validate_keys = {}, health = {}, call = { "GET", "/x", false },
+      create_session = {}, list_sessions = {}, get_session = { "s1" }, delete_session = { "s1" },
+      session_execute = { "s1", "ls" }, create_service = {}, list_services = {},
+      get_service = { "s1" }, delete_service = { "s1" }, service_logs = { "s1" },
+      service_execute = { "s1", "ls" }, session_snapshot = { "s1" }, service_snapshot = { "s1" },
+      list_snapshots = {}, get_snapshot = { "s1" }, delete_snapshot = { "s1" },
+      restore_snapshot = { "s1" }, lock_snapshot = { "s1" }, unlock_snapshot = { "s1" },
+      execute_many = { {} }, map = { "bash", {}, print }, execute_each = { {} },
+      map_each = { "bash", {}, print },
+      freeze_session = { "s1" }, unfreeze_session = { "s1" }, boost_session = { "s1", 2 },
+      unboost_session = { "s1" }, freeze_service = { "s1" }, unfreeze_service = { "s1" },
+      lock_service = { "s1" }, unlock_service = { "s1" }, update_service = { "s1" },
+      resize_service = { "s1", 2 }, set_service_domains = { "s1" }, redeploy_service = { "s1" },
+      get_service_env = { "s1" }, set_service_env = { "s1", "A=1\n" }, export_service_env = { "s1" },
+      delete_service_env = { "s1" }, create_snapshot = {}, clone_snapshot = { "s1" },
+      publish_image = {}, list_images = { "all" }, get_image = { "i1" }, delete_image = { "i1" },
+      lock_image = { "i1" }, unlock_image = { "i1" }, set_image_visibility = { "i1", "public" },
+      grant_image_access = { "i1", "k1" }, revoke_image_access = { "i1", "k1" },
+      transfer_image = { "i1", "k1" }, image_trusted = { "i1" }, spawn_image = { "i1" },
+      clone_image = { "i1" }, session_attach = { "s1" }, session_shell = { "s1", "exit\n" },
+    }
+
+    -- args with opts at the options' position (false in ARGS stands for nil)
+    local function with_opts(name, opts)
+      local pos = math.abs(public.PUBLIC[name])
+      local args = {}
+      for i = 1, pos - 1 do
+        local v = ARGS[name][i]
+        if v ~= false then args[i] = v end
+      end
+      args[pos] = opts
+      return args, pos
+    end
+
+    it("names every public function here, and each takes an options table", function()
+      for name, pos in pairs(public.PUBLIC) do
+        assert.is_table(ARGS[name], name .. " needs its arguments in this spec")
+        assert.is_true(pos ~= 0, name .. " declares no options table")
+      end
+    end)
+
+    it("every public function refuses an unknown option at the caller's line", function()
+      for name in pairs(public.PUBLIC) do
+        local args, pos = with_opts(name, { bogus = 1 })
+        local msg = raised(function() local r = c[name](c, table.unpack(args, 1, pos)); return r end)
+        assert.matches(THIS, msg, name)
+        assert.matches("'" .. name .. "' %(unknown option 'bogus'", msg, name)
+        msg = raised(function() local r = unsandbox[name](table.unpack(args, 1, pos)); return r end)
+        assert.matches(THIS, msg, name)
+        assert.matches("unknown option 'bogus'", msg, name)
+      end
+    end)
+
+    it("a Client's method refuses connection options: they would be ignored there", function()
+      for name, pos in pairs(public.PUBLIC) do
+        local args, n = with_opts(name, { url = KEYS.url })
+        local msg = raised(function() local r = c[name](c, table.unpack(args, 1, n)); return r end)
+        assert.matches("unknown option 'url'", msg, name)
+        if pos < 0 then   -- the module function always uses the default client
+          msg = raised(function() local r = unsandbox[name](table.unpack(args, 1, n)); return r end)
+          assert.matches("unknown option 'url'", msg, name)
+        end
+      end
+    end)
+
+    it("every public function of the module raises at once on misuse", function()
+      -- a boolean is the wrong type for every first argument there is
+      -- (debug(on) takes any value: it is left out, as are functions
+      -- without arguments)
+      local no_args = { pollfds = true, current_task = true, new_trace_id = true,
+        current_trace = true, default_client = true }
+      local names = {}
+      for name in pairs(public.PUBLIC) do names[#names + 1] = name end
+      for name in pairs(public.LAZY_FIELDS) do names[#names + 1] = name end
+      for _, name in ipairs { "client", "sign", "credentials", "detect_language", "on_request",
+          "debug" } do names[#names + 1] = name end
+      for _, name in ipairs(names) do
+        local f = unsandbox[name]
+        if type(f) == "function" and not no_args[name] and name ~= "debug" then
+          local ok, msg = pcall(function() local r = f(true); return r end)
+          assert.is_false(ok, name .. " did not raise")
+          assert.matches(THIS, tostring(msg), name)
+        end
+      end
+      assert.matches(THIS .. "bad argument #1 to 'spawn' %(function expected, got string%)",
+        raised(function() local t = unsandbox.spawn("notfn"); return t end))
+    end)
+  end)
+
   describe("timeouts", function()
     it("are seconds in and out, never rounded down to nothing", function()
       local quick = unsandbox.client { url = KEYS.url, public_key = KEYS.public_key,

@@ -274,6 +274,12 @@ describe("unsandbox Control Plane #unit", function()
       assert.matches("'mode'", raised(m.grep_files, m, "x", { mode = "lines" }))
       assert.matches("'context'", raised(m.grep_files, m, "x", "", "", nil, false, 6))
       assert.matches("unknown option 'regexp'", raised(m.grep_files, m, "x", { regexp = true }))
+      -- every options table refuses what it does not take
+      local ticket = { access_token = "t", url = "/v1/storage/content" }
+      assert.matches("unknown option 'bogus'", raised(m.download_with_ticket, m, ticket, { bogus = 1 }))
+      assert.matches("unknown option 'bogus'", raised(m.open_object, m,
+        { scope = "upload", upload_id = "u", owner = "t/s" }, nil, nil, nil, { bogus = 1 }))
+      assert.matches("unknown option 'bogus'", raised(m.ensure_workspace, m, "k", nil, nil, { bogus = 1 }))
       assert.matches("'timeout'", raised(m.shell, m, "ls", 0))
       assert.matches("'timeout'", raised(m.shell, m, "ls", 31))
       assert.matches("'command'", raised(m.shell, m, string.rep("x", 8193)))

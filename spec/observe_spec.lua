@@ -217,6 +217,107 @@ describe("seeing what the library does #integration", function()
     end)
   end)
 
+  describe("every kind of exchange", function()
+    -- Runs one call of each kind in a child with UNSANDBOX_DEBUG=1 and a
+    -- global hook printing each event on stdout; before each kind both
+    -- streams get "SEG <kind>". Returns the events and the debug lines of
+    -- each kind, and the child's whole output.
+    local function child(key, sid)
+      local dir = fs.tmpdir("unsb-kinds")
+      local script = dir .. "/run.lua"
+      fs.write(script, string.format([[
+package.path = "./lua/?.lua;./lua/?/init.lua;" .. package.path
+package.cpath = "./lua/?.so;" .. package.cpath
+local u = require "unsandbox"
+local c = u.client { url = %q, public_key = %q, secret_key = %q }
+local m = u.manager { url = %q, token = %q, env = {} }
+local S = string.rep("a", 32)
+local function seg(name) io.stdout:write("SEG ", name, "\n"); io.stderr:write("SEG ", name, "\n") end
+local sb = assert(u.Sandbox.create { name = "kinds", manager = m })
+u.on_request(function(ev)
+  io.stdout:write("EV ", ev.method, " ", ev.path, " ", tostring(ev.status), " ",
+    tostring(ev.error_kind), "\n")
+end)
+seg("rest") assert(c:list_jobs())
+seg("cp_rest") assert(m:whoami())
+seg("mcp") assert(sb:run_command("echo", { "hi" }))
+seg("sse") assert(sb:stream("echo hi", function() end))
+local n = 0
+seg("sse_cancelled") assert(not m:shell_stream("sleep 5", 10, function() end, function()
+  n = n + 1; return n > 3 end, "kinds"))
+seg("pty") local sh = sb:shell(); assert(sh:exec("echo pty")); assert(sh:close())
+seg("ticket_up") m:with_subject(S, function() assert(m:put_agent_blob("a", "r", "outputs/x.bin", "bytes")) end)
+local loc = { scope = "agent", agent_id = "a", run_id = "r", path = "outputs/x.bin" }
+seg("ticket_down") m:with_subject(S, function() assert(m:open_object(loc)) end)
+seg("ticket_stream") m:with_subject(S, function()
+  assert(m:open_object(loc, nil, nil, nil, { on_data = function() end })) end)
+seg("websocket") assert(c:session_shell(%q, "exit\n"))
+seg("websocket_refused") assert(not c:session_shell("nope", "exit\n"))
+seg("end")
+]], srv.url, srv.public_key, srv.secret_key, srv.cp_url, key, sid))
+      local out, err = dir .. "/out", dir .. "/err"
+      assert(os.execute(string.format("cd %s && UNSANDBOX_DEBUG=1 timeout 120 lua5.4 %s >%s 2>%s",
+        fs.quote(os.getenv("UNSANDBOX_ROOT") or "."), fs.quote(script), fs.quote(out), fs.quote(err))),
+        (fs.read(out) or "") .. (fs.read(err) or ""))
+      local kinds, seen = {}, nil
+      local function split(text, field, pattern)
+        for line in text:gmatch("[^\n]+") do
+          local name = line:match("^SEG (%S+)")
+          if name then
+            seen = name
+            kinds[name] = kinds[name] or { events = {}, lines = {} }
+          elseif seen and line:match(pattern) then
+            local list = kinds[seen][field]
+            list[#list + 1] = line
+          end
+        end
+      end
+      local o, e = fs.read(out), fs.read(err)
+      split(o, "events", "^EV ")
+      split(e, "lines", "^unsandbox: method=")
+      fs.rm_rf(dir)
+      return kinds, o .. e
+    end
+
+    it("is one hook event and one debug line, with the same fields, and no secret", function()
+      local key = require("spec.helpers.cp").tenant_key(srv, "kinds", { act_as_subjects = true })
+      local sid = assert(c:create_session {}).id
+      local kinds, text = child(key, sid)
+      -- kind -> the exchanges it makes: method and path (ids cut)
+      local want = {
+        rest = { "GET /jobs" }, cp_rest = { "GET /v1/whoami" },
+        mcp = { "POST /v1/sandboxes/*/mcp" }, sse = { "POST /v1/sandboxes/*/mcp" },
+        sse_cancelled = { "POST /v1/sandboxes/*/mcp" }, pty = { "POST /v1/sandboxes/*/mcp",
+          "POST /v1/sandboxes/*/mcp" },
+        ticket_up = { "POST /v1/storage/tickets", "PUT /v1/storage/content" },
+        ticket_down = { "POST /v1/storage/tickets", "GET /v1/storage/content" },
+        ticket_stream = { "POST /v1/storage/tickets", "GET /v1/storage/content" },
+        websocket = { "GET /sessions/*/shell" }, websocket_refused = { "GET /sessions/*/shell" },
+      }
+      for kind, exchanges in pairs(want) do
+        local k = assert(kinds[kind], kind)
+        assert.equal(#exchanges, #k.events, kind .. ": events\n" .. text)
+        assert.equal(#exchanges, #k.lines, kind .. ": debug lines\n" .. text)
+        for i, x in ipairs(exchanges) do
+          local ev, line = k.events[i], k.lines[i]
+          local method, path, status, ekind = ev:match("^EV (%S+) (%S+) (%S+) (%S+)")
+          local generic = (method .. " " .. path):gsub("/sb%-%x+/", "/*/"):gsub("/sessions/[^/]+/", "/sessions/*/")
+          assert.equal(x, generic, kind)
+          -- the debug line tells the same exchange
+          assert.matches("method=" .. method .. " path=" .. path:gsub("%p", "%%%0") .. " status=" ..
+            (status == "nil" and "%-" or status), line)
+          if ekind ~= "nil" then assert.matches("error_kind=" .. ekind, line) end
+        end
+      end
+      assert.matches("status=101", kinds.websocket.lines[1])
+      assert.matches("status=404 .*error_kind=http", kinds.websocket_refused.lines[1])
+      assert.matches("error_kind=cancelled", kinds.sse_cancelled.lines[1])
+      for _, secret in ipairs { srv.secret_key, key } do
+        assert.is_nil(text:find(secret, 1, true))
+      end
+    end)
+  end)
+
   describe("debug output", function()
     -- Runs the client suite's error paths in a child with UNSANDBOX_DEBUG
     -- set as given; returns its stderr.

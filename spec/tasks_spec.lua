@@ -101,7 +101,9 @@ describe("tasks #integration", function()
     assert.equal("cancelled", t:status())
     local r, err = t:result()
     assert.is_nil(r)
-    assert.equal("cancelled", err.kind)
+    -- the shape of every interruption; no job of its own to name
+    assert.same({ "interrupted", 499 }, { err.kind, err.status })
+    assert.is_nil(err.job_id)
     assert.is_true(core.monotonic_ms() - t0 < 1000)
     assert.is_table((c:list_jobs()))
   end)
@@ -150,8 +152,12 @@ describe("tasks #integration", function()
       return j and j.status == "running"
     end))
     t:cancel()
-    -- the cleanup (DELETE /jobs/id) runs as a task of its own
+    local _, err = t:result()
+    assert.same({ "interrupted", id, false }, { err.kind, err.job_id, err.cancelled })
+    -- the cleanup (DELETE /jobs/id) runs as a task of its own; the task's
+    -- error says so once it answered
     assert.is_true((unsandbox.run(20)))
+    assert.is_true(err.cancelled)
     local j = assert(c:get_job(id))
     assert.equal("cancelled", j.status)
     local active = assert(c:list_jobs())

@@ -113,6 +113,17 @@ describe("un Control Plane commands #integration", function()
     assert.are.equal("second\n", rest)
   end)
 
+  it("-v prints one line per exchange, the MCP call and the stream among them", function()
+    local out, err, code = un("-v sandbox run cli-verbose -- echo seen")
+    assert.are.equal(0, code, err)
+    assert.are.equal("seen\n", out)
+    assert.matches("unsandbox: method=POST path=/v1/sandboxes/sb%-%x+/mcp status=200 ", err)
+    assert.is_nil(err:find(srv.token, 1, true))
+    _, err, code = un("sandbox list -v")
+    assert.are.equal(0, code, err)
+    assert.matches("unsandbox: method=GET path=/v1/sandboxes status=200 ", err)
+  end)
+
   it("sandbox write and read any bytes", function()
     local data = dir .. "/in.bin"
     local f = assert(io.open(data, "wb"))

@@ -554,13 +554,45 @@ describe("unlua interrupted while waiting on the network #integration", function
         if not said then print("JOB=" .. job.job_id); print("READY"); io.stdout:flush(); said = true end
       end }))]], "sleep")
     assert.equal("1\n", status)
-    assert.matches("unlua: interrupted!\n", out)
-    assert.not_matches("unsandbox/[%w_]+%.lua", out:match("^(.-)stack traceback") or out)
     local id = assert(out:match("JOB=(%S+)"), out)
+    -- the Error every interruption is, raised at the script's line, naming
+    -- the job it cancelled
+    assert.matches("unlua: [^\n]*script%.lua:%d+: unsandbox: interrupted: [^\n]*" .. id, out)
+    assert.not_matches("unsandbox/[%w_]+%.lua", out:match("^(.-)stack traceback") or out)
     local c = require("unsandbox").client(srv.client_opts())
     local job = assert(c:get_job(id))
     c:close()
     assert.equal("cancelled", job.status)
+  end)
+
+  -- Ctrl-C caught by the script itself: what it gets is an unsandbox.Error
+  -- whichever call was running.
+  local function caught(call, kind)
+    local out, status = interrupt(string.format([[
+      local m = u.manager { url = %q, token = %q, env = {} }
+      local ok, err = pcall(function() %s end)
+      print("ERROR", ok, u.Error.is(err), err.kind, err.job_id, err.cancelled)]],
+      srv.cp_url, srv.token, call), kind)
+    assert.equal("0\n", status)
+    return out
+  end
+
+  it("gives execute_code's caller an Error naming the job it cancelled", function()
+    local out = caught([[
+      local said
+      return c:execute_code("bash", "sleep 600", { ttl = 900, on_poll = function(job)
+        if not said then print("JOB=" .. job.job_id); print("READY"); io.stdout:flush(); said = true end
+      end })]], "sleep")
+    local id = assert(out:match("JOB=(%S+)"), out)
+    assert.matches("ERROR\tfalse\ttrue\tinterrupted\t" .. id .. "\ttrue\n", out)
+  end)
+
+  it("gives a Manager call's caller an Error of kind interrupted", function()
+    local out = caught([[
+      assert(m:ensure_runtime("ctrl-c"))
+      print("READY"); io.stdout:flush()
+      return m:shell("sleep 600", 30, "ctrl-c")]], "poll")
+    assert.matches("ERROR\tfalse\ttrue\tinterrupted\tnil\tnil\n", out)
   end)
 end)
 

@@ -86,6 +86,49 @@ describe("unsandbox #unit", function()
       local ok, err = pcall(unsandbox.detect_language, 42)
       assert.is_false(ok)
       assert.matches("filename", err)
+      ok, err = pcall(unsandbox.detect_language, "x", 42)
+      assert.is_false(ok)
+      assert.matches("content", err)
+    end)
+
+    it("reads the shebang of the content when the extension says nothing", function()
+      local cases = {
+        ["#!/usr/bin/env python3\nprint(1)"] = "python",
+        ["#!/usr/bin/env -S python3 -u\n"] = "python",         -- env's -S, the interpreter's option
+        ["#!/usr/bin/env -u PYTHONPATH python3.11"] = "python", -- an env option with its argument
+        ["#!/usr/bin/python3.11 -u"] = "python",               -- a version
+        ["#!/usr/local/bin/lua5.4"] = "lua",
+        ["#!/usr/bin/env LC_ALL=C perl -w"] = "perl",
+        ["#! /bin/sh -e\r\n"] = "bash",
+        ["#!/usr/bin/env node"] = "javascript",
+      }
+      for content, lang in pairs(cases) do
+        assert.are.equal(lang, unsandbox.detect_language("script", content), content)
+        assert.are.equal(lang, unsandbox.detect_language(nil, content), content)
+      end
+      -- the extension comes first
+      assert.are.equal("ruby", unsandbox.detect_language("x.rb", "#!/usr/bin/env python3"))
+    end)
+
+    it("answers nil for a first line that is no shebang", function()
+      for _, content in ipairs { "print(1)", "", "# !/bin/bash", "\n#!/bin/bash", "#!/usr/bin/env",
+                                 "#!/usr/bin/unknown-thing", "#!" } do
+        assert.is_nil(unsandbox.detect_language("script", content), content)
+      end
+    end)
+
+    it("reads the first line of the file when no content is given, and never waits on a FIFO", function()
+      local dir = tmpdir()
+      local f = assert(io.open(dir .. "/tool", "w"))
+      f:write("#!/usr/bin/env ruby\n", string.rep("x", 100000), "\n")
+      f:close()
+      assert.are.equal("ruby", unsandbox.detect_language(dir .. "/tool"))
+      assert.are.equal("python", unsandbox.detect_language(dir .. "/tool", "#!/usr/bin/python3"))
+      assert.is_nil(unsandbox.detect_language(dir .. "/missing"))
+      assert.is_nil(unsandbox.detect_language(dir))                 -- a directory
+      assert(os.execute("mkfifo " .. dir .. "/fifo"))
+      assert.is_nil(unsandbox.detect_language(dir .. "/fifo"))      -- nobody writes to it
+      os.execute("rm -rf " .. dir)
     end)
   end)
 

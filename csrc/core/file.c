@@ -1,6 +1,6 @@
 /*
 ** The whole-file writer (see file.h): plain *at() calls on a directory
-** fd, never a path walked twice, never a shell.
+** fd, never a path walked twice, never a shell; and a file's first bytes.
 */
 #include "core/file.h"
 
@@ -112,4 +112,22 @@ int unsb_mkdirs(const char *path, mode_t mode) {
     if (rc != 0) return -1;
   }
   return mkdir_one(buf, mode);
+}
+
+ssize_t unsb_file_head(const char *path, char *buf, size_t max) {
+  struct stat st;
+  ssize_t n;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    int e = fstat(fd, &st) != 0 ? errno : EINVAL;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  do n = read(fd, buf, max); while (n < 0 && errno == EINTR);
+  int saved = errno;
+  close(fd);
+  errno = saved;
+  return n;
 }

@@ -1,5 +1,5 @@
 /*
-** The one whole-file writer. A file is never written in place: the bytes
+** The one whole-file writer, and the reader of a file's first bytes. A file is never written in place: the bytes
 ** go to a fresh temporary in the same directory (O_CREAT | O_EXCL |
 ** O_NOFOLLOW, so nothing that was there is followed or reused), which is
 ** then renamed over the name; a reader sees the old file or the new one,
@@ -31,5 +31,11 @@ int unsb_file_write(const char *path, const void *data, size_t len, mode_t mode,
 ** is fine. 0, or -1 with errno set: ENOTDIR when a component exists and is
 ** not a directory, ENAMETOOLONG past PATH_MAX, EINVAL for an empty path. */
 int unsb_mkdirs(const char *path, mode_t mode);
+
+/* The first bytes of the regular file at path, at most max: a file is
+** opened O_NONBLOCK (a FIFO or a device never blocks) and must be regular
+** (fstat). Returns the count read into buf, or -1 with errno set (EINVAL
+** for a file that is not regular). */
+ssize_t unsb_file_head(const char *path, char *buf, size_t max);
 
 #endif

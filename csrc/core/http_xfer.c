@@ -198,9 +198,12 @@ static int set_options(unsb_http_xfer *x, const unsb_http_request *req) {
   SET(CURLOPT_SSL_VERIFYHOST, 2L);
   if (x->h->ca_file) SET(CURLOPT_CAINFO, x->h->ca_file);
   SET(CURLOPT_TCP_KEEPALIVE, 1L);
-  /* over TLS, a new transfer waits to learn whether a connection can
-  ** multiplex (HTTP/2) rather than opening one more */
-  SET(CURLOPT_PIPEWAIT, 1L);
+  /* Over TLS, a new transfer waits for the handshake of a connection
+  ** being made to learn (ALPN) whether it multiplexes (HTTP/2) rather than
+  ** opening one more. Never over plain HTTP: there nothing is learnt
+  ** before the first response, so every other transfer would wait for it
+  ** and concurrent calls on a fresh client would run one at a time. */
+  if (strncasecmp(req->url, "https:", 6) == 0) SET(CURLOPT_PIPEWAIT, 1L);
   SET(CURLOPT_USERAGENT, "unsandbox-lua");
   SET(CURLOPT_HTTPHEADER, x->headers);
   if (strcmp(req->method, "GET") == 0 && !req->body) {

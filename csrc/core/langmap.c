@@ -113,6 +113,14 @@ static const char *interpreter_language(const char *w, size_t n) {
   return stem ? lookup(INTERPRETERS, N_INTERPRETERS, base, stem) : NULL;
 }
 
+/* An env option whose argument is the next word (GNU env's -u, -C). */
+static int takes_argument(const char *w, size_t n) {
+  static const char *const OPTS[] = {"-u", "-C", "--unset", "--chdir"};
+  for (size_t i = 0; i < sizeof OPTS / sizeof OPTS[0]; i++)
+    if (n == strlen(OPTS[i]) && memcmp(w, OPTS[i], n) == 0) return 1;
+  return 0;
+}
+
 const char *unsb_detect_shebang(const char *line, size_t len) {
   const char *nl, *end, *p, *w;
   size_t n;
@@ -125,10 +133,15 @@ const char *unsb_detect_shebang(const char *line, size_t len) {
   if (n == 0) return NULL;
   if ((n == 3 && memcmp(w, "env", 3) == 0) ||
       (n >= 4 && memcmp(w + n - 4, "/env", 4) == 0)) {
-    /* env: skip its options (-S, -i) and NAME=value assignments */
+    /* env: skip its options (-S, -i; -u NAME and -C DIR with their
+    ** argument) and NAME=value assignments */
     for (;;) {
       n = next_word(&p, end, &w);
       if (n == 0) return NULL;
+      if (takes_argument(w, n)) {
+        if (next_word(&p, end, &w) == 0) return NULL;
+        continue;
+      }
       if (w[0] == '-' || memchr(w, '=', n)) continue;
       break;
     }

@@ -145,13 +145,30 @@ static int report(lua_State *L, int status) {
   return status;
 }
 
+/* Is source a file of the facade, ".../unsandbox/<name>.lua" (on disk or
+** built in as "=[unlua]/unsandbox/<name>.lua")? */
+static int library_chunk(const char *source) {
+  size_t n = strlen(source), i = n;
+  if (n < 4 || strcmp(source + n - 4, ".lua") != 0) return 0;
+  while (i > 0 && source[i - 1] != '/') {
+    char c = source[i - 1];
+    if (!(c == '_' || c == '.' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+          (c >= 'A' && c <= 'Z')))
+      return 0;
+    i--;
+  }
+  return i >= 10 && memcmp(source + i - 10, "unsandbox/", 10) == 0;
+}
+
 /* Message handler: turns any error object into a string with a traceback. */
 /* Where the error was raised: the first Lua frame with a line (assert and
-** error themselves are C functions), as "chunk:line: ", or "". */
+** error themselves are C functions) outside the library's own files (an
+** Error the library raises, an interrupt, points at the caller's line as
+** its misuse errors do), as "chunk:line: ", or "". */
 static const char *raised_at(lua_State *L) {
   lua_Debug ar;
   for (int level = 1; lua_getstack(L, level, &ar); level++) {
-    if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0)
+    if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0 && !library_chunk(ar.source))
       return lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
   }
   return lua_pushliteral(L, "");

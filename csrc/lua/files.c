@@ -1,13 +1,16 @@
 /*
-** File-backed functions of unsandbox.core: cache files and credential
-** lookup. Neither raises for a missing or bad file: a cache is optional and
+** File-backed functions of unsandbox.core: cache files, credential
+** lookup and a file's first bytes (detect_language's shebang). Neither raises for a missing or bad file: a cache is optional and
 ** missing credentials are an expected failure.
 */
 #include "lua/binding.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/cache.h"
+#include "core/file.h"
 #include "core/credentials.h"
 
 static int l_cache_read(lua_State *L) {
@@ -70,7 +73,28 @@ static int l_credentials(lua_State *L) {
   return 1;
 }
 
+#define HEAD_MAX 65536
+
+/* core.file_head(path, max) -> the first bytes (at most max, 1..64 KiB)
+** of the regular file at path, or nil, message (missing, not regular,
+** unreadable). Never blocks on a FIFO or a device. */
+static int l_file_head(lua_State *L) {
+  const char *path = ub_check_string(L, 1, "path", NULL);
+  lua_Integer max = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, max >= 1 && max <= HEAD_MAX, 2, "max: 1 to 65536 expected");
+  char *buf = lua_newuserdatauv(L, (size_t)max, 0);
+  ssize_t n = unsb_file_head(path, buf, (size_t)max);
+  if (n < 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", path, strerror(errno));
+    return 2;
+  }
+  lua_pushlstring(L, buf, (size_t)n);
+  return 1;
+}
+
 static const luaL_Reg FUNCTIONS[] = {
+  {"file_head", l_file_head},
   {"cache_read", l_cache_read},
   {"cache_write", l_cache_write},
   {"credentials", l_credentials},

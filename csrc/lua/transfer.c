@@ -9,6 +9,7 @@
 **   local t = m:_open(method, path, body, {mode = "sse" | "raw", ...})
 **   local pieces, done = t:step(ms)   -- SSE: event data strings; raw: body chunks
 **   local resp = t:result()           -- once done: as m:_request's
+**   local timing = t:timing()         -- so far (nil once closed)
 **   t:close()                         -- aborts a running transfer
 **
 ** No Lua runs inside libcurl: on_data only copies bytes into this
@@ -297,6 +298,17 @@ static int l_result(lua_State *L) {
   return ub_transfer_push_result(L, 1);
 }
 
+/* t:timing() -> the transfer's timing so far (as a result's), or nil once
+** closed: what a stream left early reports of itself. */
+static int l_timing(lua_State *L) {
+  ub_transfer *t = get(L, 1);
+  unsb_http_timing timing;
+  if (!t->x) return 0;
+  unsb_http_timing_of(t->x, &timing);
+  ub_push_timing(L, &timing);
+  return 1;
+}
+
 static int l_tostring(lua_State *L) {
   ub_transfer *t = get(L, 1);
   if (t->x) lua_pushfstring(L, UB_TRANSFER " (%s)", unsb_http_done(t->x) ? "done" : "running");
@@ -307,6 +319,7 @@ static int l_tostring(lua_State *L) {
 static const luaL_Reg METHODS[] = {
   {"step", l_step},
   {"result", l_result},
+  {"timing", l_timing},
   {"close", l_close},
   {NULL, NULL},
 };

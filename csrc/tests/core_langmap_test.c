@@ -84,6 +84,11 @@ int main(void) {
   is_str(shebang("#!/usr/bin/env perl6"), "raku", "perl6 is raku");
   is_str(shebang("#!/usr/bin/env julia"), "julia", "julia");
   is_str(shebang("#!/usr/bin/env elixir"), "elixir", "elixir");
+  is_str(shebang("#!/usr/bin/env -S python3 -u"), "python", "env -S with the interpreter's option");
+  is_str(shebang("#!/usr/bin/env python3.11"), "python", "env python3.11");
+  is_str(shebang("#!/usr/bin/env -u PYTHONPATH python3"), "python", "env -u NAME");
+  is_str(shebang("#!/usr/bin/env -C /tmp -i ruby"), "ruby", "env -C DIR -i");
+  ok(shebang("#!/usr/bin/env -u") == NULL, "env -u without its argument: nil");
   ok(shebang("#!/usr/bin/env") == NULL, "env alone: nil");
   ok(shebang("#!/usr/bin/unknown-thing") == NULL, "unknown interpreter: nil");
   ok(shebang("print('hi')") == NULL, "not a shebang: nil");

@@ -8,6 +8,8 @@
 -- (wait_for_job) is never cancelled here. Internal module.
 local core = require "unsandbox.core"
 local api = require "unsandbox.api"
+local Error = require "unsandbox.errors"
+local wrap = require "unsandbox.wrap"
 
 local M = {}
 
@@ -38,24 +40,28 @@ function M.note(client, job_id, err)
   return err
 end
 
--- The message a raised interrupt is re-raised with: the host's own
--- "interrupted!" without the position inside this library it was raised at.
-local function clean(e)
-  if type(e) == "string" and e:match("interrupted!$") then return "interrupted!" end
-  return e
-end
-
 --- Runs wait(...) (which returns result or nil, Error). A raised error
 -- (Ctrl-C under unlua, or the caller's own on_poll failing) cancels every
--- job of ids not yet finished (finished(id) true) and is raised again; a
+-- job of ids not yet finished (finished(id) true) and is raised again; an
+-- interrupt is raised as the Error every interruption is (kind
+-- interrupted, job_id, cancelled), whatever Lua instruction it hit. A
 -- returned interrupt or timeout is noted on the Error (M.note).
 function M.guard(client, ids, finished, wait, ...)
   local ok, r, err = pcall(wait, ...)
   if not ok then
+    local interrupt = wrap.is_interrupt(r) or (Error.is(r) and r.kind == "interrupted")
+    local cancelled, named
     for _, id in ipairs(ids) do
-      if not finished(id) then M.cancel(client, id) end
+      if not finished(id) then
+        local done = M.cancel(client, id)
+        if not named then named, cancelled = id, done end
+      end
     end
-    error(clean(r), 0)
+    if interrupt then
+      if not Error.is(r) then r = wrap.interrupted("while waiting for job " .. tostring(named)) end
+      if r.job_id == nil then r.job_id, r.cancelled = named, cancelled end
+    end
+    error(r, 0)
   end
   if r == nil then return nil, err end
   return r                                     -- success is one value

@@ -24,11 +24,7 @@ local function tenant(fname, t, arg)
 end
 
 local function fields(fname, opts, allowed)
-  opts = check.type(fname, "opts", opts, "table", true) or {}
-  for k in pairs(opts) do
-    if not allowed[k] then check.fail(fname, "opts", "unknown option '" .. tostring(k) .. "'") end
-  end
-  return opts
+  return check.options(fname, opts, allowed)
 end
 
 ------------------------------------------------------------------------

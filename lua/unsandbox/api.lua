@@ -86,38 +86,20 @@ function M.trace()
   return context.get(context.traces, context.TRACE_OWNER)
 end
 
---- Makes every method of Client but those named in untraced one trace:
--- the coroutine's bound one (unsandbox.trace), else a new one for the
--- call, so a job's submission and all its polls (and retries) share a
--- trace id, each exchange with its own span. Called again when methods
--- are added (a lazily loaded group), it wraps only the new ones.
-local wrappers = setmetatable({}, { __mode = "k" })
-function M.trace_calls(Client, untraced)
-  for name, method in pairs(Client) do
-    if type(method) == "function" and not untraced[name] and not wrappers[method] then
-      local traced = function(self, ...)
-        if M.trace() then return method(self, ...) end
-        local b <close> = context.bind(context.traces, context.TRACE_OWNER,
-          { trace_id = core.new_traceparent():sub(4, 35), flags = "01" })
-        return method(self, ...)
-      end
-      wrappers[traced] = true
-      Client[name] = traced
-    end
-  end
-end
-
 --- Sends one request, with the client's retries. body: a Lua table
--- (encoded here, once) or nil. opts: timeout (seconds), auth (false for
--- unsigned routes), headers, meter (an observe meter summing the
--- exchanges), idempotent (the caller says a repeat is safe). Returns the
--- decoded document, the request id and the response, or nil, Error (with
--- timing: the meter's, else this exchange's).
+-- (encoded here, once) or nil. opts: raw (the exact body bytes, instead
+-- of body: the env vault's text), timeout (seconds), auth (false for
+-- unsigned routes), headers, meter (the meter summing the exchanges;
+-- default: the running call's, observe.current), idempotent (the caller
+-- says a repeat is safe). Returns the decoded document, the request id
+-- and the response, or nil, Error (with timing: the meter's, else this
+-- exchange's).
 function M.call(client, method, path, body, opts)
-  local payload = body ~= nil and M.encode(body) or nil
+  local payload = opts and opts.raw
+  if body ~= nil then payload = M.encode(body) end
   -- (a stand-in client of the unit specs has no state: no hooks, no retries)
   local state = client._state and client:_state() or nil
-  local meter = opts and opts.meter
+  local meter = opts and opts.meter or observe.current()
   local trace = M.trace()
   for attempt = 1, math.maxinteger do
     local tp = core.new_traceparent(trace and trace.trace_id, trace and trace.flags)
@@ -126,9 +108,7 @@ function M.call(client, method, path, body, opts)
       payload, attempt_opts(opts, tp))
     local timing = resp and resp.timing or info and info.timing
     if meter then meter:add(timing) end
-    if observe.active(state) then
-      observe.emit(state, observe.event(method, path, attempt, tp, resp, kind, info))
-    end
+    observe.report(state, method, path, attempt, tp, resp, kind, info)
     local doc, err
     if resp then doc, err = M.decode(resp)
     else err = Error.new { kind = kind, message = msg } end
@@ -142,11 +122,12 @@ function M.call(client, method, path, body, opts)
       return nil, err
     end
     local t0 = core.monotonic_us()
-    if not core.sleep(math.max(1, math.floor(wait * 1000))) then
-      return nil, Error.new { kind = "interrupted", message = "interrupted while waiting to retry " ..
-        method .. " " .. (path:match("^[^?]*")) }
-    end
+    local slept = core.sleep(math.max(1, math.floor(wait * 1000)))
     if meter then meter.retry_wait_ms = meter.retry_wait_ms + (core.monotonic_us() - t0) / 1000 end
+    if not slept then
+      return nil, Error.new { kind = "interrupted", attempts = attempt, message =
+        "interrupted while waiting to retry " .. method .. " " .. (path:match("^[^?]*")) }
+    end
   end
 end
 

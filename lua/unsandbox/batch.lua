@@ -67,10 +67,12 @@ local function submit(self, body)
   return id, meter
 end
 
-local function follow(self, job_id, meter, deadline, on_poll, i, artifacts)
+-- Polls program i's job until the batch's deadline (the batch was given
+-- `seconds` in all).
+local function follow(self, job_id, meter, deadline, seconds, on_poll, i, artifacts)
   local cb = on_poll and function(job, attempt) return on_poll(job, attempt, i) end
   local left = math.max(0.001, (deadline - core.monotonic_ms()) / 1000)
-  local job, rid = poll.wait(self, job_id, left, cb, meter)
+  local job, rid = poll.wait(self, job_id, left, cb, meter, { call_timeout = seconds })
   if not job then
     -- the batch's deadline (or an interrupt the wait returned) gives the
     -- job up: it is cancelled and named, as execute_code does (abandon.lua);
@@ -89,7 +91,8 @@ end
 local function start_many(self, fname, list, opts)
   opts = check.options(fname, opts, MANY_OPTIONS)
   local bodies, longest = bodies_of(fname, list, opts)
-  local deadline = core.monotonic_ms() + (opts.timeout or execute.default_wait(longest)) * 1000
+  local seconds = opts.timeout or execute.default_wait(longest)
+  local deadline = core.monotonic_ms() + seconds * 1000
   local subs, errors, followers = {}, {}, {}
   for i, body in ipairs(bodies) do
     if Error.is(body) then errors[i] = body
@@ -100,7 +103,7 @@ local function start_many(self, fname, list, opts)
     local id, meter_or_err
     if ok then id, meter_or_err = t:result() else meter_or_err = stop end
     if id then
-      followers[i] = tasks.spawn(follow, self, id, meter_or_err, deadline, opts.on_poll, i,
+      followers[i] = tasks.spawn(follow, self, id, meter_or_err, deadline, seconds, opts.on_poll, i,
         bodies[i].return_artifact)
     else
       errors[i] = meter_or_err

@@ -8,6 +8,7 @@ local abandon = require "unsandbox.abandon"
 local api = require "unsandbox.api"
 local check = require "unsandbox.check"
 local Error = require "unsandbox.errors"
+local observe = require "unsandbox.observe"
 local poll = require "unsandbox.poll"
 local results = require "unsandbox.results"
 local shape = require "unsandbox.shape"
@@ -18,8 +19,8 @@ local M = {}
 local one = api.one
 M.one = one
 
--- A result or an error of a call, with the call's timing (issue 16).
--- Success stays one value (issue 13).
+-- A result or an error of a call, with the timing of meter (a batch's
+-- program: its own submission and polls). Success stays one value.
 function M.timed(meter, r, err)
   if type(r) == "table" then
     r.timing = meter:timing()
@@ -29,9 +30,26 @@ function M.timed(meter, r, err)
   return nil, err
 end
 
--- The final result of a job, polled for.
-function M.wait_result(self, job_id, timeout, on_poll, want_artifacts, meter)
-  local job, rid = poll.wait(self, job_id, timeout, on_poll, meter)
+-- The options of a call that has no others: timeout (s, the whole call).
+M.PLAIN = { timeout = true }
+
+--- opts checked as a plain call's (M.PLAIN, or allowed): the options table.
+function M.plain(fname, opts, allowed)
+  opts = check.options(fname, opts, allowed or M.PLAIN)
+  check.positive(fname, "timeout", opts.timeout)
+  return opts
+end
+
+--- What api.call takes from a plain call's options.
+function M.request_opts(opts, extra)
+  local o = { timeout = opts.timeout }
+  for k, v in pairs(extra or {}) do o[k] = v end
+  return o
+end
+
+-- The final result of a job, polled for (poll.wait's meter and opts).
+function M.wait_result(self, job_id, timeout, on_poll, want_artifacts, meter, opts)
+  local job, rid = poll.wait(self, job_id, timeout, on_poll, meter, opts)
   if not job then return nil, rid end
   return results.normalise(job, rid, want_artifacts)
 end
@@ -40,34 +58,41 @@ local function never() return false end
 
 -- Waits for a job this call started itself: given up (Ctrl-C, the call's
 -- deadline), the job is cancelled and the Error names it (abandon.lua).
-function M.wait_started(self, job_id, timeout, on_poll, want_artifacts, meter)
+function M.wait_started(self, job_id, timeout, on_poll, want_artifacts, meter, opts)
   return abandon.guard(self, { job_id }, never, function()
-    local r, err = M.wait_result(self, job_id, timeout, on_poll, want_artifacts, meter)
+    local r, err = M.wait_result(self, job_id, timeout, on_poll, want_artifacts, meter, opts)
     if not r then return nil, abandon.note(self, job_id, err) end
     return r
   end)
 end
 
--- GET /<key>: the list under key.
+-- GET path: the list under key (bare: the document itself may be the
+-- list). Returns the list, or nil, Error.
+function M.get_list(self, path, key, opts, bare)
+  local doc, rid = api.call(self, "GET", path, nil, M.request_opts(opts))
+  if not doc then return nil, rid end
+  return shape.list(doc, key, rid, bare)
+end
+
+-- GET /<key>: the list under key. opts: timeout.
 function M.list_of(key)
-  return function(self)
-    local doc, rid = api.call(self, "GET", "/" .. key)
-    if not doc then return nil, rid end
-    local list, err = shape.list(doc, key, rid)
-    if not list then return nil, err end
-    return list
+  local fname = "list_" .. key
+  return function(self, opts)
+    return M.get_list(self, "/" .. key, key, M.plain(fname, opts))
   end
 end
 
--- METHOD prefix..id..suffix: one document (a POST sends {}).
+-- METHOD prefix..id..suffix: one document (a POST sends {}). opts: timeout.
 function M.by_id(method, prefix, fname, suffix)
-  return function(self, id)
+  return function(self, id, opts)
     check.id(fname, "id", id)
-    return one(api.call(self, method, prefix .. id .. (suffix or ""), method == "POST" and {} or nil))
+    opts = M.plain(fname, opts)
+    return one(api.call(self, method, prefix .. id .. (suffix or ""), method == "POST" and {} or nil,
+      M.request_opts(opts)))
   end
 end
 
-local SUDO_OPTIONS = { otp = true, challenge_id = true, on_sudo = true }
+local SUDO_OPTIONS = { otp = true, challenge_id = true, on_sudo = true, timeout = true }
 
 -- Deletions and unlocks may meet a sudo challenge (428 {challenge_id}).
 -- opts.on_sudo(err) is then asked for the one-time password (nil or ""
@@ -79,6 +104,7 @@ function M.destructive(method, prefix, fname, suffix)
     check.id(fname, "id", id)
     opts = check.options(fname, opts, SUDO_OPTIONS)
     check.type(fname, "on_sudo", opts.on_sudo, "function", true)
+    check.positive(fname, "timeout", opts.timeout)
     if opts.challenge_id ~= nil or opts.otp ~= nil then
       check.nonempty(fname, "challenge_id", opts.challenge_id)
       check.nonempty(fname, "otp", opts.otp)
@@ -86,12 +112,12 @@ function M.destructive(method, prefix, fname, suffix)
     local path = prefix .. id .. (suffix or "")
     local body = method == "POST" and {} or nil
     local function send(challenge, otp)
-      return api.call(self, method, path, body,
-        challenge and { headers = { ["X-Sudo-Challenge"] = challenge, ["X-Sudo-OTP"] = otp } })
+      return api.call(self, method, path, body, M.request_opts(opts,
+        challenge and { headers = { ["X-Sudo-Challenge"] = challenge, ["X-Sudo-OTP"] = otp } }))
     end
     local doc, err = send(opts.challenge_id, opts.otp)
     if doc or not (opts.on_sudo and err.status == 428 and err.challenge_id) then return one(doc, err) end
-    local otp = opts.on_sudo(err)
+    local otp = observe.outside(opts.on_sudo, err)
     if otp == nil or otp == "" then return nil, err end
     return one(send(err.challenge_id, tostring(otp)))
   end

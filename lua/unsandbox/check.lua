@@ -5,14 +5,16 @@ local core = require "unsandbox.core"
 
 local M = {}
 
--- The error is reported at the first stack frame outside this library's
--- own files, so it points at the user's line however deep the check is.
+-- The error is reported at the first Lua frame outside this library's
+-- own files, so it points at the user's line however deep the check is
+-- (C frames between, such as the pcall of a public call's frame, are
+-- passed over).
 local function user_level()
   local level = 3
   while true do
     local info = debug.getinfo(level, "S")
     if not info then return 1 end
-    if not info.source:find("unsandbox[/\\][%w_]+%.lua$") then return level - 1 end
+    if info.what ~= "C" and not info.source:find("unsandbox[/\\][%w_]+%.lua$") then return level - 1 end
     level = level + 1
   end
 end

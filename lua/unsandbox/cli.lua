@@ -167,8 +167,7 @@ local function read_file(path)
 end
 
 local function language_of(path, code)
-  local lang = unsandbox.detect_language(path)
-  if not lang then lang = core.detect_shebang(code:match("^[^\n]*") or "") end
+  local lang = unsandbox.detect_language(path, code)
   if not lang then usage("cannot tell the language of " .. path .. "; use -s LANG") end
   return lang
 end
@@ -286,10 +285,11 @@ cli_exec.extend(commands, { usage = usage, check = check, need = cli_commands.ne
   list = cli_commands.list, show_table = cli_commands.show_table, SUDO = cli_commands.SUDO })
 
 -- Ctrl-C as it reaches main: unlua's "interrupted!" (raised where the
--- script was, so perhaps with a position), or fail()'s exit for an Error
--- of kind interrupted.
+-- script was, so perhaps with a position), the library's raised Error of
+-- kind interrupted, or fail()'s exit for a returned one.
 local function is_interrupt(e)
   if type(e) == "string" then return e:match("interrupted!$") ~= nil end
+  if unsandbox.Error.is(e) then return e.kind == "interrupted" end
   return getmetatable(e) == Exit and e.interrupted == true
 end
 

@@ -10,7 +10,8 @@
 -- LOCATOR: upload:UPLOAD_ID[/PATH] or agent:AGENT_ID/RUN_ID/PATH. Object
 -- commands need --subject HEX (the X-Acting-Subject) or --owner T/S.
 -- Connection: SANDBOX_CONTROL_PLANE_URL and SANDBOX_TOKEN (or --url and
--- --token-file FILE). Exit codes as every `un` command: the command's own
+-- --token-file FILE); -v prints one line per exchange on stderr, as for
+-- every `un` command. Exit codes as every `un` command: the command's own
 -- (sandbox run), 2 bad arguments, 3 authentication, 4 API error, 5 timeout.
 local unsandbox = require "unsandbox"
 local core = require "unsandbox.core"
@@ -26,13 +27,14 @@ M.USAGE = [[
        un admin tenants [list | create ID | suspend ID] | audit [--limit N]
        un admin keys [list [TENANT] | issue TENANT [--act-as-subjects] | issue-admin | revoke ID]
 Control Plane options: --url URL  --token-file FILE  --subject HEX  --owner T/S
-  --template T  --timeout S  --json  (LOCATOR: upload:ID[/PATH] or agent:AGENT/RUN/PATH)
+  --template T  --timeout S  --json  -v  (LOCATOR: upload:ID[/PATH] or agent:AGENT/RUN/PATH)
 ]]
 
 local FLAGS = { ["--url"] = "url", ["--token-file"] = "token_file", ["--subject"] = "subject",
   ["--owner"] = "owner", ["--template"] = "template", ["--timeout"] = "timeout",
   ["--limit"] = "limit", ["--label"] = "label", ["--tenant"] = "tenant" }
-local SWITCHES = { ["--json"] = "json", ["--purge"] = "purge", ["--act-as-subjects"] = "act_as" }
+local SWITCHES = { ["--json"] = "json", ["--purge"] = "purge", ["--act-as-subjects"] = "act_as",
+  ["-v"] = "verbose" }
 
 local function parse(args, h)
   local o, rest, i = {}, {}, 1
@@ -310,6 +312,7 @@ end
 -- EXIT_*). Returns the exit code.
 function M.main(args, h)
   local o = parse(args, h)          -- o.rest[1] is the group, [2] the action
+  if o.verbose then unsandbox.debug(true) end   -- one line per exchange, MCP and streams too
   local name = o.rest[1]
   local group = GROUPS[name]
   local action = o.rest[2] or DEFAULT[name] or h.usage(name .. ": an action is expected")

@@ -15,6 +15,20 @@ require "unsandbox.routes"
 require "unsandbox.wsfiles"
 require "unsandbox.admin"
 local Sandbox = require "unsandbox.sandbox"
+local Shell = require "unsandbox.shell"
+local wrap = require "unsandbox.wrap"
+
+-- Every method that talks to the Control Plane runs in the frame of a
+-- public call (wrap.lua: its timing, interrupts as Errors). Left out: the
+-- plumbing, what makes no exchange, and what runs the caller's own code
+-- around its calls (with_subject; lines, whose stream is a call of its own).
+wrap.methods(core.Manager, { url = true, session_id = true, is_configured = true, close = true,
+  on_request = true, bind_subject = true, with_subject = true, acting_subject_context = true,
+  acting_subject = true, status = true, forget = true })
+wrap.methods(core.Sandbox, { name = true, session_id = true, manager = true, is_open = true,
+  status = true, lines = true, last_result = true, shell = true })
+wrap.methods(Sandbox, { default_manager = true })
+wrap.methods(Shell, { new = true, detach = true, __tostring = true, __close = true })
 
 local M = {
   Manager = core.Manager,

@@ -3,10 +3,12 @@
 -- acting subject and trace added here (never by a caller), the request
 -- sent by the Manager's C client, the answer decoded, and every failure
 -- turned into an unsandbox.Error with the spec's status. Plain calls and
--- streams (mcp.lua) share `options` and `fail`, so both carry the same
--- headers. A plain call is also metered, shown to the hooks
--- (observe.lua: the Manager's own and the global one) and retried when the
--- Manager opted in (retry.lua: idempotent calls only). Internal module.
+-- streams (M.open: MCP streams, ticket downloads) share `options` and
+-- `fail`, so both carry the same headers. Every exchange, plain or
+-- streamed, is metered (the running call's meter) and shown to the hooks
+-- once (observe.lua: the Manager's own and the global one); a plain call
+-- is retried when the Manager opted in (retry.lua: idempotent calls
+-- only). Internal module.
 local cjson = require "cjson.safe"
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
@@ -112,52 +114,96 @@ function M.decode(resp)
   return strip_nulls(doc)
 end
 
--- One attempt: the options with a traceparent made here (the hook shows
--- the one that was sent). Returns resp or nil, Error, and the event parts.
-local function attempt(m, method, path, payload, copts, trace)
+-- The C client's options of one exchange, with a traceparent made here
+-- (the hook shows the one that was sent).
+local function exchange_opts(m, fname, path, o, trace)
+  local copts = M.options(m, fname, path, o)
   copts.traceparent = core.new_traceparent(trace and trace.trace_id, trace and trace.flags)
   copts.trace, copts.flags = nil, nil
+  return copts
+end
+
+-- One attempt, reported to the hooks and added to the meter. Returns
+-- resp or nil, Error, and the failure's kind and info.
+local function attempt(m, fname, method, path, payload, o, n, trace, meter)
+  local copts = exchange_opts(m, fname, path, o, trace)
   local resp, kind, msg, info = m:_request(method, path, payload, copts)
+  local timing = resp and resp.timing or info and info.timing
+  if meter then meter:add(timing) end
+  observe.report(m:_state(), method, path, n, copts.traceparent, resp, kind, info)
   local err
   if not resp then err = M.fail(m, kind, msg)
   elseif resp.status >= 400 then err = M.http_error(resp) end
-  if err then err.timing = observe.single(resp and resp.timing or info and info.timing) end
-  return resp, err, kind, info, copts.traceparent
+  if err then err.timing = meter and meter:timing() or observe.single(timing) end
+  return resp, err, kind, info
+end
+
+local function body_of(o)
+  if o.body ~= nil then return M.encode(o.body) end
+  return o.raw
 end
 
 --- One call. o: query, body (a table: JSON), raw (exact bytes),
--- content_type, token, owner, timeout (s), capture, tool, text (a 2xx body
--- returned as it is, not decoded), idempotent (the caller says a repeat is
--- safe: only then, or for GET/HEAD/PUT/DELETE, may the Manager's retry
--- policy repeat it). Returns doc, resp or nil, Error (with timing).
+-- content_type, token, owner, timeout (s), capture, tool, streaming
+-- (an MCP call's Accept), text (a 2xx body returned as it is, not
+-- decoded), idempotent (the caller says a repeat is safe: only then, or
+-- for GET/HEAD/PUT/DELETE, may the Manager's retry policy repeat it),
+-- once (never repeated whatever the method: a single-use ticket's).
+-- Returns doc, resp or nil, Error (with timing: the running call's).
 function M.call(m, fname, method, path, o)
   o = o or {}
   path = M.path(path, o.query)
-  local payload = o.raw
-  if o.body ~= nil then payload = M.encode(o.body) end
+  local payload = body_of(o)
   local state = m:_state()
   local trace = context.get(M.traces, M.TRACE_OWNER)
+  local meter = observe.current()
   for n = 1, math.maxinteger do
-    local resp, err, kind, info, tp = attempt(m, method, path, payload, M.options(m, fname, path, o), trace)
-    if observe.active(state) then
-      observe.emit(state, observe.event(method, path, n, tp, resp, kind, info))
-    end
+    local resp, err, kind, info = attempt(m, fname, method, path, payload, o, n, trace, meter)
     if not err then
       if o.text then return resp.body, resp end
       return M.decode(resp), resp
     end
-    local wait = retry.wait(state.retry, n, { method = method, idempotent = o.idempotent,
-      status = resp and resp.status, retry_after = err.retry_after, kind = kind,
-      sent = info and info.sent })
+    local wait = not o.once and retry.wait(state.retry, n, { method = method,
+      idempotent = o.idempotent, status = resp and resp.status, retry_after = err.retry_after,
+      kind = kind, sent = info and info.sent })
     if not wait then
       err.attempts = n
       return nil, err
     end
-    if not core.sleep(math.max(1, math.floor(wait * 1000))) then
-      return nil, Error.new { kind = "interrupted", status = 499,
+    local t0 = core.monotonic_us()
+    local slept = core.sleep(math.max(1, math.floor(wait * 1000)))
+    if meter then meter.retry_wait_ms = meter.retry_wait_ms + (core.monotonic_us() - t0) / 1000 end
+    if not slept then
+      return nil, Error.new { kind = "interrupted", status = 499, attempts = n,
         message = "interrupted while waiting to retry " .. method .. " " .. (path:match("^[^?]*")) }
     end
   end
+end
+
+--- A stream: the Transfer of one exchange (o as for call, with mode =
+-- "sse" or "raw"), and its Exchange (observe.exchange), which the caller
+-- closes with its block and finishes with M.result. No retries: a stream
+-- is never repeated. Returns transfer, exchange or nil, Error.
+function M.open(m, fname, method, path, o)
+  path = M.path(path, o.query)
+  local copts = exchange_opts(m, fname, path, o, context.get(M.traces, M.TRACE_OWNER))
+  copts.mode = o.mode
+  local t, kind, msg, info = m:_open(method, path, body_of(o), copts)
+  if not t then
+    local meter = observe.current()
+    if meter then meter:add(info and info.timing) end
+    observe.report(m:_state(), method, path, 1, copts.traceparent, nil, kind, info)
+    return nil, M.fail(m, kind, msg)
+  end
+  return t, observe.exchange(m:_state(), observe.current(), method, path, 1, copts.traceparent, t)
+end
+
+--- The end of a stream: t:result(), reported (once) and metered by its
+-- Exchange. Returns what t:result() does.
+function M.result(t, ex)
+  local resp, kind, msg, info = t:result()
+  ex:finish(resp, kind, info)
+  return resp, kind, msg, info
 end
 
 --- A protocol error of the client's own checks of a reply (§6: 502).

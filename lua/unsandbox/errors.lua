@@ -6,7 +6,9 @@
 -- 409) and rpc_code (kind rpc: the JSON-RPC error code, so -32602 bad
 -- arguments and -32001 all PTY sessions busy stay apart though both are
 -- the spec's 502). kind cancelled is a stream stopped by is_cancelled()
--- or Ctrl-C (status 499).
+-- or Ctrl-C (status 499). Every interruption of a call has one shape:
+-- kind timeout (its deadline) or interrupted (Ctrl-C, a cancelled task),
+-- with job_id and cancelled when the call had a job of its own.
 -- tostring(err) reads well (and so does "text: " .. err), so
 -- `assert(unsandbox.execute_code(...))` gives a useful message.
 -- @module unsandbox.errors
@@ -21,8 +23,11 @@
 -- @field request_id the X-Request-Id of the exchange, when there was one
 -- @field retry_after seconds to wait (429), clamped
 -- @field challenge_id a sudo challenge (428) to answer with a one-time password
--- @field job_id the job a wait gave up on (timeout, interrupted)
+-- @field job_id the job a call gave up on (timeout, interrupted: a
+-- deadline, Ctrl-C or a cancelled task), when it had one
 -- @field cancelled whether a job the call started was cancelled when it gave up
+-- @field timing the call's timing: exchanges, parts, waits, total_ms (see
+-- the README's "Seeing what happens")
 local Error = { __name = "unsandbox.Error" }
 Error.__index = Error
 

@@ -22,8 +22,9 @@ local CLONE_TYPES = { session = true, service = true }
 local SOURCE_TYPES = { session = true, service = true }
 local IMAGE_SOURCES = { service = true, snapshot = true }
 
+-- Each function's options, timeout (s, the call's) among them.
 local function opts_of(fname, opts, allowed)
-  return check.options(fname, opts, allowed)
+  return calls.plain(fname, opts, allowed or calls.PLAIN)
 end
 
 -- A list of strings (domains, keys) or of ports, checked item by item.
@@ -38,9 +39,9 @@ local function list_arg(fname, arg, v, ports)
   return setmetatable(v, require("cjson").array_mt)
 end
 
--- POST prefix..id..suffix with body; the answer's document.
-local function post(self, path, body)
-  return api.call(self, "POST", path, body or {})
+-- POST path with body ({} when none) and the call's options.
+local function post(self, path, body, opts)
+  return api.call(self, "POST", path, body or {}, calls.request_opts(opts or {}))
 end
 
 local function sessions(Client, h)
@@ -54,16 +55,18 @@ local function sessions(Client, h)
   -- @function Client:unboost_session
   Client.unboost_session = h.by_id("POST", "/sessions/", "unboost_session", "/unboost")
   --- Raises the vcpu of the session's later commands (default 2, 1-8).
-  function Client:boost_session(id, vcpu)
+  function Client:boost_session(id, vcpu, opts)
     check.id("boost_session", "id", id)
     vcpu = check.int_range("boost_session", "vcpu", vcpu, 1, 8) or 2
-    return api.one(post(self, "/sessions/" .. id .. "/boost", { vcpu = vcpu }))
+    opts = opts_of("boost_session", opts)
+    return api.one(post(self, "/sessions/" .. id .. "/boost", { vcpu = vcpu }, opts))
   end
 end
 
-local UPDATE_OPTIONS = { vcpu = true, unfreeze_on_demand = true, show_freeze_page = true }
-local DOMAIN_OPTIONS = { add = true, remove = true, replace = true }
-local REDEPLOY_OPTIONS = { bootstrap = true, bootstrap_content = true, input_files = true }
+local UPDATE_OPTIONS = { vcpu = true, unfreeze_on_demand = true, show_freeze_page = true, timeout = true }
+local DOMAINS = { add = true, remove = true, replace = true }
+local DOMAIN_OPTIONS = { add = true, remove = true, replace = true, timeout = true }
+local REDEPLOY_OPTIONS = { bootstrap = true, bootstrap_content = true, input_files = true, timeout = true }
 
 local function services(Client, h)
   --- Freezes a service (its bootstrap stopped, its files kept).
@@ -89,14 +92,15 @@ local function services(Client, h)
       show_freeze_page = check.type("update_service", "show_freeze_page", opts.show_freeze_page, "boolean", true),
     }
     if next(body) == nil then check.fail("update_service", "opts", "one of vcpu, unfreeze_on_demand, show_freeze_page expected") end
-    return api.one(api.call(self, "PATCH", "/services/" .. id, body))
+    return api.one(api.call(self, "PATCH", "/services/" .. id, body, calls.request_opts(opts)))
   end
 
-  --- Changes the vcpu of a service (PATCH {vcpu}).
-  function Client:resize_service(id, vcpu)
+  --- Changes the vcpu of a service (PATCH {vcpu}). opts: timeout.
+  function Client:resize_service(id, vcpu, opts)
     check.int_range("resize_service", "vcpu", vcpu, 1, 8)
     check.type("resize_service", "vcpu", vcpu, "number")
-    return Client.update_service(self, id, { vcpu = vcpu })
+    opts = opts_of("resize_service", opts)
+    return Client.update_service(self, id, { vcpu = vcpu, timeout = opts.timeout })
   end
 
   --- Custom domains: exactly one of add, remove, replace (lists of names).
@@ -104,7 +108,7 @@ local function services(Client, h)
     check.id("set_service_domains", "id", id)
     opts = opts_of("set_service_domains", opts, DOMAIN_OPTIONS)
     local key, list
-    for k in pairs(DOMAIN_OPTIONS) do
+    for k in pairs(DOMAINS) do
       if opts[k] ~= nil then
         if key then check.fail("set_service_domains", "opts", "only one of add, remove, replace") end
         key, list = k, list_arg("set_service_domains", k, opts[k])
@@ -112,7 +116,7 @@ local function services(Client, h)
     end
     if not key then check.fail("set_service_domains", "opts", "one of add, remove, replace expected") end
     return api.one(api.call(self, "PUT", "/services/" .. id .. "/domains",
-      { [key == "replace" and "custom_domains" or key] = list }))
+      { [key == "replace" and "custom_domains" or key] = list }, calls.request_opts(opts)))
   end
 
   --- Restarts the bootstrap, with a new one and input files if given.
@@ -123,19 +127,15 @@ local function services(Client, h)
     if not body then return nil, err end
     body.bootstrap = check.type("redeploy_service", "bootstrap", opts.bootstrap, "string", true)
     body.bootstrap_content = check.type("redeploy_service", "bootstrap_content", opts.bootstrap_content, "string", true)
-    return api.one(post(self, "/services/" .. id .. "/redeploy", body))
+    return api.one(post(self, "/services/" .. id .. "/redeploy", body, opts))
   end
 end
 
 -- The vault's PUT is text/plain, signed over the raw text (the C client
 -- signs exactly the bytes it is given, so no JSON encoding is involved).
-local function put_text(self, path, text)
-  local Error = require "unsandbox.errors"
-  local resp, kind, msg = self:request("PUT", path, text, { headers = { ["Content-Type"] = "text/plain" } })
-  if not resp then return nil, Error.new { kind = kind, message = msg } end
-  local doc, err = api.decode(resp)
-  if not doc then return nil, err end
-  return api.one(doc, resp.request_id)
+local function put_text(self, path, text, opts)
+  return api.one(api.call(self, "PUT", path, nil, { raw = text, timeout = opts.timeout,
+    headers = { ["Content-Type"] = "text/plain" } }))
 end
 
 -- A .env text from a string, or from a table {NAME = value} (sorted).
@@ -162,14 +162,16 @@ local function vault(Client, h)
   -- @function Client:get_service_env
   Client.get_service_env = h.by_id("GET", "/services/", "get_service_env", "/env")
   --- Replaces the vault: a .env text, or a table {NAME = value}.
-  function Client:set_service_env(id, env)
+  function Client:set_service_env(id, env, opts)
     check.id("set_service_env", "id", id)
-    return put_text(self, "/services/" .. id .. "/env", env_text("set_service_env", env))
+    local text = env_text("set_service_env", env)
+    return put_text(self, "/services/" .. id .. "/env", text, opts_of("set_service_env", opts))
   end
   --- The vault's .env text.
-  function Client:export_service_env(id)
+  function Client:export_service_env(id, opts)
     check.id("export_service_env", "id", id)
-    local doc, rid = post(self, "/services/" .. id .. "/env/export")
+    opts = opts_of("export_service_env", opts)
+    local doc, rid = post(self, "/services/" .. id .. "/env/export", nil, opts)
     if not doc then return nil, rid end
     if type(doc.env) ~= "string" then return shape.fail(rid, "'env' is not a string") end
     return doc.env
@@ -179,8 +181,9 @@ local function vault(Client, h)
   Client.delete_service_env = h.by_id("DELETE", "/services/", "delete_service_env", "/env")
 end
 
-local CLONE_OPTIONS = { type = true, name = true, shell = true, ports = true }
-local CREATE_SNAPSHOT_OPTIONS = { source_type = true, source_id = true, name = true, hot = true }
+local CLONE_OPTIONS = { type = true, name = true, shell = true, ports = true, timeout = true }
+local CREATE_SNAPSHOT_OPTIONS = { source_type = true, source_id = true, name = true, hot = true,
+  timeout = true }
 
 local function snapshots(Client, h)
   --- POST /snapshots {source_type, source_id, name?, hot?}.
@@ -192,7 +195,7 @@ local function snapshots(Client, h)
     local doc, rid = post(self, "/snapshots", {
       source_type = opts.source_type, source_id = opts.source_id,
       name = check.type("create_snapshot", "name", opts.name, "string", true),
-      hot = check.type("create_snapshot", "hot", opts.hot, "boolean", true) })
+      hot = check.type("create_snapshot", "hot", opts.hot, "boolean", true) }, opts)
     return h.with_id(doc, rid, "snapshot_id")
   end
   --- A new session or service (opts.type) from a snapshot.
@@ -204,20 +207,22 @@ local function snapshots(Client, h)
     local doc, rid = post(self, "/snapshots/" .. id .. "/clone", {
       type = opts.type, name = check.type("clone_snapshot", "name", opts.name, "string", true),
       shell = check.type("clone_snapshot", "shell", opts.shell, "string", true),
-      ports = list_arg("clone_snapshot", "ports", opts.ports, true) })
+      ports = list_arg("clone_snapshot", "ports", opts.ports, true) }, opts)
     return h.with_id(doc, rid, opts.type .. "_id")
   end
 end
 
-local PUBLISH_OPTIONS = { source_type = true, source_id = true, name = true, description = true }
-local SPAWN_OPTIONS = { name = true, ports = true, bootstrap = true, network_mode = true }
-local IMAGE_CLONE_OPTIONS = { name = true, description = true }
+local PUBLISH_OPTIONS = { source_type = true, source_id = true, name = true, description = true,
+  timeout = true }
+local SPAWN_OPTIONS = { name = true, ports = true, bootstrap = true, network_mode = true, timeout = true }
+local IMAGE_CLONE_OPTIONS = { name = true, description = true, timeout = true }
 
 local function key_route(fname, suffix, field)
-  return function(self, id, key)
+  return function(self, id, key, opts)
     check.id(fname, "id", id)
     check.id(fname, "key", key)
-    return api.one(post(self, "/images/" .. id .. suffix, { [field] = key }))
+    opts = opts_of(fname, opts)
+    return api.one(post(self, "/images/" .. id .. suffix, { [field] = key }, opts))
   end
 end
 
@@ -231,17 +236,15 @@ local function images(Client, h)
     local doc, rid = post(self, "/images", {
       source_type = opts.source_type, source_id = opts.source_id,
       name = check.type("publish_image", "name", opts.name, "string", true),
-      description = check.type("publish_image", "description", opts.description, "string", true) })
+      description = check.type("publish_image", "description", opts.description, "string", true) },
+      opts)
     return h.with_id(doc, rid, "image_id")
   end
-  --- Images: "all" (default), "owned", "shared" or "public".
-  function Client:list_images(which)
+  --- Images: "all" (default), "owned", "shared" or "public". opts: timeout.
+  function Client:list_images(which, opts)
     which = check.oneof("list_images", "which", which, IMAGE_LISTS) or "all"
-    local doc, rid = api.call(self, "GET", which == "all" and "/images" or "/images/" .. which)
-    if not doc then return nil, rid end
-    local list, err = shape.list(doc, "images", rid)
-    if not list then return nil, err end
-    return list
+    opts = opts_of("list_images", opts)
+    return h.get_list(self, which == "all" and "/images" or "/images/" .. which, "images", opts)
   end
 end
 
@@ -260,11 +263,12 @@ local function image_sharing(Client, h)
   -- @function Client:unlock_image
   Client.unlock_image = h.destructive("POST", "/images/", "unlock_image", "/unlock")
   --- visibility: "private", "unlisted" or "public".
-  function Client:set_image_visibility(id, visibility)
+  function Client:set_image_visibility(id, visibility, opts)
     check.id("set_image_visibility", "id", id)
     check.type("set_image_visibility", "visibility", visibility, "string")
     check.oneof("set_image_visibility", "visibility", visibility, VISIBILITY)
-    return api.one(post(self, "/images/" .. id .. "/visibility", { visibility = visibility }))
+    opts = opts_of("set_image_visibility", opts)
+    return api.one(post(self, "/images/" .. id .. "/visibility", { visibility = visibility }, opts))
   end
   --- Lets another public key use the image.
   -- @function Client:grant_image_access
@@ -276,9 +280,10 @@ local function image_sharing(Client, h)
   -- @function Client:transfer_image
   Client.transfer_image = key_route("transfer_image", "/transfer", "to_api_key")
   --- The public keys trusted with the image (a list).
-  function Client:image_trusted(id)
+  function Client:image_trusted(id, opts)
     check.id("image_trusted", "id", id)
-    local doc, rid = api.call(self, "GET", "/images/" .. id .. "/trusted")
+    opts = opts_of("image_trusted", opts)
+    local doc, rid = api.call(self, "GET", "/images/" .. id .. "/trusted", nil, calls.request_opts(opts))
     if not doc then return nil, rid end
     local keys = doc.trusted_api_keys
     if type(keys) ~= "table" or not shape.is_list(keys) then
@@ -300,7 +305,7 @@ local function image_use(Client, h)
     body.name = check.type("spawn_image", "name", opts.name, "string", true)
     body.bootstrap = check.type("spawn_image", "bootstrap", opts.bootstrap, "string", true)
     body.ports = list_arg("spawn_image", "ports", opts.ports, true)
-    local doc, rid = post(self, "/images/" .. id .. "/spawn", body)
+    local doc, rid = post(self, "/images/" .. id .. "/spawn", body, opts)
     return h.with_id(doc, rid, "service_id")
   end
   --- A copy of the image, owned by this client's key.
@@ -309,7 +314,8 @@ local function image_use(Client, h)
     opts = opts_of("clone_image", opts, IMAGE_CLONE_OPTIONS)
     local doc, rid = post(self, "/images/" .. id .. "/clone", {
       name = check.type("clone_image", "name", opts.name, "string", true),
-      description = check.type("clone_image", "description", opts.description, "string", true) })
+      description = check.type("clone_image", "description", opts.description, "string", true) },
+      opts)
     return h.with_id(doc, rid, "image_id")
   end
 end

@@ -33,6 +33,12 @@ end
 -- (default 60 s) plus a minute of queueing, never forever.
 function M.default_wait(ttl) return (ttl or 60) + 60 end
 
+--- The longest a synchronous answer of POST /execute may take: the run's
+-- ttl plus 30 s of queueing and transfer (the C client's own request
+-- timeout, spec section 6). A call whose deadline is shorter submits a job
+-- instead, so that it always knows the job it may have to cancel.
+function M.sync_limit(ttl) return (ttl or 60) + 30 end
+
 local function basename(path)
   return path:match("([^/]+)$") or path
 end

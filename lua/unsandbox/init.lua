@@ -22,6 +22,7 @@ local results = require "unsandbox.results"
 local observe = require "unsandbox.observe"
 local retry = require "unsandbox.retry"
 local shape = require "unsandbox.shape"
+local wrap = require "unsandbox.wrap"
 
 local unsandbox = {
   VERSION = core.VERSION,
@@ -35,9 +36,10 @@ local Client = core.Client   -- the methods table of the C userdata
 -- (public.lua's LAZY_FIELDS); their reference is here.
 
 --- spawn(fn, ...) -> Task: fn(...) runs as a task from the next step on;
--- inside it every call yields instead of blocking. A Task has
--- t:wait(), t:result(), t:cancel() (its transfers closed, its remote job
--- cancelled) and t:status().
+-- inside it every call yields instead of blocking (a fn that cannot be
+-- called raises here). A Task has t:wait(), t:result(), t:cancel() (its
+-- transfers closed, its remote job cancelled; its error is kind
+-- interrupted, with job_id and cancelled) and t:status().
 -- @function spawn
 
 --- step(timeout_ms) -> the number of tasks not yet ended: resumes what can
@@ -126,46 +128,57 @@ end
 local default_wait = execute.default_wait
 local execute_args = execute.args
 
-local one, timed = calls.one, calls.timed
+local one = calls.one
 local wait_result, wait_started = calls.wait_result, calls.wait_started
 
 ------------------------------------------------------------------------
 -- Execution and jobs
 ------------------------------------------------------------------------
 
+-- The client's own timeout in seconds: the longest one request may take.
+local function request_limit(client)
+  return (TIMEOUTS[client] or 120000) / 1000
+end
+
 --- Runs code and returns its result once finished (polling when the
 -- service answers with a pending job). opts: env ({NAME = value}),
 -- input_files (paths or {filename, content}), network_mode ("zerotrust",
 -- "semitrusted"), ttl (1-900 s), vcpu (1-8), return_artifacts, timeout
--- (s, the whole call), on_poll(job, attempt); module functions also take
--- url, public_key, secret_key, account, ca_file. The result: stdout,
--- stderr, exit_code, status ("completed", "failed", "timeout",
--- "cancelled"), job_id, language, execution_time_ms, stdout_truncated,
--- stderr_truncated, error, created_at, completed_at, request_id, and
--- artifacts ({filename, content}) when asked. Giving up (timeout, Ctrl-C)
--- cancels the job; the Error names job_id and cancelled.
+-- (s, the whole call: default the ttl plus a minute), on_poll(job,
+-- attempt); module functions also take url, public_key, secret_key,
+-- account, ca_file. The result: stdout, stderr, exit_code, status
+-- ("completed", "failed", "timeout", "cancelled"), job_id, language,
+-- execution_time_ms, stdout_truncated, stderr_truncated, error,
+-- created_at, completed_at, request_id, timing, and artifacts ({filename,
+-- content}) when asked. The code runs synchronously (POST /execute) only
+-- when the call's deadline and the client's timeout both leave room for
+-- the longest synchronous answer (the ttl plus 30 s); otherwise it is
+-- submitted as a job (POST /execute/async) and polled, so the deadline
+-- never fires while a job of the call's own is unknown. Giving up
+-- (timeout, Ctrl-C) cancels the job; the Error names job_id and cancelled.
 function Client:execute_code(language, code, opts)
   local body, err
   opts, body, err = execute_args("execute_code", language, code, opts)
   if not body then return nil, err end
-  local started = core.monotonic_ms()
-  local meter = observe.meter()
   local ttl = body.ttl or 60
-  local req_timeout = opts.timeout or (ttl + 30 > 120 and ttl + 30 or nil)
-  local doc, rid = api.call(self, "POST", "/execute", body, { timeout = req_timeout, meter = meter })
-  if not doc then return timed(meter, nil, rid) end
-  if results.is_pending(doc) then
-    local id, bad = results.pending_id(doc, rid)
-    if not id then return timed(meter, nil, bad) end
-    local budget = opts.timeout and opts.timeout - (core.monotonic_ms() - started) / 1000
-                   or default_wait(ttl)
-    return timed(meter, wait_started(self, id, math.max(budget, 0.001), opts.on_poll,
-      opts.return_artifacts, meter))
+  local budget = opts.timeout or default_wait(ttl)
+  local deadline = core.monotonic_ms() + budget * 1000
+  local left = function() return math.max(0.001, (deadline - core.monotonic_ms()) / 1000) end
+  local sync = math.min(budget, request_limit(self)) >= execute.sync_limit(ttl)
+  local doc, rid = api.call(self, "POST", sync and "/execute" or "/execute/async", body,
+    { timeout = math.min(budget, request_limit(self)) })
+  if not doc then return nil, rid end
+  if sync and not results.is_pending(doc) then
+    return results.normalise(doc, rid, opts.return_artifacts)
   end
-  return timed(meter, results.normalise(doc, rid, opts.return_artifacts))
+  local id, bad = shape.id(doc, "job_id", rid)
+  if not id then return nil, bad end
+  return wait_started(self, id, left(), opts.on_poll, opts.return_artifacts, nil,
+    { call_timeout = budget })
 end
 
---- Submits code as a job and returns its id.
+--- Submits code as a job and returns its id. opts: those of
+-- execute_code (timeout: of this request).
 function Client:execute_async(language, code, opts)
   local body, err
   opts, body, err = execute_args("execute_async", language, code, opts)
@@ -178,29 +191,32 @@ function Client:execute_async(language, code, opts)
 end
 
 --- The job's current state; when it is finished, its result fields too.
-function Client:get_job(job_id)
+-- opts: timeout.
+function Client:get_job(job_id, opts)
   check.id("get_job", "job_id", job_id)
-  local meter = observe.meter()
-  local doc, rid = api.call(self, "GET", "/jobs/" .. job_id, nil, { meter = meter })
-  if not doc then return timed(meter, nil, rid) end
-  return timed(meter, results.normalise(doc, rid, doc.artifacts ~= nil))   -- checks the shape
+  opts = calls.plain("get_job", opts)
+  local doc, rid = api.call(self, "GET", "/jobs/" .. job_id, nil, calls.request_opts(opts))
+  if not doc then return nil, rid end
+  return results.normalise(doc, rid, doc.artifacts ~= nil)   -- checks the shape
 end
 
 local WAIT_OPTIONS = { timeout = true, on_poll = true, return_artifacts = true }
 
---- Polls a job until it is finished (schedule 300, 450, 700, 900, 650,
--- 1600, 2000 ms, then every 2 s). opts: timeout (s), on_poll(job, attempt).
+--- Polls a job until it is finished: once at once, then on the schedule
+-- (300, 450, 700, 900, 650, 1600, 2000 ms, then every 2 s). opts: timeout
+-- (s, default 16 minutes), on_poll(job, attempt), return_artifacts. An id
+-- the service does not know is its 404 whatever the timeout; a job still
+-- running at the deadline is a timeout naming it (err.job_id), left
+-- running: it is the caller's.
 function Client:wait_for_job(job_id, opts)
   check.id("wait_for_job", "job_id", job_id)
   opts = check.options("wait_for_job", opts, WAIT_OPTIONS)
   check.positive("wait_for_job", "timeout", opts.timeout)
   check.type("wait_for_job", "on_poll", opts.on_poll, "function", true)
-  -- the caller's own job: named in the error, never cancelled here
-  local meter = observe.meter()
-  local r, err = timed(meter, wait_result(self, job_id, opts.timeout or default_wait(900),
-    opts.on_poll, opts.return_artifacts, meter))
+  local r, err = wait_result(self, job_id, opts.timeout or default_wait(900), opts.on_poll,
+    opts.return_artifacts, nil, { at_once = true, unknown_is_404 = true })
   if r then return r end
-  if err.job_id == nil then err.job_id = job_id end
+  if err.job_id == nil and err.status ~= 404 then err.job_id = job_id end
   return nil, err
 end
 
@@ -209,20 +225,18 @@ end
 
 --- Cancels a pending or running job: {job_id, status = "cancelled",
 -- request_id}. A finished job cannot be cancelled (an http error; 409
--- job_finished from unsandboxd).
-function Client:cancel_job(job_id)
+-- job_finished from unsandboxd). opts: timeout.
+function Client:cancel_job(job_id, opts)
   check.id("cancel_job", "job_id", job_id)
-  return one(api.call(self, "DELETE", "/jobs/" .. job_id))
+  opts = calls.plain("cancel_job", opts)
+  return one(api.call(self, "DELETE", "/jobs/" .. job_id, nil, calls.request_opts(opts)))
 end
 
 --- The jobs still pending or running (the service lists active jobs
--- only; a finished one is read with get_job).
-function Client:list_jobs()
-  local doc, rid = api.call(self, "GET", "/jobs")
-  if not doc then return nil, rid end
-  local list, err = shape.list(doc, "jobs", rid, true)
-  if not list then return nil, err end
-  return list
+-- only; a finished one is read with get_job). opts: timeout; module
+-- function: url and the other connection options too.
+function Client:list_jobs(opts)
+  return calls.get_list(self, "/jobs", "jobs", calls.plain("list_jobs", opts), true)
 end
 
 ------------------------------------------------------------------------
@@ -240,15 +254,19 @@ function Client:get_languages(opts)
 end
 
 --- Checks the key pair with the service: {valid, public_key, tier, ...,
--- request_id}.
-function Client:validate_keys()
-  return one(api.call(self, "POST", "/keys/validate"))
+-- request_id}. opts: timeout.
+function Client:validate_keys(opts)
+  opts = calls.plain("validate_keys", opts)
+  return one(api.call(self, "POST", "/keys/validate", nil, calls.request_opts(opts)))
 end
 
---- true when the service answers GET /health (unsigned), within 10 s or
--- the client's own timeout when that is shorter.
-function Client:health()
-  local limit = math.min(10, (TIMEOUTS[self] or 120000) / 1000)
+--- true when the service answers GET /health (unsigned), within
+-- opts.timeout, else 10 s or the client's own timeout when that is
+-- shorter. Module function: opts.url (and the other connection options)
+-- asks another service.
+function Client:health(opts)
+  opts = calls.plain("health", opts)
+  local limit = opts.timeout or math.min(10, request_limit(self))
   local doc, err = api.call(self, "GET", "/health", nil, { auth = false, timeout = limit })
   if not doc then return nil, err end
   return true
@@ -274,7 +292,7 @@ end
 -- lua/unsandbox/execapi.lua: both loaded on first use (public.lua).
 
 --- detect_language as a method too, for symmetry; no network.
-function Client.detect_language(_, filename) return unsandbox.detect_language(filename) end
+function Client.detect_language(_, filename, content) return unsandbox.detect_language(filename, content) end
 
 --- c:on_request(fn): this client's request hook (nil removes it); returns
 -- the previous one. See unsandbox.on_request.
@@ -286,11 +304,14 @@ function Client:on_request(fn)
   return prev
 end
 
--- Every call of a client is one trace (api.trace_calls); plumbing and
--- calls without a request are not wrapped.
-local UNTRACED = { request = true, _open = true, _state = true, _info = true, info = true,
+-- Every call of a client runs in the frame of wrap.lua: one trace, one
+-- meter (its timing), interrupts as Errors. Plumbing and calls without a
+-- request are not wrapped; execute_many and map return tables indexed
+-- like their input, whose items carry their own timing.
+local UNWRAPPED = { request = true, _open = true, _state = true, _info = true, info = true,
   url = true, close = true, on_request = true, detect_language = true }
-api.trace_calls(Client, UNTRACED)
+local WRAP = { trace = true, unstamped = { execute_many = true, map = true } }
+wrap.methods(Client, UNWRAPPED, WRAP)
 
 ------------------------------------------------------------------------
 -- Module functions
@@ -319,19 +340,45 @@ function unsandbox.credentials(opts)
   return creds
 end
 
---- Language name for a file name's extension, nil when unknown. Pure.
-function unsandbox.detect_language(filename)
-  if filename == nil then return nil end
-  check.type("detect_language", "filename", filename, "string")
-  if filename == "" then return nil end
-  return core.detect_language(filename)
+-- The longest first line read from a file for its shebang: the kernel
+-- reads no more of one either (BINPRM_BUF_SIZE on Linux is 256).
+local SHEBANG_MAX = 256
+
+-- The first line of the regular file at path (at most SHEBANG_MAX bytes
+-- are read), or nil when there is none: no such file, a directory, a FIFO
+-- (never waited on), no permission.
+local function first_line(path)
+  local head = core.file_head(path, SHEBANG_MAX)
+  return head and head:match("^[^\n]*") or nil
 end
 
---- on_request(fn): the hook called after every HTTP exchange of every
--- client and Manager, with {method, path (no query), status, request_id,
--- traceparent, ms, bytes_out, bytes_in, attempt, error_kind}: never a key,
--- a header value or a body. An error in it is reported once on stderr and
--- never breaks the call. nil removes it; returns the previous one.
+--- detect_language(filename [, content]) -> language name, or nil when
+-- unknown. One rule, no network: the extension of filename first (spec 5.6's
+-- map, any case); else the shebang of content's first line; with no
+-- content, the first line of the file at filename when there is one (at most
+-- 256 bytes are read). A shebang names its interpreter directly
+-- (#!/usr/bin/python3.11 -u) or through env, whose options and
+-- assignments are passed over (#!/usr/bin/env -S python3 -u,
+-- #!/usr/bin/env LC_ALL=C perl); version suffixes are cut (python3.11,
+-- lua5.4). A first line that is no shebang gives nil.
+function unsandbox.detect_language(filename, content)
+  check.type("detect_language", "filename", filename, "string", true)
+  check.type("detect_language", "content", content, "string", true)
+  local known = filename ~= nil and filename ~= ""
+  local lang = known and core.detect_language(filename)
+  if lang then return lang end
+  if content == nil and known then content = first_line(filename) end
+  if content == nil then return nil end
+  return core.detect_shebang(content:match("^[^\n]*")) or nil
+end
+
+--- on_request(fn): the hook called once after every exchange of every
+-- client and Manager (REST calls and retries, polls, MCP calls, streams
+-- when they end, ticket transfers, WebSocket handshakes), with {method,
+-- path (no query), status, request_id, traceparent, ms, bytes_out,
+-- bytes_in, attempt, error_kind}: never a key, a header value or a body.
+-- An error in it is reported once on stderr and never breaks the call.
+-- nil removes it; returns the previous one.
 function unsandbox.on_request(fn)
   check.type("on_request", "fn", fn, "function", true)
   return observe.set_global(fn)
@@ -353,10 +400,10 @@ end
 
 -- The module functions, made from the one declared table of public
 -- functions (lua/unsandbox/public.lua).
--- A lazy group's methods are traced like the others once loaded.
+-- A lazy group's methods are wrapped like the others once loaded.
 require("unsandbox.public").install(unsandbox, Client, CONNECTION, function(module)
   require(module).install(Client)
-  api.trace_calls(Client, UNTRACED)
+  wrap.methods(Client, UNWRAPPED, WRAP)
 end)
 
 return unsandbox

@@ -34,7 +34,7 @@ function Manager:ensure_workspace(key, owner, refresh, opts)
   local sid, lk = self:_session("ensure_workspace", key)
   check.type("ensure_workspace", "owner", owner, "string", true)
   check.type("ensure_workspace", "refresh", refresh, "boolean", true)
-  opts = check.type("ensure_workspace", "opts", opts, "table", true) or {}
+  opts = check.options("ensure_workspace", opts, { principal = true })
   local action, ws_id, token, cached_owner, created =
     self:_ws_decide(lk, owner, refresh or false, self:_now())
   if action == "reuse" and not opts.principal then

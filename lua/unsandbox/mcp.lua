@@ -10,6 +10,7 @@ local cjson = require "cjson.safe"
 local core = require "unsandbox.core"
 local cpapi = require "unsandbox.cpapi"
 local Error = require "unsandbox.errors"
+local observe = require "unsandbox.observe"
 
 local M = {}
 
@@ -83,25 +84,28 @@ local function buffered_reply(resp, id)
 end
 
 --- One tools/call. o: key, timeout (s), and for a stream on_chunk and
--- is_cancelled. Returns structuredContent, request_id or nil, Error.
+-- is_cancelled. Returns structuredContent, request_id or nil, Error. The
+-- exchange goes through cpapi's one request path (hooks, meter, options),
+-- buffered or streamed.
 function M.call(self, fname, tool, args, o)
   local _, lk = self:_session(fname, o.key)
   local rt, err = self:ensure_runtime(o.key)
   if not rt then return nil, err end
   local id = self:_next_mcp_id()
   local path = "/v1/sandboxes/" .. rt.id .. "/mcp"
-  local body = body_of(id, tool, args)
-  local copts = { token = rt.access_token, tool = tool, timeout = o.timeout,
-    streaming = o.on_chunk ~= nil }
+  local co = { raw = body_of(id, tool, args), token = rt.access_token, tool = tool,
+    timeout = o.timeout, streaming = o.on_chunk ~= nil, text = true }
   local result, rerr, rid
   if o.on_chunk then
-    result, rerr, rid = M.stream(self, fname, path, body, id, copts, o)
+    result, rerr, rid = M.stream(self, fname, path, id, co, o)
   else
-    local resp, kind, msg = self:_request("POST", path, body, cpapi.options(self, fname, path, copts))
-    if not resp then return nil, cpapi.fail(self, kind, msg) end
-    if resp.status >= 400 then rerr = cpapi.http_error(resp)
-    else result, rerr = buffered_reply(resp, id) end
-    rid = resp.request_id
+    local text, resp = cpapi.call(self, fname, "POST", path, co)
+    if text then
+      result, rerr = buffered_reply(resp, id)
+      rid = resp.request_id
+    else
+      rerr = resp
+    end
   end
   forget_on(self, lk, rerr)
   if not result then return nil, rerr end
@@ -118,21 +122,22 @@ local function on_event(data, id, on_chunk)
   if type(msg) ~= "table" then return nil end          -- §7.11: bad JSON is skipped
   if is_final(msg, id) then return msg end
   local channel, chunk, seq = progress(msg, id)
-  if channel then on_chunk(channel, chunk, seq) end
+  if channel then observe.outside(on_chunk, channel, chunk, seq) end
   return nil
 end
 
 --- The streamed call: the Transfer is stepped here, between steps
--- is_cancelled() is asked and every event handed on. Returns result,
--- err, request_id.
-function M.stream(self, fname, path, body, id, copts, o)
-  copts.mode = "sse"
-  local t, kind, msg = self:_open("POST", path, body, cpapi.options(self, fname, path, copts))
-  if not t then return nil, cpapi.fail(self, kind, msg) end
+-- is_cancelled() is asked and every event handed on (on_chunk runs as the
+-- caller's own code: wrap.outside). Returns result, err, request_id.
+function M.stream(self, fname, path, id, co, o)
+  co.mode, co.text = "sse", nil
+  local t, ex = cpapi.open(self, fname, "POST", path, co)
+  if not t then return nil, ex end
   local transfer <close> = t
+  local exchange <close> = ex      -- closed first: reports a stream left early
   local final
   for _ = 1, math.maxinteger do
-    if o.is_cancelled and o.is_cancelled() then return nil, cancelled("is_cancelled") end
+    if o.is_cancelled and observe.outside(o.is_cancelled) then return nil, cancelled("is_cancelled") end
     local pieces, done_or_kind = t:step(100)
     if not pieces then return nil, cancelled(done_or_kind) end   -- Ctrl-C (interrupted)
     for _, data in ipairs(pieces) do
@@ -140,7 +145,7 @@ function M.stream(self, fname, path, body, id, copts, o)
     end
     if done_or_kind then break end
   end
-  local resp, rkind, rmsg = t:result()
+  local resp, rkind, rmsg = cpapi.result(t, ex)
   if not resp then
     if rkind == "cancelled" or rkind == "interrupted" then return nil, cancelled(rkind) end
     if rkind == "validation" or rkind == "credentials" then return nil, cpapi.fail(self, rkind, rmsg) end

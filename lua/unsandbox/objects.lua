@@ -7,6 +7,7 @@
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local cpapi = require "unsandbox.cpapi"
+local observe = require "unsandbox.observe"
 
 local Manager = core.Manager
 
@@ -98,7 +99,7 @@ function Manager:upload_with_ticket(ticket, bytes, ctype, owner)
   local path = ticket_path("upload_with_ticket", ticket)
   check.type("upload_with_ticket", "bytes", bytes, "string")
   return result(cpapi.call(self, "upload_with_ticket", "PUT", path, { raw = bytes,
-    token = ticket.access_token, owner = owner,
+    token = ticket.access_token, owner = owner, once = true,
     content_type = content_type("upload_with_ticket", ctype, "application/octet-stream"),
     timeout = 120 }))
 end
@@ -148,32 +149,44 @@ Reader.__close = Reader.close
 
 local CAPTURE = { "ETag", "X-Object-Version-Id", "X-Content-SHA256", "Content-Length" }
 
+-- The content streamed to on_data (the caller's own code) as it comes:
+-- resp, or nil, Error.
+local function stream_download(self, fname, path, co, on_data)
+  co.mode = "raw"
+  local t, ex = cpapi.open(self, fname, "GET", path, co)
+  if not t then return nil, ex end
+  local transfer <close> = t
+  local exchange <close> = ex
+  repeat
+    local pieces, done = t:step(100)
+    if not pieces then return nil, cpapi.fail(self, done, "download interrupted") end
+    for _, p in ipairs(pieces) do observe.outside(on_data, p) end
+  until done
+  local resp, kind, msg = cpapi.result(t, ex)
+  if not resp then return nil, cpapi.fail(self, kind, msg) end
+  if resp.status >= 400 then return nil, cpapi.http_error(resp) end
+  return resp
+end
+
 --- GET /v1/storage/content with a download ticket. opts.on_data(bytes):
 -- the body streams to it as it arrives; else an ObjectReader over it,
 -- checked against X-Content-SHA256.
 function Manager:download_with_ticket(ticket, opts)
   local fname = "download_with_ticket"
   local path = ticket_path(fname, ticket)
-  opts = check.type(fname, "opts", opts, "table", true) or {}
+  opts = check.options(fname, opts, { on_data = true, owner = true })
   check.type(fname, "on_data", opts.on_data, "function", true)
-  local co = { token = ticket.access_token, owner = opts.owner, timeout = 30, capture = CAPTURE }
-  local resp, kind, msg
+  local co = { token = ticket.access_token, owner = opts.owner, timeout = 30, capture = CAPTURE,
+    once = true }
+  local body, resp
   if opts.on_data then
-    co.mode = "raw"
-    local t, k, m = self:_open("GET", path, nil, cpapi.options(self, fname, path, co))
-    if not t then return nil, cpapi.fail(self, k, m) end
-    local transfer <close> = t
-    repeat
-      local pieces, done = t:step(100)
-      if not pieces then return nil, cpapi.fail(self, done, "download interrupted") end
-      for _, p in ipairs(pieces) do opts.on_data(p) end
-    until done
-    resp, kind, msg = t:result()
+    resp, body = stream_download(self, fname, path, co, opts.on_data)
+    if not resp then return nil, body end
   else
-    resp, kind, msg = self:_request("GET", path, nil, cpapi.options(self, fname, path, co))
+    co.text = true
+    body, resp = cpapi.call(self, fname, "GET", path, co)
+    if not body then return nil, resp end
   end
-  if not resp then return nil, cpapi.fail(self, kind, msg) end
-  if resp.status >= 400 then return nil, cpapi.http_error(resp) end
   local h = resp.headers
   local meta = { content_type = resp.content_type, etag = h.ETag, version_id = h["X-Object-Version-Id"],
     sha256 = h["X-Content-SHA256"], bytes = math.tointeger(tonumber(h["Content-Length"] or "")) }
@@ -189,11 +202,12 @@ end
 -- download ticket, then the content (see download_with_ticket).
 function Manager:open_object(loc, max_bytes, ctype, expires_in, opts)
   loc = locator("open_object", loc)
+  opts = check.options("open_object", opts, { on_data = true })
+  check.type("open_object", "on_data", opts.on_data, "function", true)
   cpapi.check_object(self, "open_object", "/v1/storage/tickets", loc.owner)
   local ticket, err = self:issue_object_ticket(loc, "download", max_bytes, ctype, nil, expires_in)
   if not ticket then return nil, err end
   if not usable_ticket(ticket) then return nil, cpapi.bad_reply("Control Plane response has no valid object ticket") end
-  opts = check.type("open_object", "opts", opts, "table", true) or {}
   return self:download_with_ticket(ticket, { on_data = opts.on_data, owner = loc.owner ~= nil })
 end
 

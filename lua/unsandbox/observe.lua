@@ -1,20 +1,30 @@
---- Seeing what the library does (issue 16): the request hook, the debug
--- lines, and the timing of a whole call.
+--- Seeing what the library does: the request hook, the debug lines, and
+-- the timing of a whole call.
 --
--- After every HTTP exchange of either client, the request path (api.lua,
--- cpapi.lua) builds one event {method, path, status, request_id,
--- traceparent, ms, bytes_out, bytes_in, attempt, error_kind} and hands it
--- to: the global hook (unsandbox.on_request), the client's or Manager's
--- own hook, and the debug printer (UNSANDBOX_DEBUG=1, `un -v`). An event
--- never holds a header value other than the traceparent the client made,
--- a key, a body or a query string (the path is cut at '?': queries carry
--- locators and tickets). A hook that raises never breaks the call: the
--- error is reported once per hook on stderr. With no hook and no debug,
--- no event is built at all.
+-- Every HTTP exchange of either client ends in exactly one event
+-- {method, path, status, request_id, traceparent, ms, bytes_out,
+-- bytes_in, attempt, error_kind}, built by the one request path of each
+-- API (api.lua, cpapi.lua: plain calls, MCP calls, streams, tickets) or by
+-- the terminal's handshake (terminal.lua), and handed to: the global hook
+-- (unsandbox.on_request), the client's or Manager's own hook, and the
+-- debug printer (UNSANDBOX_DEBUG=1, `un -v`). A stream's event comes when
+-- it ends, however it ends (refused at its start, finished, broken,
+-- cancelled or closed early): an Exchange (M.exchange) emits it once. An
+-- event never holds a header value other than the traceparent the client
+-- made, a key, a body or a query string (the path is cut at '?': queries
+-- carry locators and tickets). A hook that raises never breaks the call:
+-- the error is reported once per hook on stderr. With no hook and no
+-- debug, no event is built at all.
 --
 -- A meter sums the exchanges of one call (a job's submission and polls,
--- retries) into the `timing` a result or an error carries. Internal module.
+-- retries, the several requests of a Manager method) into the `timing` a
+-- result or an error carries. The outermost public call of a coroutine
+-- binds one (M.call, from wrap.lua), every exchange inside it adds to that
+-- meter, and what the call returns is stamped with it. Bound per
+-- coroutine and never inherited by a task: a task's calls are its own.
+-- Internal module.
 local core = require "unsandbox.core"
+local Error = require "unsandbox.errors"
 
 local M = {}
 
@@ -101,6 +111,42 @@ function M.emit(state, ev)
   if own then call(own, ev) end
 end
 
+--- The one event of an exchange that ended (see M.event), when anyone
+-- looks: debug output, the global hook, the owner's hook.
+function M.report(state, method, path, attempt, traceparent, resp, kind, info)
+  if M.active(state) then
+    M.emit(state, M.event(method, path, attempt, traceparent, resp, kind, info))
+  end
+end
+
+local Exchange = { __name = "unsandbox.Exchange" }
+Exchange.__index = Exchange
+
+--- The exchange of a stream (a Transfer that Lua steps): report it with
+-- ex:finish(resp, kind, info) when its result is in; closed before that
+-- (the caller's block left early, its task was cancelled), it reports the
+-- stream as cancelled with the time it ran. Either way exactly once.
+-- meter: the call's, which the stream's timing is added to at its end.
+function M.exchange(state, meter, method, path, attempt, traceparent, transfer)
+  return setmetatable({ state = state, meter = meter, method = method, path = path,
+    attempt = attempt, traceparent = traceparent, transfer = transfer,
+    t0 = core.monotonic_us() }, Exchange)
+end
+
+function Exchange:finish(resp, kind, info)
+  if self.ended then return end
+  self.ended = true
+  if self.meter then self.meter:add(resp and resp.timing or info and info.timing) end
+  M.report(self.state, self.method, self.path, self.attempt, self.traceparent, resp, kind, info)
+end
+
+function Exchange:__close()
+  if self.ended then return end
+  local ok, t = pcall(self.transfer.timing, self.transfer)   -- nil once the transfer is closed
+  if not (ok and t) then t = { total_ms = (core.monotonic_us() - self.t0) / 1000 } end
+  self:finish(nil, "cancelled", { timing = t })
+end
+
 ------------------------------------------------------------------------
 -- timing of a call
 ------------------------------------------------------------------------
@@ -113,7 +159,7 @@ Meter.__index = Meter
 --- A meter started now.
 function M.meter()
   local m = setmetatable({ started = core.monotonic_us(), exchanges = 0, polls = 0,
-                           poll_wait_ms = 0, retry_wait_ms = 0 }, Meter)
+                           poll_wait_ms = 0, retry_wait_ms = 0, new_connections = 0 }, Meter)
   for _, k in ipairs(PARTS) do m[k] = 0 end
   return m
 end
@@ -122,6 +168,7 @@ end
 function Meter:add(t)
   if not t then return end
   self.exchanges = self.exchanges + 1
+  self.new_connections = self.new_connections + (t.new_connections or 0)
   for _, k in ipairs(PARTS) do self[k] = self[k] + (t[k] or 0) end
   if t.stream_first_byte_ms and not self.stream_first_byte_ms then
     self.stream_first_byte_ms = (core.monotonic_us() - self.started) / 1000 - t.total_ms +
@@ -130,19 +177,78 @@ function Meter:add(t)
 end
 
 --- The call's timing: the parts summed over its exchanges, polls, the
--- time slept between polls and before retries, and total_ms, the wall
--- time from the start (>= the parts, the waits and the sleeps together).
+-- time slept between polls and before retries, the connections opened,
+-- and total_ms, the wall time from the start (>= the parts, the waits and
+-- the sleeps together).
 function Meter:timing()
   local t = { total_ms = (core.monotonic_us() - self.started) / 1000, exchanges = self.exchanges,
               polls = self.polls, poll_wait_ms = self.poll_wait_ms,
-              retry_wait_ms = self.retry_wait_ms, stream_first_byte_ms = self.stream_first_byte_ms }
+              retry_wait_ms = self.retry_wait_ms, new_connections = self.new_connections,
+              stream_first_byte_ms = self.stream_first_byte_ms }
   for _, k in ipairs(PARTS) do t[k] = self[k] end
   return t
 end
 
+------------------------------------------------------------------------
+-- the meter of the running call
+------------------------------------------------------------------------
+
+local bound = setmetatable({}, { __mode = "k" })   -- coroutine -> its call's meter
+
+--- The meter of the public call the running coroutine is in, or nil.
+function M.current()
+  return bound[coroutine.running()]
+end
+
+local function unbind(co)
+  return setmetatable({}, { __close = function() bound[co] = nil end })
+end
+
+-- What a call returns, stamped with its meter: an Error gets timing, and
+-- so does a result that is a plain table (a document, a list, a result)
+-- when stamp is true and the call made an exchange (an answer the client
+-- gave itself, such as a cached list, has no timing to tell); objects
+-- (tables with a metatable) and other values are left as they are.
+local function stamped(meter, stamp, ...)
+  local r, err = ...
+  if r == nil and Error.is(err) then
+    err.timing = meter:timing()
+  elseif stamp and meter.exchanges > 0 and type(r) == "table" and getmetatable(r) == nil then
+    r.timing = meter:timing()
+  end
+  return ...
+end
+
+--- Runs fn(...) as one public call: the outermost call of a coroutine
+-- binds a meter for the exchanges made inside it (a nested public call
+-- adds to the same one) and stamps what it returns (see stamped). stamp
+-- false: only errors are stamped (results that are not documents, such
+-- as execute_many's tables of results indexed like its input).
+function M.call(stamp, fn, ...)
+  local co = coroutine.running()
+  if bound[co] then return fn(...) end
+  local meter = M.meter()
+  bound[co] = meter
+  local _ <close> = unbind(co)
+  return stamped(meter, stamp, fn(...))
+end
+
+--- Runs fn(...) with no call's meter bound: the caller's own code that a
+-- call runs (on_chunk, on_poll, on_sudo), whose library calls are calls
+-- of their own, each with its own timing.
+function M.outside(fn, ...)
+  local co = coroutine.running()
+  local meter = bound[co]
+  if not meter then return fn(...) end
+  bound[co] = nil
+  local _ <close> = setmetatable({}, { __close = function() bound[co] = meter end })
+  return fn(...)
+end
+
 --- A copy of one exchange's timing in the shape of a call's.
 function M.single(t)
-  local out = { exchanges = 1, polls = 0, poll_wait_ms = 0, retry_wait_ms = 0 }
+  local out = { exchanges = 1, polls = 0, poll_wait_ms = 0, retry_wait_ms = 0,
+                new_connections = t and t.new_connections or 0 }
   for _, k in ipairs(PARTS) do out[k] = t and t[k] or 0 end
   out.total_ms = t and t.total_ms or 0
   out.stream_first_byte_ms = t and t.stream_first_byte_ms

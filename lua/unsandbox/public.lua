@@ -1,40 +1,43 @@
 --- The public functions of the execution API, declared once: each is a
 -- method of every Client and a module function of the same name that uses
 -- the default client. The number is the position of the function's
--- options table (0: none), from which a module function takes the
--- connection options (url, public_key, ...) to make a one-off client for
--- that call. Nothing else of the Client (request, info, url, close)
--- becomes a module function. Internal module: init.lua installs it.
+-- options table: every public function takes one last (timeout at least),
+-- and refuses an option it does not know. A module function takes the
+-- connection options (url, public_key, ...) from it to make a one-off
+-- client for that call; a negative position names a function that always
+-- uses the default client (its result outlives the call), whose
+-- connection options raise as unknown ones. Nothing else of the Client
+-- (request, info, url, close) becomes a module function. Internal module:
+-- init.lua installs it.
 local M = {}
 
 -- Groups of methods: those of init.lua, and those whose module is loaded
--- on first use of one of them (issue 15: a script that only runs code
--- does not compile the other modules when it requires unsandbox).
+-- on first use of one of them (a script that only runs code does not
+-- compile the other modules when it requires unsandbox).
 local GROUPS = {
   { module = false, names = {
-    execute_code = 3, execute_async = 3, get_job = 0, wait_for_job = 2,
-    cancel_job = 0, list_jobs = 0,
-    get_languages = 1, validate_keys = 0, health = 0, call = 0 } },
+    execute_code = 3, execute_async = 3, get_job = 2, wait_for_job = 2,
+    cancel_job = 2, list_jobs = 1,
+    get_languages = 1, validate_keys = 1, health = 1, call = 4 } },
   { module = "unsandbox.resources", names = {
-    create_session = 1, list_sessions = 0, get_session = 0, delete_session = 2, session_execute = 3,
-    create_service = 1, list_services = 0, get_service = 0, delete_service = 2, service_logs = 2,
+    create_session = 1, list_sessions = 1, get_session = 2, delete_session = 2, session_execute = 3,
+    create_service = 1, list_services = 1, get_service = 2, delete_service = 2, service_logs = 2,
     service_execute = 3,
-    session_snapshot = 2, service_snapshot = 2, list_snapshots = 0, get_snapshot = 0,
-    delete_snapshot = 2, restore_snapshot = 0, lock_snapshot = 0, unlock_snapshot = 2 } },
+    session_snapshot = 2, service_snapshot = 2, list_snapshots = 1, get_snapshot = 2,
+    delete_snapshot = 2, restore_snapshot = 2, lock_snapshot = 2, unlock_snapshot = 2 } },
   -- execute_each and map_each return iterators that outlive the call, so
   -- they always use the default client, never a one-off one
   { module = "unsandbox.batch", names = {
-    execute_many = 2, map = 4, execute_each = 0, map_each = 0 } },
-  -- the routes of issue 14
+    execute_many = 2, map = 4, execute_each = -2, map_each = -4 } },
   { module = "unsandbox.execapi", names = {
-    freeze_session = 0, unfreeze_session = 0, boost_session = 0, unboost_session = 0,
-    freeze_service = 0, unfreeze_service = 0, lock_service = 0, unlock_service = 2,
-    update_service = 2, resize_service = 0, set_service_domains = 2, redeploy_service = 2,
-    get_service_env = 0, set_service_env = 0, export_service_env = 0, delete_service_env = 0,
+    freeze_session = 2, unfreeze_session = 2, boost_session = 3, unboost_session = 2,
+    freeze_service = 2, unfreeze_service = 2, lock_service = 2, unlock_service = 2,
+    update_service = 2, resize_service = 3, set_service_domains = 2, redeploy_service = 2,
+    get_service_env = 2, set_service_env = 3, export_service_env = 2, delete_service_env = 2,
     create_snapshot = 1, clone_snapshot = 2,
-    publish_image = 1, list_images = 0, get_image = 0, delete_image = 2, lock_image = 0,
-    unlock_image = 2, set_image_visibility = 0, grant_image_access = 0, revoke_image_access = 0,
-    transfer_image = 0, image_trusted = 0, spawn_image = 2, clone_image = 2 } },
+    publish_image = 1, list_images = 2, get_image = 2, delete_image = 2, lock_image = 2,
+    unlock_image = 2, set_image_visibility = 3, grant_image_access = 3, revoke_image_access = 3,
+    transfer_image = 3, image_trusted = 2, spawn_image = 2, clone_image = 2 } },
   -- the session terminal (terminal.lua): a one-off client is fine for
   -- attach too, since a Terminal copies what it needs when it connects
   { module = "unsandbox.terminal", names = { session_attach = 2, session_shell = 3 } },

@@ -8,18 +8,18 @@ local api = require "unsandbox.api"
 local calls = require "unsandbox.calls"
 local check = require "unsandbox.check"
 local execute = require "unsandbox.execute"
-local observe = require "unsandbox.observe"
 local results = require "unsandbox.results"
 local shape = require "unsandbox.shape"
 
 local M = {}
 
-local timed, wait_started = calls.timed, calls.wait_started
+local wait_started = calls.wait_started
 local list_of, by_id, destructive, with_id = calls.list_of, calls.by_id, calls.destructive, calls.with_id
 
 --- Adds the methods to Client.
 function M.install(Client)
-  local SESSION_OPTIONS = { network_mode = true, ttl = true, shell = true, vcpu = true, input_files = true }
+  local SESSION_OPTIONS = { network_mode = true, ttl = true, shell = true, vcpu = true,
+    input_files = true, timeout = true }
 
   --- Creates a session: a persistent sandbox that runs commands.
   function Client:create_session(opts)
@@ -28,7 +28,8 @@ function M.install(Client)
     if not body then return nil, err end
     body.ttl = check.int_range("create_session", "ttl", opts.ttl, 1, 86400)
     body.shell = check.type("create_session", "shell", opts.shell, "string", true)
-    local doc, rid = api.call(self, "POST", "/sessions", body)
+    check.positive("create_session", "timeout", opts.timeout)
+    local doc, rid = api.call(self, "POST", "/sessions", body, calls.request_opts(opts))
     return with_id(doc, rid, "session_id")
   end
 
@@ -49,15 +50,14 @@ function M.install(Client)
     opts = check.options("session_execute", opts, { timeout = true })
     check.positive("session_execute", "timeout", opts.timeout)
     local body = { command = command, timeout = opts.timeout and math.floor(opts.timeout * 1000) or nil }
-    local meter = observe.meter()
     local doc, rid = api.call(self, "POST", "/sessions/" .. id .. "/shell", body,
-      { timeout = opts.timeout and opts.timeout + 30, meter = meter })
-    if not doc then return timed(meter, nil, rid) end
-    return timed(meter, results.normalise(doc, rid))
+      { timeout = opts.timeout and opts.timeout + 30 })
+    if not doc then return nil, rid end
+    return results.normalise(doc, rid)
   end
 
   local SERVICE_OPTIONS = { name = true, bootstrap = true, bootstrap_content = true, ports = true,
-    custom_domains = true, network_mode = true, vcpu = true, input_files = true }
+    custom_domains = true, network_mode = true, vcpu = true, input_files = true, timeout = true }
 
   --- Creates a service: a persistent sandbox whose bootstrap command keeps
   -- running.
@@ -74,7 +74,8 @@ function M.install(Client)
     body.bootstrap_content = check.type("create_service", "bootstrap_content", opts.bootstrap_content, "string", true)
     body.ports = check.type("create_service", "ports", opts.ports, "table", true)
     body.custom_domains = check.type("create_service", "custom_domains", opts.custom_domains, "table", true)
-    local doc, rid = api.call(self, "POST", "/services", body)
+    check.positive("create_service", "timeout", opts.timeout)
+    local doc, rid = api.call(self, "POST", "/services", body, calls.request_opts(opts))
     return with_id(doc, rid, "service_id")
   end
 
@@ -91,9 +92,10 @@ function M.install(Client)
   --- The service's bootstrap output; opts.all asks for all of it.
   function Client:service_logs(id, opts)
     check.id("service_logs", "id", id)
-    opts = check.options("service_logs", opts, { all = true })
+    opts = calls.plain("service_logs", opts, { all = true, timeout = true })
     local all = check.type("service_logs", "all", opts.all, "boolean", true)
-    local doc, rid = api.call(self, "GET", "/services/" .. id .. "/logs" .. (all and "?all=true" or ""))
+    local doc, rid = api.call(self, "GET", "/services/" .. id .. "/logs" .. (all and "?all=true" or ""),
+      nil, calls.request_opts(opts))
     if not doc then return nil, rid end
     local log = doc.log or doc.logs or ""
     if type(log) ~= "string" then return shape.fail(rid, "'log' is not a string") end
@@ -108,27 +110,27 @@ function M.install(Client)
     check.positive("service_execute", "timeout", opts.timeout)
     check.type("service_execute", "on_poll", opts.on_poll, "function", true)
     local timeout = opts.timeout or 30
-    local meter = observe.meter()
     local doc, rid = api.call(self, "POST", "/services/" .. id .. "/execute",
-      { command = command, timeout = math.floor(timeout * 1000) }, { meter = meter })
-    if not doc then return timed(meter, nil, rid) end
+      { command = command, timeout = math.floor(timeout * 1000) })
+    if not doc then return nil, rid end
     -- the service answers 202 {job_id}, usually without a status
-    if doc.job_id == nil or results.TERMINAL[doc.status] then return timed(meter, results.normalise(doc, rid)) end
+    if doc.job_id == nil or results.TERMINAL[doc.status] then return results.normalise(doc, rid) end
     local job_id, bad = results.pending_id(doc, rid)
-    if not job_id then return timed(meter, nil, bad) end
-    return timed(meter, wait_started(self, job_id, timeout + 30, opts.on_poll, nil, meter))
+    if not job_id then return nil, bad end
+    return wait_started(self, job_id, timeout + 30, opts.on_poll)
   end
 
-  local SNAPSHOT_OPTIONS = { name = true, hot = true }
+  local SNAPSHOT_OPTIONS = { name = true, hot = true, timeout = true }
 
   local function snapshot_of(kind)
     local fname = kind .. "_snapshot"
     return function(self, id, opts)
       check.id(fname, "id", id)
-      opts = check.options(fname, opts, SNAPSHOT_OPTIONS)
+      opts = calls.plain(fname, opts, SNAPSHOT_OPTIONS)
       local body = { name = check.type(fname, "name", opts.name, "string", true),
                      hot = check.type(fname, "hot", opts.hot, "boolean", true) or false }
-      local doc, rid = api.call(self, "POST", "/" .. kind .. "s/" .. id .. "/snapshot", body)
+      local doc, rid = api.call(self, "POST", "/" .. kind .. "s/" .. id .. "/snapshot", body,
+        calls.request_opts(opts))
       return with_id(doc, rid, "snapshot_id")
     end
   end

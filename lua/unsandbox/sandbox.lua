@@ -29,10 +29,7 @@ end
 local CREATE = { name = true, template = true, manager = true, resume = true }
 
 local function options(fname, opts, allowed)
-  opts = check.type(fname, "opts", opts, "table", true) or {}
-  for k in pairs(opts) do
-    if not allowed[k] then check.fail(fname, "opts", "unknown option '" .. tostring(k) .. "'") end
-  end
+  opts = check.options(fname, opts, allowed)
   local m = opts.manager
   if m == nil then
     m = Sandbox.default_manager()

@@ -8,10 +8,19 @@
 --   sh:wait(5)                       -- session_wait
 --   sh:kill()                        -- session_kill: a fresh shell
 --
+--   sh:close()                       -- session_kill, and the Shell is closed
+--
 -- Each returns the result {action, session_id, exit_code (nil while
 -- running), stdout, running, timed_out, wait_timed_out, output_truncated,
 -- session_restarted} or nil, err; the output is what arrived since the
 -- previous call. opts.on_chunk streams it as it arrives.
+--
+-- Like every resource, a Shell is closed by close() or a `<close>`
+-- variable (`local sh <close> = sb:shell()`): the session's processes are
+-- killed (session_kill), unless sh:detach() was called first, which
+-- closes the object and leaves the session running, for
+-- sb:shell{id = sh.id} to take up again. Using a closed Shell raises
+-- "attempt to use a closed Shell".
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 
@@ -19,33 +28,31 @@ local Shell = { __name = "unsandbox.Shell" }
 Shell.__index = Shell
 
 function Shell.new(sandbox, opts)
-  opts = check.type("shell", "opts", opts, "table", true) or {}
-  for k in pairs(opts) do
-    if k ~= "id" then check.fail("shell", "opts", "unknown option '" .. tostring(k) .. "'") end
-  end
+  opts = check.options("shell", opts, { id = true })
   local id = opts.id
   if id == nil then
     id = "shell-" .. core.new_traceparent():sub(37, 52)   -- the random span id
   elseif type(id) ~= "string" or not core.mcp_valid_session_id(id) then
     check.fail("shell", "id", "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$ expected")
   end
-  return setmetatable({ sandbox = sandbox, id = id }, Shell)
+  -- given an id, the session may exist already (made by an earlier Shell)
+  return setmetatable({ sandbox = sandbox, id = id, used = opts.id ~= nil }, Shell)
 end
 
-function Shell:__tostring() return "unsandbox.Shell (" .. self.id .. ")" end
+function Shell:__tostring()
+  return "unsandbox.Shell (" .. self.id .. (self.closed and ", closed" or "") .. ")"
+end
 
 local EXEC = { async = true, timeout = true, on_chunk = true, is_cancelled = true }
 
 local function opts_of(fname, opts, allowed)
-  opts = check.type(fname, "opts", opts, "table", true) or {}
-  for k in pairs(opts) do
-    if not allowed[k] then check.fail(fname, "opts", "unknown option '" .. tostring(k) .. "'") end
-  end
-  return opts
+  return check.options(fname, opts, allowed)
 end
 
 local function session(self, action, o)
+  if self.closed then check.raise("attempt to use a closed Shell") end
   o.key = self.sandbox:name()
+  self.used = true
   return self.sandbox:manager():shell_session(action, self.id, o)
 end
 
@@ -77,6 +84,39 @@ end
 --- Kills the shell's process group; the next exec starts a fresh shell.
 function Shell:kill()
   return session(self, "kill", {})
+end
+
+--- Closes the Shell and leaves its session running in the runtime (take
+-- it up again with sb:shell{id = sh.id}). Idempotent.
+function Shell:detach()
+  self.closed = true
+  return true
+end
+
+-- session_kill's -32602: the session does not exist (the id is valid by
+-- construction), so there is nothing to kill.
+local NO_SESSION = -32602
+
+--- Kills the session's processes (session_kill) and closes the Shell;
+-- nothing is sent for a session this Shell never started, or after
+-- detach(). true, or nil, err (the Shell is closed either way).
+-- Idempotent.
+function Shell:close()
+  if self.closed then return true end
+  local used = self.used
+  local r, err = true, nil
+  if used then r, err = session(self, "kill", {}) end
+  self.closed = true
+  if not r and err.rpc_code == NO_SESSION then return true end
+  if not r then return nil, err end
+  return true
+end
+
+-- __close(sh, err): a failed kill raises, unless the block already ends
+-- by an error (which must not be hidden).
+function Shell:__close(block_err)
+  local ok, err = self:close()
+  if not ok and block_err == nil then error(err, 0) end
 end
 
 return Shell

@@ -128,8 +128,18 @@ end
 -- tasks
 ------------------------------------------------------------------------
 
+local function callable(v)
+  if type(v) == "function" then return true end
+  local mt = getmetatable(v)
+  return type(mt) == "table" and mt.__call ~= nil
+end
+
 --- spawn(fn, ...) -> Task: fn(...) runs as a task from the next step on.
+-- fn that cannot be called raises here, at the caller's line.
 function M.spawn(fn, ...)
+  if not callable(fn) then
+    error("bad argument #1 to 'spawn' (function expected, got " .. type(fn) .. ")", 2)
+  end
   local args = table.pack(...)
   next_id = next_id + 1
   local t = setmetatable({ id = next_id, state = "ready", on_finish = {}, cleanups = {},
@@ -221,12 +231,15 @@ function Task:wait(timeout)
   return outcome(self)
 end
 
-local function cancelled_error(t, why)
-  if why == "interrupted" then
-    return Error.new { kind = "interrupted", message = "task " .. t.id .. " cancelled: interrupted" }
-  end
-  return Error.new { kind = "cancelled", status = 499, message = "task " .. t.id .. " cancelled" ..
-    (why and (": " .. why) or "") }
+-- The error of a cancelled task: kind interrupted, as every interruption
+-- is (Ctrl-C, a deadline, a cancel). job_id names the job its call had
+-- started (a cleanup registered with own), cancelled says whether that
+-- job's cleanup cancelled it (set when the cleanup ends: false until).
+local function cancelled_error(t, why, job_id)
+  local err = Error.new { kind = "interrupted", status = 499, job_id = job_id,
+    message = "task " .. t.id .. " cancelled" .. (why and (": " .. why) or "") }
+  if job_id then err.cancelled = false end
+  return err
 end
 
 --- cancel(): ends the task now. The tasks it spawned that still run are
@@ -250,7 +263,10 @@ function Task:cancel(why)
   live[self] = nil
   n_live = n_live - 1
   self.state = "cancelled"
-  self.err = cancelled_error(self, why)
+  local job_id
+  for _, c in pairs(self.cleanups) do job_id = job_id or c.job_id end
+  local err = cancelled_error(self, why, job_id)
+  self.err = err
   -- unregistered first: its <close> handlers then run as plain code that
   -- blocks (they cannot yield: the coroutine is being closed)
   unregister_all(self)
@@ -260,9 +276,12 @@ function Task:cancel(why)
   current = prev
   local cleanups = self.cleanups
   self.cleanups = {}
-  for _, fn in pairs(cleanups) do
-    local c = M.spawn(function() return pcall(fn) end)
-    c.system = true
+  for _, c in pairs(cleanups) do
+    local t = M.spawn(function()
+      local ok, done = pcall(c.fn)
+      if c.job_id and c.job_id == err.job_id then err.cancelled = ok and done == true end
+    end)
+    t.system = true
   end
   notify(self)
   return true
@@ -270,11 +289,12 @@ end
 
 --- Registers fn to run (as a task) if the current task is cancelled
 -- before it calls M.disown(handle): how a call that started something
--- remote (a job) makes sure it is stopped. nil outside a task.
-function M.own(fn)
+-- remote (a job, job_id) makes sure it is stopped; fn returns true when
+-- it was. nil outside a task.
+function M.own(fn, job_id)
   if not current then return nil end
   local handle = {}
-  current.cleanups[handle] = fn
+  current.cleanups[handle] = { fn = fn, job_id = job_id }
   return { task = current, key = handle }
 end
 
@@ -439,6 +459,9 @@ end
 -- yields between them, elsewhere it drives the loop (Ctrl-C: the tasks
 -- are cancelled and the iteration ends).
 function M.completed(list)
+  if type(list) ~= "table" then
+    error("bad argument #1 to 'completed' (table of tasks expected, got " .. type(list) .. ")", 2)
+  end
   local ch, pending = M.channel(), 0
   for i, t in pairs(list) do
     if t then

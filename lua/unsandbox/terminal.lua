@@ -14,6 +14,7 @@ local cjson = require "cjson.safe"
 local check = require "unsandbox.check"
 local core = require "unsandbox.core"
 local Error = require "unsandbox.errors"
+local observe = require "unsandbox.observe"
 
 local M = {}
 
@@ -76,6 +77,23 @@ function M.take(t)
   return nil, ended
 end
 
+-- The WebSocket handshake: one exchange, reported to the hooks like any
+-- other (status 101 when the upgrade was accepted, the refusal's status
+-- otherwise; no request id or byte counts: libwebsockets keeps them) and
+-- counted by the call's meter.
+local function handshake(client, id, copts)
+  local t0 = core.monotonic_us()
+  local t, kind, msg, status = core.terminal_open(client, id, copts)
+  local ms = (core.monotonic_us() - t0) / 1000
+  local refused = not t and status and status > 0
+  local resp = (t or refused) and { status = t and 101 or status, timing = { total_ms = ms } } or nil
+  local meter = observe.current()
+  if meter then meter:add { total_ms = ms } end
+  observe.report(client:_state(), "GET", "/sessions/" .. id .. "/shell", 1, nil, resp,
+    not resp and kind or nil, { timing = { total_ms = ms } })
+  return t, kind, msg, status
+end
+
 local ATTACH_OPTIONS = { connect_timeout = true, max_input = true, cols = true, rows = true,
                          debug = true }
 
@@ -88,7 +106,7 @@ local function attach(client, fname, id, opts)
   local cols = check.int_range(fname, "cols", opts.cols, 1, MAX_SIZE)
   local rows = check.int_range(fname, "rows", opts.rows, 1, MAX_SIZE)
   if (cols == nil) ~= (rows == nil) then check.fail(fname, "opts", "cols and rows go together") end
-  local t, kind, msg, status = core.terminal_open(client, id, copts)
+  local t, kind, msg, status = handshake(client, id, copts)
   if not t then return nil, error_of(kind, msg, status) end
   if cols then
     local ok, err = t:resize(cols, rows)
