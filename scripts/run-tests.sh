@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the C unit tests and the busted spec files (both speak TAP), each
 # file as a job of its own, several at once; prints one line per file as
-# it ends, then the failures, and ends with the single line
-# "N passed, N failed".
+# it ends, then the failures (each file's whole output is kept in
+# build/test-logs/), and ends with the single line "N passed, N failed".
 #
 # Jobs: UNSB_TEST_JOBS, default twice the CPU count, since most of a
 # spec's time is spent waiting for sandboxes and servers. Every spec file
@@ -16,8 +16,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+# every file's whole output stays in build/test-logs/ after the run
+out=build/test-logs
+rm -rf "$out" && mkdir -p "$out"
 jobs=${UNSB_TEST_JOBS:-$(( $(nproc) * 2 ))}
 times=build/test-times
 t_start=$(date +%s.%N)
@@ -88,7 +89,6 @@ done < <(order)
 while [ "${#running[@]}" -gt 0 ]; do reap; done
 
 status=0 passed=0 failed=0
-mkdir -p build
 : >"$times.new"
 for u in "${units[@]}"; do
   name=$(echo "$u" | tr '/' '_')
@@ -99,7 +99,7 @@ for u in "${units[@]}"; do
   echo "$(cat "$out/$name.time") $u" >>"$times.new"
   if [ "$nf" -gt 0 ]; then
     echo "== failures in $u"
-    grep -a -E -A12 '^not ok' "$f" | head -n 200
+    grep -a -E -A40 '^not ok' "$f" | head -n 400
   elif [ "$(cat "$out/$name.rc")" -ne 0 ]; then
     # a runner that crashed before reporting counts as a failure too
     echo "== $u exited non-zero without a failing test:"
