@@ -317,12 +317,16 @@ static int arm(ux_run *r, const ux_run_spec *spec, char *err, size_t errlen) {
   r->output_ctx = spec->output_ctx;
   /* the ttl counts from the release */
   r->t0_ms = ux_now_ms();
+  /* registered before it is released: a freeze or kill of its work
+  ** directory (a snapshot's, a delete's) that comes once the program runs
+  ** must find it */
+  reg_add(r);
   if (write(r->block_fd, "x", 1) != 1) {
+    reg_remove(r);
     snprintf(err, errlen, "cannot release the sandbox: %s", strerror(errno));
     return -2;
   }
   ux_close_fd(&r->block_fd);
-  reg_add(r);
   return 0;
 }
 
