@@ -283,6 +283,30 @@ describe("storage across a crash #integration", function()
   end)
 end)
 
+describe("a job document larger than its reservation #integration", function()
+  it("grows it when the key has room, and is kept without its output when it has not", function()
+    -- a control byte takes six bytes of JSON: 1 MB of output, 6 MB of document
+    local code = "head -c 1000000 /dev/zero | tr '\\0' '\\1'"
+    local srv = server.start { args = { "--key-quota-mb", "5", "--sync-ms", "60000" } }
+    finally(function() stop_all(srv) end)
+    local c = client(srv)
+    local wide = ok_call(c, "POST", "/execute", { language = "bash", code = code .. " | head -c 500000" })
+    local full = ok_call(c, "POST", "/execute", { language = "bash", code = code })
+    local again = ok_call(c, "GET", "/jobs/" .. full.job_id)
+    local mine = own(c)
+    c:close()
+
+    assert.are.equal(500000, #wide.stdout)          -- 3 MB of JSON: the reservation grew
+    assert.are.equal("completed", full.status)
+    assert.are.equal(0, full.exit_code)
+    assert.are.equal("", full.stdout)
+    assert.is_true(full.stdout_truncated)
+    assert.matches("the output was not kept", full.error)
+    assert.same(full, (function() again.request_id = nil; return again end)())
+    assert.is_true(mine.used_bytes <= mine.quota_bytes)
+  end)
+end)
+
 describe("what a crash left half made #integration", function()
   it("is removed at the next start: volumes and archives without a row, temporaries, a restore's second volume", function()
     local srv = server.start { args = ARGS }

@@ -28,6 +28,7 @@
 #include "server/http/faults.h"
 #include "server/cli.h"
 #include "server/cp/cp.h"
+#include "server/cp/cp_auth.h"
 #include "server/cp/runtime.h"
 #include "server/fsutil.h"
 #include "server/mem.h"
@@ -345,10 +346,12 @@ static int prepare_sandbox(ux_config *cfg, ux_isolation *iso, char *volumes, siz
 /* The ledger of stored bytes with the configured limits; its line for
 ** the log in desc. 0, or -1 (logged). */
 static int open_ledger(ux_server *srv, char *desc, size_t desclen) {
-  char err[300];
+  char err[300], operator[UX_LEDGER_PARTY_MAX];
+  /* quotas keep tenants apart; the platform's operator is none of them */
+  ux_ledger_tenant(operator, sizeof operator, UX_CP_OPERATOR_TENANT);
   ux_ledger_limits lim = {
     (unsigned long long)srv->cfg.disk_budget_mb << 20, (unsigned long long)srv->cfg.key_quota_mb << 20,
-    (unsigned long long)srv->cfg.tenant_quota_mb << 20, ux_volume_charge(), UX_SVC_LOG_CAP };
+    (unsigned long long)srv->cfg.tenant_quota_mb << 20, ux_volume_charge(), UX_SVC_LOG_CAP, operator };
   if (ux_ledger_open(srv->store, srv->cfg.data, &lim, err, sizeof err) != 0) {
     fprintf(stderr, "unsandboxd: %s\n", err);
     return -1;

@@ -23,7 +23,7 @@ static const char CP_TABLES[] =
   "CREATE TABLE IF NOT EXISTS cp_object_versions(bucket TEXT, key TEXT, ordinal INTEGER,"
   "  version_id TEXT UNIQUE, delete_marker INTEGER, bytes INTEGER);";
 
-static const ux_ledger_limits LIMITS = { 1000, 600, 500, 100, 10 };
+static const ux_ledger_limits LIMITS = { 1000, 600, 500, 100, 10, "tenant/op" };
 
 static ux_store *open_all(const char *dir) {
   char err[256];
@@ -60,6 +60,10 @@ static void test_limits(ux_store *st) {
   ok(ux_ledger_grow(st, "jobs/j1", 1) == UX_LEDGER_QUOTA, "... but not past the quota");
   ux_ledger_cancel(st, "jobs/j1");
   ok(used(st, NULL) == 0, "cancelled reservations are gone");
+  ok(ux_ledger_reserve(st, "tenant/x", UX_LEDGER_VOLUME, "cp_workspaces/x", 800) == UX_LEDGER_QUOTA &&
+     ux_ledger_reserve(st, "tenant/op", UX_LEDGER_VOLUME, "cp_workspaces/op", 800) == UX_LEDGER_OK,
+     "the operator is bounded by the budget only, a tenant by its quota");
+  ux_ledger_cancel(st, "cp_workspaces/op");
 }
 
 static json_t *job_doc(const char *id, const char *status, const char *out) {

@@ -112,10 +112,6 @@ unsigned long long ux_jobs_doc_bound(const ux_exec_spec *spec) {
   return b;
 }
 
-/* Makes doc fit what the job reserved: the reservation grows when the
-** document came out larger; when the key has no room for that, the
-** document is kept without its output, and says so. So no document
-** takes more than the ledger counts. */
 /* What doc can take at most as JSON text (every string byte escaped to
 ** six), cheaply: most documents are far below their reservation. */
 static size_t doc_most(const json_t *doc) {
@@ -129,6 +125,10 @@ static size_t doc_most(const json_t *doc) {
   return n;
 }
 
+/* Makes doc fit what the job reserved: the reservation grows when the
+** document came out larger; when the key has no room for that, the
+** document is kept without its output, and says so. So no document
+** takes more than the ledger counts. */
 static void fit_document(ux_jobs *js, ux_job *j, json_t *doc) {
   if (doc_most(doc) <= j->reserved) return;
   size_t need = json_dumpb(doc, NULL, 0, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);

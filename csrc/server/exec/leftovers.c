@@ -28,13 +28,23 @@ static int has_row(ux_server *srv, const char *table, const char *id) {
   return rc;
 }
 
+/* DATA/<sub> (its path in dir), opened without following a link, for
+** listing; NULL when it is not there. These directories are the
+** server's own: no sandbox can write them. */
+static DIR *list_of(ux_server *srv, const char *sub, char *dir, size_t len) {
+  if (ux_path(dir, len, "%s/%s", srv->cfg.data, sub) < 0) return NULL;
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d && fd >= 0) close(fd);
+  return d;
+}
+
 /* The volumes of DATA/<sub>/: those without a row of table go, the
 ** others lose what a cut-short restore left. */
 static int sweep_volumes(ux_server *srv, const char *sub, const char *table) {
   char dir[4200], path[4500];
   int n = 0;
-  if (ux_path(dir, sizeof dir, "%s/%s", srv->cfg.data, sub) < 0) return 0;
-  DIR *d = opendir(dir);
+  DIR *d = list_of(srv, sub, dir, sizeof dir);
   if (!d) return 0;
   struct dirent *e;
   while ((e = readdir(d))) {
@@ -55,8 +65,7 @@ static int sweep_volumes(ux_server *srv, const char *sub, const char *table) {
 static int sweep_archives(ux_server *srv, const char *sub, const char *table) {
   char dir[4200], id[256];
   int n = 0;
-  if (ux_path(dir, sizeof dir, "%s/%s", srv->cfg.data, sub) < 0) return 0;
-  DIR *d = opendir(dir);
+  DIR *d = list_of(srv, sub, dir, sizeof dir);
   if (!d) return 0;
   struct dirent *e;
   while ((e = readdir(d))) {

@@ -49,6 +49,7 @@ void ux_ledger_limits_of(ux_store *st, ux_ledger_limits *out) {
 
 /* The quota of a party, from the kind its name says. Locked. */
 static unsigned long long quota_of(ux_store *st, const char *party) {
+  if (st->operator_party[0] && !strcmp(party, st->operator_party)) return st->budget;
   if (!strncmp(party, "key/", 4)) return st->key_quota;
   if (!strncmp(party, "tenant/", 7)) return st->tenant_quota;
   return st->budget;

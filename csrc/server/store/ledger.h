@@ -55,6 +55,8 @@ typedef struct ux_ledger_limits {
   unsigned long long tenant_quota;  /* one Control Plane tenant; 0 = a quarter */
   unsigned long long volume_bytes;  /* what a volume without an item is charged */
   unsigned long long log_bytes;     /* what a service's log is charged */
+  const char *operator_party;       /* bounded by the budget only (the Control
+                                       Plane's operator), or NULL */
 } ux_ledger_limits;
 
 /* Parties: "key/<public key>", "tenant/<id>". */

@@ -264,6 +264,7 @@ int ux_ledger_open(ux_store *st, const char *data_dir, const ux_ledger_limits *l
   st->budget = budget;
   st->key_quota = lim->key_quota ? lim->key_quota : budget / 4;
   st->tenant_quota = lim->tenant_quota ? lim->tenant_quota : budget / 4;
+  snprintf(st->operator_party, sizeof st->operator_party, "%s", lim->operator_party ? lim->operator_party : "");
   pthread_mutex_unlock(&st->mu);
   return 0;
 }

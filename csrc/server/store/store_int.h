@@ -35,6 +35,7 @@ struct ux_store {
   /* the ledger's limits, settled once by ux_ledger_open, and its
   ** reservations: in memory, so a crash leaves none behind */
   unsigned long long budget, key_quota, tenant_quota;
+  char operator_party[200];
   ux_ledger_hold *holds;
   size_t n_holds, cap_holds;
 };
