@@ -283,6 +283,22 @@ describe("storage across a crash #integration", function()
   end)
 end)
 
+describe("the default quotas #integration", function()
+  it("are a quarter of the budget, but never less than one volume and a sixteenth", function()
+    local small = server.start { args = { "--disk-mb", "16", "--disk-budget-mb", "32" } }
+    finally(function() stop_all(small) end)
+    local c = client(small)
+    local h = health(c)
+    local first = call(c, "POST", "/sessions", {})
+    local second = call(c, "POST", "/sessions", {})
+    c:close()
+    assert.are.equal(17 * MiB, h.key_quota_bytes)   -- a quarter (8 MiB) would allow no session
+    assert.are.equal(17 * MiB, h.tenant_quota_bytes)
+    assert.are.equal(201, first.status)
+    assert.are.equal(507, second.status)
+  end)
+end)
+
 describe("a job document larger than its reservation #integration", function()
   it("grows it when the key has room, and is kept without its output when it has not", function()
     -- a control byte takes six bytes of JSON: 1 MB of output, 6 MB of document

@@ -51,8 +51,9 @@ enum {
 
 typedef struct ux_ledger_limits {
   unsigned long long budget;        /* everything together; 0 = the default */
-  unsigned long long key_quota;     /* one execution API key; 0 = a quarter of the budget */
-  unsigned long long tenant_quota;  /* one Control Plane tenant; 0 = a quarter */
+  unsigned long long key_quota;     /* one execution API key; 0 = a quarter of the
+                                       budget, at least a volume and a sixteenth */
+  unsigned long long tenant_quota;  /* one Control Plane tenant; 0 = the same */
   unsigned long long volume_bytes;  /* what a volume without an item is charged */
   unsigned long long log_bytes;     /* what a service's log is charged */
   const char *operator_party;       /* bounded by the budget only (the Control
@@ -70,7 +71,8 @@ void ux_ledger_item(char *out, size_t len, const char *table, const char *id);
 /* Creates the triggers on the tables the ledger follows (every one must
 ** exist by then), settles the counted items with the rows, and the
 ** limits: a budget of 0 becomes what is counted plus half the free space
-** of data_dir's file system, a quota of 0 a quarter of the budget. Its
+** of data_dir's file system, a quota of 0 a quarter of the budget (at
+** least a volume and a sixteenth more, at most the budget). Its
 ** tables exist from ux_store_open on, so reservations work before (with
 ** no limit). 0, or -1 with err. */
 int ux_ledger_open(ux_store *st, const char *data_dir, const ux_ledger_limits *lim,

@@ -260,10 +260,15 @@ int ux_ledger_open(ux_store *st, const char *data_dir, const ux_ledger_limits *l
     return -1;
   }
   unsigned long long budget = lim->budget ? lim->budget : default_budget(st, data_dir);
+  /* a quarter of the budget, so it takes four parties to fill it; but on
+  ** a small disk at least one volume and a sixteenth more (its jobs'
+  ** output), or a party could not even have a session */
+  unsigned long long quota = budget / 4, least = lim->volume_bytes + lim->volume_bytes / 16;
+  if (quota < least) quota = least < budget ? least : budget;
   pthread_mutex_lock(&st->mu);
   st->budget = budget;
-  st->key_quota = lim->key_quota ? lim->key_quota : budget / 4;
-  st->tenant_quota = lim->tenant_quota ? lim->tenant_quota : budget / 4;
+  st->key_quota = lim->key_quota ? lim->key_quota : quota;
+  st->tenant_quota = lim->tenant_quota ? lim->tenant_quota : quota;
   snprintf(st->operator_party, sizeof st->operator_party, "%s", lim->operator_party ? lim->operator_party : "");
   pthread_mutex_unlock(&st->mu);
   return 0;
