@@ -28,17 +28,21 @@
 #include "server/http/faults.h"
 #include "server/cli.h"
 #include "server/cp/cp.h"
+#include "server/cp/cp_auth.h"
 #include "server/cp/runtime.h"
 #include "server/fsutil.h"
 #include "server/mem.h"
 #include "server/http/http.h"
 #include "server/http/limits.h"
+#include "server/exec/expiry.h"
 #include "server/exec/jobs.h"
+#include "server/exec/leftovers.h"
 #include "server/store/keys.h"
 #include "server/http/routes.h"
 #include "server/sandbox/archive.h"
 #include "server/sandbox/runner.h"
 #include "server/sandbox/volume.h"
+#include "server/store/ledger.h"
 #include "server/store/store.h"
 #include "server/exec/svc.h"
 
@@ -69,8 +73,16 @@ static void usage(FILE *f) {
     "  --max-body BYTES     largest request body (default 8388608)\n"
     "  --disk-mb N          disk of every session and service, and the size of an\n"
     "                       execute run's work directory (default 1024)\n"
-    "  --disk-budget-mb N   most disk all sessions and services may claim together\n"
+    "  --disk-budget-mb N   most disk everything stored may take together: volumes,\n"
+    "                       snapshots, images, job output, objects, checkpoints\n"
     "                       (default: half the free space of the data directory)\n"
+    "  --key-quota-mb N     most one execution API key may store (default: a quarter\n"
+    "                       of the budget, at least one volume and a sixteenth; beyond:\n"
+    "                       507 insufficient_storage)\n"
+    "  --tenant-quota-mb N  most one Control Plane tenant may store (default: as for a\n"
+    "                       key; beyond: 429)\n"
+    "  --job-retention S    finished jobs are removed S seconds after they ended, and\n"
+    "                       their output with them (default 86400: a day)\n"
     "  --enable-faults      allow POST /_faults (tests only)\n"
     "  --lenient            also accept the SDKs' variant signatures (path with query;\n"
     "                       \"\" for a {} body) and variant routes and keys (spec 8)\n"
@@ -104,7 +116,7 @@ static void usage(FILE *f) {
 
 static void parse_args(int argc, char **argv, ux_config *cfg) {
   enum { OPT_LISTEN = 256, OPT_DATA, OPT_DEV, OPT_SYNC, OPT_WORKERS, OPT_QUEUE, OPT_BODY,
-         OPT_DISK, OPT_BUDGET, OPT_AGENT, OPT_FAULTS, OPT_LENIENT, OPT_CGROUPS, OPT_POOL, OPT_POOL_SHAPES,
+         OPT_DISK, OPT_BUDGET, OPT_KEY_QUOTA, OPT_TENANT_QUOTA, OPT_RETENTION, OPT_AGENT, OPT_FAULTS, OPT_LENIENT, OPT_CGROUPS, OPT_POOL, OPT_POOL_SHAPES,
          OPT_CP_LISTEN, OPT_REGISTRIES, OPT_TOKEN_TTL, OPT_IDLE_TTL, OPT_HARD_TTL, OPT_MAX_RT,
          OPT_OBJ_XFERS, OPT_VERSION, OPT_HELP };
   static const struct option opts[] = {
@@ -117,6 +129,9 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     { "max-body", required_argument, NULL, OPT_BODY },
     { "disk-mb", required_argument, NULL, OPT_DISK },
     { "disk-budget-mb", required_argument, NULL, OPT_BUDGET },
+    { "key-quota-mb", required_argument, NULL, OPT_KEY_QUOTA },
+    { "tenant-quota-mb", required_argument, NULL, OPT_TENANT_QUOTA },
+    { "job-retention", required_argument, NULL, OPT_RETENTION },
     { "enable-faults", no_argument, NULL, OPT_FAULTS },
     { "lenient", no_argument, NULL, OPT_LENIENT },
     { "cgroups", required_argument, NULL, OPT_CGROUPS },
@@ -143,6 +158,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
   cfg->max_body = 8u << 20;
   cfg->cgroups = 1;
   cfg->disk_mb = 1024;
+  cfg->job_retention_s = 86400;
   cfg->cp_listen = "127.0.0.1:0";
   cfg->cp_token_ttl_s = 900;
   cfg->cp_idle_ttl_s = 1800;
@@ -162,6 +178,13 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     case OPT_BODY: cfg->max_body = (size_t)ux_parse_num("--max-body", optarg, 1, 1L << 30); break;
     case OPT_DISK: cfg->disk_mb = ux_parse_num("--disk-mb", optarg, 16, 1L << 20); break;
     case OPT_BUDGET: cfg->disk_budget_mb = ux_parse_num("--disk-budget-mb", optarg, 16, 1L << 30); break;
+    case OPT_KEY_QUOTA: cfg->key_quota_mb = ux_parse_num("--key-quota-mb", optarg, 1, 1L << 30); break;
+    case OPT_TENANT_QUOTA:
+      cfg->tenant_quota_mb = ux_parse_num("--tenant-quota-mb", optarg, 1, 1L << 30);
+      break;
+    case OPT_RETENTION:
+      cfg->job_retention_s = ux_parse_num("--job-retention", optarg, 1, 10L * 365 * 86400);
+      break;
     case OPT_FAULTS: cfg->enable_faults = 1; break;
     case OPT_LENIENT: cfg->lenient = 1; break;
     case OPT_AGENT: cfg->agent = optarg; break;
@@ -235,8 +258,9 @@ static int start_listeners(ux_server *srv, listeners *l, char *err, size_t errle
 ** answered until the drain deadline. A handler still blocked then may be
 ** using any shared state, so nothing is freed and the process leaves with
 ** _exit. */
-static void shut_down(ux_server *srv, listeners *l) {
+static void shut_down(ux_server *srv, listeners *l, ux_expiry *expiry) {
   long deadline = ux_now_ms() + UX_HTTP_DRAIN_MS;
+  ux_expiry_stop(expiry);
   ux_cp_shutting_down(srv->cp);
   ux_http_quiesce(l->exec);
   ux_http_quiesce(l->cp);
@@ -284,8 +308,7 @@ static int prepare_sandbox(ux_config *cfg, ux_isolation *iso, char *volumes, siz
     fprintf(stderr, "unsandboxd: cannot create %s/tmp\n", cfg->data);
     return -1;
   }
-  if (ux_volume_init(cfg->data, (unsigned long long)cfg->disk_mb << 20,
-                     (unsigned long long)cfg->disk_budget_mb << 20, volumes, vlen,
+  if (ux_volume_init(cfg->data, (unsigned long long)cfg->disk_mb << 20, volumes, vlen,
                      err, sizeof err) != 0) {
     fprintf(stderr, "unsandboxd: %s\n", err);
     return -1;
@@ -321,6 +344,28 @@ static int prepare_sandbox(ux_config *cfg, ux_isolation *iso, char *volumes, siz
   return 0;
 }
 
+/* The ledger of stored bytes with the configured limits; its line for
+** the log in desc. 0, or -1 (logged). */
+static int open_ledger(ux_server *srv, char *desc, size_t desclen) {
+  char err[300], operator[UX_LEDGER_PARTY_MAX];
+  /* quotas keep tenants apart; the platform's operator is none of them */
+  ux_ledger_tenant(operator, sizeof operator, UX_CP_OPERATOR_TENANT);
+  ux_ledger_limits lim = {
+    (unsigned long long)srv->cfg.disk_budget_mb << 20, (unsigned long long)srv->cfg.key_quota_mb << 20,
+    (unsigned long long)srv->cfg.tenant_quota_mb << 20, ux_volume_charge(), UX_SVC_LOG_CAP, operator };
+  if (ux_ledger_open(srv->store, srv->cfg.data, &lim, err, sizeof err) != 0) {
+    fprintf(stderr, "unsandboxd: %s\n", err);
+    return -1;
+  }
+  ux_ledger_usage u;
+  ux_ledger_limits_of(srv->store, &lim);
+  ux_ledger_usage_of(srv->store, NULL, &u);
+  snprintf(desc, desclen, "storage: %llu of %llu MiB used; at most %llu MiB per key, %llu MiB per"
+           " tenant; finished jobs kept %ld s", u.used >> 20, lim.budget >> 20, lim.key_quota >> 20,
+           lim.tenant_quota >> 20, srv->cfg.job_retention_s);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   char err[512];
   ux_mem_init();                       /* before any JSON value: mem.h's policy */
@@ -337,6 +382,7 @@ int main(int argc, char **argv) {
   if (!srv.store) { fprintf(stderr, "unsandboxd: %s\n", err); return 1; }
   int lost = ux_store_recover_jobs(srv.store, ux_now());
   if (lost > 0) fprintf(stderr, "unsandboxd: %d unfinished job(s) marked failed (server restarted)\n", lost);
+  ux_leftovers_sweep(&srv);            /* before anything new is made */
   char pk[UX_PK_LEN + 1], sk[UX_SK_LEN + 1];
   if (srv.cfg.dev_keys && ux_store_dev_key(srv.store, pk, sizeof pk, sk, sizeof sk) < 0 &&
       ux_keys_add(srv.store, pk, sk, 1) < 0) {
@@ -351,6 +397,13 @@ int main(int argc, char **argv) {
   ux_services_resume(&srv);
 
   if (!(srv.cp = ux_cp_new(&srv, err, sizeof err))) { fprintf(stderr, "unsandboxd: %s\n", err); return 1; }
+  /* every table it follows exists now, and the jobs a crash left are
+  ** final (ux_store_recover_jobs): the ledger settles with the rows */
+  char storage[300];
+  if (open_ledger(&srv, storage, sizeof storage) != 0) return 1;
+  ux_jobs_set_retention(srv.jobs, srv.cfg.job_retention_s);
+  ux_expiry *expiry = ux_expiry_start(srv.store, srv.cfg.job_retention_s);
+  if (!expiry) { fprintf(stderr, "unsandboxd: cannot start the expiry of finished jobs\n"); return 1; }
   listeners l;
   memset(&l, 0, sizeof l);
   if (start_listeners(&srv, &l, err, sizeof err) != 0) { fprintf(stderr, "unsandboxd: %s\n", err); return 1; }
@@ -364,6 +417,7 @@ int main(int argc, char **argv) {
           " queue %d%s); isolation: %s\n", UNSB_VERSION, l.exec_url, l.cp_url, srv.cfg.data, srv.cfg.workers, srv.cfg.queue,
           srv.cfg.enable_faults ? ", faults enabled" : "", iso.detail);
   fprintf(stderr, "unsandboxd: %s\n", volumes);
+  fprintf(stderr, "unsandboxd: %s\n", storage);
   if (srv.cfg.pool)
     fprintf(stderr, "unsandboxd: %d sandbox(es) started ahead per shape (%s)\n", srv.cfg.pool,
             srv.cfg.pool_shapes ? srv.cfg.pool_shapes : UX_POOL_DEFAULT_SHAPES);
@@ -372,7 +426,7 @@ int main(int argc, char **argv) {
   while (read(signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {}
   fprintf(stderr, "unsandboxd: signal %d, shutting down\n", sig);
 
-  shut_down(&srv, &l);
+  shut_down(&srv, &l, expiry);
   fprintf(stderr, "unsandboxd: stopped\n");
   return 0;
 }

@@ -5,6 +5,7 @@
 #include "server/mem.h"
 
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,16 @@ char *ux_xstrndup(const char *s, size_t n) {
   memcpy(p, s, len);
   p[len] = '\0';
   return p;
+}
+
+char *ux_xasprintf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = NULL;
+  int n = vasprintf(&s, fmt, ap);
+  va_end(ap);
+  if (n < 0) ux_oom(strlen(fmt));
+  return s;
 }
 
 void ux_mem_init(void) { json_set_alloc_funcs(ux_xmalloc, free); }

@@ -26,6 +26,8 @@ void *ux_xcalloc(size_t n, size_t size);
 void *ux_xrealloc(void *p, size_t n);
 char *ux_xstrdup(const char *s);
 char *ux_xstrndup(const char *s, size_t n);
+/* A formatted string in new memory (vasprintf under the same policy). */
+char *ux_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Writes "unsandboxd: out of memory (N bytes)" and aborts. */
 _Noreturn void ux_oom(size_t n);

@@ -26,7 +26,10 @@ typedef struct ux_config {
   int queue;
   size_t max_body;
   long disk_mb;           /* size of every volume (volume.h) */
-  long disk_budget_mb;    /* all persistent volumes together; 0 = half the free space */
+  long disk_budget_mb;    /* everything stored (store/ledger.h); 0 = half the free space */
+  long key_quota_mb;      /* what one execution API key may store; 0 = a quarter of the budget */
+  long tenant_quota_mb;   /* what one Control Plane tenant may store; 0 = a quarter */
+  long job_retention_s;   /* finished jobs are removed this long after they ended */
   int enable_faults;
   int lenient;            /* --lenient: the variant signatures and routes of spec §8 */
   const char *agent;      /* --agent: unsandboxd-agent; NULL = next to us */

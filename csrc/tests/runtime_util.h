@@ -60,7 +60,7 @@ static __attribute__((unused)) int rt_setup(const char *tag) {
   char desc[400], err[400], tmp[PATH_MAX + 8];
   snprintf(tmp, sizeof tmp, "%s/tmp", rt_data);
   if (mkdir(tmp, 0700) != 0) { printf("Bail out! mkdir tmp\n"); exit(1); }
-  if (ux_volume_init(rt_data, 64ull << 20, 0, desc, sizeof desc, err, sizeof err) != 0) {
+  if (ux_volume_init(rt_data, 64ull << 20, desc, sizeof desc, err, sizeof err) != 0) {
     printf("Bail out! volumes: %s\n", err);
     exit(1);
   }

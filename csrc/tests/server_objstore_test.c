@@ -43,7 +43,7 @@ static int count_files(const char *sub) {
 static int put(const char *key, const char *content, size_t len, unsigned long long max,
                const char *sha, ux_obj_meta *m) {
   ux_objput *p;
-  int rc = ux_objput_begin(os, B, key, "text/plain", max, sha, &p);
+  int rc = ux_objput_begin(os, "tenant/t", B, key, "text/plain", max, 0, sha, &p);
   if (rc) return rc;
   rc = ux_objput_write(p, content, len);
   if (rc) { ux_objput_abort(p); return rc; }
@@ -107,13 +107,13 @@ static void refused_uploads(void) {
   ok(put("k/big", "1234", 4, 4, NULL, &m) == UX_OBJ_OK, "exactly max_bytes is fine");
   blobs++;
   ux_objput *p;
-  ux_objput_begin(os, B, "k/big2", NULL, 10, NULL, &p);
+  ux_objput_begin(os, "tenant/t", B, "k/big2", NULL, 10, 0, NULL, &p);
   ok(ux_objput_write(p, "123456", 6) == UX_OBJ_OK && ux_objput_write(p, "12345", 5) == UX_OBJ_ETOOBIG &&
      ux_objput_write(p, "1", 1) == UX_OBJ_ETOOBIG, "the limit counts across writes and sticks");
   ok(ux_objput_commit(p, &m) == UX_OBJ_ETOOBIG, "commit after an overflow is refused");
   ok(put("k/sha", "hello", 5, 100, "0000000000000000000000000000000000000000000000000000000000000000",
          &m) == UX_OBJ_ESHA, "a sha256 mismatch is refused");
-  ux_objput_begin(os, B, "k/cut", NULL, 100, NULL, &p);
+  ux_objput_begin(os, "tenant/t", B, "k/cut", NULL, 100, 0, NULL, &p);
   ux_objput_write(p, "partial", 7);
   ok(count_files("tmp") == 1, "an upload in progress is a temporary file");
   ux_objput_abort(p);
@@ -335,7 +335,7 @@ static int put_from_pipe(size_t bytes, unsigned long long max, ux_obj_meta *m) {
   pthread_t th;
   pthread_create(&th, NULL, feed, &f);
   ux_objput *put;
-  ux_objput_begin(os, B, "f/piped", NULL, max, NULL, &put);
+  ux_objput_begin(os, "tenant/t", B, "f/piped", NULL, max, 0, NULL, &put);
   int rc = ux_objput_from_fd(put, p[0]);
   close(p[0]);
   pthread_join(th, NULL);

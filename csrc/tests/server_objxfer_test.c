@@ -37,7 +37,7 @@ static void handle(void *ctx, ux_req *r) {
   if (!strcmp(r->method, "PUT")) {
     const char *sha = ux_req_query(r, "sha");
     ux_obj_meta m;
-    int status = ux_objxfer_receive(r, os, B, key, "application/x-test", MAX, sha ? sha : "", &m, err, sizeof err);
+    int status = ux_objxfer_receive(r, os, "t", B, key, "application/x-test", MAX, sha ? sha : "", &m, err, sizeof err);
     if (status == 201) ux_reply_json(r, 201, json_pack("{s:s, s:I}", "sha256", m.sha256, "bytes", (json_int_t)m.bytes));
     else if (status > 0) ux_reply_json(r, status, json_pack("{s:s}", "error", err));
     else ux_reply_json(r, 499, json_pack("{s:s}", "error", "gone"));

@@ -107,7 +107,7 @@ static void test_mem(void) {
 static void test_archive_unset(void) {
   char err[128];
   memset(err, 'X', sizeof err);            /* what an unset buffer would print */
-  ok(ux_archive_tree(-1, -1, NULL, err, sizeof err) == -1, "archiving without the agent fails");
+  ok(ux_archive_tree(-1, -1, NULL, 0, err, sizeof err) == -1, "archiving without the agent fails");
   is_str(err, "the agent is not set up", "... with a message, never an unset buffer");
 }
 

@@ -121,6 +121,13 @@ int ux_cp_fail_req(ux_req *r, int status, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
 /* 503 "control plane store unavailable: <what>" when the store broke. */
 int ux_cp_store_failed(ux_cp_call *c, const char *what);
+/* The platform's 429 for a write the ledger refused (store/ledger.h):
+** UX_LEDGER_QUOTA "storage limit reached for tenant <t>", UX_LEDGER_BUDGET
+** "storage capacity is exhausted; this is transient, retry later" (as its
+** runtime capacity says); anything else the store's 503. */
+int ux_cp_storage_refused(ux_cp_call *c, int refusal, const char *tenant);
+/* The text of that 429 (QUOTA or BUDGET). */
+void ux_cp_storage_text(int refusal, const char *tenant, char *out, size_t len);
 
 /* Query flags of the spec: true for "1", "true", "yes". */
 int ux_cp_flag(const ux_req *r, const char *name);

@@ -178,7 +178,7 @@ int ux_cp_authenticate(ux_cp_call *c, ux_cred cred, const char *scope_id) {
 ** ---------------------------------------------------------------- */
 
 const char *ux_cp_home_tenant(const ux_identity *id) {
-  return id->tenant[0] ? id->tenant : "management";
+  return id->tenant[0] ? id->tenant : UX_CP_OPERATOR_TENANT;
 }
 
 int ux_cp_visible(const ux_identity *id, const json_t *ws) {

@@ -46,7 +46,9 @@ json_t *ux_cp_own_sandbox(ux_cp_call *c, const char *sb_id);
 int ux_cp_visible(const ux_identity *id, const json_t *ws_row);
 
 /* The tenant whose namespace new workspaces of id go to: its own, the
-** admin's X-Sandbox-Tenant, or "management" for the tenant-less admin. */
+** admin's X-Sandbox-Tenant, or UX_CP_OPERATOR_TENANT for the tenant-less
+** admin (a reserved id: no tenant can be made with it). */
+#define UX_CP_OPERATOR_TENANT "management"
 const char *ux_cp_home_tenant(const ux_identity *id);
 
 /* A scoped token (kind "workspace" or "sandbox") for sub, with the owner

@@ -14,13 +14,17 @@
 #include <unistd.h>
 
 #include "server/cp/cp_checkpoints.h"
+#include "server/cp/cp_auth.h"
 #include "server/cp/cp_handlers.h"
+#include "server/cp/cp_objects.h"
 #include "server/cp/objstore.h"
 #include "server/cp/objxfer.h"
 #include "server/cp/runtime.h"
 #include "server/fsutil.h"
 #include "server/ids.h"
 #include "server/sandbox/volume.h"
+#include "server/store/db.h"
+#include "server/store/ledger.h"
 
 #define BUCKET "sandbox-workspaces"
 #define SUFFIX ".tar.gz"
@@ -44,17 +48,28 @@ static unsigned long long max_bytes(void) {
   return v ? v : UX_OBJ_MAX_BYTES;
 }
 
+/* The tenant whose storage a workspace's checkpoints take. */
+static void tenant_of(ux_cp_call *c, const char *ws, char *tenant, size_t len) {
+  json_t *row = ux_db_row(c->cp->srv->store, "SELECT tenant FROM cp_workspaces WHERE id = ?1", "s", ws);
+  snprintf(tenant, len, "%s", json_string_value(json_object_get(row, "tenant")) ?
+           json_string_value(json_object_get(row, "tenant")) : ux_cp_home_tenant(&c->id));
+  json_decref(row);
+}
+
 int ux_cp_checkpoint_create(ux_cp_call *c) {
   const char *ws = c->param[0];
-  char cp[64], rnd[16], key[256], err[512] = "";
+  char cp[64], rnd[16], key[256], err[512] = "", tenant[64], party[UX_LEDGER_PARTY_MAX];
   ux_rt *rt = runtime_or_400(c, ws, "checkpoint");
   if (!rt) return -1;
   ux_random_id(rnd, sizeof rnd, "", 4);
   snprintf(cp, sizeof cp, "cp-%ld-%s", ux_now(), rnd);
   key_of(ws, cp, key, sizeof key);
+  tenant_of(c, ws, tenant, sizeof tenant);
+  ux_ledger_tenant(party, sizeof party, tenant);
   ux_objput *put = NULL;
   ux_obj_meta m;
-  int rc = ux_objput_begin(c->cp->objects, BUCKET, key, "application/gzip", max_bytes(), NULL, &put);
+  /* its length is known only at the end: the reservation grows ahead of the bytes */
+  int rc = ux_objput_begin(c->cp->objects, party, BUCKET, key, "application/gzip", max_bytes(), 0, NULL, &put);
   json_t *req = json_pack("{s:s,s:[s],s:I}", "op", "checkpoint", "exclude", ".sandbox",
                           "max_bytes", (json_int_t)max_bytes());
   int status = rc != UX_OBJ_OK || !req ? 500
@@ -62,7 +77,9 @@ int ux_cp_checkpoint_create(ux_cp_call *c) {
   json_decref(req);
   ux_rt_put(rt);
   if (status != 0) {
+    int why = put ? ux_objput_failure(put) : rc;
     if (put) ux_objput_abort(put);
+    if (why == UX_OBJ_EQUOTA || why == UX_OBJ_EBUDGET) return ux_cp_obj_put_fail(c, why, tenant);
     return ux_cp_fail(c, status, "%s", err[0] ? err : "cannot store the checkpoint");
   }
   if ((rc = ux_objput_commit(put, &m)) != UX_OBJ_OK)

@@ -13,6 +13,7 @@
 #include "server/http/counters.h"
 #include "server/cp/runtime.h"
 #include "server/store/db.h"
+#include "server/store/ledger.h"
 
 int ux_cp_livez(ux_cp_call *c) {
   return ux_cp_ok(c, 200, json_pack("{s:s}", "status", "alive"));
@@ -44,7 +45,7 @@ int ux_cp_metrics_route(ux_cp_call *c) {
   json_t *n = ux_db_row(c->cp->srv->store, "SELECT count(*) AS n FROM cp_workspaces", "");
   json_t *live = ux_db_row(c->cp->srv->store,
     "SELECT count(*) AS n FROM cp_sandboxes WHERE status = 'live'", "");
-  char gauges[512];
+  char gauges[2048];
   int g = snprintf(gauges, sizeof gauges,
     "# HELP sandbox_control_plane_workspaces Workspaces in the store.\n"
     "# TYPE sandbox_control_plane_workspaces gauge\n"
@@ -56,6 +57,21 @@ int ux_cp_metrics_route(ux_cp_call *c) {
     (long long)json_integer_value(json_object_get(live, "n")));
   json_decref(n);
   json_decref(live);
+  ux_ledger_usage u;
+  if (g > 0 && (size_t)g < sizeof gauges && ux_ledger_usage_of(c->cp->srv->store, NULL, &u) == 0) {
+    g += snprintf(gauges + g, sizeof gauges - (size_t)g,
+      "# HELP sandbox_control_plane_storage_bytes Bytes stored by all tenants and keys, by kind.\n"
+      "# TYPE sandbox_control_plane_storage_bytes gauge\n");
+    for (int k = 0; k < UX_LEDGER_KINDS && (size_t)g < sizeof gauges; k++)
+      g += snprintf(gauges + g, sizeof gauges - (size_t)g, "sandbox_control_plane_storage_bytes{kind=\"%s\"} %llu\n",
+                    ux_ledger_kind_name((ux_ledger_kind)k), u.kind[k].bytes);
+    if ((size_t)g < sizeof gauges)
+      g += snprintf(gauges + g, sizeof gauges - (size_t)g,
+        "# HELP sandbox_control_plane_storage_budget_bytes The most all of it may take.\n"
+        "# TYPE sandbox_control_plane_storage_budget_bytes gauge\n"
+        "sandbox_control_plane_storage_budget_bytes %llu\n", u.limit);
+  }
+  if (g < 0 || (size_t)g >= sizeof gauges) g = (int)strlen(gauges);
   char *all = text ? realloc(text, len + (size_t)g + 1) : NULL;
   if (!all) { free(text); return ux_cp_fail(c, 500, "out of memory"); }
   memcpy(all + len, gauges, (size_t)g + 1);
@@ -158,6 +174,15 @@ int ux_cp_monitoring(ux_cp_call *c) {
       "cpus", (int)sysconf(_SC_NPROCESSORS_ONLN), "runtime", "bubblewrap"));
   }
   json_t *metrics = json_pack("{s:I}", "runtimes_live", (json_int_t)json_array_size(runtimes));
+  /* storage: a tenant's own against its quota; the cluster's against the budget */
+  char party[UX_LEDGER_PARTY_MAX];
+  ux_ledger_usage u;
+  if (c->id.tenant[0]) ux_ledger_tenant(party, sizeof party, c->id.tenant);
+  if (ux_ledger_usage_of(c->cp->srv->store, c->id.tenant[0] ? party : NULL, &u) == 0) {
+    json_object_set_new(metrics, "storage_used_bytes", json_integer((json_int_t)u.used));
+    json_object_set_new(metrics, c->id.tenant[0] ? "storage_quota_bytes" : "storage_budget_bytes",
+                        json_integer((json_int_t)u.limit));
+  }
   return ux_cp_ok(c, 200, json_pack("{s:s,s:b,s:o,s:o,s:o}", "scope", cluster ? "cluster" : "tenant",
     "nodes_visible", cluster, "metrics", metrics, "nodes", nodes, "runtimes", runtimes));
 }

@@ -18,6 +18,7 @@
 #include "server/cp/cp_audit.h"
 #include "server/cp/cp_handlers.h"
 #include "server/cp/objreq.h"
+#include "server/store/ledger.h"
 
 /* ------------------------------------------------------------------
 ** Shared by the object handlers (cp_objects.h)
@@ -62,6 +63,17 @@ int ux_cp_obj_fail(ux_cp_call *c, int rc) {
   case UX_OBJ_EBUSY: return ux_cp_fail(c, 503, "object transfer queue is full; retry later");
   default: return ux_cp_fail(c, 500, "object storage failed");
   }
+}
+
+void ux_cp_obj_party(const char *owner, char *party, size_t len, char *tenant, size_t tlen) {
+  snprintf(tenant, tlen, "%.*s", (int)strcspn(owner, "/"), owner);
+  ux_ledger_tenant(party, len, tenant);
+}
+
+int ux_cp_obj_put_fail(ux_cp_call *c, int rc, const char *tenant) {
+  if (rc == UX_OBJ_EQUOTA) return ux_cp_storage_refused(c, UX_LEDGER_QUOTA, tenant);
+  if (rc == UX_OBJ_EBUDGET) return ux_cp_storage_refused(c, UX_LEDGER_BUDGET, tenant);
+  return ux_cp_obj_fail(c, rc);
 }
 
 json_t *ux_cp_obj_head(const ux_objloc *l, const char *key) {
@@ -148,13 +160,16 @@ int ux_cp_obj_post(ux_cp_call *c) {
   if (ux_cp_obj_gate(c)) { free(data); return -1; }
   ux_objput *p;
   ux_obj_meta m;
-  int rc = ux_objput_begin(c->cp->objects, ux_objloc_bucket(l.scope), key, ctype, UX_OBJ_INLINE_MAX, sha, &p);
+  char party[UX_LEDGER_PARTY_MAX], tenant[UX_OBJ_OWNER_MAX + 1];
+  ux_cp_obj_party(l.owner, party, sizeof party, tenant, sizeof tenant);
+  int rc = ux_objput_begin(c->cp->objects, party, ux_objloc_bucket(l.scope), key, ctype, UX_OBJ_INLINE_MAX,
+                           len, sha, &p);
   if (rc == UX_OBJ_OK && (rc = ux_objput_write(p, data, len)) != UX_OBJ_OK) ux_objput_abort(p);
   else if (rc == UX_OBJ_OK) rc = ux_objput_commit(p, &m);
   free(data);
   ux_objstore_transfer_end(c->cp->objects);
   if (rc == UX_OBJ_ESHA) return ux_cp_fail(c, 400, "sha256 does not match the content; nothing was stored");
-  if (rc != UX_OBJ_OK) return ux_cp_obj_fail(c, rc);
+  if (rc != UX_OBJ_OK) return ux_cp_obj_put_fail(c, rc, tenant);
   json_t *v = ux_cp_obj_head(&l, key);
   json_object_set_new(v, "bytes", json_integer((json_int_t)m.bytes));
   json_object_set_new(v, "sha256", json_string(m.sha256));

@@ -28,6 +28,15 @@ int ux_cp_obj_gate(ux_cp_call *c);
 ** not found", 503 store unavailable, 500. Returns -1. */
 int ux_cp_obj_fail(ux_cp_call *c, int rc);
 
+/* The ledger party (store/ledger.h) that stores an owner's objects, its
+** tenant's ("<tenant>/<subject>"), and that tenant (tlen at least
+** UX_OBJ_OWNER_MAX + 1). */
+void ux_cp_obj_party(const char *owner, char *party, size_t len, char *tenant, size_t tlen);
+
+/* ux_cp_obj_fail for a write: UX_OBJ_EQUOTA and UX_OBJ_EBUDGET become the
+** platform's 429 (ux_cp_storage_refused) for tenant. Returns -1. */
+int ux_cp_obj_put_fail(ux_cp_call *c, int rc, const char *tenant);
+
 /* {scope, bucket, key} of a locator and key: the head of most replies. */
 json_t *ux_cp_obj_head(const ux_objloc *l, const char *key);
 

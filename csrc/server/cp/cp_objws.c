@@ -14,6 +14,7 @@
 #include "server/cp/objreq.h"
 #include "server/cp/objxfer.h"
 #include "server/cp/runtime.h"
+#include "server/store/ledger.h"
 
 #define NO_OWNER "workspace access token carries no owner claim; re-issue it with POST " \
   "/v1/workspaces for an owner (a tenant credential with X-Acting-Subject, or an admin's owner)"
@@ -98,17 +99,23 @@ int ux_cp_obj_export(ux_cp_call *c) {
   ux_objput *put;
   ux_obj_meta m;
   int st = 500;
-  int rc = ux_objput_begin(c->cp->objects, ux_objloc_bucket(l.scope), key,
+  char party[UX_LEDGER_PARTY_MAX], tenant[UX_OBJ_OWNER_MAX + 1];
+  ux_cp_obj_party(l.owner, party, sizeof party, tenant, sizeof tenant);
+  int rc = ux_objput_begin(c->cp->objects, party, ux_objloc_bucket(l.scope), key,
                            archive ? "application/gzip" : "application/octet-stream",
-                           UX_OBJ_MAX_BYTES, NULL, &put);
+                           UX_OBJ_MAX_BYTES, 0, NULL, &put);
   if (rc == UX_OBJ_OK) {
     st = ux_objxfer_export(rt, wspath, archive, put, err, sizeof err);
     if (st == 0) rc = ux_objput_commit(put, &m);
-    else ux_objput_abort(put);
+    else {
+      rc = ux_objput_failure(put);                /* the ledger's refusal, when that stopped it */
+      if (rc != UX_OBJ_EQUOTA && rc != UX_OBJ_EBUDGET) rc = UX_OBJ_OK;
+      ux_objput_abort(put);
+    }
   }
   ux_objstore_transfer_end(c->cp->objects);
   ux_rt_put(rt);
-  if (rc != UX_OBJ_OK) return ux_cp_obj_fail(c, rc);
+  if (rc != UX_OBJ_OK) return ux_cp_obj_put_fail(c, rc, tenant);
   if (st != 0) return ux_cp_fail(c, st, "%s", err);
   json_t *v = json_pack("{s:s, s:s, s:b, s:{s:s, s:s, s:s, s:I, s:s}}", "workspace_id", c->param[0],
                         "workspace_path", wspath, "archive", archive, "object",

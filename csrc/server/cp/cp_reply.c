@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "server/store/db.h"
+#include "server/store/ledger.h"
 
 static int fail_v(ux_req *r, int status, const char *fmt, va_list ap) {
   char text[600];
@@ -46,6 +47,19 @@ int ux_cp_ok(ux_cp_call *c, int status, json_t *json) {
 
 int ux_cp_store_failed(ux_cp_call *c, const char *what) {
   return ux_cp_fail(c, 503, "control plane store unavailable: %s", what);
+}
+
+void ux_cp_storage_text(int refusal, const char *tenant, char *out, size_t len) {
+  if (refusal == UX_LEDGER_QUOTA) snprintf(out, len, "storage limit reached for tenant %s", tenant);
+  else snprintf(out, len, "storage capacity is exhausted; this is transient, retry later");
+}
+
+int ux_cp_storage_refused(ux_cp_call *c, int refusal, const char *tenant) {
+  char text[200];
+  if (refusal != UX_LEDGER_QUOTA && refusal != UX_LEDGER_BUDGET)
+    return ux_cp_store_failed(c, "storage ledger");
+  ux_cp_storage_text(refusal, tenant, text, sizeof text);
+  return ux_cp_fail(c, 429, "%s", text);
 }
 
 int ux_cp_flag(const ux_req *r, const char *name) {

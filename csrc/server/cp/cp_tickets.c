@@ -21,6 +21,7 @@
 #include "server/cp/objxfer.h"
 #include "server/fsutil.h"
 #include "server/store/db.h"
+#include "server/store/ledger.h"
 
 #define BAD_TICKET "invalid, expired, or already used object ticket"
 
@@ -115,7 +116,11 @@ int ux_cp_content_put(ux_cp_call *c) {
   ux_obj_meta m;
   char err[256];
   if (spend(c, "upload", &t)) return -1;
-  int st = ux_objxfer_receive(c->r, c->cp->objects, t.bucket, t.key, t.content_type, t.max_bytes,
+  /* stored for the owner's tenant: the ticket's owner, else its key's */
+  char party[UX_LEDGER_PARTY_MAX], tenant[UX_OBJ_OWNER_MAX + 1];
+  ux_cp_obj_party(t.owner[0] || strncmp(t.key, "users/", 6) ? t.owner : t.key + 6, party, sizeof party,
+                  tenant, sizeof tenant);
+  int st = ux_objxfer_receive(c->r, c->cp->objects, tenant, t.bucket, t.key, t.content_type, t.max_bytes,
                               t.sha256, &m, err, sizeof err);
   ux_objstore_transfer_end(c->cp->objects);
   if (st < 0) return ux_cp_fail(c, 400, "the upload was cut off; nothing was stored");

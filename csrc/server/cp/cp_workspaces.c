@@ -25,6 +25,7 @@
 #include "server/sandbox/tree.h"
 #include "server/sandbox/volume.h"
 #include "server/store/db.h"
+#include "server/store/ledger.h"
 
 #define OWNER_TEXT UX_OBJREQ_OWNER_FORBIDDEN
 
@@ -138,26 +139,42 @@ static int record(ux_cp_call *c, const ux_ws_target *w, const char *owner) {
   return ux_db_tx(c->cp->srv->store, record_tx, &x) == 0 ? x.result : -1;
 }
 
-/* Makes the volume and its layout if it does not exist: 1 made, 0 there,
-** -1 failed (logged), -2 disk budget used up. */
-static int ensure_volume(ux_cp *cp, const char *ws_id) {
+/* Makes the volume and its layout if it does not exist, charged to the
+** tenant in the ledger before it is made: 1 made, 0 there, -1 failed
+** (logged), -2 the tenant's quota, -3 the server's budget has no room.
+** Whoever makes the volume, or finds it made, counts its reservation as
+** the stored item (the row is stored already; only one counts it). */
+static int ensure_volume(ux_cp *cp, const char *ws_id, const char *tenant) {
   static const char *const LAYOUT[] = { "src", "data", "data/uploads", "artifacts", ".sandbox", NULL };
-  char dir[4200], err[300];
+  char dir[4200], err[300], item[UX_LEDGER_ITEM_MAX], party[UX_LEDGER_PARTY_MAX];
+  ux_store *st = cp->srv->store;
   if (ux_path(dir, sizeof dir, "%s/workspaces", cp->srv->cfg.data) < 0 || ux_mkdir_p(dir, 0700) < 0 ||
       ux_cp_ws_dir(cp, ws_id, dir, sizeof dir) < 0)
     return -1;
-  int rc = ux_volume_create(dir, err, sizeof err);
-  if (rc != 0) {
-    if (errno == EEXIST) return 0;               /* made by an earlier or parallel create */
+  ux_ledger_item(item, sizeof item, "cp_workspaces", ws_id);
+  ux_ledger_tenant(party, sizeof party, tenant);
+  int held = ux_ledger_reserve(st, party, UX_LEDGER_VOLUME, item, ux_volume_charge());
+  if (held == UX_LEDGER_QUOTA || held == UX_LEDGER_BUDGET) return held == UX_LEDGER_QUOTA ? -2 : -3;
+  if (held == UX_LEDGER_ERROR) return -1;
+  /* UX_LEDGER_EXISTS: the workspace is counted already (an earlier create) */
+  if (ux_volume_create(dir, err, sizeof err) != 0) {
+    if (errno == EEXIST) {                       /* made by an earlier or parallel create */
+      ux_ledger_commit(st, item);
+      return 0;
+    }
     fprintf(stderr, "unsandboxd: workspace %s: %s\n", ws_id, err);
-    return rc == -2 ? -2 : -1;
+    if (held == UX_LEDGER_OK) ux_ledger_cancel(st, item);
+    return -1;
   }
   int root = ux_volume_acquire(dir, err, sizeof err);
-  rc = root >= 0 && ux_tree_make_dirs(root, LAYOUT, (uid_t)-1, (gid_t)-1, err, sizeof err) == 0 ? 1 : -1;
+  int rc = root >= 0 && ux_tree_make_dirs(root, LAYOUT, (uid_t)-1, (gid_t)-1, err, sizeof err) == 0 ? 1 : -1;
   if (root >= 0) { close(root); ux_volume_release(dir); }
   if (rc < 0) {
     fprintf(stderr, "unsandboxd: workspace %s layout: %s\n", ws_id, err);
     ux_volume_destroy(dir);
+    if (held == UX_LEDGER_OK) ux_ledger_cancel(st, item);
+  } else {
+    ux_ledger_commit(st, item);
   }
   return rc;
 }
@@ -173,11 +190,11 @@ int ux_cp_ws_create(ux_cp_call *c) {
   }
   if (rec == -1) return ux_cp_store_failed(c, "workspace write failed");
   if (rec == -2) return ux_cp_fail(c, 429, "workspace limit reached for tenant %s", w.tenant);
-  int made = ensure_volume(c->cp, w.id);
+  int made = ensure_volume(c->cp, w.id, w.tenant);
   if (made < 0) {
     if (rec == 1) ux_db_exec(c->cp->srv->store, "DELETE FROM cp_workspaces WHERE id = ?1", "s", w.id);
-    return made == -2 ? ux_cp_fail(c, 429, "no disk left for another workspace")
-                      : ux_cp_fail(c, 500, "cannot create the workspace's volume");
+    return made == -1 ? ux_cp_fail(c, 500, "cannot create the workspace's volume")
+                      : ux_cp_storage_refused(c, made == -2 ? UX_LEDGER_QUOTA : UX_LEDGER_BUDGET, w.tenant);
   }
   char *token = ux_cp_scoped_token(c->cp, "workspace", w.id, owner);
   if (!token) return ux_cp_fail(c, 500, "out of memory");

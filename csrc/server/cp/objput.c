@@ -19,9 +19,16 @@
 #include "server/fsutil.h"
 #include "server/ids.h"
 #include "server/store/db.h"
+#include "server/store/ledger.h"
+
+/* A stream of unknown length reserves this much ahead of its bytes. */
+#define GROW_STEP (1ull << 20)
 
 struct ux_objput {
   ux_objstore *os;
+  char version_id[33];                /* chosen now: it names the ledger item */
+  char item[UX_LEDGER_ITEM_MAX];
+  unsigned long long reserved;
   char bucket[32];
   char key[UX_OBJ_KEY_MAX + 1];
   char content_type[UX_OBJ_CTYPE_MAX + 1];
@@ -33,7 +40,29 @@ struct ux_objput {
   int failed;                         /* sticky: the first error */
 };
 
+/* The ledger's answer as the store's result. */
+static int held(int ledger) {
+  return ledger == UX_LEDGER_OK ? UX_OBJ_OK : ledger == UX_LEDGER_QUOTA ? UX_OBJ_EQUOTA
+       : ledger == UX_LEDGER_BUDGET ? UX_OBJ_EBUDGET : UX_OBJ_ESTORE;
+}
+
+/* Room for `total` bytes in p's reservation: they are counted before
+** they are written. */
+static int reserve_to(ux_objput *p, unsigned long long total) {
+  if (total <= p->reserved) return UX_OBJ_OK;
+  unsigned long long want = total + GROW_STEP;
+  if (want > p->max_bytes) want = p->max_bytes > total ? p->max_bytes : total;
+  int rc = held(ux_ledger_grow(p->os->st, p->item, want - p->reserved));
+  if (rc == UX_OBJ_OK) p->reserved = want;
+  else if (want > total && held(ux_ledger_grow(p->os->st, p->item, total - p->reserved)) == UX_OBJ_OK) {
+    p->reserved = total;                          /* the step did not fit, the bytes do */
+    rc = UX_OBJ_OK;
+  }
+  return rc;
+}
+
 static void put_free(ux_objput *p, int remove_tmp) {
+  if (remove_tmp) ux_ledger_cancel(p->os->st, p->item);   /* nothing was stored */
   if (p->fd >= 0) close(p->fd);
   if (remove_tmp && p->tmpname[0] && unlinkat(p->os->tmpfd, p->tmpname, 0) < 0 && errno != ENOENT)
     fprintf(stderr, "unsandboxd: objects: cannot remove %s: %s\n", p->tmpname, strerror(errno));
@@ -49,9 +78,9 @@ static int fits(char *dst, size_t cap, const char *src) {
   return 1;
 }
 
-int ux_objput_begin(ux_objstore *os, const char *bucket, const char *key,
+int ux_objput_begin(ux_objstore *os, const char *party, const char *bucket, const char *key,
                     const char *content_type, unsigned long long max_bytes,
-                    const char *sha256, ux_objput **out) {
+                    unsigned long long expect, const char *sha256, ux_objput **out) {
   *out = NULL;
   ux_objput *p = calloc(1, sizeof *p);
   if (!p) return UX_OBJ_EIO;
@@ -66,16 +95,27 @@ int ux_objput_begin(ux_objstore *os, const char *bucket, const char *key,
       !(p->sha = EVP_MD_CTX_new()) || !(p->md5 = EVP_MD_CTX_new()) ||
       EVP_DigestInit_ex(p->sha, EVP_sha256(), NULL) != 1 ||
       EVP_DigestInit_ex(p->md5, EVP_md5(), NULL) != 1 ||
-      ux_random_id(p->tmpname, sizeof p->tmpname - 5, "up-", 16) < 0) {
+      ux_random_id(p->tmpname, sizeof p->tmpname - 5, "up-", 16) < 0 ||
+      ux_random_id(p->version_id, sizeof p->version_id, "", 16) < 0) {
     put_free(p, 0);
     return UX_OBJ_EIO;
   }
+  ux_ledger_item(p->item, sizeof p->item, "cp_object_versions", p->version_id);
+  int rc = held(ux_ledger_reserve(os->st, party,
+                                  strcmp(bucket, "sandbox-workspaces") ? UX_LEDGER_OBJECT : UX_LEDGER_CHECKPOINT,
+                                  p->item, expect < max_bytes ? expect : max_bytes));
+  if (rc != UX_OBJ_OK) {
+    p->item[0] = '\0';                             /* not ours to cancel */
+    put_free(p, 0);
+    return rc;
+  }
+  p->reserved = expect < max_bytes ? expect : max_bytes;
   strcat(p->tmpname, ".part");
   p->fd = openat(os->tmpfd, p->tmpname, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (p->fd < 0) {
     fprintf(stderr, "unsandboxd: objects: cannot create a temporary file: %s\n", strerror(errno));
     p->tmpname[0] = '\0';
-    put_free(p, 0);
+    put_free(p, 1);                               /* the reservation goes */
     return UX_OBJ_EIO;
   }
   *out = p;
@@ -85,6 +125,8 @@ int ux_objput_begin(ux_objstore *os, const char *bucket, const char *key,
 int ux_objput_write(ux_objput *p, const void *buf, size_t len) {
   if (p->failed) return p->failed;
   if (len > p->max_bytes - p->bytes) return p->failed = UX_OBJ_ETOOBIG;
+  int room = reserve_to(p, p->bytes + len);
+  if (room != UX_OBJ_OK) return p->failed = room;
   if (EVP_DigestUpdate(p->sha, buf, len) != 1 || EVP_DigestUpdate(p->md5, buf, len) != 1)
     return p->failed = UX_OBJ_EIO;
   const char *c = buf;
@@ -112,6 +154,8 @@ int ux_objput_from_fd(ux_objput *p, int fd) {
     if (rc != UX_OBJ_OK) return rc;
   }
 }
+
+int ux_objput_failure(const ux_objput *p) { return p->failed; }
 
 void ux_objput_abort(ux_objput *p) {
   if (p) put_free(p, 1);
@@ -170,7 +214,7 @@ int ux_objput_commit(ux_objput *p, ux_obj_meta *out) {
   ux_obj_meta m;
   memset(&m, 0, sizeof m);
   int rc = p->failed ? p->failed : finish_content(p, &m);
-  if (rc == UX_OBJ_OK && ux_random_id(m.version_id, sizeof m.version_id, "", 16) < 0) rc = UX_OBJ_EIO;
+  memcpy(m.version_id, p->version_id, sizeof m.version_id);
   if (rc == UX_OBJ_OK && renameat(p->os->tmpfd, p->tmpname, p->os->blobfd, m.version_id) < 0) {
     fprintf(stderr, "unsandboxd: objects: rename: %s\n", strerror(errno));
     rc = UX_OBJ_EIO;
@@ -186,9 +230,11 @@ int ux_objput_commit(ux_objput *p, ux_obj_meta *out) {
   m.bytes = p->bytes;
   m.last_modified = ux_now();
   m.is_latest = 1;
+  /* the version's row commits its ledger item (a trigger, ledger.h) */
   if (ux_db_tx(p->os->st, commit_tx, &m) != 0) {
     if (unlinkat(p->os->blobfd, m.version_id, 0) < 0)
       fprintf(stderr, "unsandboxd: objects: cannot remove %s: %s\n", m.version_id, strerror(errno));
+    ux_ledger_cancel(p->os->st, p->item);
     rc = UX_OBJ_ESTORE;
   } else if (out) {
     *out = m;

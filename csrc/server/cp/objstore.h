@@ -46,7 +46,9 @@ typedef enum {
   UX_OBJ_ESHA,        /* the content's sha256 is not the expected one */
   UX_OBJ_EBUSY,       /* the transfer gate is full */
   UX_OBJ_ESTORE,      /* the metadata store failed (the spec's 503) */
-  UX_OBJ_EIO          /* the disk failed */
+  UX_OBJ_EIO,         /* the disk failed */
+  UX_OBJ_EQUOTA,      /* the tenant's storage quota has no room (store/ledger.h) */
+  UX_OBJ_EBUDGET      /* the server's storage budget has no room */
 } ux_obj_rc;
 
 /* One version. Times are unix seconds. */
@@ -80,21 +82,31 @@ int ux_objstore_transfers(ux_objstore *os);
 
 /*
 ** Writing a version. begin: bucket and key are stored as given (callers
-** pass keys built by objloc.h); content_type NULL is
-** application/octet-stream; sha256 NULL or "" checks nothing, otherwise
-** 64 lower-case hex. write: UX_OBJ_OK, UX_OBJ_ETOOBIG once more than
+** pass keys built by objloc.h); party is the ledger's party that stores
+** it (ux_ledger_tenant: the owner's tenant, a checkpoint's workspace's);
+** content_type NULL is application/octet-stream; sha256 NULL or "" checks
+** nothing, otherwise 64 lower-case hex. expect: the bytes announced
+** (Content-Length, an inline body), reserved in the ledger at once; 0
+** for a stream of unknown length, whose reservation grows ahead of the
+** bytes as they are written. begin and write return UX_OBJ_EQUOTA or
+** UX_OBJ_EBUDGET when the ledger has no room for the bytes (nothing of
+** them is written). write: UX_OBJ_OK, UX_OBJ_ETOOBIG once more than
 ** max_bytes arrived (nothing is written beyond), UX_OBJ_EIO. commit and
 ** abort free p; commit returns UX_OBJ_OK with *out filled (out may be
-** NULL), or ETOOBIG, ESHA, EIO, ESTORE, and then nothing was stored.
+** NULL), or ETOOBIG, ESHA, EIO, ESTORE, EQUOTA, EBUDGET, and then nothing
+** was stored and nothing stays counted.
 */
-int ux_objput_begin(ux_objstore *os, const char *bucket, const char *key,
+int ux_objput_begin(ux_objstore *os, const char *party, const char *bucket, const char *key,
                     const char *content_type, unsigned long long max_bytes,
-                    const char *sha256, ux_objput **out);
+                    unsigned long long expect, const char *sha256, ux_objput **out);
 int ux_objput_write(ux_objput *p, const void *buf, size_t len);
 /* Reads fd to its end into p (a pipe from a sandbox's agent): UX_OBJ_OK,
 ** ETOOBIG (fd is then left unread), EIO. */
 int ux_objput_from_fd(ux_objput *p, int fd);
 int ux_objput_commit(ux_objput *p, ux_obj_meta *out);
+/* The first failure of p's writes (UX_OBJ_OK while there is none): what
+** a transfer that stopped early ran into, to answer before the abort. */
+int ux_objput_failure(const ux_objput *p);
 void ux_objput_abort(ux_objput *p);
 
 /* The latest version of a key, when it is not a delete marker: OK,

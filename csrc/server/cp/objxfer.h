@@ -24,12 +24,14 @@
 typedef struct ux_rt ux_rt;
 
 /* Receives r's body (a streaming-body route) into a new version of
-** bucket/key: Content-Length required and at most max_bytes (checked
-** before a byte is read), the bytes received counted against max_bytes
-** too, sha256 ("" none) checked. 201 with *out; 400; 503 (store); 500;
-** -1 (cut off: nothing was stored). */
-int ux_objxfer_receive(ux_req *r, ux_objstore *os, const char *bucket, const char *key,
-                       const char *content_type, unsigned long long max_bytes,
+** bucket/key, stored for tenant: Content-Length required and at most
+** max_bytes (checked before a byte is read), then reserved in the ledger
+** (429 before a byte is read when the tenant's quota or the budget has no
+** room), the bytes received counted against max_bytes too, sha256 (""
+** none) checked. 201 with *out; 400; 429; 503 (store); 500; -1 (cut off:
+** nothing was stored). */
+int ux_objxfer_receive(ux_req *r, ux_objstore *os, const char *tenant, const char *bucket,
+                       const char *key, const char *content_type, unsigned long long max_bytes,
                        const char *sha256, ux_obj_meta *out, char *err, size_t errlen);
 
 /* Answers r with the content of fd (m's version; fd is closed) as a

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "server/exec/archives.h"
 #include "server/fsutil.h"
 #include "server/ids.h"
 #include "server/store/store.h"
@@ -53,42 +54,24 @@ json_t *ux_image_get_visible(ux_req *r, const char *id) {
   return doc;
 }
 
-int ux_copy_archive(const char *from, const char *to, long *size, char *err, size_t errlen) {
-  char tmp[4300], buf[65536];
-  int in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), out = -1, rc = -1;
-  if (in >= 0 && ux_path(tmp, sizeof tmp, "%s.tmp", to) == 0)
-    out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (in >= 0 && out >= 0) {
-    ssize_t n;
-    long total = 0;
-    while ((n = read(in, buf, sizeof buf)) > 0 && write(out, buf, (size_t)n) == n) total += n;
-    rc = n == 0 && fsync(out) == 0 && rename(tmp, to) == 0 ? 0 : -1;
-    if (rc == 0) *size = total;
-    else unlink(tmp);
-  }
-  if (rc != 0) snprintf(err, errlen, "cannot copy the archive: %s", strerror(errno));
-  if (in >= 0) close(in);
-  if (out >= 0) close(out);
-  return rc;
-}
-
-/* Makes the archive of image id from the source: 0, -1 (500), -2 (404). */
+/* Makes the archive of image id from the source, within h: 0, -1 (500),
+** -2 (404), -3 (507). */
 static int make_archive(ux_req *r, const char *type, const char *source, const char *arch,
-                        long *size, char *err, size_t errlen) {
+                        long *size, ux_hold *h, char *err, size_t errlen) {
   char from[4200];
   if (!strcmp(type, "snapshot")) {
     json_t *snap = ux_store_get(r->srv->store, "snapshots", source, r->owner);
     if (!snap) return -2;
     json_decref(snap);
     if (ux_snapshot_archive_path(r, source, from, sizeof from) != 0) return -1;
-    return ux_copy_archive(from, arch, size, err, errlen);
+    return ux_copy_archive(from, arch, size, h, err, errlen);
   }
   json_t *svc = ux_store_get(r->srv->store, "services", source, r->owner);
   if (!svc) return -2;
   int frozen = ux_resource_frozen(svc);
   json_decref(svc);
   if (ux_resource_dir(r->srv, "service", source, from, sizeof from) != 0) return -1;
-  return ux_archive_volume(from, arch, size, frozen, err, errlen);
+  return ux_archive_volume(from, arch, size, frozen, h, err, errlen);
 }
 
 json_t *ux_image_doc(const char *id, const char *name, const char *desc, const char *type,
@@ -113,7 +96,11 @@ json_t *ux_image_doc(const char *id, const char *name, const char *desc, const c
 ** the archive. */
 int ux_image_store(ux_req *r, json_t *doc, const char *arch) {
   const char *id = json_string_value(json_object_get(doc, "id"));
+  /* the row commits the archive's ledger item (archives.h) */
   if (ux_store_insert(r->srv->store, "images", id, r->owner, "ready", doc) < 0) {
+    char item[UX_LEDGER_ITEM_MAX];
+    ux_ledger_item(item, sizeof item, "images", id);
+    ux_ledger_cancel(r->srv->store, item);
     unlink(arch);
     json_decref(doc);
     return ux_reply_error(r, 500, "internal_error", "cannot store the image");
@@ -151,8 +138,11 @@ int ux_h_image_publish(ux_req *r, const char *unused) {
     if (!r->reply.status) ux_reply_error(r, 500, "internal_error", "data directory path too long");
     goto out;
   }
-  int made = make_archive(r, type, source, arch, &size, err, sizeof err);
+  ux_hold hold;
+  ux_hold_init(&hold, r, UX_LEDGER_IMAGE, "images", id);
+  int made = make_archive(r, type, source, arch, &size, &hold, err, sizeof err);
   if (made == -2) { ux_reply_error(r, 404, "not_found", "no such %s", type); goto out; }
+  if (made == -3) { ux_reply_hold(r, &hold); goto out; }
   if (made != 0) {
     fprintf(stderr, "unsandboxd: image of %s failed: %s\n", source, err);
     ux_reply_error(r, 500, "internal_error", "publish failed: %s", err);

@@ -10,9 +10,6 @@
 
 #include "server/http/routes.h"
 
-/* Copies the root-owned archive from (a file of the data directory) to
-** a new file to, via a temporary name: 0, or -1 with err. */
-int ux_copy_archive(const char *from, const char *to, long *size, char *err, size_t errlen);
 /* DATA/images/<id>.tar.gz. */
 int ux_image_path(ux_req *r, const char *id, char *out, size_t len);
 /* Makes DATA/images: 0, or -1 after a 500. */

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "server/ids.h"
+#include "server/store/db.h"
+#include "server/store/ledger.h"
 #include "server/store/store.h"
 
 /* Answers the result of ux_store_modify on one of owner's images. */
@@ -138,6 +140,38 @@ int ux_h_image_trusted(ux_req *r, const char *id) {
   return ux_reply_json(r, 200, j);
 }
 
+/* The owner changes in a transaction that also checks the new owner's
+** quota (the store's trigger moves the archive's ledger item with the
+** owner): a transfer the receiver has no room for changes nothing. */
+typedef struct {
+  const char *id, *owner, *to;
+  char party[UX_LEDGER_PARTY_MAX];
+  int owned, room;
+} transfer;
+
+static int transfer_tx(ux_store *st, void *ctx) {
+  transfer *t = ctx;
+  if ((t->owned = ux_store_set_owner(st, "images", t->id, t->owner, t->to)) != 1) return 1;
+  t->room = ux_ledger_within(st, t->party);
+  return t->room ? 0 : 1;
+}
+
+static int transfer_image(ux_req *r, const char *id, const char *to) {
+  transfer t = { id, r->owner, to, "", -1, 0 };
+  ux_ledger_key(t.party, sizeof t.party, to);
+  ux_db_tx(r->srv->store, transfer_tx, &t);
+  if (t.owned == 0) return ux_reply_error(r, 404, "not_found", "no such image");
+  if (t.owned == 1 && !t.room)
+    return ux_reply_error(r, 507, "insufficient_storage", "the storage quota of %s has no room"
+                          " for the image; nothing was transferred", to);
+  if (t.owned != 1) return ux_reply_error(r, 500, "internal_error", "cannot transfer the image");
+  json_t *j = json_object();
+  json_object_set_new(j, "id", json_string(id));
+  json_object_set_new(j, "owner_api_key", json_string(to));
+  json_object_set_new(j, "status", json_string("transferred"));
+  return ux_reply_json(r, 200, j);
+}
+
 /* The new owner is taken as grants take a trusted key: any key of the
 ** right shape, whether a pair exists for it or not, so that no answer
 ** tells a caller which keys exist. The image must be the caller's first:
@@ -158,16 +192,7 @@ int ux_h_image_transfer(ux_req *r, const char *id) {
   } else if (!strcmp(to, r->owner)) {
     ux_reply_error(r, 400, "bad_request", "the image is yours already");
   } else {
-    int n = ux_store_set_owner(r->srv->store, "images", id, r->owner, to);
-    if (n == 0) ux_reply_error(r, 404, "not_found", "no such image");
-    else if (n != 1) ux_reply_error(r, 500, "internal_error", "cannot transfer the image");
-    else {
-      json_t *j = json_object();
-      json_object_set_new(j, "id", json_string(id));
-      json_object_set_new(j, "owner_api_key", json_string(to));
-      json_object_set_new(j, "status", json_string("transferred"));
-      rc = ux_reply_json(r, 200, j);
-    }
+    rc = transfer_image(r, id, to);
   }
   json_decref(mine);
   json_decref(body);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "server/exec/archives.h"
 #include "server/ids.h"
 #include "server/store/store.h"
 
@@ -90,8 +91,12 @@ int ux_h_image_clone(ux_req *r, const char *id) {
     goto out;
   ux_random_id(nid, sizeof nid, "unsb-image-", 12);
   if (ux_image_dir(r) < 0) goto out;
-  if (ux_image_path(r, id, from, sizeof from) != 0 || ux_image_path(r, nid, to, sizeof to) != 0 ||
-      ux_copy_archive(from, to, &size, err, sizeof err) != 0) {
+  ux_hold hold;
+  ux_hold_init(&hold, r, UX_LEDGER_IMAGE, "images", nid);
+  int copied = ux_image_path(r, id, from, sizeof from) == 0 && ux_image_path(r, nid, to, sizeof to) == 0
+             ? ux_copy_archive(from, to, &size, &hold, err, sizeof err) : -1;
+  if (copied == -3) { ux_reply_hold(r, &hold); goto out; }
+  if (copied != 0) {
     ux_reply_error(r, 500, "internal_error", "cannot copy the image");
     goto out;
   }
@@ -150,12 +155,16 @@ int ux_h_image_spawn(ux_req *r, const char *id) {
   }
   ux_random_id(sid, sizeof sid, "unsb-service-", 12);
   if (ux_make_volume(r, "service", sid, NULL) < 0) goto out;
-  if (ux_image_path(r, id, arch, sizeof arch) != 0 ||
-      ux_resource_dir(r->srv, "service", sid, dir, sizeof dir) != 0 ||
-      ux_restore_volume(arch, dir, err, sizeof err) != 0) {
-    fprintf(stderr, "unsandboxd: spawn of %s failed: %s\n", id, err);
+  ux_hold hold;
+  ux_hold_init(&hold, r, UX_LEDGER_VOLUME, "restores", sid);
+  int filled = ux_image_path(r, id, arch, sizeof arch) == 0 &&
+               ux_resource_dir(r->srv, "service", sid, dir, sizeof dir) == 0
+             ? ux_restore_volume(arch, dir, &hold, err, sizeof err) : -1;
+  if (filled != 0) {
+    fprintf(stderr, "unsandboxd: spawn of %s failed: %s\n", id, filled == -3 ? "no storage left" : err);
     ux_remove_volume(r->srv, "service", sid);
-    ux_reply_error(r, 500, "internal_error", "spawn failed: %s", err);
+    if (filled == -3) ux_reply_hold(r, &hold);
+    else ux_reply_error(r, 500, "internal_error", "spawn failed: %s", err);
     goto out;
   }
   ux_service_fields f = { name, boot, net, 1, 0, ports, NULL };

@@ -18,7 +18,9 @@
 #include "server/ids.h"
 #include "server/http/reply.h"
 #include "server/mem.h"
+#include "server/exec/expiry.h"
 #include "server/exec/metrics.h"
+#include "server/store/ledger.h"
 
 typedef enum { J_PENDING, J_RUNNING, J_COMPLETED, J_FAILED, J_TIMEOUT, J_CANCELLED } jstate;
 static const char *const STATE[] = {
@@ -34,6 +36,8 @@ struct ux_job {
   unsigned long long run_id; /* set while the runner owns the sandbox */
   int cancel;             /* DELETE /jobs/{id} asked for it */
   int stored;             /* its row exists (or is being written by finish) */
+  char item[UX_LEDGER_ITEM_MAX];  /* its final document's ledger item */
+  unsigned long long reserved;    /* bytes reserved for that document */
   json_t *doc;            /* final document once terminal */
   int refs;
   ux_job *qnext;          /* the pending queue */
@@ -46,6 +50,7 @@ struct ux_jobs {
   pthread_cond_t work, done;
   ux_job *qhead, *qtail, *active;
   int queued, running, workers, queue_limit, stopping;
+  long retention_s;       /* finished jobs are unknown this long after (0: kept) */
   pthread_t *threads;
 };
 
@@ -92,6 +97,55 @@ static json_t *doc_final(const ux_job *j, jstate s, const char *error, const ux_
   return d;
 }
 
+/* The bytes a job's final document may take, reserved when the job is
+** submitted: the output its run can keep, artifacts in base64 with room
+** for their names, and the fields around them. A document that comes out
+** larger still (escaping: a control byte takes six bytes in JSON) is
+** fitted when the job ends (fit_document). */
+#define DOC_FIELDS 8192
+#define ART_NAMES  65536
+unsigned long long ux_jobs_doc_bound(const ux_exec_spec *spec) {
+  size_t stream, arts;
+  ux_run_result_caps(&spec->run, &stream, &arts);
+  unsigned long long b = 2ull * stream + DOC_FIELDS;
+  if (arts) b += ((unsigned long long)arts + 2) / 3 * 4 + ART_NAMES;
+  return b;
+}
+
+/* What doc can take at most as JSON text (every string byte escaped to
+** six), cheaply: most documents are far below their reservation. */
+static size_t doc_most(const json_t *doc) {
+  static const char *const TEXTS[] = { "stdout", "stderr", "error", NULL };
+  size_t n = DOC_FIELDS, i;
+  json_t *a;
+  for (int k = 0; TEXTS[k]; k++) n += 6 * json_string_length(json_object_get(doc, TEXTS[k]));
+  json_array_foreach(json_object_get(doc, "artifacts"), i, a)
+    n += json_string_length(json_object_get(a, "content_base64")) +
+         6 * json_string_length(json_object_get(a, "filename")) + 64;
+  return n;
+}
+
+/* Makes doc fit what the job reserved: the reservation grows when the
+** document came out larger; when the key has no room for that, the
+** document is kept without its output, and says so. So no document
+** takes more than the ledger counts. */
+static void fit_document(ux_jobs *js, ux_job *j, json_t *doc) {
+  if (doc_most(doc) <= j->reserved) return;
+  size_t need = json_dumpb(doc, NULL, 0, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+  if (need <= j->reserved) return;
+  if (ux_ledger_grow(js->st, j->item, need - j->reserved) == UX_LEDGER_OK) {
+    j->reserved = need;
+    return;
+  }
+  json_object_set_new(doc, "error", json_string("the output was not kept: the storage quota of this"
+                                                " key has no room for it"));
+  json_object_set_new(doc, "stdout", json_string(""));
+  json_object_set_new(doc, "stderr", json_string(""));
+  json_object_set_new(doc, "stdout_truncated", json_true());
+  json_object_set_new(doc, "stderr_truncated", json_true());
+  if (json_object_get(doc, "artifacts")) json_object_set_new(doc, "artifacts", json_array());
+}
+
 static void unref_locked(ux_job *j) {
   if (--j->refs > 0) return;
   ux_exec_spec_free(j->spec);
@@ -115,14 +169,19 @@ static const char *const UNFINISHED[] = { "pending", "running", NULL };
 static void finish(ux_jobs *js, ux_job *j, jstate s, json_t *doc) {
   json_t *ms = json_object_get(doc, "execution_time_ms");
   ux_exec_metrics_run(j->spec->language, state_name(s), (long)json_integer_value(ms));
+  fit_document(js, j, doc);
   pthread_mutex_lock(&js->mu);
   int insert = !j->stored;
   j->stored = 1;
   pthread_mutex_unlock(&js->mu);
+  /* the final row commits the job's ledger item (a trigger, ledger.h) */
   int ok = insert ? ux_store_insert(js->st, "jobs", j->id, j->owner, state_name(s), doc) == 0
                   : ux_store_update(js->st, "jobs", j->id, j->owner, state_name(s), doc,
                                     UNFINISHED) == 1;
-  if (!ok) fprintf(stderr, "unsandboxd: job %s: its final state was not stored\n", j->id);
+  if (!ok) {
+    fprintf(stderr, "unsandboxd: job %s: its final state was not stored\n", j->id);
+    ux_ledger_cancel(js->st, j->item);
+  }
   pthread_mutex_lock(&js->mu);
   j->state = s;
   j->doc = doc;
@@ -246,29 +305,44 @@ ux_jobs *ux_jobs_new(ux_store *st, int workers, int queue) {
   return js;
 }
 
+/* The room for j's final document, reserved before the job may run:
+** UX_JOBS_OK, or the refusal. */
+static int reserve(ux_jobs *js, ux_job *j) {
+  char party[UX_LEDGER_PARTY_MAX];
+  ux_ledger_key(party, sizeof party, j->owner);
+  ux_ledger_item(j->item, sizeof j->item, "jobs", j->id);
+  j->reserved = ux_jobs_doc_bound(j->spec);
+  int held = ux_ledger_reserve(js->st, party, UX_LEDGER_JOB, j->item, j->reserved);
+  return held == UX_LEDGER_OK ? UX_JOBS_OK : held == UX_LEDGER_QUOTA ? UX_JOBS_QUOTA
+       : held == UX_LEDGER_BUDGET ? UX_JOBS_BUDGET : UX_JOBS_ERROR;
+}
+
 int ux_jobs_submit(ux_jobs *js, const char *owner, ux_exec_spec *spec, int defer_row,
                    ux_job **out, int *active, int *limit) {
+  ux_job *j = ux_xcalloc(1, sizeof *j);
+  snprintf(j->owner, sizeof j->owner, "%s", owner);
+  j->created_at = ux_now();
+  j->spec = spec;
+  int held = ux_random_id(j->id, sizeof j->id, "job_", 12) == 0 ? reserve(js, j) : UX_JOBS_ERROR;
+  if (held != UX_JOBS_OK) {
+    if (held == UX_JOBS_ERROR) ux_ledger_cancel(js->st, j->item);
+    free(j);                                         /* the spec stays the caller's */
+    return held;
+  }
   pthread_mutex_lock(&js->mu);
   /* capacity counts running and queued together, so two quick submits
   ** are judged the same whether or not a worker already picked one up */
   *active = js->queued + js->running;
   *limit = js->workers + js->queue_limit;
-  if (js->stopping || *active >= *limit) {
-    int rc = js->stopping ? UX_JOBS_STOPPING : UX_JOBS_FULL;
-    pthread_mutex_unlock(&js->mu);
-    return rc;
-  }
-  ux_job *j = ux_xcalloc(1, sizeof *j);
-  snprintf(j->owner, sizeof j->owner, "%s", owner);
-  j->created_at = ux_now();
-  j->spec = spec;
+  int rc = js->stopping ? UX_JOBS_STOPPING : *active >= *limit ? UX_JOBS_FULL : UX_JOBS_OK;
   /* the row first, unless deferred until the id is given out or the job
   ** ends: either way, a job whose id is out is in the store (or active) */
-  if (ux_random_id(j->id, sizeof j->id, "job_", 12) != 0 ||
-      (!defer_row && store_pending_locked(js, j) != 0)) {
+  if (rc == UX_JOBS_OK && !defer_row && store_pending_locked(js, j) != 0) rc = UX_JOBS_ERROR;
+  if (rc != UX_JOBS_OK) {
     pthread_mutex_unlock(&js->mu);
-    free(j);                                         /* the spec stays the caller's */
-    return UX_JOBS_ERROR;
+    ux_ledger_cancel(js->st, j->item);
+    free(j);
+    return rc;
   }
   j->refs = 2;                                       /* active list + caller */
   j->anext = js->active;
@@ -316,12 +390,34 @@ static ux_job *find_active(ux_jobs *js, const char *id, const char *owner) {
   return NULL;
 }
 
+void ux_jobs_set_retention(ux_jobs *js, long seconds) {
+  pthread_mutex_lock(&js->mu);
+  js->retention_s = seconds;
+  pthread_mutex_unlock(&js->mu);
+}
+
+/* A finished job's stored document, unless it has expired: an expired
+** one is removed now (the sweep of expiry.h may not have come by yet),
+** so it is unknown from the second its retention ends. */
+static json_t *stored_job(ux_jobs *js, const char *id, const char *owner) {
+  json_t *d = ux_store_get(js->st, "jobs", id, owner);
+  pthread_mutex_lock(&js->mu);
+  long keep = js->retention_s;
+  pthread_mutex_unlock(&js->mu);
+  if (d && ux_job_expired(d, keep, ux_now())) {
+    ux_store_expire_job(js->st, id, ux_now() - keep);
+    json_decref(d);
+    d = NULL;
+  }
+  return d;
+}
+
 json_t *ux_jobs_get(ux_jobs *js, const char *id, const char *owner) {
   pthread_mutex_lock(&js->mu);
   ux_job *j = find_active(js, id, owner);
   json_t *d = j ? doc_head(j, j->state, 0, NULL) : NULL;
   pthread_mutex_unlock(&js->mu);
-  return d ? d : ux_store_get(js->st, "jobs", id, owner);
+  return d ? d : stored_job(js, id, owner);
 }
 
 json_t *ux_jobs_list(ux_jobs *js, const char *owner) {
@@ -364,7 +460,7 @@ int ux_jobs_cancel(ux_jobs *js, const char *id, const char *owner) {
   ux_job *j = find_active(js, id, owner);
   if (!j) {
     pthread_mutex_unlock(&js->mu);
-    json_t *d = ux_store_get(js->st, "jobs", id, owner);
+    json_t *d = stored_job(js, id, owner);
     json_decref(d);
     return d ? 1 : -1;
   }

@@ -15,20 +15,32 @@
 typedef struct ux_jobs ux_jobs;
 typedef struct ux_job ux_job;
 
-enum { UX_JOBS_OK = 0, UX_JOBS_FULL = 1, UX_JOBS_STOPPING = 2, UX_JOBS_ERROR = 3 };
+enum { UX_JOBS_OK = 0, UX_JOBS_FULL = 1, UX_JOBS_STOPPING = 2, UX_JOBS_ERROR = 3,
+       UX_JOBS_QUOTA = 4, UX_JOBS_BUDGET = 5 };
 
 ux_jobs *ux_jobs_new(ux_store *st, int workers, int queue);
 
 /* Queues spec (ownership passes to the pool on success). On success *out
 ** holds a reference the caller must release; on UX_JOBS_FULL *active and
 ** *limit say how busy the pool is; UX_JOBS_ERROR: the job's row could not
-** be stored, and nothing was queued. defer_row: a caller that waits for
+** be stored, and nothing was queued; UX_JOBS_QUOTA / UX_JOBS_BUDGET: the
+** owner's storage quota / the server's budget has no room for the job's
+** document (ux_jobs_doc_bound bytes, reserved in the ledger before the
+** job is queued and settled to the document's real size when it ends). defer_row: a caller that waits for
 ** the job skips the pending row (a write on every run's path); the row is
 ** written when ux_jobs_wait gives out the id of an unfinished job, or
 ** final when the job ends. A restart thus never finds a deferred job that
 ** nobody had the id of. */
 int ux_jobs_submit(ux_jobs *js, const char *owner, ux_exec_spec *spec, int defer_row,
                    ux_job **out, int *active, int *limit);
+
+/* The bytes reserved for the final document of a job of spec. */
+unsigned long long ux_jobs_doc_bound(const ux_exec_spec *spec);
+
+/* Finished jobs are unknown (404, removed) `seconds` after they finished;
+** 0 keeps them. The sweep that removes those nobody asks for is
+** expiry.h's. */
+void ux_jobs_set_retention(ux_jobs *js, long seconds);
 
 /* Waits up to timeout_ms (< 0: until terminal) and returns the job's
 ** document: the final one when it finished, else {job_id, status, ...}. */

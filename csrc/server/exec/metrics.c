@@ -14,6 +14,8 @@
 #include "server/exec/jobs.h"
 #include "server/http/counters.h"
 #include "server/sandbox/runner.h"
+#include "server/server.h"
+#include "server/store/ledger.h"
 #include "server/mem.h"
 
 #define MAX_LANGS 128
@@ -126,6 +128,20 @@ static void put_gauges(text *t, ux_jobs *jobs) {
          "unsandboxd_pool_runs_total{found=\"none\"} %llu\n", st.hits, st.misses);
 }
 
+/* What is stored, by kind, and the budget: the ledger's totals (no
+** party's own: /metrics needs no key). */
+static void put_storage(text *t, ux_store *st) {
+  ux_ledger_usage u;
+  if (ux_ledger_usage_of(st, NULL, &u) != 0) return;
+  put(t, "# HELP unsandboxd_storage_bytes Bytes stored by all keys and tenants (reserved ones"
+         " included), by kind.\n# TYPE unsandboxd_storage_bytes gauge\n");
+  for (int k = 0; k < UX_LEDGER_KINDS; k++)
+    put(t, "unsandboxd_storage_bytes{kind=\"%s\"} %llu\n", ux_ledger_kind_name((ux_ledger_kind)k),
+        u.kind[k].bytes);
+  put(t, "# HELP unsandboxd_storage_budget_bytes The most all of it may take (--disk-budget-mb).\n"
+         "# TYPE unsandboxd_storage_budget_bytes gauge\nunsandboxd_storage_budget_bytes %llu\n", u.limit);
+}
+
 int ux_h_metrics(ux_req *r, const char *id) {
   (void)id;
   text t = { ux_xmalloc(4096), 0, 4096 };
@@ -138,6 +154,7 @@ int ux_h_metrics(ux_req *r, const char *id) {
   put_runs(&t);
   pthread_mutex_unlock(&M.lock);
   put_gauges(&t, r->srv->jobs);
+  put_storage(&t, r->srv->store);
   if (requests) put(&t, "%s", requests);
   free(requests);
   int rc = ux_reply_raw(r, 200, "text/plain; version=0.0.4; charset=utf-8", t.p, t.len);

@@ -9,6 +9,7 @@
 #include "server/exec/jobs.h"
 #include "server/http/routes.h"
 #include "server/sandbox/volume.h"
+#include "server/store/ledger.h"
 
 /* The sandboxes prepared ahead: per shape how many wait, and counters
 ** (how runs found the pool, how many sandboxes failed or died). */
@@ -25,6 +26,30 @@ static json_t *pool_json(void) {
     "discarded", (json_int_t)st.discarded, "shapes", shapes);
 }
 
+/* What party (NULL: everyone) stores, by kind: for /health (everyone,
+** with the limits) and /keys/validate (the key's own, no other's). */
+json_t *ux_storage_json(ux_server *srv, const char *party) {
+  ux_ledger_usage u;
+  json_t *kinds = json_object();
+  if (ux_ledger_usage_of(srv->store, party, &u) != 0) memset(&u, 0, sizeof u);
+  for (int k = 0; k < UX_LEDGER_KINDS; k++)
+    json_object_set_new(kinds, ux_ledger_kind_name((ux_ledger_kind)k), json_pack("{s:I,s:I}",
+      "bytes", (json_int_t)u.kind[k].bytes, "items", (json_int_t)u.kind[k].items));
+  json_t *j = json_pack("{s:I}", "used_bytes", (json_int_t)u.used);
+  if (party) {
+    json_object_set_new(j, "quota_bytes", json_integer((json_int_t)u.limit));
+  } else {
+    ux_ledger_limits lim;
+    ux_ledger_limits_of(srv->store, &lim);
+    json_object_set_new(j, "budget_bytes", json_integer((json_int_t)lim.budget));
+    json_object_set_new(j, "key_quota_bytes", json_integer((json_int_t)lim.key_quota));
+    json_object_set_new(j, "tenant_quota_bytes", json_integer((json_int_t)lim.tenant_quota));
+    json_object_set_new(j, "job_retention_s", json_integer(srv->cfg.job_retention_s));
+  }
+  json_object_set_new(j, "kinds", kinds);
+  return j;
+}
+
 int ux_h_health(ux_req *r, const char *id) {
   (void)id;
   json_t *j = json_object();
@@ -39,13 +64,15 @@ int ux_h_health(ux_req *r, const char *id) {
   json_object_set_new(i, "pids", json_boolean(iso->pids));
   json_object_set_new(i, "freezer", json_boolean(iso->freezer));
   json_object_set_new(i, "network", json_string(iso->network));
-  unsigned long long claimed, budget;
-  ux_volume_usage(&claimed, &budget);
+  json_t *storage = ux_storage_json(r->srv, NULL);
+  json_t *volumes = json_object_get(json_object_get(storage, "kinds"), "volume");
   json_object_set_new(i, "disk", json_pack("{s:s,s:I,s:I,s:I}", "mode", ux_volume_mode(),
-    "volume_mb", (json_int_t)(ux_volume_disk_bytes() >> 20), "claimed_mb", (json_int_t)(claimed >> 20),
-    "budget_mb", (json_int_t)(budget >> 20)));
+    "volume_mb", (json_int_t)(ux_volume_disk_bytes() >> 20),
+    "claimed_mb", (json_int_t)(json_integer_value(json_object_get(volumes, "bytes")) >> 20),
+    "budget_mb", (json_int_t)(json_integer_value(json_object_get(storage, "budget_bytes")) >> 20)));
   json_object_set_new(j, "isolation", i);
   json_object_set_new(j, "pool", pool_json());
+  json_object_set_new(j, "storage", storage);
   return ux_reply_json(r, 200, j);
 }
 
@@ -63,6 +90,9 @@ int ux_h_keys_validate(ux_req *r, const char *id) {
   json_object_set_new(j, "rate_per_minute", json_integer(6000));
   json_object_set_new(j, "burst", json_integer(capacity));
   json_object_set_new(j, "concurrency", json_integer(capacity));
+  char party[UX_LEDGER_PARTY_MAX];
+  ux_ledger_key(party, sizeof party, r->owner);
+  json_object_set_new(j, "storage", ux_storage_json(r->srv, party));
   return ux_reply_json(r, 200, j);
 }
 
@@ -83,6 +113,12 @@ ux_job *ux_submit(ux_req *r, ux_exec_spec *spec, int defer_row) {
   int active = 0, limit = 0;
   int rc = ux_jobs_submit(r->srv->jobs, r->owner, spec, defer_row, &job, &active, &limit);
   if (rc == UX_JOBS_OK) return job;
+  if (rc == UX_JOBS_QUOTA || rc == UX_JOBS_BUDGET) {
+    ux_reply_storage(r, rc == UX_JOBS_QUOTA ? UX_LEDGER_QUOTA : UX_LEDGER_BUDGET,
+                     ux_jobs_doc_bound(spec));
+    ux_exec_spec_free(spec);
+    return NULL;
+  }
   ux_exec_spec_free(spec);
   if (rc == UX_JOBS_ERROR)
     return ux_reply_error(r, 500, "internal_error", "cannot store the job"), NULL;
@@ -152,6 +188,14 @@ int ux_h_job_cancel(ux_req *r, const char *id) {
   json_object_set_new(j, "job_id", json_string(id));
   json_object_set_new(j, "status", json_string("cancelled"));
   return ux_reply_json(r, 200, j);
+}
+
+int ux_reply_storage(ux_req *r, int refusal, unsigned long long bytes) {
+  char party[UX_LEDGER_PARTY_MAX], why[400];
+  if (refusal == UX_LEDGER_ERROR) return ux_reply_error(r, 500, "internal_error", "cannot count the storage");
+  ux_ledger_key(party, sizeof party, r->owner);
+  ux_ledger_explain(r->srv->store, party, refusal, bytes, why, sizeof why);
+  return ux_reply_error(r, 507, "insufficient_storage", "%s", why);
 }
 
 int ux_resource_dir(const ux_server *srv, const char *kind, const char *id, char *out, size_t outlen) {

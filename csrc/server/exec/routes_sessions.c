@@ -19,8 +19,37 @@
 #include "server/exec/jobs.h"
 #include "server/http/routes.h"
 #include "server/sandbox/tree.h"
+#include "server/exec/svc.h"
 #include "server/sandbox/volume.h"
+#include "server/store/ledger.h"
 #include "server/store/store.h"
+
+/* The ledger items of kind/id's volume (and a service's log), or their
+** cancellation when its row is never stored. */
+static void volume_items(const char *kind, const char *id, char *vol, char *log, size_t len) {
+  char table[32];
+  snprintf(table, sizeof table, "%ss", kind);
+  ux_ledger_item(vol, len, table, id);
+  ux_ledger_item(log, len, vol, "log");
+}
+
+/* Reserves what kind/id's volume (and a service's log) will take for r's
+** key: 0, or -1 after a 507 or 500. */
+static int reserve_volume(ux_req *r, const char *kind, const char *id) {
+  char party[UX_LEDGER_PARTY_MAX], vol[UX_LEDGER_ITEM_MAX], log[UX_LEDGER_ITEM_MAX];
+  ux_ledger_key(party, sizeof party, r->owner);
+  volume_items(kind, id, vol, log, sizeof vol);
+  int service = !strcmp(kind, "service");
+  int held = service ? ux_ledger_reserve(r->srv->store, party, UX_LEDGER_LOG, log, UX_SVC_LOG_CAP)
+                     : UX_LEDGER_OK;
+  unsigned long long bytes = service ? UX_SVC_LOG_CAP : 0;
+  if (held == UX_LEDGER_OK) {
+    bytes = ux_volume_charge();
+    held = ux_ledger_reserve(r->srv->store, party, UX_LEDGER_VOLUME, vol, bytes);
+    if (held != UX_LEDGER_OK) ux_ledger_cancel(r->srv->store, log);
+  }
+  return held == UX_LEDGER_OK ? 0 : (ux_reply_storage(r, held, bytes), -1);
+}
 
 int ux_make_volume(ux_req *r, const char *kind, const char *id, json_t *files) {
   ux_exec_spec tmp;
@@ -33,11 +62,12 @@ int ux_make_volume(ux_req *r, const char *kind, const char *id, json_t *files) {
     ux_reply_error(r, 500, "internal_error", "cannot create the %s's directory", kind);
     goto out;
   }
-  int made = ux_volume_create(dir, err, sizeof err);
-  if (made != 0) {
+  /* counted before it is made; the row that records the resource commits it */
+  if (reserve_volume(r, kind, id) != 0) goto out;
+  if (ux_volume_create(dir, err, sizeof err) != 0) {
     fprintf(stderr, "unsandboxd: %s\n", err);
-    if (made == -2) ux_reply_error(r, 507, "insufficient_storage", "%s", err);
-    else ux_reply_error(r, 500, "internal_error", "cannot create the %s's disk", kind);
+    ux_reply_error(r, 500, "internal_error", "cannot create the %s's disk", kind);
+    ux_remove_volume(r->srv, kind, id);
     goto out;
   }
   int root = ux_volume_acquire(dir, err, sizeof err);
@@ -53,7 +83,7 @@ int ux_make_volume(ux_req *r, const char *kind, const char *id, json_t *files) {
   if (root >= 0) { close(root); ux_volume_release(dir); }
   if (rc != 0) {
     if (!r->reply.status) ux_reply_error(r, 500, "internal_error", "cannot open the %s's disk", kind);
-    ux_volume_destroy(dir);
+    ux_remove_volume(r->srv, kind, id);
   }
 out:
   for (size_t i = 0; i < tmp.run.n_files; i++) { free(tmp.files[i].name); free(tmp.files[i].data); }
@@ -62,8 +92,11 @@ out:
 }
 
 void ux_remove_volume(const ux_server *srv, const char *kind, const char *id) {
-  char dir[4200];
+  char dir[4200], vol[UX_LEDGER_ITEM_MAX], log[UX_LEDGER_ITEM_MAX];
   if (ux_resource_dir(srv, kind, id, dir, sizeof dir) == 0) ux_volume_destroy(dir);
+  volume_items(kind, id, vol, log, sizeof vol);
+  ux_ledger_cancel(srv->store, vol);
+  ux_ledger_cancel(srv->store, log);
 }
 
 ux_exec_spec *ux_command_spec(ux_req *r, const char *kind, const char *id,

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "server/exec/archives.h"
 #include "server/exec/svc.h"
 #include "server/fsutil.h"
 #include "server/ids.h"
@@ -24,9 +25,6 @@
 #include "server/sandbox/runner.h"
 #include "server/sandbox/volume.h"
 #include "server/store/store.h"
-
-static int restore_volume(const char *arch, const char *dir, ux_extract_report *rep,
-                          char *err, size_t errlen);
 
 static const char *table_of(const char *source_type) {
   return !strcmp(source_type, "session") ? "sessions" : "services";
@@ -40,39 +38,9 @@ int ux_snapshot_archive_path(ux_req *r, const char *id, char *out, size_t len) {
   return archive_path(r, id, out, len);
 }
 
-/* Archives the volume dir into arch (via a temporary name): the other
-** runs of the volume are frozen meanwhile, so the archive is consistent
-** and nothing moves under the agent. 0, -1 with err, -2: volume gone. */
 int ux_resource_frozen(const json_t *doc) {
   const char *status = json_string_value(json_object_get(doc, "status"));
   return json_is_true(json_object_get(doc, "frozen")) || (status && !strcmp(status, "frozen"));
-}
-
-int ux_archive_volume(const char *dir, const char *arch, long *size, int stay_frozen,
-                      char *err, size_t errlen) {
-  char tmp[4300];
-  int root = ux_volume_acquire(dir, err, errlen);
-  if (root < 0) return -2;
-  int rc = -1, out = -1;
-  if (ux_path(tmp, sizeof tmp, "%s.tmp", arch) == 0 &&
-      (out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) >= 0) {
-    ux_runner_freeze_workdir(root, 1);
-    rc = ux_archive_tree(root, out, NULL, err, errlen);
-    if (!stay_frozen) ux_runner_freeze_workdir(root, 0);   /* a frozen resource stays so */
-    struct stat st;
-    if (rc == 0 && (fsync(out) != 0 || fstat(out, &st) != 0 || rename(tmp, arch) != 0)) {
-      snprintf(err, errlen, "cannot store the archive: %s", strerror(errno));
-      rc = -1;
-    }
-    if (rc == 0) *size = (long)st.st_size;
-    else unlink(tmp);
-    close(out);
-  } else {
-    snprintf(err, errlen, "cannot create the archive: %s", strerror(errno));
-  }
-  close(root);
-  ux_volume_release(dir);
-  return rc;
 }
 
 int ux_snapshot_take(ux_req *r, const char *type, const char *source_id) {
@@ -80,6 +48,7 @@ int ux_snapshot_take(ux_req *r, const char *type, const char *source_id) {
   int hot;
   long size = 0;
   char id[64], dir[4200], arch[4200], err[512] = "";
+  ux_hold hold;
   json_t *source = ux_store_get(r->srv->store, table_of(type), source_id, r->owner);
   if (!source) return ux_reply_error(r, 404, "not_found", "no such %s", type);
   int frozen = ux_resource_frozen(source);
@@ -91,6 +60,7 @@ int ux_snapshot_take(ux_req *r, const char *type, const char *source_id) {
     return -1;
   }
   ux_random_id(id, sizeof id, "unsb-snapshot-", 12);
+  ux_hold_init(&hold, r, UX_LEDGER_SNAPSHOT, "snapshots", id);
   int rc = -1;
   if (ux_path(dir, sizeof dir, "%s/snapshots", r->srv->cfg.data) != 0 || ux_mkdir_p(dir, 0700) != 0)
     snprintf(err, sizeof err, "cannot create the snapshots directory: %s", strerror(errno));
@@ -98,10 +68,11 @@ int ux_snapshot_take(ux_req *r, const char *type, const char *source_id) {
            ux_resource_dir(r->srv, type, source_id, dir, sizeof dir) != 0)
     snprintf(err, sizeof err, "the data directory's path is too long");
   else
-    rc = ux_archive_volume(dir, arch, &size, frozen, err, sizeof err);
+    rc = ux_archive_volume(dir, arch, &size, frozen, &hold, err, sizeof err);
   if (rc != 0) {
     json_decref(body);
     if (rc == -2) return ux_reply_error(r, 404, "not_found", "no such %s", type);
+    if (rc == -3) return ux_reply_hold(r, &hold);
     fprintf(stderr, "unsandboxd: snapshot of %s failed: %s\n", source_id, err);
     return ux_reply_error(r, 500, "internal_error", "snapshot failed: %s", err);
   }
@@ -118,10 +89,12 @@ int ux_snapshot_take(ux_req *r, const char *type, const char *source_id) {
   json_object_set_new(doc, "created_at", json_integer(ux_now()));
   json_decref(body);
   /* stored only while its source still exists (one statement): a source
-  ** deleted during the archive leaves no snapshot and no archive */
+  ** deleted during the archive leaves no snapshot and no archive; the
+  ** row commits the archive's ledger item (archives.h) */
   int stored = ux_store_insert_child(r->srv->store, "snapshots", id, r->owner, "ready", doc,
                                      table_of(type), source_id);
   if (stored != 1) {
+    ux_ledger_cancel(r->srv->store, hold.item);
     unlink(arch);
     json_decref(doc);
     return stored == 0 ? ux_reply_error(r, 404, "not_found", "no such %s", type)
@@ -160,39 +133,10 @@ int ux_h_snapshot_delete(ux_req *r, const char *id) {
   return ux_reply_deleted(r, "id", id);
 }
 
-/* Replaces the volume dir's tree with the archive's: the volume's runs
-** are killed, the archive is unpacked into a fresh volume by the agent,
-** and only a complete unpacking takes the old tree's place. */
-int ux_restore_volume(const char *arch, const char *dir, char *err, size_t errlen) {
-  ux_extract_report rep;
-  return restore_volume(arch, dir, &rep, err, errlen);
-}
-
-static int restore_volume(const char *arch, const char *dir, ux_extract_report *rep,
-                          char *err, size_t errlen) {
-  char next[4300];
-  int in = open(arch, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (in < 0) {
-    snprintf(err, errlen, "cannot open the archive: %s", strerror(errno));
-    return -1;
-  }
-  int rc = ux_volume_swap_begin(dir, err, errlen);
-  if (rc == 0) {
-    rc = ux_path(next, sizeof next, "%s/next", dir) == 0
-         ? ux_extract_tree(next, in, rep, err, errlen) : -1;
-    char end_err[256];
-    if (ux_volume_swap_end(dir, rc == 0, end_err, sizeof end_err) != 0 && rc == 0) {
-      snprintf(err, errlen, "%s", end_err);
-      rc = -1;
-    }
-  }
-  close(in);
-  return rc;
-}
-
 int ux_h_snapshot_restore(ux_req *r, const char *id) {
   char arch[4200], dir[4200], err[512] = "";
-  ux_extract_report rep;
+  ux_hold hold;
+  ux_hold_init(&hold, r, UX_LEDGER_VOLUME, "restores", id);
   json_t *doc = ux_store_get(r->srv->store, "snapshots", id, r->owner);
   if (!doc) return ux_reply_error(r, 404, "not_found", "no such snapshot");
   const char *type = json_string_value(json_object_get(doc, "source_type"));
@@ -207,9 +151,13 @@ int ux_h_snapshot_restore(ux_req *r, const char *id) {
   if (service) ux_svcs_stop(r->srv->svcs, source_id);     /* started again below */
   int rc = archive_path(r, id, arch, sizeof arch) == 0 &&
            ux_resource_dir(r->srv, type, source_id, dir, sizeof dir) == 0
-           ? restore_volume(arch, dir, &rep, err, sizeof err) : -1;
+           ? ux_restore_volume(arch, dir, &hold, err, sizeof err) : -1;
   if (service) ux_services_restart(r->srv, source, r->owner);
   json_decref(source);
+  if (rc == -3) {
+    json_decref(doc);
+    return ux_reply_hold(r, &hold);
+  }
   if (rc != 0) {
     fprintf(stderr, "unsandboxd: restore of %s failed: %s\n", id, err);
     json_decref(doc);

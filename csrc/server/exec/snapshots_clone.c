@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/exec/archives.h"
 #include "server/ids.h"
 #include "server/http/routes.h"
 #include "server/store/store.h"
@@ -47,12 +48,16 @@ int ux_h_snapshot_create(ux_req *r, const char *unused) {
 static int fill(ux_req *r, const char *kind, const char *id, const char *snap) {
   char arch[4200], dir[4200], err[512] = "";
   if (ux_make_volume(r, kind, id, NULL) < 0) return -1;
-  if (ux_snapshot_archive_path(r, snap, arch, sizeof arch) != 0 ||
-      ux_resource_dir(r->srv, kind, id, dir, sizeof dir) != 0 ||
-      ux_restore_volume(arch, dir, err, sizeof err) != 0) {
-    fprintf(stderr, "unsandboxd: clone of %s failed: %s\n", snap, err);
+  ux_hold hold;
+  ux_hold_init(&hold, r, UX_LEDGER_VOLUME, "restores", id);
+  int filled = ux_snapshot_archive_path(r, snap, arch, sizeof arch) == 0 &&
+               ux_resource_dir(r->srv, kind, id, dir, sizeof dir) == 0
+             ? ux_restore_volume(arch, dir, &hold, err, sizeof err) : -1;
+  if (filled != 0) {
+    fprintf(stderr, "unsandboxd: clone of %s failed: %s\n", snap, filled == -3 ? "no storage left" : err);
     ux_remove_volume(r->srv, kind, id);
-    return ux_reply_error(r, 500, "internal_error", "clone failed: %s", err);
+    return filled == -3 ? ux_reply_hold(r, &hold)
+                        : ux_reply_error(r, 500, "internal_error", "clone failed: %s", err);
   }
   return 0;
 }

@@ -119,27 +119,27 @@ int ux_h_snapshot_unlock(ux_req *r, const char *id);
 /* snapshots_clone.c */
 int ux_h_snapshot_create(ux_req *r, const char *id);
 int ux_h_snapshot_clone(ux_req *r, const char *id);
-/* Archives the volume dir into the file arch (its runs frozen meanwhile,
-** and thawed afterwards unless stay_frozen: the resource was frozen by its
-** owner; the archive made by the agent): 0, -1 with err, -2 the volume is gone. */
-int ux_archive_volume(const char *dir, const char *arch, long *size, int stay_frozen,
-                      char *err, size_t errlen);
+/* (archives of volumes and restores from them: exec/archives.h) */
 /* 1 when a session's or service's document says it is frozen. */
 int ux_resource_frozen(const json_t *doc);
-/* Replaces the tree of volume dir with the archive's (unpacked by the
-** agent into a fresh volume; all or nothing): 0, or -1 with err. */
-int ux_restore_volume(const char *arch, const char *dir, char *err, size_t errlen);
 /* DATA/snapshots/<id>.tar.gz. */
 int ux_snapshot_archive_path(ux_req *r, const char *id, char *out, size_t len);
 /* Archives a session's or service's work directory (shared by both). */
 int ux_snapshot_take(ux_req *r, const char *source_type, const char *source_id);
 
-/* Submits a job for r->owner, answering 429/503 itself when refused. */
+/* Submits a job for r->owner, answering 429/503/507 itself when refused. */
 ux_job *ux_submit(ux_req *r, ux_exec_spec *spec, int defer_row);
 
-/* Creates the resource's volume DATA/<kind>s/<id> (volume.h) and places
-** the request's input_files in it. 0, or -1 after setting a 400, 500 or
-** 507 (disk budget used up) reply. */
+/* Answers the 507 insufficient_storage of a refused ledger reservation
+** (ledger.h) of bytes for r's key; 500 for UX_LEDGER_ERROR. */
+int ux_reply_storage(ux_req *r, int refusal, unsigned long long bytes);
+/* What party (NULL: everyone, with the budget and quotas) stores, by kind. */
+json_t *ux_storage_json(ux_server *srv, const char *party);
+
+/* Creates the resource's volume DATA/<kind>s/<id> (volume.h), charged to
+** r's key in the ledger (a service's log too), and places the request's
+** input_files in it. 0, or -1 after setting a 400, 500 or 507 (the key's
+** quota or the server's budget has no room) reply. */
 int ux_make_volume(ux_req *r, const char *kind, const char *id, json_t *input_files);
 
 /* One command run in a session's or service's directory: `command` and
@@ -158,7 +158,8 @@ ux_exec_spec *ux_resource_spec(ux_req *r, const char *kind, const char *id, json
 int ux_h_session_terminal(ux_req *r, const char *id);
 
 /* Removes a deleted session's or service's volume once every run in it
-** is gone (ux_volume_destroy). */
+** is gone (ux_volume_destroy), and the volume's ledger items when its row
+** was never stored (a stored row's deletion drops them itself). */
 void ux_remove_volume(const ux_server *srv, const char *kind, const char *id);
 
 /* DATA/<kind>s/<id>: the resource's volume. */

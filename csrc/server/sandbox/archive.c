@@ -44,7 +44,8 @@ static void last_line(const char *text, size_t len, char *out, size_t outlen) {
 /* Runs the agent with argv in the tree (workdir_fd, else workdir) and
 ** the given stdin/stdout; stdout, when not redirected, goes to *out. */
 static int run_agent(const char *const *argv, int workdir_fd, const char *workdir,
-                     int in_fd, int out_fd, ux_run_result *res, char *err, size_t errlen) {
+                     int in_fd, int out_fd, unsigned long long fsize, ux_run_result *res,
+                     char *err, size_t errlen) {
   ux_ro_bind bind = { agent.fd, NULL, AGENT_IN };
   ux_run_spec spec;
   memset(&spec, 0, sizeof spec);
@@ -60,6 +61,7 @@ static int run_agent(const char *const *argv, int workdir_fd, const char *workdi
   spec.ttl_s = AGENT_TTL;
   spec.vcpu = 1;
   spec.output_cap = 64 * 1024;
+  spec.fsize = fsize;
   if (agent.fd < 0) {
     snprintf(err, errlen, "the agent is not set up");
     return -1;
@@ -78,7 +80,7 @@ static int run_agent(const char *const *argv, int workdir_fd, const char *workdi
 }
 
 int ux_archive_tree(int root_fd, int out_fd, const char *const *exclude,
-                    char *err, size_t errlen) {
+                    unsigned long long max_out, char *err, size_t errlen) {
   const char *argv[40] = { AGENT_IN, "archive", "/sandbox" };
   char max[32];
   size_t n = 3;
@@ -91,7 +93,7 @@ int ux_archive_tree(int root_fd, int out_fd, const char *const *exclude,
   }
   argv[n] = NULL;
   ux_run_result res;
-  int rc = run_agent(argv, root_fd, NULL, 0, out_fd, &res, err, errlen);
+  int rc = run_agent(argv, root_fd, NULL, 0, out_fd, max_out, &res, err, errlen);
   ux_run_result_free(&res);
   return rc;
 }
@@ -103,7 +105,7 @@ int ux_extract_tree(const char *dir, int in_fd, ux_extract_report *rep,
   const char *argv[] = { AGENT_IN, "extract", "/sandbox", "--max-bytes", max, NULL };
   ux_run_result res;
   memset(rep, 0, sizeof *rep);
-  int rc = run_agent(argv, 0, dir, in_fd, 0, &res, err, errlen);
+  int rc = run_agent(argv, 0, dir, in_fd, 0, 0, &res, err, errlen);
   if (rc == 0) {
     json_t *j = json_loadb(res.out ? res.out : "", res.out_len, 0, NULL);
     if (!json_is_object(j)) {
@@ -144,7 +146,7 @@ int ux_archive_init(const char *path, const char *data_dir, char *err, size_t er
   int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
   const char *argv[] = { AGENT_IN, "archive", "/sandbox", NULL };
   ux_run_result res;
-  int rc = devnull >= 0 ? run_agent(argv, 0, NULL, 0, devnull, &res, why, sizeof why) : -1;
+  int rc = devnull >= 0 ? run_agent(argv, 0, NULL, 0, devnull, 0, &res, why, sizeof why) : -1;
   if (devnull >= 0) { ux_run_result_free(&res); close(devnull); }
   if (rc != 0) snprintf(err, errlen, "the agent does not run in a sandbox: %s", why);
   return rc;

@@ -19,11 +19,14 @@ const char *ux_archive_agent(void);
 int ux_archive_agent_fd(void);
 
 /* Writes a gzip tar of the tree whose root is root_fd (a volume in use)
-** to out_fd; top-level names in `exclude` (NULL-terminated, may be NULL)
-** are left out. The tree's other runs should be frozen meanwhile (runner.h)
-** for a consistent archive. 0, or -1 with err. */
+** to out_fd, a regular file, at most max_out bytes of it (the kernel's
+** file size limit on the agent; 0 = the sandbox default): a larger
+** archive fails, the file then holding max_out bytes. Top-level names in
+** `exclude` (NULL-terminated, may be NULL) are left out. The tree's other
+** runs should be frozen meanwhile (runner.h) for a consistent archive.
+** 0, or -1 with err. */
 int ux_archive_tree(int root_fd, int out_fd, const char *const *exclude,
-                    char *err, size_t errlen);
+                    unsigned long long max_out, char *err, size_t errlen);
 
 typedef struct ux_extract_report {
   long long files, directories, symlinks, bytes;

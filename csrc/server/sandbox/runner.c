@@ -297,6 +297,11 @@ static void unnice(ux_run *r) {
 /* The source and input files, then the release. 0; -1 with err for what
 ** the spec brought (a file that cannot be placed), -2 for the sandbox's
 ** own failure; the caller then abandons the sandbox. */
+void ux_run_result_caps(const ux_run_spec *spec, size_t *per_stream, size_t *artifacts) {
+  if (per_stream) *per_stream = spec->output_cap ? spec->output_cap : UX_SB_OUTPUT_CAP;
+  if (artifacts) *artifacts = spec->want_artifacts ? UX_SB_ART_BYTES : 0;
+}
+
 static int arm(ux_run *r, const ux_run_spec *spec, char *err, size_t errlen) {
   if (r->lang && ux_tree_place_file(r->code_fd, r->lang->file, spec->code ? spec->code : "",
                                     spec->code ? spec->code_len : 0, (uid_t)-1, (gid_t)-1,
@@ -312,7 +317,7 @@ static int arm(ux_run *r, const ux_run_spec *spec, char *err, size_t errlen) {
   if (r->pooled && set_cpu_limit(r, spec->ttl_s, err, errlen) != 0) return -2;
   if (r->pooled) unnice(r);
   r->ttl_s = spec->ttl_s;
-  r->cap = spec->output_cap ? spec->output_cap : UX_SB_OUTPUT_CAP;
+  ux_run_result_caps(spec, &r->cap, NULL);
   r->on_output = spec->on_output;
   r->output_ctx = spec->output_ctx;
   /* the ttl counts from the release */

@@ -60,6 +60,8 @@ typedef struct ux_run_spec {
   int ttl_s;              /* wall-clock limit in seconds; 0 = none */
   int vcpu;               /* 1..8: scales the memory limit */
   size_t output_cap;      /* per stream, bytes; 0 = default (1 MiB) */
+  unsigned long long fsize; /* largest file the program may write
+                             (RLIMIT_FSIZE, also on out_fd); 0 = 64 MiB */
   const char *workdir;    /* persistent host directory mounted as the work
                              directory (sessions, services); NULL = a fresh
                              temporary one, removed after the run. Runs
@@ -100,6 +102,11 @@ typedef struct ux_run_result {
 } ux_run_result;
 
 typedef struct ux_run ux_run;
+
+/* The most a result of spec can hold, for a caller that keeps it: bytes
+** of stdout and of stderr each (the rest is dropped and flagged), and of
+** the artifacts' contents together (0 when none are wanted). */
+void ux_run_result_caps(const ux_run_spec *spec, size_t *per_stream, size_t *artifacts);
 
 /* Prepares the work directory and starts the sandbox. Returns NULL and
 ** writes a message to err for bad specs (unknown language, a file name

@@ -280,7 +280,8 @@ static void fill_plan(ux_child_plan *p, const ux_run *r, const ux_run_spec *spec
     ux_plan_limit(p, RLIMIT_NPROC, UX_SB_NPROC, UX_SB_NPROC);
     ux_plan_limit(p, RLIMIT_DATA, mem, mem);
   }
-  ux_plan_limit(p, RLIMIT_FSIZE, UX_SB_FSIZE, UX_SB_FSIZE);
+  rlim_t fsize = spec->fsize ? (rlim_t)spec->fsize : UX_SB_FSIZE;
+  ux_plan_limit(p, RLIMIT_FSIZE, fsize, fsize);
   ux_plan_limit(p, RLIMIT_CORE, 0, 0);
   ux_plan_limit(p, RLIMIT_NOFILE, UX_SB_NOFILE, UX_SB_NOFILE);
   ux_plan_limit(p, RLIMIT_MEMLOCK, 0, 0);

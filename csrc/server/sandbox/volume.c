@@ -25,7 +25,6 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -45,20 +44,14 @@ static struct {
   pthread_mutex_t lock;
   int loop;                       /* 1: ext4 images; 0: plain directories */
   int private_ns;                 /* 1: our mounts are the server's own */
-  unsigned long long disk, budget, claimed;
-} vol = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0 };
+  unsigned long long disk;
+} vol = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0 };
 
 static int remove_volume(const char *dir);
 
 const char *ux_volume_mode(void) { return vol.loop ? "loop" : "plain"; }
 unsigned long long ux_volume_disk_bytes(void) { return vol.disk; }
-
-void ux_volume_usage(unsigned long long *claimed, unsigned long long *budget) {
-  pthread_mutex_lock(&vol.lock);
-  *claimed = vol.claimed;
-  *budget = vol.budget;
-  pthread_mutex_unlock(&vol.lock);
-}
+unsigned long long ux_volume_charge(void) { return vol.loop ? vol.disk : 0; }
 
 static int errf(char *err, size_t errlen, const char *what, const char *path) {
   int e = errno;
@@ -197,34 +190,6 @@ fail:
 ** Start-up
 ** ------------------------------------------------------------------- */
 
-/* Sum of the image sizes below data_dir/<kind>/<id>/: what the volumes
-** of an earlier run claim. */
-static unsigned long long claimed_on_disk(const char *data_dir) {
-  unsigned long long sum = 0;
-  int top = open(data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  DIR *d = top >= 0 ? fdopendir(top) : NULL;
-  if (!d) { if (top >= 0) close(top); return 0; }
-  struct dirent *k;
-  while ((k = readdir(d))) {
-    if (k->d_name[0] == '.') continue;
-    int kfd = openat(dirfd(d), k->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    DIR *kd = kfd >= 0 ? fdopendir(kfd) : NULL;
-    if (!kd) { if (kfd >= 0) close(kfd); continue; }
-    struct dirent *e;
-    while ((e = readdir(kd))) {
-      char rel[600];
-      struct stat st;
-      if (e->d_name[0] == '.' || snprintf(rel, sizeof rel, "%s/" IMAGE, e->d_name) >= (int)sizeof rel)
-        continue;
-      if (fstatat(dirfd(kd), rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-        sum += (unsigned long long)st.st_size;
-    }
-    closedir(kd);
-  }
-  closedir(d);
-  return sum;
-}
-
 /* Makes, mounts and removes one volume: proves the whole chain works. */
 static int probe(const char *data_dir, char *why, size_t whylen) {
   char dir[4200];
@@ -250,8 +215,7 @@ static void own_mount(const char *data_dir) {
             "slower\n", data_dir, strerror(errno));
 }
 
-int ux_volume_init(const char *data_dir, unsigned long long disk_bytes,
-                   unsigned long long budget_bytes, char *desc, size_t desclen,
+int ux_volume_init(const char *data_dir, unsigned long long disk_bytes, char *desc, size_t desclen,
                    char *err, size_t errlen) {
   if (disk_bytes < (16ull << 20)) {
     snprintf(err, errlen, "the disk size must be at least 16 MiB");
@@ -270,14 +234,8 @@ int ux_volume_init(const char *data_dir, unsigned long long disk_bytes,
     else if (probe(data_dir, why, sizeof why) == 0)
       vol.loop = 1;
   }
-  struct statvfs fsst;
-  vol.claimed = vol.loop ? claimed_on_disk(data_dir) : 0;
-  if (budget_bytes) vol.budget = budget_bytes;
-  else if (statvfs(data_dir, &fsst) == 0)
-    vol.budget = vol.claimed + (unsigned long long)fsst.f_bavail * fsst.f_frsize / 2;
   if (vol.loop)
-    snprintf(desc, desclen, "disk: ext4 volumes of %llu MiB, %llu of %llu MiB claimed",
-             vol.disk >> 20, vol.claimed >> 20, vol.budget >> 20);
+    snprintf(desc, desclen, "disk: ext4 volumes of %llu MiB", vol.disk >> 20);
   else
     snprintf(desc, desclen, "disk: plain directories, unbounded (%s)", why);
   return 0;
@@ -291,30 +249,21 @@ int ux_volume_private_ns(void) { return vol.private_ns; }
 
 int ux_volume_create(const char *dir, char *err, size_t errlen) {
   if (mkdir(dir, 0700) != 0) return errf(err, errlen, "cannot create", dir);
+  int rc = 0;
   if (!vol.loop) {
     char work[4200];
-    if (ux_path(work, sizeof work, "%s/work", dir) < 0 || mkdir(work, 0700) != 0) {
-      errf(err, errlen, "cannot create the work directory in", dir);
-      rmdir(dir);
-      return -1;
-    }
-    return 0;
+    if (ux_path(work, sizeof work, "%s/work", dir) < 0 || mkdir(work, 0700) != 0)
+      rc = errf(err, errlen, "cannot create the work directory in", dir);
+  } else {
+    pthread_mutex_lock(&vol.lock);
+    rc = make_volume(dir, IMAGE, "work", err, errlen);
+    pthread_mutex_unlock(&vol.lock);
   }
-  pthread_mutex_lock(&vol.lock);
-  int over = vol.claimed + vol.disk > vol.budget;
-  if (!over) vol.claimed += vol.disk;
-  pthread_mutex_unlock(&vol.lock);
-  if (over) {
+  if (rc != 0) {
+    int e = errno;
     rmdir(dir);
-    snprintf(err, errlen, "the disk budget of %llu MiB is used up by %llu MiB of volumes",
-             vol.budget >> 20, vol.claimed >> 20);
-    return -2;
+    errno = e == EEXIST ? EIO : e;               /* EEXIST says only: dir was there */
   }
-  pthread_mutex_lock(&vol.lock);
-  int rc = make_volume(dir, IMAGE, "work", err, errlen);
-  if (rc != 0) vol.claimed -= vol.disk;
-  pthread_mutex_unlock(&vol.lock);
-  if (rc != 0) rmdir(dir);
   return rc;
 }
 
@@ -436,10 +385,6 @@ static int remove_volume(const char *dir) {
   int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dfd < 0) return errno == ENOENT ? 0 : -1;
   int rc = remove_mount_dir(dfd, dir, "work") | remove_mount_dir(dfd, dir, "next");
-  struct stat st;
-  if (vol.loop && fstatat(dfd, IMAGE, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-    vol.claimed -= vol.claimed >= (unsigned long long)st.st_size ? (unsigned long long)st.st_size
-                                                                 : vol.claimed;
   /* what is left is the server's own: images, logs */
   DIR *d = fdopendir(dfd);
   if (!d) { close(dfd); return -1; }
@@ -477,6 +422,17 @@ static int make_next(const char *dir, char *err, size_t errlen) {
   else if (mkdirat(dfd, "next", 0700) != 0) rc = errf(err, errlen, "cannot create next in", dir);
   close(dfd);
   return rc;
+}
+
+void ux_volume_tidy(const char *dir) {
+  pthread_mutex_lock(&vol.lock);
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd >= 0) {
+    remove_mount_dir(dfd, dir, "next");
+    unlinkat(dfd, NEXT_IMAGE, 0);
+    close(dfd);
+  }
+  pthread_mutex_unlock(&vol.lock);
 }
 
 /* next takes work's place: the old tree is unmounted (plain mode:

@@ -21,12 +21,11 @@
 
 /* Called once at start-up, before any thread exists: enters a private
 ** mount namespace and checks that loop devices and mkfs.ext4 work.
-** disk_bytes: the size of every volume; budget_bytes: the most all
-** persistent volumes together may claim (0 = half the free space of
-** data_dir's file system). Writes a one-line description of the mode in
-** force to desc. 0, or -1 with err (only for unusable settings). */
-int ux_volume_init(const char *data_dir, unsigned long long disk_bytes,
-                   unsigned long long budget_bytes, char *desc, size_t desclen,
+** disk_bytes: the size of every volume. Writes a one-line description of
+** the mode in force to desc. 0, or -1 with err (only for unusable
+** settings). How many volumes there may be is the ledger's business
+** (store/ledger.h): a volume is charged ux_volume_charge() there. */
+int ux_volume_init(const char *data_dir, unsigned long long disk_bytes, char *desc, size_t desclen,
                    char *err, size_t errlen);
 
 /* 1 when ux_volume_init entered a private mount namespace: mounts made
@@ -36,10 +35,13 @@ int ux_volume_private_ns(void);
 /* "loop" (bounded ext4 images) or "plain" (directories, unbounded). */
 const char *ux_volume_mode(void);
 unsigned long long ux_volume_disk_bytes(void);
+/* What a persistent volume takes of the disk at most: its image's size,
+** or 0 for a plain directory (unbounded, so there is no size to count). */
+unsigned long long ux_volume_charge(void);
 
-/* Creates the persistent volume DIR (which must not exist: DIR/disk.img,
-** DIR/work mounted, root 0700 and empty). 0; -1 with err; -2 when the
-** disk budget is used up (a 507-style refusal, err says so). */
+/* Creates the persistent volume DIR (DIR/disk.img, DIR/work mounted,
+** root 0700 and empty). 0, or -1 with err; errno EEXIST only when DIR
+** existed already (nothing was made). */
 int ux_volume_create(const char *dir, char *err, size_t errlen);
 
 /*
@@ -71,6 +73,11 @@ int ux_volume_destroy(const char *dir);
 int ux_volume_swap_begin(const char *dir, char *err, size_t errlen);
 int ux_volume_swap_end(const char *dir, int commit, char *err, size_t errlen);
 
+/* Removes what a restore that a crash cut short left in the volume DIR
+** (its second volume, DIR/next and its image). For the start, before any
+** use of DIR. */
+void ux_volume_tidy(const char *dir);
+
 /* The directory for the runner's run directories (ux_runner_set_tmpdir):
 ** DATA/tmp/run, made 0700, and as root a small tmpfs mounted there in the
 ** private namespace, so a run directory (an empty mount point for its
@@ -86,8 +93,5 @@ int ux_volume_runs_dir(const char *data_dir, char *out, size_t outlen);
 int ux_scratch_mount(const char *path);
 int ux_scratch_unmount(const char *path);
 
-/* Bytes the persistent volumes claim now (their image sizes) and the
-** budget: for GET /health. */
-void ux_volume_usage(unsigned long long *claimed, unsigned long long *budget);
 
 #endif

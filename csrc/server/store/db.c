@@ -60,7 +60,38 @@ static void note_failure(ux_store *st, int rc) {
   fprintf(stderr, "unsandboxd: store: %s\n", sqlite3_errmsg(st->db));
 }
 
-/* Prepares, binds and steps; rows go to out (NULL: counted only). */
+/* The prepared statement of sql, from the cache or prepared and kept
+** there (the least recently used one making room). Locked. */
+static int prepared(ux_store *st, const char *sql, sqlite3_stmt **out) {
+  ux_stmt_cache *slot = &st->cache[0];
+  for (int i = 0; i < UX_STORE_CACHE; i++) {
+    ux_stmt_cache *c = &st->cache[i];
+    if (c->sql && !strcmp(c->sql, sql)) {
+      c->used = ++st->ticks;
+      *out = c->stmt;
+      return SQLITE_OK;
+    }
+    if (c->used < slot->used) slot = c;
+  }
+  sqlite3_stmt *s = NULL;
+  int rc = sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, NULL);
+  if (rc != SQLITE_OK) return rc;
+  if (slot->stmt) sqlite3_finalize(slot->stmt);
+  free(slot->sql);
+  *slot = (ux_stmt_cache){ ux_xstrdup(sql), s, ++st->ticks };
+  *out = s;
+  return SQLITE_OK;
+}
+
+void ux_db_cache_clear(ux_store *st) {
+  for (int i = 0; i < UX_STORE_CACHE; i++) {
+    if (st->cache[i].stmt) sqlite3_finalize(st->cache[i].stmt);
+    free(st->cache[i].sql);
+    st->cache[i] = (ux_stmt_cache){ NULL, NULL, 0 };
+  }
+}
+
+/* Prepares (or reuses), binds and steps; rows go to out (NULL: counted only). */
 static int run(ux_store *st, const char *sql, const char *types, va_list ap, json_t *out) {
   sqlite3_stmt *s = NULL;
   int rc = -1, step;
@@ -74,7 +105,7 @@ static int run(ux_store *st, const char *sql, const char *types, va_list ap, jso
     pthread_mutex_unlock(&st->mu);
     return step == SQLITE_OK ? 0 : -1;
   }
-  if ((step = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL)) != SQLITE_OK || bind_all(s, types, ap) != 0) {
+  if ((step = prepared(st, sql, &s)) != SQLITE_OK || bind_all(s, types, ap) != 0) {
     note_failure(st, step == SQLITE_OK ? SQLITE_MISUSE : step);
     goto done;
   }
@@ -88,7 +119,7 @@ static int run(ux_store *st, const char *sql, const char *types, va_list ap, jso
   if (step == SQLITE_DONE) rc = out ? 0 : sqlite3_changes(st->db);
   else note_failure(st, step);
 done:
-  sqlite3_finalize(s);
+  if (s) { sqlite3_reset(s); sqlite3_clear_bindings(s); }   /* kept for the next run */
   pthread_mutex_unlock(&st->mu);
   return rc;
 }

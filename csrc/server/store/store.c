@@ -24,8 +24,13 @@
 #include "server/mem.h"
 
 static const char SCHEMA[] =
+  /* a new database gives deleted rows' pages back to the file system
+  ** (incremental_vacuum after expired jobs go); the write-ahead log is
+  ** cut back to 4 MiB after each checkpoint */
+  "PRAGMA auto_vacuum=INCREMENTAL;"
   "PRAGMA journal_mode=WAL;"
   "PRAGMA synchronous=NORMAL;"
+  "PRAGMA journal_size_limit=4194304;"
   "CREATE TABLE IF NOT EXISTS keys(public_key TEXT PRIMARY KEY,"
   "  secret_key TEXT NOT NULL, created_at INTEGER NOT NULL, dev INTEGER DEFAULT 0);"
   "CREATE TABLE IF NOT EXISTS jobs(id TEXT PRIMARY KEY, owner TEXT NOT NULL,"
@@ -38,7 +43,9 @@ static const char SCHEMA[] =
   "  status TEXT, created_at INTEGER, doc TEXT NOT NULL);"
   "CREATE TABLE IF NOT EXISTS images(id TEXT PRIMARY KEY, owner TEXT NOT NULL,"
   "  status TEXT, created_at INTEGER, doc TEXT NOT NULL);"
-  "CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status);";
+  "CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status);"
+  /* finished jobs by the time they finished: what retention removes */
+  "CREATE INDEX IF NOT EXISTS jobs_completed ON jobs(json_extract(doc, '$.completed_at'));";
 
 ux_store *ux_store_open(const char *dir, char *err, size_t errlen) {
   char path[4200];
@@ -64,10 +71,12 @@ ux_store *ux_store_open(const char *dir, char *err, size_t errlen) {
   pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
   pthread_mutex_init(&st->mu, &ma);
   pthread_mutexattr_destroy(&ma);
+  /* nothing is refused until ux_ledger_open settles the limits */
+  st->budget = st->key_quota = st->tenant_quota = 1ull << 62;
   char *msg = NULL;
   if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK ||
       sqlite3_busy_timeout(st->db, 5000) != SQLITE_OK ||
-      sqlite3_exec(st->db, SCHEMA, NULL, NULL, &msg) != SQLITE_OK) {
+      sqlite3_exec(st->db, SCHEMA, NULL, NULL, &msg) != SQLITE_OK || ux_ledger_schema(st) != 0) {
     snprintf(err, errlen, "cannot open %s: %s", path, msg ? msg : sqlite3_errmsg(st->db));
     sqlite3_free(msg);
     ux_store_close(st);
@@ -78,6 +87,8 @@ ux_store *ux_store_open(const char *dir, char *err, size_t errlen) {
 
 void ux_store_close(ux_store *st) {
   if (!st) return;
+  free(st->holds);
+  ux_db_cache_clear(st);
   sqlite3_close(st->db);
   pthread_mutex_destroy(&st->mu);
   free(st);
@@ -146,4 +157,17 @@ int ux_store_recover_jobs(ux_store *st, long now) {
   return ux_db_exec(st, "UPDATE jobs SET status = 'failed', doc = json_set(doc,"
                     " '$.status', 'failed', '$.completed_at', ?1, '$.error', 'server restarted')"
                     " WHERE status IN ('pending', 'running')", "i", (long long)now);
+}
+
+int ux_store_expire_jobs(ux_store *st, long before) {
+  /* final rows only: a pending row has no completed_at */
+  int n = ux_db_exec(st, "DELETE FROM jobs WHERE json_extract(doc, '$.completed_at') <= ?1"
+                     " AND status NOT IN ('pending', 'running')", "i", (long long)before);
+  if (n > 0) ux_db_exec(st, "PRAGMA incremental_vacuum", "");
+  return n;
+}
+
+int ux_store_expire_job(ux_store *st, const char *id, long before) {
+  return ux_db_exec(st, "DELETE FROM jobs WHERE id = ?1 AND json_extract(doc, '$.completed_at') <= ?2"
+                    " AND status NOT IN ('pending', 'running')", "si", id, (long long)before);
 }

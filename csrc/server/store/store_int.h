@@ -9,10 +9,49 @@
 #include <pthread.h>
 #include <sqlite3.h>
 
+/* A reservation of the ledger (ledger.h): bytes of a write in progress. */
+typedef struct ux_ledger_hold {
+  char item[200], party[200];
+  int kind;
+  unsigned long long bytes;
+} ux_ledger_hold;
+
+/* Prepared statements kept for reuse (db.c): preparing is most of a
+** small statement's cost, and compiling the triggers a write fires is
+** part of preparing it. */
+#define UX_STORE_CACHE 64
+typedef struct ux_stmt_cache {
+  char *sql;
+  sqlite3_stmt *stmt;
+  unsigned long long used;
+} ux_stmt_cache;
+
 struct ux_store {
   sqlite3 *db;
-  pthread_mutex_t mu;     /* recursive; one connection, one statement at a time */
+  ux_stmt_cache cache[UX_STORE_CACHE];
+  unsigned long long ticks;
+  pthread_mutex_t mu;     /* recursive; one connection, one statement at a time;
+                             also guards the ledger's reservations */
+  /* the ledger's limits, settled once by ux_ledger_open, and its
+  ** reservations: in memory, so a crash leaves none behind */
+  unsigned long long budget, key_quota, tenant_quota;
+  char operator_party[200];
+  ux_ledger_hold *holds;
+  size_t n_holds, cap_holds;
 };
+
+/* The ledger's own tables and SQL functions (ledger_open.c), made with
+** the store's, so a reservation works from the start and every process
+** that opens the store can run the triggers; ux_ledger_open adds the
+** triggers on the tables it follows once they all exist. 0 or -1. */
+int ux_ledger_schema(ux_store *st);
+
+/* Finalizes the cached statements (before the connection closes). */
+void ux_db_cache_clear(ux_store *st);
+
+/* Drops the reservation of item, its bytes in *bytes (may be NULL): 1,
+** or 0 when there was none (ledger.c; the triggers' SQL functions). */
+int ux_ledger_release_hold(ux_store *st, const char *item, unsigned long long *bytes);
 
 /* The tables whose names may be spliced into SQL (store_docs.c). */
 int ux_store_known_table(const char *t);
