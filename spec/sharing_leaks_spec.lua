@@ -74,3 +74,23 @@ describe("sharing one machine: nothing leaks #integration", function()
     assert(c:delete_session(s.id))
   end)
 end)
+
+describe("sharing one machine: the audit log is bounded #integration", function()
+  local cp = require "spec.helpers.cp"
+  local srv
+
+  setup(function() srv = server.start { args = { "--cp-audit-rows", "20" } } end)
+  teardown(function() if srv then srv.stop() end end)
+
+  it("keeps its newest rows while a tenant probes a hundred foreign workspaces", function()
+    local key = cp.tenant_key(srv, "prober")
+    for i = 1, 100 do   -- every denial a distinct target: none is de-duplicated
+      local st = cp.request(srv, "DELETE", string.format("/v1/workspaces/ws-%012x", i), { token = key })
+      assert.are.equal(404, st)
+    end
+    local _, audit = cp.request(srv, "GET", "/v1/admin/audit?limit=1000", { token = srv.token })
+    assert.are.equal(20, #audit.events)
+    assert.are.equal(string.format("ws-%012x", 100), audit.events[1].target)
+    assert.are.equal(string.format("ws-%012x", 81), audit.events[20].target)
+  end)
+end)

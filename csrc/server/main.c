@@ -98,6 +98,7 @@ static void usage(FILE *f) {
     "  --cp-token-ttl S     scoped token lifetime (default 900)\n"
     "  --cp-idle-ttl S      runtimes unused this long are released (default 1800)\n"
     "  --cp-hard-ttl S      runtimes live at most this long (default 43200)\n"
+    "  --cp-audit-rows N    the audit log keeps its newest N rows (default 100000)\n"
     "  --cp-max-runtimes N  runtimes at once, all tenants (default 4 x cores)\n"
     "  --cp-object-transfers N  object content transfers at once (default 64; beyond:\n"
     "                       503 with retry_after_seconds, the object queue-full fault)\n"
@@ -117,7 +118,7 @@ static void usage(FILE *f) {
 static void parse_args(int argc, char **argv, ux_config *cfg) {
   enum { OPT_LISTEN = 256, OPT_DATA, OPT_DEV, OPT_SYNC, OPT_WORKERS, OPT_QUEUE, OPT_BODY,
          OPT_DISK, OPT_BUDGET, OPT_KEY_QUOTA, OPT_TENANT_QUOTA, OPT_RETENTION, OPT_AGENT, OPT_FAULTS, OPT_LENIENT, OPT_CGROUPS, OPT_POOL, OPT_POOL_SHAPES,
-         OPT_CP_LISTEN, OPT_REGISTRIES, OPT_TOKEN_TTL, OPT_IDLE_TTL, OPT_HARD_TTL, OPT_MAX_RT,
+         OPT_CP_LISTEN, OPT_REGISTRIES, OPT_TOKEN_TTL, OPT_IDLE_TTL, OPT_HARD_TTL, OPT_AUDIT_ROWS, OPT_MAX_RT,
          OPT_OBJ_XFERS, OPT_VERSION, OPT_HELP };
   static const struct option opts[] = {
     { "listen", required_argument, NULL, OPT_LISTEN },
@@ -143,6 +144,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     { "cp-token-ttl", required_argument, NULL, OPT_TOKEN_TTL },
     { "cp-idle-ttl", required_argument, NULL, OPT_IDLE_TTL },
     { "cp-hard-ttl", required_argument, NULL, OPT_HARD_TTL },
+    { "cp-audit-rows", required_argument, NULL, OPT_AUDIT_ROWS },
     { "cp-max-runtimes", required_argument, NULL, OPT_MAX_RT },
     { "cp-object-transfers", required_argument, NULL, OPT_OBJ_XFERS },
     { "version", no_argument, NULL, OPT_VERSION },
@@ -162,6 +164,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
   cfg->cp_listen = "127.0.0.1:0";
   cfg->cp_token_ttl_s = 900;
   cfg->cp_idle_ttl_s = 1800;
+  cfg->cp_audit_rows = 100000;
   cfg->cp_hard_ttl_s = 43200;
   cfg->cp_max_runtimes = (int)(4 * (cores > 0 ? cores : 1));
   cfg->cp_object_transfers = 64;
@@ -194,6 +197,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     case OPT_REGISTRIES: cfg->registries = *optarg ? optarg : NULL; break;
     case OPT_TOKEN_TTL: cfg->cp_token_ttl_s = (int)ux_parse_num("--cp-token-ttl", optarg, 1, 86400); break;
     case OPT_IDLE_TTL: cfg->cp_idle_ttl_s = (int)ux_parse_num("--cp-idle-ttl", optarg, 1, 86400); break;
+    case OPT_AUDIT_ROWS: cfg->cp_audit_rows = ux_parse_num("--cp-audit-rows", optarg, 10, 100000000); break;
     case OPT_HARD_TTL: cfg->cp_hard_ttl_s = (int)ux_parse_num("--cp-hard-ttl", optarg, 1, 604800); break;
     case OPT_MAX_RT: cfg->cp_max_runtimes = (int)ux_parse_num("--cp-max-runtimes", optarg, 1, 256); break;
     case OPT_OBJ_XFERS:

@@ -42,6 +42,7 @@ typedef struct ux_config {
   int cp_token_ttl_s;     /* scoped tokens (900) */
   int cp_idle_ttl_s;      /* runtimes unused this long are released (1800) */
   int cp_hard_ttl_s;      /* runtimes live at most this long (43200) */
+  long cp_audit_rows;     /* the audit log keeps its newest this many rows */
   int cp_max_runtimes;    /* runtimes of the whole server at once */
   int cp_object_transfers;  /* object content transfers at once (64); beyond: 503 */
 } ux_config;
