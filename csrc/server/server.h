@@ -27,6 +27,7 @@ typedef struct ux_config {
   size_t max_body;
   long disk_mb;           /* size of every volume (volume.h) */
   long disk_budget_mb;    /* all persistent volumes together; 0 = half the free space */
+  long memory_budget_mb;  /* all runs' memory limits together; 0 = 75% of RAM */
   int enable_faults;
   int lenient;            /* --lenient: the variant signatures and routes of spec §8 */
   const char *agent;      /* --agent: unsandboxd-agent; NULL = next to us */

@@ -8,6 +8,7 @@
 #include "server/fsutil.h"
 #include "server/exec/jobs.h"
 #include "server/http/routes.h"
+#include "server/sandbox/membudget.h"
 #include "server/sandbox/volume.h"
 
 /* The sandboxes prepared ahead: per shape how many wait, and counters
@@ -44,6 +45,10 @@ int ux_h_health(ux_req *r, const char *id) {
   json_object_set_new(i, "disk", json_pack("{s:s,s:I,s:I,s:I}", "mode", ux_volume_mode(),
     "volume_mb", (json_int_t)(ux_volume_disk_bytes() >> 20), "claimed_mb", (json_int_t)(claimed >> 20),
     "budget_mb", (json_int_t)(budget >> 20)));
+  /* every run's memory limit is claimed from one budget (membudget.h) */
+  ux_membudget_usage(&claimed, &budget);
+  json_object_set_new(i, "memory_budget", json_pack("{s:I,s:I}", "budget_mb", (json_int_t)(budget >> 20),
+    "claimed_mb", (json_int_t)(claimed >> 20)));
   json_object_set_new(j, "isolation", i);
   json_object_set_new(j, "pool", pool_json());
   return ux_reply_json(r, 200, j);
@@ -78,9 +83,23 @@ int ux_h_languages(ux_req *r, const char *id) {
   return ux_reply_json(r, 200, j);
 }
 
+/* 429 for a run whose memory the budget cannot hold now (membudget.h). */
+int ux_reply_no_memory(ux_req *r, const char *why) {
+  ux_reply_error(r, 429, "memory_limit_reached", "%s; retry when runs have ended", why);
+  r->reply.retry_after = 1;
+  return -1;
+}
+
 ux_job *ux_submit(ux_req *r, ux_exec_spec *spec, int defer_row) {
   ux_job *job = NULL;
   int active = 0, limit = 0;
+  char why[200];
+  /* a job's memory is admitted with it, queued or not, so the budget
+  ** refuses now what it could not run later */
+  if (ux_exec_spec_claim(spec, why, sizeof why) != 0) {
+    ux_exec_spec_free(spec);
+    return ux_reply_no_memory(r, why), NULL;
+  }
   int rc = ux_jobs_submit(r->srv->jobs, r->owner, spec, defer_row, &job, &active, &limit);
   if (rc == UX_JOBS_OK) return job;
   ux_exec_spec_free(spec);

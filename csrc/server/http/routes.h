@@ -65,11 +65,12 @@ int ux_h_service_execute(ux_req *r, const char *id);
 int ux_h_service_logs(ux_req *r, const char *id);
 int ux_h_service_snapshot(ux_req *r, const char *id);
 /* Starts the bootstrap of the stored service doc; ux_services_resume
-** starts every stored service's (start-up). */
-int ux_services_start(ux_server *srv, json_t *doc);
+** starts every stored service's (start-up). 0; UX_SVCS_NOMEM (svc.h) when
+** the memory budget has no room for it (err says why); -1. */
+int ux_services_start(ux_server *srv, json_t *doc, char *err, size_t errlen);
 /* ux_services_start for a service that may be deleted meanwhile (after a
-** restore): the bootstrap does not outlive the row. */
-void ux_services_restart(ux_server *srv, json_t *doc, const char *owner);
+** restore): the bootstrap does not outlive the row. Same results. */
+int ux_services_restart(ux_server *srv, json_t *doc, const char *owner, char *err, size_t errlen);
 void ux_services_resume(ux_server *srv);
 
 /* A new service's settings, validated (create, clone, image spawn). */
@@ -134,7 +135,12 @@ int ux_snapshot_archive_path(ux_req *r, const char *id, char *out, size_t len);
 /* Archives a session's or service's work directory (shared by both). */
 int ux_snapshot_take(ux_req *r, const char *source_type, const char *source_id);
 
-/* Submits a job for r->owner, answering 429/503 itself when refused. */
+/* 429 memory_limit_reached with Retry-After: 1 for a run whose memory
+** the budget cannot hold now (why: ux_mem_claim's text); returns -1. */
+int ux_reply_no_memory(ux_req *r, const char *why);
+
+/* Submits a job for r->owner, answering 429/503 itself when refused (its
+** memory is claimed first: ux_exec_spec_claim). */
 ux_job *ux_submit(ux_req *r, ux_exec_spec *spec, int defer_row);
 
 /* Creates the resource's volume DATA/<kind>s/<id> (volume.h) and places
