@@ -48,6 +48,9 @@ typedef struct ux_req {
   long long content_length;  /* declared Content-Length, -1 = none */
   int body_overflow;      /* the body exceeded the route's limit: it was
                           ** not read (declared) or thrown away (chunked) */
+  int body_discarded;     /* the body was read and thrown away unseen (its
+                          ** headers did not authenticate, http.h's
+                          ** authorize): r->body is "", not what was sent */
   int stopping;           /* the server is draining for shutdown */
   const char *peer;       /* client address, "127.0.0.1" or "::1" */
   const ux_kv *req_headers;  /* as received; read with ux_req_header */
