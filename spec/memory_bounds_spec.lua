@@ -16,50 +16,18 @@
 local server = require "spec.helpers.unsandboxd"
 local raw = require "spec.helpers.rawhttp"
 local cp = require "spec.helpers.cp"
-local fs = require "spec.helpers.fs"
+local obj = require "spec.helpers.objects"
+local slow = require "spec.helpers.slow"
 local core = require "unsandbox.core"
 local json = require "cjson"
 local socket = require "socket"
 
 local MiB = 1024 * 1024
-
-local function rss_kb(pid)
-  return tonumber(((fs.read("/proc/" .. pid .. "/status") or ""):match("\nVmRSS:%s*(%d+)")))
-end
+local rss_kb = slow.rss_kb
 
 local function decode(body)
   local ok, v = pcall(json.decode, body or "")
   return ok and v or nil
-end
-
--- What the server side of our connections still has unread in the kernel
--- (rx queues of sockets on its port): 0 once it has taken every byte sent.
-local function server_unread(port)
-  local total = 0
-  for line in (fs.read("/proc/net/tcp") or ""):gmatch("[^\n]+") do
-    local lp, rxq = line:match("^%s*%d+: %x+:(%x+) %x+:%x+ %x+ %x+:(%x+)")
-    if lp and tonumber(lp, 16) == port then total = total + tonumber(rxq, 16) end
-  end
-  return total
-end
-
-local function wait_drained(port)
-  for _ = 1, 400 do                            -- at most 20 s
-    if server_unread(port) == 0 then return true end
-    socket.sleep(0.05)
-  end
-  return false
-end
-
--- Headers of an execution API request that looks signed but is not: a
--- public key the server does not know, a timestamp in the window.
-local function unknown_key_head(path, length)
-  return raw.head("POST", path, {
-    ["Authorization"] = "Bearer unsb-pk-aaaa-bbbb-cccc-dddd",
-    ["X-Timestamp"] = tostring(core.now()),
-    ["X-Signature"] = string.rep("0", 64),
-    ["Content-Length"] = tostring(length),
-  })
 end
 
 describe("memory of the transport under attack #integration", function()
@@ -78,15 +46,8 @@ describe("memory of the transport under attack #integration", function()
     it("80 unauthenticated 8 MiB bodies, 7 MiB in and held: RSS stays flat, others are answered", function()
       for _ = 1, 5 do assert.are.equal(200, assert(c:request("GET", "/languages")).status) end
       local idle = rss_kb(srv.pid)
-      local piece = string.rep("x", 64 * 1024)
-      local socks = {}
-      for i = 1, 80 do
-        local s = raw.connect(srv, 30)
-        assert(s:send(unknown_key_head("/execute", 8 * MiB)))
-        for _ = 1, 7 * 16 do assert(s:send(piece)) end      -- 7 MiB, then silence
-        socks[i] = s
-      end
-      assert.is_true(wait_drained(srv.port), "the server never took the bodies")
+      local socks = slow.hold_bodies(srv, 80)
+      assert.is_true(slow.wait_drained(srv.port), "the server never took the bodies")
       local held = rss_kb(srv.pid)
       -- another client is served while the 80 hold their connections
       local r = assert(c:request("POST", "/execute", json.encode { language = "bash", code = "echo ok" }))
@@ -98,9 +59,9 @@ describe("memory of the transport under attack #integration", function()
       probe:close()
       -- one of them completes its body: the same 401 a bad signature gets
       local last = socks[80]
-      for _ = 1, 16 do assert(last:send(piece)) end
+      for _ = 1, 16 do assert(last:send(slow.PIECE)) end
       local status, _, body = raw.read_response(last)
-      for _, s in ipairs(socks) do s:close() end
+      slow.close(socks)
       assert.are.equal(401, status)
       assert.are.equal("invalid key or signature", decode(body).message)
       print(("# 80 unauthenticated bodies held: RSS %d KiB idle, %d KiB held"):format(idle, held))
@@ -143,7 +104,7 @@ describe("memory of the transport under attack #integration", function()
     it("an unknown key and a wrong signature get the same answer, both after their body", function()
       local body = json.encode { language = "bash", code = "echo hidden" }
       local s = raw.connect(srv, 10)
-      assert(s:send(unknown_key_head("/execute", #body) .. body))
+      assert(s:send(slow.unknown_key_head("/execute", #body) .. body))
       local st1, _, b1 = raw.read_response(s)
       s:close()
       local h = raw.signed(srv, "POST", "/execute", "a different body")
@@ -156,11 +117,83 @@ describe("memory of the transport under attack #integration", function()
       assert.are.same({ 401, "invalid key or signature" }, { st2, decode(b2).message })
       -- a chunked body of an unknown key is thrown away the same way
       s = raw.connect(srv, 10)
-      local head = unknown_key_head("/execute", 0):gsub("Content%-Length: 0\r\n", "Transfer-Encoding: chunked\r\n")
+      local head = slow.unknown_key_head("/execute", 0):gsub("Content%-Length: 0\r\n", "Transfer-Encoding: chunked\r\n")
       assert(s:send(head .. string.format("%x\r\n%s\r\n0\r\n\r\n", #body, body)))
       local st3, _, b3 = raw.read_response(s)
       s:close()
       assert.are.same({ 401, "invalid key or signature" }, { st3, decode(b3).message })
+    end)
+  end)
+  describe("slow readers", function()
+    it("30 slow readers of a 20 MB job document: the reply streams from the store, RSS stays flat", function()
+      local path, job = slow.big_job(c, json)
+      local whole = assert(c:request("GET", path))
+      assert.is_true(#whole.body > 20 * 1000 * 1000, "a document of " .. #whole.body .. " bytes")
+      local idle = rss_kb(srv.pid)
+      local readers = slow.slow_readers(srv.port, 30, function()
+        return raw.head("GET", path, raw.signed(srv, "GET", path, ""))
+      end)
+      local held = rss_kb(srv.pid)
+      -- others are answered meanwhile
+      assert.are.equal(200, assert(c:request("GET", "/jobs")).status)
+      -- and a slow reader that reads on gets the whole document
+      local body = slow.read_rest(readers[1])
+      slow.close(readers)
+      print(("# 30 slow readers of a %d-byte job document: RSS %d KiB idle, %d KiB held")
+        :format(#whole.body, idle, held))
+      assert.are.equal(#whole.body, #body)
+      assert.is_true(body == whole.body, "the streamed document is the stored one")
+      assert.are.equal(job.job_id, decode(body).job_id)
+      assert.is_true(held - idle < 64 * 1024,
+        ("RSS grew by %d KiB while 30 readers held a 20 MB document each"):format(held - idle))
+    end)
+
+    it("60 slow readers of a 4 MiB inline object: streamed from its file, RSS stays flat", function()
+      local loc = { scope = "upload", upload_id = "slow-1", path = "source/big.bin", owner = "t/slow" }
+      local data = string.rep("0123456789abcdef", 4 * MiB / 16)
+      local st, put = obj.post(srv, srv.token, loc, data)
+      assert.are.equal(201, st, json.encode(put))
+      local path = "/v1/storage/objects" .. obj.query(loc)
+      local _, whole, _, whole_raw = cp.request(srv, "GET", path, { token = srv.token })
+      assert.are.equal(put.sha256, whole.sha256)
+      local idle = rss_kb(srv.pid)
+      local readers = slow.slow_readers(srv.cp_port, 60, function()
+        return raw.head("GET", path, { Authorization = "Bearer " .. srv.token })
+      end)
+      local held = rss_kb(srv.pid)
+      assert.are.equal(200, (cp.request(srv, "GET", "/livez")))
+      local body = slow.read_rest(readers[1])
+      slow.close(readers)
+      print(("# 60 slow readers of a %d-byte inline object reply: RSS %d KiB idle, %d KiB held")
+        :format(#whole_raw, idle, held))
+      assert.is_true(body == whole_raw, "the streamed reply is the whole one")
+      assert.are.equal(core.base64_encode(data), decode(body).content_base64)
+      assert.is_true(held - idle < 64 * 1024,
+        ("RSS grew by %d KiB while 60 readers held a 4 MiB object each"):format(held - idle))
+    end)
+
+    it("a slow reader of an inline object holds its transfer slot until it has read it all", function()
+      local gated = server.start { args = { "--cp-object-transfers", "2" } }
+      local ok, err = pcall(function()
+        local loc = { scope = "upload", upload_id = "gate-1", path = "source/big.bin", owner = "t/gate" }
+        assert.are.equal(201, (obj.post(gated, gated.token, loc, string.rep("z", 4 * MiB))))
+        local path = "/v1/storage/objects" .. obj.query(loc)
+        local readers = slow.slow_readers(gated.cp_port, 2, function()
+          return raw.head("GET", path, { Authorization = "Bearer " .. gated.token })
+        end)
+        local st, doc = cp.request(gated, "GET", path, { token = gated.token })
+        assert.are.same({ 503, "object transfer queue is full; retry later", 2 },
+          { st, doc.error, doc.retry_after_seconds })
+        slow.close(readers)
+        for _ = 1, 100 do                       -- the slots come back once the readers are gone
+          st = cp.request(gated, "GET", path, { token = gated.token })
+          if st == 200 then break end
+          socket.sleep(0.05)
+        end
+        assert.are.equal(200, st)
+      end)
+      gated.stop()
+      assert(ok, err)
     end)
   end)
 end)

@@ -316,12 +316,12 @@ static ux_job *find_active(ux_jobs *js, const char *id, const char *owner) {
   return NULL;
 }
 
-json_t *ux_jobs_get(ux_jobs *js, const char *id, const char *owner) {
+json_t *ux_jobs_get_active(ux_jobs *js, const char *id, const char *owner) {
   pthread_mutex_lock(&js->mu);
   ux_job *j = find_active(js, id, owner);
   json_t *d = j ? doc_head(j, j->state, 0, NULL) : NULL;
   pthread_mutex_unlock(&js->mu);
-  return d ? d : ux_store_get(js->st, "jobs", id, owner);
+  return d;
 }
 
 json_t *ux_jobs_list(ux_jobs *js, const char *owner) {

@@ -157,10 +157,23 @@ int ux_h_jobs_list(ux_req *r, const char *id) {
   return ux_reply_json(r, 200, ux_jobs_list(r->srv->jobs, r->owner));
 }
 
+static ssize_t spool_read(void *ctx, unsigned long long pos, char *buf, size_t max) {
+  return ux_spool_read(ctx, pos, buf, max);
+}
+static void spool_put(void *ctx) { ux_spool_put(ctx); }
+
+/* A finished job's document goes out as it is stored, in pieces from a
+** spool (store.h) as the client takes it, never parsed and serialised
+** again: a slow reader of a large one holds one small buffer. */
 int ux_h_job_get(ux_req *r, const char *id) {
-  json_t *doc = ux_jobs_get(r->srv->jobs, id, r->owner);
-  if (!doc) return ux_reply_error(r, 404, "not_found", "no such job");
-  return ux_reply_json(r, 200, doc);
+  json_t *doc = ux_jobs_get_active(r->srv->jobs, id, r->owner);
+  if (doc) return ux_reply_json(r, 200, doc);
+  ux_spool *sp;
+  unsigned long long len = 0;
+  int rc = ux_store_spool(r->srv->store, "jobs", id, r->owner, &sp, &len);
+  if (rc == 0) return ux_reply_error(r, 404, "not_found", "no such job");
+  if (rc < 0) return ux_reply_error(r, 500, "internal_error", "cannot read the job");
+  return ux_reply_source(r, 200, "application/json", len, spool_read, spool_put, sp);
 }
 
 int ux_h_job_cancel(ux_req *r, const char *id) {

@@ -64,6 +64,9 @@ ux_store *ux_store_open(const char *dir, char *err, size_t errlen) {
   pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
   pthread_mutex_init(&st->mu, &ma);
   pthread_mutexattr_destroy(&ma);
+  pthread_mutex_init(&st->ro_mu, NULL);
+  pthread_mutex_init(&st->spool_mu, NULL);
+  snprintf(st->dir, sizeof st->dir, "%s", dir);
   char *msg = NULL;
   if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK ||
       sqlite3_busy_timeout(st->db, 5000) != SQLITE_OK ||
@@ -78,8 +81,11 @@ ux_store *ux_store_open(const char *dir, char *err, size_t errlen) {
 
 void ux_store_close(ux_store *st) {
   if (!st) return;
+  ux_store_spools_close(st);
   sqlite3_close(st->db);
   pthread_mutex_destroy(&st->mu);
+  pthread_mutex_destroy(&st->ro_mu);
+  pthread_mutex_destroy(&st->spool_mu);
   free(st);
 }
 
