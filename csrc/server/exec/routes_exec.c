@@ -141,7 +141,7 @@ static int execute(ux_req *r, int async) {
   long wait_ms = (async || r->defer) ? 0 : r->srv->cfg.sync_ms;
   json_t *doc = ux_jobs_wait(r->srv->jobs, job, wait_ms, &terminal);
   ux_jobs_release(r->srv->jobs, job);
-  if (terminal) return ux_reply_json(r, 200, doc);
+  if (terminal) return ux_reply_finished_job(r, doc);
   json_t *j = pending_doc(doc);
   json_decref(doc);
   /* /execute/async promises "pending" (spec §8); /execute tells the truth */
@@ -162,18 +162,34 @@ static ssize_t spool_read(void *ctx, unsigned long long pos, char *buf, size_t m
 }
 static void spool_put(void *ctx) { ux_spool_put(ctx); }
 
-/* A finished job's document goes out as it is stored, in pieces from a
-** spool (store.h) as the client takes it, never parsed and serialised
-** again: a slow reader of a large one holds one small buffer. */
-int ux_h_job_get(ux_req *r, const char *id) {
-  json_t *doc = ux_jobs_get_active(r->srv->jobs, id, r->owner);
-  if (doc) return ux_reply_json(r, 200, doc);
+/* 200 with the stored document of finished job id, pulled from a spool
+** (store.h) as the client takes it, never parsed and serialised again: a
+** slow reader of a large one holds one small buffer. 1 answered, 0 no
+** such row, -1 the store failed. */
+static int reply_stored_job(ux_req *r, const char *id) {
   ux_spool *sp;
   unsigned long long len = 0;
   int rc = ux_store_spool(r->srv->store, "jobs", id, r->owner, &sp, &len);
+  if (rc != 1) return rc;
+  return ux_reply_source(r, 200, "application/json", len, spool_read, spool_put, sp) == 0 ? 1 : -1;
+}
+
+int ux_reply_finished_job(ux_req *r, json_t *doc) {
+  const char *id = json_string_value(json_object_get(doc, "job_id"));
+  if (id && reply_stored_job(r, id) == 1) {
+    json_decref(doc);
+    return 0;
+  }
+  return ux_reply_json(r, 200, doc);      /* its final row was not stored */
+}
+
+int ux_h_job_get(ux_req *r, const char *id) {
+  json_t *doc = ux_jobs_get_active(r->srv->jobs, id, r->owner);
+  if (doc) return ux_reply_json(r, 200, doc);
+  int rc = reply_stored_job(r, id);
   if (rc == 0) return ux_reply_error(r, 404, "not_found", "no such job");
   if (rc < 0) return ux_reply_error(r, 500, "internal_error", "cannot read the job");
-  return ux_reply_source(r, 200, "application/json", len, spool_read, spool_put, sp);
+  return 0;
 }
 
 int ux_h_job_cancel(ux_req *r, const char *id) {

@@ -139,6 +139,12 @@ int ux_snapshot_take(ux_req *r, const char *source_type, const char *source_id);
 ** the budget cannot hold now (why: ux_mem_claim's text); returns -1. */
 int ux_reply_no_memory(ux_req *r, const char *why);
 
+/* 200 with a finished job's document (doc, taken): as stored, pulled from
+** the store as the client reads it (a slow reader of a large one holds a
+** small buffer, not the document), or doc itself when its row is not
+** there. */
+int ux_reply_finished_job(ux_req *r, json_t *doc);
+
 /* Submits a job for r->owner, answering 429/503 itself when refused (its
 ** memory is claimed first: ux_exec_spec_claim). */
 ux_job *ux_submit(ux_req *r, ux_exec_spec *spec, int defer_row);
