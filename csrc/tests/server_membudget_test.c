@@ -1,7 +1,8 @@
 /*
 ** The runs' memory budget (membudget.h): the default share of a
-** /proc/meminfo text, and claims that grow, shrink, move and are given
-** back without ever passing the budget, also from threads at once.
+** /proc/meminfo text, and claims that grow, shrink, move, wait for room
+** and are given back without ever passing the budget, also from threads
+** at once.
 */
 #include <pthread.h>
 #include <stdio.h>
@@ -52,6 +53,30 @@ static void test_claims(void) {
   ok(claimed == 0 && c.bytes == 0, "releases give everything back, twice is harmless");
 }
 
+static void *waiter(void *arg) {
+  ux_memclaim *m = arg;
+  char err[200];
+  return (void *)(long)ux_mem_claim_wait(m, 2 * GiB, 20000, err, sizeof err);
+}
+
+static void test_wait(void) {
+  char err[200] = "";
+  ux_membudget_set(2 * GiB);
+  ux_memclaim held = { 0 }, want = { 0 };
+  ok(ux_mem_claim(&held, GiB, err, sizeof err) == 0, "1 of 2 GiB held");
+  ok(ux_mem_fits(GiB, err, sizeof err) == 0 && ux_mem_fits(2 * GiB, err, sizeof err) == -1 &&
+     strstr(err, "1024 of the 2048 MiB"), "fits: 1 GiB yes, 2 GiB no (%s), nothing claimed by asking", err);
+  ok(ux_mem_claim_wait(&want, 2 * GiB, 50, err, sizeof err) == -1 && want.bytes == 0,
+     "a wait that nothing ends is refused at its timeout: %s", err);
+  pthread_t t;
+  pthread_create(&t, NULL, waiter, &want);
+  ux_mem_release(&held);                       /* wakes the waiter, whenever it waits */
+  void *rc;
+  pthread_join(t, &rc);
+  ok((long)rc == 0 && want.bytes == 2 * GiB, "a release lets a waiting claim in");
+  ux_mem_release(&want);
+}
+
 static void *claimer(void *arg) {
   int *won = arg;
   for (int i = 0; i < 2000; i++) {
@@ -87,6 +112,7 @@ int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   test_sizes();
   test_claims();
+  test_wait();
   test_threads();
   return tap_done();
 }

@@ -13,9 +13,10 @@
 
 typedef struct ux_exec_spec {
   ux_run_spec run;        /* points into the fields below */
-  ux_memclaim mem;        /* the run's memory, claimed when the job is
-                             admitted (ux_exec_spec_claim) and given back
-                             when the spec is freed, after the run */
+  ux_memclaim mem;        /* the run's memory when its owner claims it
+                             (ux_exec_spec_claim: a bootstrap, a terminal),
+                             given back when the spec is freed, after the
+                             run; empty for a job (the runner claims) */
   char *language, *code;
   char *volume;           /* the volume it works in (volume.h), or NULL */
   int work_fd;            /* its root while in use (-1: not yet) */

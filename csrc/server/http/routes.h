@@ -145,8 +145,8 @@ int ux_reply_no_memory(ux_req *r, const char *why);
 ** there. */
 int ux_reply_finished_job(ux_req *r, json_t *doc);
 
-/* Submits a job for r->owner, answering 429/503 itself when refused (its
-** memory is claimed first: ux_exec_spec_claim). */
+/* Submits a job for r->owner, answering 429/503 itself when refused (also
+** when its run's memory would not fit the budget now: ux_mem_fits). */
 ux_job *ux_submit(ux_req *r, ux_exec_spec *spec, int defer_row);
 
 /* Creates the resource's volume DATA/<kind>s/<id> (volume.h) and places

@@ -1,7 +1,8 @@
 /*
 ** The runs' memory budget (membudget.h): one counter under one mutex.
 ** The default is read from /proc/meminfo once, when the first claim or
-** report needs it and no budget was set.
+** report needs it and no budget was set. A condition variable wakes the
+** runs waiting for room (ux_mem_claim_wait) whenever claims shrink.
 */
 #include "server/sandbox/membudget.h"
 
@@ -10,15 +11,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "server/sandbox/sandbox.h"
 
 static struct {
   pthread_mutex_t mu;
+  pthread_cond_t released;        /* a claim shrank or was given back */
   unsigned long long budget, claimed;
   int set;
-} mb = { .mu = PTHREAD_MUTEX_INITIALIZER };
+} mb = { .mu = PTHREAD_MUTEX_INITIALIZER, .released = PTHREAD_COND_INITIALIZER };
 
 unsigned long long ux_run_memory_bytes(int vcpu) {
   int n = vcpu < 1 ? 1 : vcpu > 8 ? 8 : vcpu;
@@ -62,14 +65,35 @@ void ux_membudget_set(unsigned long long bytes) {
   pthread_mutex_unlock(&mb.mu);
 }
 
+/* Resizes *c to bytes when it fits; 1 done, 0 not. Under mb.mu. */
+static int resize_locked(ux_memclaim *c, unsigned long long bytes) {
+  unsigned long long budget = budget_locked(), have = c->bytes;
+  if (bytes > have && mb.claimed - have + bytes > budget) return 0;
+  mb.claimed = mb.claimed - have + bytes;
+  c->bytes = bytes;
+  if (bytes < have) pthread_cond_broadcast(&mb.released);
+  return 1;
+}
+
+int ux_mem_claim_wait(ux_memclaim *c, unsigned long long bytes, long timeout_ms,
+                      char *err, size_t errlen) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += timeout_ms / 1000;
+  until.tv_nsec += (timeout_ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
+  pthread_mutex_lock(&mb.mu);
+  int ok;
+  while (!(ok = resize_locked(c, bytes)) &&
+         pthread_cond_timedwait(&mb.released, &mb.mu, &until) == 0) {}
+  pthread_mutex_unlock(&mb.mu);
+  return ok ? 0 : ux_mem_claim(c, bytes, err, errlen);   /* the refusal's text */
+}
+
 int ux_mem_claim(ux_memclaim *c, unsigned long long bytes, char *err, size_t errlen) {
   pthread_mutex_lock(&mb.mu);
-  unsigned long long budget = budget_locked(), have = c->bytes;
-  int ok = bytes <= have || mb.claimed - have + bytes <= budget;
-  if (ok) {
-    mb.claimed = mb.claimed - have + bytes;
-    c->bytes = bytes;
-  }
+  unsigned long long budget = budget_locked();
+  int ok = resize_locked(c, bytes);
   unsigned long long claimed = mb.claimed;
   pthread_mutex_unlock(&mb.mu);
   if (!ok && err)
@@ -78,11 +102,19 @@ int ux_mem_claim(ux_memclaim *c, unsigned long long bytes, char *err, size_t err
   return ok ? 0 : -1;
 }
 
+int ux_mem_fits(unsigned long long bytes, char *err, size_t errlen) {
+  ux_memclaim probe = { 0 };
+  if (ux_mem_claim(&probe, bytes, err, errlen) != 0) return -1;
+  ux_mem_release(&probe);
+  return 0;
+}
+
 void ux_mem_release(ux_memclaim *c) {
   if (!c || !c->bytes) return;
   pthread_mutex_lock(&mb.mu);
   mb.claimed -= c->bytes <= mb.claimed ? c->bytes : mb.claimed;
   c->bytes = 0;
+  pthread_cond_broadcast(&mb.released);
   pthread_mutex_unlock(&mb.mu);
 }
 

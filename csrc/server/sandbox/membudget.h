@@ -9,12 +9,14 @@
 ** as its limit (cgroup.c), so what the runs really use together stays
 ** below it even where a run's own limit is larger than its share.
 **
-** A claim is a value owned by whoever must answer for the run: a job from
-** its submission to its end (queued jobs hold theirs, so a full queue is
-** refused at once, not failed later), a service's bootstrap while it
-** runs, a Control Plane runtime while it lives. The runner claims for the
-** runs nobody else does (snapshots' archivers, restores). Claims are
-** counted under one mutex; nothing here blocks.
+** A claim is a value owned by whoever must answer for the run: a service's
+** bootstrap while it runs, a terminal's shell, a Control Plane runtime
+** while it lives; the runner claims for every other run when it starts it
+** (jobs, archivers, restores). A job is checked against what is claimed
+** when it is submitted (ux_mem_fits: 429 when it would not fit now) but
+** claims only when a worker starts it: queued jobs use no memory, and the
+** job pool's workers bound how many run at once. Claims are counted under
+** one mutex; only ux_mem_claim_wait blocks, and only its caller.
 */
 #ifndef UX_MEMBUDGET_H
 #define UX_MEMBUDGET_H
@@ -50,6 +52,20 @@ void ux_membudget_set(unsigned long long bytes);
 ** the difference, shrinks it otherwise freely. 0, or -1 with err (and *c
 ** unchanged) when the budget cannot hold it. */
 int ux_mem_claim(ux_memclaim *c, unsigned long long bytes, char *err, size_t errlen);
+
+/* ux_mem_claim, waiting up to timeout_ms for claims to be given back when
+** the budget has no room now: for a run that may wait (a job a worker is
+** starting while earlier runs are still being released). */
+int ux_mem_claim_wait(ux_memclaim *c, unsigned long long bytes, long timeout_ms,
+                      char *err, size_t errlen);
+/* How long the runner waits so (a job's run whose memory is still held by
+** runs that are ending: their release follows their end by a moment). */
+#define UX_MEM_RUN_WAIT_MS 30000L
+
+/* 0 when a run of `bytes` would fit the budget now, else -1 with the same
+** text as ux_mem_claim: a check that claims nothing (a job's submission,
+** whose run claims when it starts). */
+int ux_mem_fits(unsigned long long bytes, char *err, size_t errlen);
 
 /* Gives back what *c holds (idempotent: *c is then empty). */
 void ux_mem_release(ux_memclaim *c);

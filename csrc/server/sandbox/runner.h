@@ -64,8 +64,9 @@ typedef struct ux_run_spec {
                              that limit while the run lives (it is given
                              back by the caller, after the run); NULL or
                              smaller: the runner claims the limit from the
-                             budget itself for the run's life, and the run
-                             fails to start when the budget has no room */
+                             budget itself for the run's life, waiting up
+                             to UX_MEM_RUN_WAIT_MS for room, and the run
+                             fails to start when there is none */
   size_t output_cap;      /* per stream, bytes; 0 = default (1 MiB) */
   const char *workdir;    /* persistent host directory mounted as the work
                              directory (sessions, services); NULL = a fresh
