@@ -31,6 +31,18 @@ local function budget(c)
   return h.isolation.memory_budget, h.isolation
 end
 
+-- The claimed MiB once they reach `mb` (a run gives its claim back when it
+-- is freed, a moment after its answer), polled at most 10 s.
+local function settled(c, mb)
+  local b
+  for _ = 1, 200 do
+    b = budget(c)
+    if b.claimed_mb == mb then break end
+    os.execute("sleep 0.05")
+  end
+  return b.claimed_mb
+end
+
 local function service(c, vcpu)
   return call(c, "POST", "/services", { bootstrap_content = "exec sleep 600", vcpu = vcpu })
 end
@@ -108,6 +120,7 @@ describe("the memory budget of all runs #integration", function()
     end)
 
     it("a service's bootstrap holds its limit until it is deleted; what does not fit is 429", function()
+      assert.are.equal(0, settled(c, 0))
       local st, svc = service(c, 2)
       assert.are.equal(201, st, json.encode(svc))
       assert.are.equal(2048, budget(c).claimed_mb)
@@ -123,7 +136,7 @@ describe("the memory budget of all runs #integration", function()
       local est, job = call(c, "POST", "/execute", { language = "bash", code = "echo fits" })
       assert.are.equal(200, est)
       assert.are.equal("fits\n", job.stdout)
-      assert.are.equal(2048, budget(c).claimed_mb)
+      assert.are.equal(2048, settled(c, 2048))
       -- a vcpu-2 run does not
       local big, err = call(c, "POST", "/execute", { language = "bash", code = "echo no", vcpu = 2 })
       assert.are.equal(429, big)
@@ -138,6 +151,7 @@ describe("the memory budget of all runs #integration", function()
     end)
 
     it("queued jobs claim nothing until they run; a job that could not run now is 429", function()
+      assert.are.equal(0, settled(c, 0))
       -- two workers: six jobs queue, only those running (or being released) claim
       local ids, most = {}, 0
       for i = 1, 6 do
@@ -162,11 +176,12 @@ describe("the memory budget of all runs #integration", function()
       -- a vcpu-4 run is larger than the whole budget
       local st, doc = call(c, "POST", "/execute/async", { language = "bash", code = "true", vcpu = 4 })
       assert.are.equal(429, st)
-      assert.matches("a run of 4096 MiB: 0 of the 3072 MiB", doc.message)
-      assert.are.equal(0, budget(c).claimed_mb)
+      assert.matches("a run of 4096 MiB: %d+ of the 3072 MiB", doc.message)
+      assert.are.equal(0, settled(c, 0))
     end)
 
     it("a Control Plane runtime is admitted too: the platform's transient 429 when it does not fit", function()
+      assert.are.equal(0, settled(c, 0))
       local st, svc = service(c, 3)                 -- the whole budget
       assert.are.equal(201, st)
       local wst, ws = cp.request(srv, "POST", "/v1/workspaces", { token = srv.token, body = { session_id = "mem-budget" } })

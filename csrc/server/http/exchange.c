@@ -366,8 +366,6 @@ static int body_coming(const ux_xchg *x) {
   return x->req.content_length > 0 || (x->req.content_length < 0 && te && strcasecmp(te, "identity"));
 }
 
-
-
 static enum MHD_Result first_call(ux_http *h, struct MHD_Connection *c, const char *url,
                                   const char *method, void **con_cls) {
   ux_conn *cn = conn_of(c);
