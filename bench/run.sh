@@ -3,7 +3,8 @@
 # prepared ahead, one without), every figure next to a baseline measured
 # in the same run (bench/bench.lua), issue 11's concurrency figures
 # (bench/concurrency.lua), the server's memory while it moves a 64 MiB
-# object (bench/objects.lua), then a session terminal's attach next to
+# object (bench/objects.lua) and under slow clients (bench/memory.lua:
+# unauthenticated bodies, slow readers), then a session terminal's attach next to
 # the same session's execute (bench/terminal.lua). Needs root, as
 # unsandboxd does.
 set -euo pipefail
@@ -29,4 +30,5 @@ fi
 lua5.4 bench/bench.lua "$@"
 lua5.4 bench/concurrency.lua
 lua5.4 bench/objects.lua
+lua5.4 bench/memory.lua
 lua5.4 bench/terminal.lua

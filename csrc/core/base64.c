@@ -17,6 +17,20 @@ char *unsb_base64_encode(const unsigned char *in, size_t len, size_t *out_len) {
   return out;
 }
 
+size_t unsb_base64_encode_into(const unsigned char *in, size_t len, char *out) {
+  size_t done = 0;
+  /* EVP_EncodeBlock takes an int: large inputs go in pieces of 3k bytes */
+  while (len > 0) {
+    size_t n = len > (size_t)INT_MAX / 4 * 3 - 3 ? (size_t)INT_MAX / 4 * 3 - 3 : len;
+    n -= n < len ? n % 3 : 0;
+    done += (size_t)EVP_EncodeBlock((unsigned char *)out + done, in, (int)n);
+    in += n;
+    len -= n;
+  }
+  out[done] = '\0';
+  return done;
+}
+
 static int b64_char(unsigned char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
          c == '+' || c == '/';

@@ -10,6 +10,12 @@
 /* Returns a malloc'd NUL-terminated encoding and its length, or NULL. */
 char *unsb_base64_encode(const unsigned char *in, size_t len, size_t *out_len);
 
+/* Encodes len bytes into out, which holds UNSB_BASE64_LEN(len) + 1 bytes
+** (NUL-terminated): for encoding a stream piece by piece, each piece but
+** the last a multiple of 3 bytes. Returns the length written. */
+#define UNSB_BASE64_LEN(n) (4 * (((n) + 2) / 3))
+size_t unsb_base64_encode_into(const unsigned char *in, size_t len, char *out);
+
 /* Returns malloc'd bytes, or NULL for invalid input (a character outside
 ** the alphabet, whitespace, '=' anywhere but the last two places, an
 ** impossible length). Padding is optional. */

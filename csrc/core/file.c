@@ -15,7 +15,8 @@
 
 #include "core/digest.h"
 
-static int write_all(int fd, const char *data, size_t len) {
+int unsb_write_all(int fd, const void *buf, size_t len) {
+  const char *data = buf;
   while (len > 0) {
     ssize_t n = write(fd, data, len);
     if (n < 0 && errno == EINTR) continue;
@@ -54,7 +55,7 @@ int unsb_file_write_at(int dirfd, const char *name, const void *data, size_t len
   if (temp_name(tmp) != 0) return fail(-1, dirfd, NULL, step, "create");
   int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) return fail(-1, dirfd, NULL, step, "create");
-  if (write_all(fd, data, len) != 0) return fail(fd, dirfd, tmp, step, "write");
+  if (unsb_write_all(fd, data, len) != 0) return fail(fd, dirfd, tmp, step, "write");
   if (uid != (uid_t)-1 && fchown(fd, uid, gid) != 0) return fail(fd, dirfd, tmp, step, "chown");
   if ((flags & UNSB_FILE_FSYNC) && fsync(fd) != 0) return fail(fd, dirfd, tmp, step, "sync");
   int rc = close(fd);

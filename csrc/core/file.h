@@ -26,6 +26,10 @@ int unsb_file_write_at(int dirfd, const char *name, const void *data, size_t len
 int unsb_file_write(const char *path, const void *data, size_t len, mode_t mode,
                     int flags, const char **step);
 
+/* Writes all len bytes to fd, across short writes and EINTR. 0, or -1
+** with errno set (EIO when the file takes no more). */
+int unsb_write_all(int fd, const void *buf, size_t len);
+
 /* Creates the directory path and any missing parents (mkdir -p), each
 ** with mode (before the umask); an existing directory, or a symlink to one,
 ** is fine. 0, or -1 with errno set: ENOTDIR when a component exists and is

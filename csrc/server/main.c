@@ -40,6 +40,7 @@
 #include "server/store/keys.h"
 #include "server/http/routes.h"
 #include "server/sandbox/archive.h"
+#include "server/sandbox/membudget.h"
 #include "server/sandbox/runner.h"
 #include "server/sandbox/volume.h"
 #include "server/store/ledger.h"
@@ -83,6 +84,10 @@ static void usage(FILE *f) {
     "                       key; beyond: 429)\n"
     "  --job-retention S    finished jobs are removed S seconds after they ended, and\n"
     "                       their output with them (default 86400: a day)\n"
+    "  --memory-budget-mb N most memory all runs may claim together: every run's\n"
+    "                       limit (vcpu x 1024 MiB) is admitted against it (429\n"
+    "                       beyond), and their parent cgroup is limited to it\n"
+    "                       (default: 75%% of the machine's memory; at least 1024)\n"
     "  --enable-faults      allow POST /_faults (tests only)\n"
     "  --lenient            also accept the SDKs' variant signatures (path with query;\n"
     "                       \"\" for a {} body) and variant routes and keys (spec 8)\n"
@@ -117,7 +122,7 @@ static void usage(FILE *f) {
 
 static void parse_args(int argc, char **argv, ux_config *cfg) {
   enum { OPT_LISTEN = 256, OPT_DATA, OPT_DEV, OPT_SYNC, OPT_WORKERS, OPT_QUEUE, OPT_BODY,
-         OPT_DISK, OPT_BUDGET, OPT_KEY_QUOTA, OPT_TENANT_QUOTA, OPT_RETENTION, OPT_AGENT, OPT_FAULTS, OPT_LENIENT, OPT_CGROUPS, OPT_POOL, OPT_POOL_SHAPES,
+         OPT_DISK, OPT_BUDGET, OPT_KEY_QUOTA, OPT_TENANT_QUOTA, OPT_RETENTION, OPT_MEM_BUDGET, OPT_AGENT, OPT_FAULTS, OPT_LENIENT, OPT_CGROUPS, OPT_POOL, OPT_POOL_SHAPES,
          OPT_CP_LISTEN, OPT_REGISTRIES, OPT_TOKEN_TTL, OPT_IDLE_TTL, OPT_HARD_TTL, OPT_AUDIT_ROWS, OPT_MAX_RT,
          OPT_OBJ_XFERS, OPT_VERSION, OPT_HELP };
   static const struct option opts[] = {
@@ -133,6 +138,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     { "key-quota-mb", required_argument, NULL, OPT_KEY_QUOTA },
     { "tenant-quota-mb", required_argument, NULL, OPT_TENANT_QUOTA },
     { "job-retention", required_argument, NULL, OPT_RETENTION },
+    { "memory-budget-mb", required_argument, NULL, OPT_MEM_BUDGET },
     { "enable-faults", no_argument, NULL, OPT_FAULTS },
     { "lenient", no_argument, NULL, OPT_LENIENT },
     { "cgroups", required_argument, NULL, OPT_CGROUPS },
@@ -187,6 +193,9 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
       break;
     case OPT_RETENTION:
       cfg->job_retention_s = ux_parse_num("--job-retention", optarg, 1, 10L * 365 * 86400);
+      break;
+    case OPT_MEM_BUDGET:
+      cfg->memory_budget_mb = ux_parse_num("--memory-budget-mb", optarg, UX_MEM_BUDGET_MIN_MB, 1L << 30);
       break;
     case OPT_FAULTS: cfg->enable_faults = 1; break;
     case OPT_LENIENT: cfg->lenient = 1; break;
@@ -322,6 +331,7 @@ static int prepare_sandbox(ux_config *cfg, ux_isolation *iso, char *volumes, siz
     return -1;
   }
   install_signals();
+  ux_runner_set_memory_budget((unsigned long long)cfg->memory_budget_mb << 20);
   ux_runner_init(cfg->cgroups, iso);
   if (chdir("/") < 0) { perror("unsandboxd: chdir /"); return -1; }
   ux_runner_set_tmpdir(tmp);

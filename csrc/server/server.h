@@ -30,6 +30,7 @@ typedef struct ux_config {
   long key_quota_mb;      /* what one execution API key may store; 0 = a quarter of the budget */
   long tenant_quota_mb;   /* what one Control Plane tenant may store; 0 = a quarter */
   long job_retention_s;   /* finished jobs are removed this long after they ended */
+  long memory_budget_mb;  /* all runs' memory limits together; 0 = 75% of RAM */
   int enable_faults;
   int lenient;            /* --lenient: the variant signatures and routes of spec §8 */
   const char *agent;      /* --agent: unsandboxd-agent; NULL = next to us */

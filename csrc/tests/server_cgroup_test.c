@@ -120,6 +120,11 @@ static void test_parse(void) {
   ok(!ux_cg_name_stale("unsandboxd-x-1") && !ux_cg_name_stale("other-1-1") &&
      !ux_cg_name_stale("unsandboxd-12") && !ux_cg_name_stale("unsandboxd-1-2x"),
      "names not of the form are never stale");
+  char moved[96];
+  snprintf(moved, sizeof moved, "%s-server", name);
+  ok(ux_cg_name_stale("unsandboxd-4194303-5-server") && !ux_cg_name_stale(moved) &&
+     !ux_cg_name_stale("unsandboxd-4194303-5-serverx"),
+     "a moved server's NAME-server: stale with its server, else not");
 }
 
 /* ---------------------------------------------------------------------
@@ -215,7 +220,14 @@ static void test_fake_v1(void) {
   dir(stale);
   dir("fs/pids/unsandboxd-not-a-server");
   dir("fs/memory/api/me/other");
+  /* the parent's limit files (cgroupfs makes them with the directory) */
+  put("fs/memory/api/me/unsandboxd-test-1/memory.limit_in_bytes", "");
+  put("fs/memory/api/me/unsandboxd-test-1/memory.memsw.limit_in_bytes", "");
+  l.budget = 3ull << 30;
   ok(ux_cg_setup(&l, "unsandboxd-test-1", err, sizeof err) == 0, "setup on fake v1: %s", err);
+  ok(!strcmp(get("fs/memory/api/me/unsandboxd-test-1/memory.limit_in_bytes", buf, sizeof buf), "3221225472") &&
+     !strcmp(get("fs/memory/api/me/unsandboxd-test-1/memory.memsw.limit_in_bytes", buf, sizeof buf),
+             "3221225472"), "the memory budget is the parent's memory and memory+swap limit");
   ok(exists("fs/memory/api/me/unsandboxd-test-1") && exists("fs/pids/unsandboxd-test-1") &&
      exists("fs/freezer/unsandboxd-test-1"), "a parent in memory, pids and freezer");
   snprintf(stale, sizeof stale, "fs/pids/unsandboxd-%ld-1", (long)getpid());
@@ -267,9 +279,13 @@ static void test_fake_v2(void) {
   put("fs/unified/srv/cgroup.controllers", "cpu memory pids\n");
   put("fs/unified/srv/cgroup.subtree_control", "cpu\n");
   put("fs/unified/srv/unsandboxd-test-2/cgroup.subtree_control", "");
+  put("fs/unified/srv/unsandboxd-test-2/memory.max", "max\n");
   mountinfo(1, 0, 0, 0);
   if (ux_cg_detect(path("cgroup"), path("mountinfo"), &l) != UX_CG_V2) { ok(0, "fake v2"); return; }
+  l.budget = 5ull << 30;
   ok(ux_cg_setup(&l, "unsandboxd-test-2", err, sizeof err) == 0, "setup on fake v2: %s", err);
+  ok(!strcmp(get("fs/unified/srv/unsandboxd-test-2/memory.max", buf, sizeof buf), "5368709120"),
+     "the memory budget is the parent's memory.max");
   ok(!strcmp(get("fs/unified/srv/cgroup.subtree_control", buf, sizeof buf), "+memory +pids") &&
      !strcmp(get("fs/unified/srv/unsandboxd-test-2/cgroup.subtree_control", buf, sizeof buf),
              "+memory +pids"), "memory and pids enabled for our parent and below it");

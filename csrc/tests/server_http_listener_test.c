@@ -4,8 +4,10 @@
 ** router's X-Request-Id, request headers and the peer address, response
 ** headers, content types, raw and empty bodies, sized streams (whole and
 ** cut short), a streaming body read piece by piece, a refusal before the
-** body is read (from the handler and from the admit hook), and a stop
-** that does not wait for a handler blocked forever. The execution API's
+** body is read (from the handler and from the admit hook), the header
+** check before a buffered body (a refusal that never waits for the body,
+** a body thrown away unseen, one let in), and a stop that does not wait
+** for a handler blocked forever. The execution API's
 ** use of it is covered by spec/unsandboxd_spec.lua and
 ** spec/http_limits_spec.lua.
 */
@@ -63,6 +65,10 @@ static void handle_a(void *ctx, ux_req *r) {
     read_all(r);
   } else if (!strcmp(r->path, "/refuse")) {
     ux_reply_error(r, 401, "unauthorized", "no");
+  } else if (!strncmp(r->path, "/auth-", 6)) {
+    snprintf(text, sizeof text, "len=%zu discarded=%d body=%.*s", r->body_len, r->body_discarded,
+             (int)(r->body_len < 32 ? r->body_len : 32), r->body);
+    ux_reply_raw(r, 200, "text/plain", text, strlen(text));
   } else if (!strcmp(r->path, "/block")) {
     pthread_mutex_lock(&never_mu);
     __atomic_store_n(&blocked_in, 1, __ATOMIC_SEQ_CST);  /* the test's readiness signal */
@@ -79,6 +85,13 @@ static void admit_a(void *ctx, ux_req *r, ux_body_policy *p) {
     p->limit = 1 << 20;
   }
   if (!strcmp(r->path, "/admit-refuse")) ux_reply_error(r, 403, "forbidden", "at the door");
+}
+
+/* The header check: runs before any byte of a buffered body is taken. */
+static void authorize_a(void *ctx, ux_req *r, ux_body_policy *p) {
+  (void)ctx;
+  if (!strcmp(r->path, "/auth-refuse")) ux_reply_error(r, 401, "unauthorized", "not you");
+  if (!strcmp(r->path, "/auth-discard")) p->discard = 1;
 }
 
 static void request_id_a(void *ctx, const ux_req *r, char *out, size_t outlen) {
@@ -206,6 +219,29 @@ static void test_bodies(unsigned pa) {
   ok(R.status == 403 && has_header(&R, "\r\nX-Request-Id: A-none"), "the admit hook answers at once");
 }
 
+static void test_header_check(unsigned pa) {
+  fetch(pa, "POST", "/auth-ok", NULL, "hello", 5, &R);
+  ok(R.status == 200 && strstr(R.body, "len=5 discarded=0 body=hello"), "a body its headers let in: %s", R.body);
+  fetch(pa, "POST", "/auth-discard", NULL, "secret", 6, &R);
+  ok(R.status == 200 && strstr(R.body, "len=0 discarded=1 body="),
+     "a body thrown away unseen: the handler sees none of it: %s", R.body);
+  fetch(pa, "POST", "/auth-ok", NULL, NULL, 0, &R);
+  ok(R.status == 200 && strstr(R.body, "len=0 discarded=0"), "no body, no check: %s", R.body);
+  /* declared but never sent: the refusal does not wait for the body */
+  const char *heads[] = {
+    "POST /auth-refuse HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n",
+    "POST /auth-refuse HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+  };
+  for (int i = 0; i < 2; i++) {
+    int fd = dial(pa);
+    long t0 = ux_now_ms();
+    if (fd >= 0 && send_all(fd, heads[i], strlen(heads[i])) == 0) receive(fd, &R);
+    if (fd >= 0) close(fd);
+    ok(R.status == 401 && ux_now_ms() - t0 < 3000, "the header check refuses a %s body before it comes",
+       i ? "chunked" : "declared");
+  }
+}
+
 static void *blocked_client(void *arg) {
   unsigned port = *(unsigned *)arg;
   static resp r;
@@ -218,9 +254,9 @@ int main(void) {
   ux_http_config ca, cb;
   ux_http_config_default(&ca, ux_http_raise_nofile(), 2);
   ca.listen = "127.0.0.1:0";
-  ca.router = (ux_http_router){ handle_a, admit_a, request_id_a, NULL };
+  ca.router = (ux_http_router){ handle_a, admit_a, request_id_a, NULL, authorize_a };
   cb = ca;
-  cb.router = (ux_http_router){ handle_b, NULL, NULL, NULL };
+  cb.router = (ux_http_router){ handle_b, NULL, NULL, NULL, NULL };
   ux_http *a = ux_http_start(&ca, url_a, sizeof url_a, err, sizeof err);
   ux_http *b = ux_http_start(&cb, url_b, sizeof url_b, err, sizeof err);
   ok(a && b && strcmp(url_a, url_b) != 0, "two listeners in one process (%s, %s)", url_a, url_b);
@@ -235,6 +271,7 @@ int main(void) {
 
   test_a(pa);
   test_bodies(pa);
+  test_header_check(pa);
   fetch(pb, "GET", "/anything", NULL, NULL, 0, &R);
   ok(R.status == 200 && strstr(R.body, "\"listener\":\"B\"") && has_header(&R, "\r\nX-Request-Id: req_"),
      "the second listener has its own router and the default request id");

@@ -149,7 +149,7 @@ int main(void) {
   ux_http_config cfg;
   ux_http_config_default(&cfg, ux_http_raise_nofile(), 1);
   cfg.listen = "127.0.0.1:0";
-  cfg.router = (ux_http_router){ handle, NULL, NULL, NULL };
+  cfg.router = (ux_http_router){ handle, NULL, NULL, NULL, NULL };
   ux_http *h = ux_http_start(&cfg, url, sizeof url, err, sizeof err);
   ok(h != NULL, "a listener (%s)", h ? url : err);
   if (!h) return tap_done();

@@ -168,6 +168,65 @@ static int race(ux_store *st, const char *table, const char *field, int rounds) 
   return resurrected;
 }
 
+/* Reads a whole spool through ux_spool_read in pieces of `piece`. */
+static char *read_spool(ux_spool *sp, unsigned long long len, size_t piece) {
+  char *out = ux_xmalloc(len + 1);
+  unsigned long long at = 0;
+  while (at < len) {
+    ssize_t n = ux_spool_read(sp, at, out + at, piece);
+    if (n <= 0) break;
+    at += (unsigned long long)n;
+  }
+  out[at] = '\0';
+  if (at != len) { free(out); return NULL; }
+  return out;
+}
+
+static void test_spool(ux_store *st) {
+  /* a document of 3 MB (a file shared by its readers) and a small one */
+  size_t big_len = 3u << 20;
+  char *blob = ux_xmalloc(big_len + 1);
+  for (size_t i = 0; i < big_len; i++) blob[i] = (char)('a' + i % 26);
+  blob[big_len] = '\0';
+  json_t *big = json_pack("{s:s,s:I,s:s}", "job_id", "job_big", "created_at", (json_int_t)1, "stdout", blob);
+  json_t *small = json_pack("{s:s,s:I}", "job_id", "job_small", "created_at", (json_int_t)1);
+  ok(ux_store_insert(st, "jobs", "job_big", "alice", "completed", big) == 0 &&
+     ux_store_insert(st, "jobs", "job_small", "alice", "completed", small) == 0, "two finished jobs");
+  char *want = json_dumps(big, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  ux_spool *a = NULL, *b = NULL, *s = NULL, *none = NULL;
+  unsigned long long la = 0, lb = 0, ls = 0, ln = 0;
+  ok(ux_store_spool(st, "jobs", "job_big", "alice", &a, &la) == 1 &&
+     ux_store_spool(st, "jobs", "job_big", NULL, &b, &lb) == 1 && a && a == b && la == strlen(want),
+     "two readers of one large document share one spool of its exact length");
+  char *got = a ? read_spool(a, la, 16384) : NULL;
+  ok(got && !strcmp(got, want), "its bytes are the stored ones, read in 16 KiB pieces");
+  ok(a && ux_spool_read(a, la, got, 10) == -1, "past the end: -1");
+  free(got);
+  ok(ux_store_spool(st, "jobs", "job_big", "bob", &none, &ln) == 0 && !none, "another owner finds nothing");
+  ok(ux_store_spool(st, "jobs", "nosuch", "alice", &none, &ln) == 0, "an unknown id: 0");
+  ok(ux_store_spool(st, "nosuch", "job_big", "alice", &none, &ln) == -1, "an unknown table: -1");
+  ux_spool_put(a);
+  got = b ? read_spool(b, lb, 1000) : NULL;
+  ok(got && !strcmp(got, want), "the other reader still reads it after the first is done");
+  free(got);
+  ux_spool_put(b);
+  char *want_small = json_dumps(small, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  ok(ux_store_spool(st, "jobs", "job_small", "alice", &s, &ls) == 1 && ls == strlen(want_small),
+     "a small document is read into memory");
+  got = s ? read_spool(s, ls, 7) : NULL;
+  ok(got && !strcmp(got, want_small), "and reads back the same");
+  free(got);
+  ux_spool_put(s);
+  ux_spool *again = NULL;
+  ok(ux_store_spool(st, "jobs", "job_big", "alice", &again, &la) == 1 && again, "a new spool after the last reader");
+  ux_spool_put(again);
+  free(want);
+  free(want_small);
+  free(blob);
+  json_decref(big);
+  json_decref(small);
+}
+
 int main(void) {
   char dir[] = "/tmp/unsb-store-XXXXXX", err[256];
   ux_mem_init();
@@ -179,6 +238,7 @@ int main(void) {
   test_child(st);
   test_update(st);
   test_fields(st);
+  test_spool(st);
   ok(race(st, "snapshots", "locked", 300) == 0, "300 rounds of lock vs delete: nothing comes back");
   ok(race(st, "sessions", "last_activity", 300) == 0,
      "300 rounds of a session touch vs delete: nothing comes back");

@@ -4,7 +4,8 @@
 ** handler is the same three steps: owner and locator (ux_cp_obj_target),
 ** one object store call, one view. Inline content (GET/POST with
 ** content_base64) is bounded by 4 MiB and passes the transfer gate like
-** every content transfer.
+** every content transfer; an inline read is streamed from the version's
+** file, holding its gate slot until the client has it all.
 */
 #include "server/cp/cp_objects.h"
 
@@ -19,6 +20,8 @@
 #include "server/cp/cp_handlers.h"
 #include "server/cp/objreq.h"
 #include "server/store/ledger.h"
+#include "server/http/limits.h"
+#include "server/mem.h"
 
 /* ------------------------------------------------------------------
 ** Shared by the object handlers (cp_objects.h)
@@ -85,18 +88,74 @@ json_t *ux_cp_obj_head(const ux_objloc *l, const char *key) {
 ** Inline content
 ** ---------------------------------------------------------------- */
 
-/* The whole content of an open version (at most the inline limit). */
-static char *read_all(int fd, size_t n) {
-  char *buf = malloc(n ? n : 1);
-  size_t got = 0;
-  while (buf && got < n) {
-    ssize_t r = read(fd, buf + got, n - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) { free(buf); buf = NULL; break; }
-    got += (size_t)r;
+/* An inline read's reply, {"scope":..,"sha256":..,"content_base64":"<..>"},
+** pulled from the version's file as the client takes it (ux_reply_source):
+** the head as serialised, the content base64-encoded on the way in whole
+** groups (pieces come at pos = what was returned so far, so each starts on
+** a group), then the closing quote and brace. The transfer gate's slot is
+** held until the reply is done, however slowly it is read. */
+typedef struct inline_src {
+  int fd;
+  unsigned long long bytes, b64;
+  char *head;                 /* up to the opening quote of content_base64 */
+  size_t head_len;
+  ux_objstore *gate;
+} inline_src;
+
+static ssize_t inline_read(void *ctx, unsigned long long pos, char *buf, size_t max) {
+  inline_src *s = ctx;
+  if (pos < s->head_len) {
+    size_t n = s->head_len - pos < max ? (size_t)(s->head_len - pos) : max;
+    memcpy(buf, s->head + pos, n);
+    return (ssize_t)n;
   }
-  close(fd);
-  return buf;
+  unsigned long long o = pos - s->head_len;
+  if (o >= s->b64) {                          /* the tail: "} */
+    size_t n = o - s->b64 < 2 ? (size_t)(2 - (o - s->b64)) : 0;
+    if (n > max) n = max;
+    memcpy(buf, "\"}" + (o - s->b64), n);
+    return n ? (ssize_t)n : -1;
+  }
+  unsigned char in[UX_HTTP_SOURCE_BLOCK / 4 * 3];
+  size_t groups = (max - 1) / 4;              /* room for the encoder's NUL */
+  if (groups > sizeof in / 3) groups = sizeof in / 3;
+  if (groups > (s->b64 - o) / 4) groups = (size_t)((s->b64 - o) / 4);
+  unsigned long long at = o / 4 * 3;
+  size_t want = groups * 3 < s->bytes - at ? groups * 3 : (size_t)(s->bytes - at), got = 0;
+  while (got < want) {
+    ssize_t n = pread(s->fd, in + got, want - got, (off_t)(at + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1;                    /* shorter than recorded: cut */
+    got += (size_t)n;
+  }
+  return groups ? (ssize_t)unsb_base64_encode_into(in, want, buf) : -1;
+}
+
+static void inline_free(void *ctx) {
+  inline_src *s = ctx;
+  close(s->fd);
+  free(s->head);
+  ux_objstore_transfer_end(s->gate);
+  free(s);
+}
+
+/* Answers with the open version fd (taken) as inline content; the gate's
+** slot passes to the reply. */
+static int reply_inline(ux_cp_call *c, const ux_objloc *l, const char *key, int fd, const ux_obj_meta *m) {
+  json_t *v = ux_cp_obj_head(l, key);
+  json_object_set_new(v, "bytes", json_integer((json_int_t)m->bytes));
+  json_object_set_new(v, "sha256", json_string(m->sha256));
+  json_object_set_new(v, "content_base64", json_string(""));
+  size_t len;
+  char *text = ux_json_dump(v, &len);
+  json_decref(v);
+  inline_src *s = ux_xcalloc(1, sizeof *s);
+  *s = (inline_src){ fd, m->bytes, UNSB_BASE64_LEN(m->bytes), text, len - 2, c->cp->objects };
+  if (len < 3 || strcmp(text + len - 3, "\"\"}") != 0) {   /* content_base64 came last, empty */
+    inline_free(s);
+    return ux_cp_fail(c, 500, "object storage failed");
+  }
+  return ux_reply_source(c->r, 200, UX_CP_JSON, s->head_len + s->b64 + 2, inline_read, inline_free, s);
 }
 
 int ux_cp_obj_get(ux_cp_call *c) {
@@ -106,25 +165,11 @@ int ux_cp_obj_get(ux_cp_call *c) {
   int fd;
   ux_obj_meta m;
   int rc = ux_objstore_open_read(c->cp->objects, ux_objloc_bucket(l.scope), key, &fd, &m);
-  char *data = NULL, *b64 = NULL;
-  size_t blen;
-  if (rc == UX_OBJ_OK && m.bytes > UX_OBJ_INLINE_MAX) {
-    close(fd);
-    ux_objstore_transfer_end(c->cp->objects);
-    return ux_cp_fail(c, 400, "object is larger than %u bytes; use a download ticket", UX_OBJ_INLINE_MAX);
-  }
-  if (rc == UX_OBJ_OK && (!(data = read_all(fd, (size_t)m.bytes)) ||
-                          !(b64 = unsb_base64_encode((unsigned char *)data, (size_t)m.bytes, &blen))))
-    rc = UX_OBJ_EIO;
-  free(data);
+  if (rc == UX_OBJ_OK && m.bytes <= UX_OBJ_INLINE_MAX) return reply_inline(c, &l, key, fd, &m);
+  if (rc == UX_OBJ_OK) close(fd);
   ux_objstore_transfer_end(c->cp->objects);
   if (rc != UX_OBJ_OK) return ux_cp_obj_fail(c, rc);
-  json_t *v = ux_cp_obj_head(&l, key);
-  json_object_set_new(v, "bytes", json_integer((json_int_t)m.bytes));
-  json_object_set_new(v, "sha256", json_string(m.sha256));
-  json_object_set_new(v, "content_base64", json_stringn(b64, blen));
-  free(b64);
-  return ux_cp_ok(c, 200, v);
+  return ux_cp_fail(c, 400, "object is larger than %u bytes; use a download ticket", UX_OBJ_INLINE_MAX);
 }
 
 /* content_base64 (and sha256, content_type) of the body, decoded. */

@@ -237,6 +237,29 @@ static void cp_admit(void *ctx, ux_req *r, ux_body_policy *p) {
   p->limit = p->stream ? UX_CP_MAX_STREAM : UX_CP_MAX_BODY;
 }
 
+/* The header check before a buffered body (http.h): the route's
+** credential is checked as dispatch would, and a refusal is answered
+** (and counted) at once, so no body is held for a caller without a valid
+** bearer. An unknown route is answered as the handler would, before its
+** body; a body for a route without a credential in its headers is read
+** and thrown away (none of those routes reads one). Ownership and the
+** body rules stay the handler's. */
+static void cp_authorize(void *ctx, ux_req *r, ux_body_policy *p) {
+  ux_cp *cp = ctx;
+  char buf[512];
+  const char *param[3] = { NULL, NULL, NULL };
+  const cp_route *rt = find(r->method, r->path, buf, sizeof buf, param);
+  if (!rt) { cp_handle(ctx, r); return; }
+  if (rt->cred == UX_CRED_NONE || rt->cred == UX_CRED_TICKET) { p->discard = 1; return; }
+  ux_cp_call c;
+  memset(&c, 0, sizeof c);
+  c.cp = cp;
+  c.r = r;
+  c.route = rt->pattern;
+  if (ux_cp_authenticate(&c, rt->cred, param[0]) != 0)
+    ux_counters_count(cp->metrics, rt->pattern, r->reply.status);
+}
+
 /* X-Request-Id from trace context: never fails a request. */
 static void cp_request_id(void *ctx, const ux_req *r, char *out, size_t outlen) {
   (void)ctx;
@@ -254,6 +277,7 @@ void ux_cp_router(ux_cp *cp, ux_http_router *out) {
   memset(out, 0, sizeof *out);
   out->handle = cp_handle;
   out->admit = cp_admit;
+  out->authorize = cp_authorize;
   out->request_id = cp_request_id;
   out->ctx = cp;
 }

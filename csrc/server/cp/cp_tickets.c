@@ -106,8 +106,8 @@ int ux_cp_content_get(ux_cp_call *c) {
     ux_objstore_transfer_end(c->cp->objects);
     return ux_cp_obj_fail(c, rc);
   }
-  ux_objxfer_send(c->r, fd, &m);
-  ux_objstore_transfer_end(c->cp->objects);
+  if (ux_objxfer_send(c->r, fd, &m, c->cp->objects) < 0)   /* the slot goes with the reply */
+    return ux_cp_fail(c, 500, "object storage failed");
   return 0;
 }
 

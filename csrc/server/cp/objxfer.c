@@ -1,19 +1,22 @@
 /*
 ** Object content over HTTP (objxfer.h): PUT bodies read piece by piece
-** into an object version, downloads written from the version's fd into a
-** sized stream. The 64 KiB buffer lives on the handler thread's stack;
-** memory stays flat whatever the object's size.
+** into an object version (the 64 KiB buffer lives on the handler thread's
+** stack), downloads pulled from the version's fd by the transport as the
+** client takes them (ux_reply_source: one small buffer, no thread). Memory
+** stays flat whatever the object's size and however slow the client.
 */
 #include "server/cp/objxfer.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "server/cp/cp.h"
 #include "server/http/stream.h"
 #include "server/store/ledger.h"
+#include "server/mem.h"
 
 #define PIECE 65536
 
@@ -63,28 +66,39 @@ int ux_objxfer_receive(ux_req *r, ux_objstore *os, const char *tenant, const cha
   return put_status(ux_objput_commit(p, out), max_bytes, tenant, err, errlen);
 }
 
-int ux_objxfer_send(ux_req *r, int fd, const ux_obj_meta *m) {
-  char etag[40], buf[PIECE];
+/* A download, pulled from the version's file as the client takes it. */
+typedef struct file_src {
+  int fd;
+  ux_objstore *gate;          /* its transfer slot, or NULL */
+  char version[33];
+} file_src;
+
+static ssize_t file_read(void *ctx, unsigned long long pos, char *buf, size_t max) {
+  file_src *f = ctx;
+  ssize_t n;
+  do n = pread(f->fd, buf, max, (off_t)pos); while (n < 0 && errno == EINTR);
+  if (n <= 0) fprintf(stderr, "unsandboxd: objects: reading version %s: %s\n", f->version,
+                      n < 0 ? strerror(errno) : "shorter than recorded");
+  return n > 0 ? n : -1;
+}
+
+static void file_free(void *ctx) {
+  file_src *f = ctx;
+  close(f->fd);
+  if (f->gate) ux_objstore_transfer_end(f->gate);
+  free(f);
+}
+
+int ux_objxfer_send(ux_req *r, int fd, const ux_obj_meta *m, ux_objstore *gate) {
+  char etag[40];
   snprintf(etag, sizeof etag, "\"%s\"", m->etag);
-  ux_stream *s = NULL;
-  if (ux_reply_header(r, "ETag", etag) == 0 && ux_reply_header(r, "X-Object-Version-Id", m->version_id) == 0 &&
-      ux_reply_header(r, "X-Content-SHA256", m->sha256) == 0)
-    s = ux_reply_stream(r, 200, m->content_type, (long long)m->bytes);
-  if (!s) { close(fd); return -1; }
-  unsigned long long left = m->bytes;
-  while (left > 0) {
-    ssize_t n = read(fd, buf, left < sizeof buf ? (size_t)left : sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0 || ux_stream_write(s, buf, (size_t)n) < 0) {
-      if (n <= 0) fprintf(stderr, "unsandboxd: objects: reading version %s: %s\n", m->version_id,
-                          n < 0 ? strerror(errno) : "shorter than recorded");
-      ux_stream_abort(s);
-      close(fd);
-      return -1;
-    }
-    left -= (unsigned long long)n;
+  file_src *f = ux_xcalloc(1, sizeof *f);
+  *f = (file_src){ fd, gate, "" };
+  snprintf(f->version, sizeof f->version, "%s", m->version_id);
+  if (ux_reply_header(r, "ETag", etag) != 0 || ux_reply_header(r, "X-Object-Version-Id", m->version_id) != 0 ||
+      ux_reply_header(r, "X-Content-SHA256", m->sha256) != 0) {
+    file_free(f);
+    return -1;
   }
-  ux_stream_close(s);
-  close(fd);
-  return 200;
+  return ux_reply_source(r, 200, m->content_type, m->bytes, file_read, file_free, f) == 0 ? 200 : -1;
 }

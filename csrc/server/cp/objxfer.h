@@ -2,8 +2,8 @@
 ** Object content over HTTP (GET / PUT /v1/storage/content) and into or
 ** out of a workspace (objects/import, objects/export), always streamed:
 ** request bodies are read in 64 KiB pieces straight into an object
-** version (objstore.h), downloads are written from the version's fd into
-** the transport's stream (http/stream.h), and workspace transfers go
+** version (objstore.h), downloads are pulled from the version's fd by
+** the transport (ux_reply_source, http/reply.h), and workspace transfers go
 ** through a pipe to the runtime's agent (file_read_fd, file_write_fd,
 ** checkpoint `only`), pumped by a thread while the agent call runs. No
 ** descriptor of the server's data directory ever reaches a sandbox, and
@@ -34,12 +34,13 @@ int ux_objxfer_receive(ux_req *r, ux_objstore *os, const char *tenant, const cha
                        const char *key, const char *content_type, unsigned long long max_bytes,
                        const char *sha256, ux_obj_meta *out, char *err, size_t errlen);
 
-/* Answers r with the content of fd (m's version; fd is closed) as a
-** sized stream with Content-Type, ETag, X-Object-Version-Id and
-** X-Content-SHA256. 200, or -1 when the client went away or the file
-** failed mid-way (the stream is then cut, so the client sees a short
-** body). */
-int ux_objxfer_send(ux_req *r, int fd, const ux_obj_meta *m);
+/* Answers r with the content of fd (m's version; fd is taken) as a sized
+** reply with Content-Type, ETag, X-Object-Version-Id and X-Content-SHA256,
+** read from the file as the client takes it; a file failing mid-way cuts
+** the reply (the client sees a short body). gate: a transfer slot of that
+** object store the reply holds until it is done (released here in every
+** case), or NULL. 200, or -1 (nothing sent; fd closed). */
+int ux_objxfer_send(ux_req *r, int fd, const ux_obj_meta *m, ux_objstore *gate);
 
 /* The two transfers through a runtime's agent that the rest are made
 ** of: agent_in runs req with the read end of a pipe fed from fd (closed

@@ -40,6 +40,7 @@ void ux_rt_unref(ux_rt *rt) {
   if (atomic_fetch_sub(&rt->refs, 1) != 1) return;
   if (rt->ping_fd >= 0) close(rt->ping_fd);
   if (rt->control >= 0) close(rt->control);
+  ux_mem_release(&rt->mem);              /* given back at its end already */
   ux_agent_frames_free(&rt->ping_in);
   free(rt->volume);
   free(rt);
@@ -288,6 +289,10 @@ int ux_runtimes_start(ux_runtimes *rts, const char *sb_id, const char *ws_id,
   pthread_mutex_lock(&rts->mu);
   if (!rt) { rc = -1; snprintf(err, errlen, "out of memory"); }
   else rc = admit(rts, sb_id, ws_id, err, errlen);   /* it may have changed meanwhile */
+  /* its memory is admitted against the budget like every run's: a
+  ** refusal is capacity (the platform's transient 429) */
+  if (rc == 0 && ux_mem_claim(&rt->mem, ux_run_memory_bytes(rts->cfg.vcpu), err, errlen) != 0)
+    rc = -2;
   if (rc == 0) {
     rt->volume_fd = vfd;
     if (pthread_create(&rt->thread, NULL, ux_rt_thread, rt) != 0) {

@@ -87,7 +87,8 @@ void ux_runtimes_free(ux_runtimes *rts);
 ** agent answers a ping, or FAILED. Ids: id characters (ids.h) that fit
 ** ux_rt_info; template_id NULL means "default". 0; -1 with err; -2 when
 ** max_live runtimes run already (capacity; runtimes still stopping
-** count); -3 when the workspace already has a live (pending or running)
+** count) or the memory budget has no room for its sandbox (membudget.h:
+** claimed here, given back once its processes are gone); -3 when the workspace already has a live (pending or running)
 ** runtime. A runtime of the workspace that is being stopped (TTL,
 ** failure) is waited for (at most 30 s), so two never share a volume. */
 int ux_runtimes_start(ux_runtimes *rts, const char *sb_id, const char *ws_id,

@@ -18,12 +18,15 @@
 
 #include "server/cp/agent_client.h"
 #include "server/cp/runtime.h"
+#include "server/sandbox/membudget.h"
 
 struct ux_rt {
   ux_runtimes *rts;
   atomic_int refs;
   char sb_id[32], ws_id[32], template_id[64];
   char *volume;               /* the volume's directory, held in use */
+  ux_memclaim mem;            /* its sandbox's memory (membudget.h), from
+                                 the start until the sandbox has ended */
   int volume_fd;              /* its root, until the sandbox has started */
   int status;                 /* UX_RT_* */
   long created_at;            /* unix seconds, for ux_rt_info */

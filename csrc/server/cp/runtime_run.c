@@ -40,6 +40,7 @@ static ux_run *start_run(ux_rt *rt, int agent_end, char *err, size_t errlen) {
   spec.network = 0;                      /* zerotrust */
   spec.ttl_s = 0;                        /* the watcher enforces the TTLs */
   spec.vcpu = rts->cfg.vcpu;
+  spec.mem = &rt->mem;                   /* claimed by ux_runtimes_start */
   spec.output_cap = AGENT_STDERR_CAP;
   spec.workdir = rt->volume;             /* named in messages only */
   spec.workdir_fd = rt->volume_fd;
@@ -110,6 +111,7 @@ static void finish(ux_rt *rt, const ux_run_result *res, const char *start_err) {
   pthread_mutex_unlock(&rts->mu);
   if (control >= 0) close(control);
   ux_volume_release(rt->volume);
+  ux_mem_release(&rt->mem);              /* its processes are gone */
 
   pthread_mutex_lock(&rts->mu);
   rt->status = status;

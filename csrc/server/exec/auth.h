@@ -10,6 +10,15 @@
 
 #define UX_AUTH_WINDOW_S 300
 
+/* What the headers alone tell, before the body arrives: -1 with the 401
+** reply when a header is missing or malformed or the timestamp is outside
+** the window; 0 when the public key is known (its body may be buffered);
+** 1 when it is not: the body is then thrown away unseen and the request
+** ends as a bad signature does (ux_auth_check refuses r->body_discarded).
+** Header values may be NULL. */
+int ux_auth_headers(ux_req *r, const char *authorization, const char *timestamp,
+                    const char *signature);
+
 /* 0 when the request is authentic (owner copied into owner_buf), else a
 ** 401 reply is set and -1 returned. Header values may be NULL. */
 int ux_auth_check(ux_req *r, const char *authorization, const char *timestamp,

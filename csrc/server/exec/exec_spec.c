@@ -17,8 +17,15 @@
 #include "server/mem.h"
 #include "server/sandbox/volume.h"
 
+int ux_exec_spec_claim(ux_exec_spec *s, char *err, size_t errlen) {
+  if (ux_mem_claim(&s->mem, ux_run_memory_bytes(s->run.vcpu), err, errlen) != 0) return -1;
+  s->run.mem = &s->mem;
+  return 0;
+}
+
 void ux_exec_spec_free(ux_exec_spec *s) {
   if (!s) return;
+  ux_mem_release(&s->mem);              /* its run, if any, has ended */
   for (size_t i = 0; i < s->run.n_env; i++) free(s->env[i]);
   for (size_t i = 0; i < s->run.n_files; i++) {
     free(s->files[i].name);

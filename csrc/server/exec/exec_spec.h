@@ -8,10 +8,15 @@
 #include <jansson.h>
 
 #include "server/http/reply.h"
+#include "server/sandbox/membudget.h"
 #include "server/sandbox/runner.h"
 
 typedef struct ux_exec_spec {
   ux_run_spec run;        /* points into the fields below */
+  ux_memclaim mem;        /* the run's memory when its owner claims it
+                             (ux_exec_spec_claim: a bootstrap, a terminal),
+                             given back when the spec is freed, after the
+                             run; empty for a job (the runner claims) */
   char *language, *code;
   char *volume;           /* the volume it works in (volume.h), or NULL */
   int work_fd;            /* its root while in use (-1: not yet) */
@@ -50,6 +55,11 @@ int ux_network_mode(ux_req *r, json_t *body, const char *dflt);
 ** when refused): a service's env vault, checked by the vault's parser.
 ** 0, or -1 when the spec has an environment already. */
 int ux_exec_spec_take_env(ux_exec_spec *s, char **env, size_t n);
+
+/* Claims the memory of the spec's run from the budget (membudget.h) for
+** as long as the spec lives: 0, or -1 with err when the budget has no
+** room (the caller answers 429). */
+int ux_exec_spec_claim(ux_exec_spec *s, char *err, size_t errlen);
 
 void ux_exec_spec_free(ux_exec_spec *s);
 

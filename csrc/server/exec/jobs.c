@@ -20,6 +20,7 @@
 #include "server/mem.h"
 #include "server/exec/expiry.h"
 #include "server/exec/metrics.h"
+#include "server/store/db.h"
 #include "server/store/ledger.h"
 
 typedef enum { J_PENDING, J_RUNNING, J_COMPLETED, J_FAILED, J_TIMEOUT, J_CANCELLED } jstate;
@@ -396,28 +397,19 @@ void ux_jobs_set_retention(ux_jobs *js, long seconds) {
   pthread_mutex_unlock(&js->mu);
 }
 
-/* A finished job's stored document, unless it has expired: an expired
-** one is removed now (the sweep of expiry.h may not have come by yet),
-** so it is unknown from the second its retention ends. */
-static json_t *stored_job(ux_jobs *js, const char *id, const char *owner) {
-  json_t *d = ux_store_get(js->st, "jobs", id, owner);
+void ux_jobs_expire_due(ux_jobs *js, const char *id) {
   pthread_mutex_lock(&js->mu);
   long keep = js->retention_s;
   pthread_mutex_unlock(&js->mu);
-  if (d && ux_job_expired(d, keep, ux_now())) {
-    ux_store_expire_job(js->st, id, ux_now() - keep);
-    json_decref(d);
-    d = NULL;
-  }
-  return d;
+  if (keep > 0) ux_store_expire_job(js->st, id, ux_now() - keep);
 }
 
-json_t *ux_jobs_get(ux_jobs *js, const char *id, const char *owner) {
+json_t *ux_jobs_get_active(ux_jobs *js, const char *id, const char *owner) {
   pthread_mutex_lock(&js->mu);
   ux_job *j = find_active(js, id, owner);
   json_t *d = j ? doc_head(j, j->state, 0, NULL) : NULL;
   pthread_mutex_unlock(&js->mu);
-  return d ? d : stored_job(js, id, owner);
+  return d;
 }
 
 json_t *ux_jobs_list(ux_jobs *js, const char *owner) {
@@ -460,7 +452,8 @@ int ux_jobs_cancel(ux_jobs *js, const char *id, const char *owner) {
   ux_job *j = find_active(js, id, owner);
   if (!j) {
     pthread_mutex_unlock(&js->mu);
-    json_t *d = stored_job(js, id, owner);
+    ux_jobs_expire_due(js, id);
+    json_t *d = ux_db_row(js->st, "SELECT 1 AS found FROM jobs WHERE id = ?1 AND owner = ?2", "ss", id, owner);
     json_decref(d);
     return d ? 1 : -1;
   }

@@ -48,8 +48,14 @@ json_t *ux_jobs_wait(ux_jobs *js, ux_job *job, long timeout_ms, int *terminal);
 void ux_jobs_release(ux_jobs *js, ux_job *job);
 const char *ux_job_id(const ux_job *job);
 
-/* The document of a job of owner, active or finished; NULL if unknown. */
-json_t *ux_jobs_get(ux_jobs *js, const char *id, const char *owner);
+/* The document of an active (pending or running) job of owner; NULL when
+** it is not active: a finished job's final document is in the store
+** then, written before the job left the active list. */
+json_t *ux_jobs_get_active(ux_jobs *js, const char *id, const char *owner);
+/* Removes id's stored document when its retention has ended (the sweep
+** of expiry.h may not have come by yet), so an expired job is unknown
+** from the second its retention ends: read paths call it first. */
+void ux_jobs_expire_due(ux_jobs *js, const char *id);
 /* {"jobs":[...],"count":N}: owner's pending and running jobs. */
 json_t *ux_jobs_list(ux_jobs *js, const char *owner);
 

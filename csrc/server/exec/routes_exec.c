@@ -8,6 +8,7 @@
 #include "server/fsutil.h"
 #include "server/exec/jobs.h"
 #include "server/http/routes.h"
+#include "server/sandbox/membudget.h"
 #include "server/sandbox/volume.h"
 #include "server/store/ledger.h"
 
@@ -70,6 +71,11 @@ int ux_h_health(ux_req *r, const char *id) {
     "volume_mb", (json_int_t)(ux_volume_disk_bytes() >> 20),
     "claimed_mb", (json_int_t)(json_integer_value(json_object_get(volumes, "bytes")) >> 20),
     "budget_mb", (json_int_t)(json_integer_value(json_object_get(storage, "budget_bytes")) >> 20)));
+  /* every run's memory limit is claimed from one budget (membudget.h) */
+  unsigned long long claimed, budget;
+  ux_membudget_usage(&claimed, &budget);
+  json_object_set_new(i, "memory_budget", json_pack("{s:I,s:I}", "budget_mb", (json_int_t)(budget >> 20),
+    "claimed_mb", (json_int_t)(claimed >> 20)));
   json_object_set_new(j, "isolation", i);
   json_object_set_new(j, "pool", pool_json());
   json_object_set_new(j, "storage", storage);
@@ -108,9 +114,24 @@ int ux_h_languages(ux_req *r, const char *id) {
   return ux_reply_json(r, 200, j);
 }
 
+/* 429 for a run whose memory the budget cannot hold now (membudget.h). */
+int ux_reply_no_memory(ux_req *r, const char *why) {
+  ux_reply_error(r, 429, "memory_limit_reached", "%s; retry when runs have ended", why);
+  r->reply.retry_after = 1;
+  return -1;
+}
+
 ux_job *ux_submit(ux_req *r, ux_exec_spec *spec, int defer_row) {
   ux_job *job = NULL;
   int active = 0, limit = 0;
+  char why[200];
+  /* refused now when its run would not fit what runs claim now; its run
+  ** claims when a worker starts it (membudget.h), so a queued job holds
+  ** nothing, and one whose memory is gone by then fails saying so */
+  if (ux_mem_fits(ux_run_memory_bytes(spec->run.vcpu), why, sizeof why) != 0) {
+    ux_exec_spec_free(spec);
+    return ux_reply_no_memory(r, why), NULL;
+  }
   int rc = ux_jobs_submit(r->srv->jobs, r->owner, spec, defer_row, &job, &active, &limit);
   if (rc == UX_JOBS_OK) return job;
   if (rc == UX_JOBS_QUOTA || rc == UX_JOBS_BUDGET) {
@@ -158,7 +179,7 @@ static int execute(ux_req *r, int async) {
   long wait_ms = (async || r->defer) ? 0 : r->srv->cfg.sync_ms;
   json_t *doc = ux_jobs_wait(r->srv->jobs, job, wait_ms, &terminal);
   ux_jobs_release(r->srv->jobs, job);
-  if (terminal) return ux_reply_json(r, 200, doc);
+  if (terminal) return ux_reply_finished_job(r, doc);
   json_t *j = pending_doc(doc);
   json_decref(doc);
   /* /execute/async promises "pending" (spec §8); /execute tells the truth */
@@ -174,10 +195,40 @@ int ux_h_jobs_list(ux_req *r, const char *id) {
   return ux_reply_json(r, 200, ux_jobs_list(r->srv->jobs, r->owner));
 }
 
+static ssize_t spool_read(void *ctx, unsigned long long pos, char *buf, size_t max) {
+  return ux_spool_read(ctx, pos, buf, max);
+}
+static void spool_put(void *ctx) { ux_spool_put(ctx); }
+
+/* 200 with the stored document of finished job id, pulled from a spool
+** (store.h) as the client takes it, never parsed and serialised again: a
+** slow reader of a large one holds one small buffer. 1 answered, 0 no
+** such row, -1 the store failed. */
+static int reply_stored_job(ux_req *r, const char *id) {
+  ux_spool *sp;
+  unsigned long long len = 0;
+  ux_jobs_expire_due(r->srv->jobs, id);
+  int rc = ux_store_spool(r->srv->store, "jobs", id, r->owner, &sp, &len);
+  if (rc != 1) return rc;
+  return ux_reply_source(r, 200, "application/json", len, spool_read, spool_put, sp) == 0 ? 1 : -1;
+}
+
+int ux_reply_finished_job(ux_req *r, json_t *doc) {
+  const char *id = json_string_value(json_object_get(doc, "job_id"));
+  if (id && reply_stored_job(r, id) == 1) {
+    json_decref(doc);
+    return 0;
+  }
+  return ux_reply_json(r, 200, doc);      /* its final row was not stored */
+}
+
 int ux_h_job_get(ux_req *r, const char *id) {
-  json_t *doc = ux_jobs_get(r->srv->jobs, id, r->owner);
-  if (!doc) return ux_reply_error(r, 404, "not_found", "no such job");
-  return ux_reply_json(r, 200, doc);
+  json_t *doc = ux_jobs_get_active(r->srv->jobs, id, r->owner);
+  if (doc) return ux_reply_json(r, 200, doc);
+  int rc = reply_stored_job(r, id);
+  if (rc == 0) return ux_reply_error(r, 404, "not_found", "no such job");
+  if (rc < 0) return ux_reply_error(r, 500, "internal_error", "cannot read the job");
+  return 0;
 }
 
 int ux_h_job_cancel(ux_req *r, const char *id) {

@@ -131,12 +131,15 @@ int ux_service_store(ux_req *r, const char *id, const ux_service_fields *f) {
   json_object_set_new(doc, "domains", f->domains ? json_deep_copy(f->domains) : json_array());
   /* created in the store first, started second; a failure of either
   ** undoes both and the volume, so nothing half-made stays behind */
-  if (ux_store_insert(r->srv->store, "services", id, r->owner, "created", doc) < 0 ||
-      ux_services_start(r->srv, doc) < 0) {
+  char why[200] = "";
+  int rc = ux_store_insert(r->srv->store, "services", id, r->owner, "created", doc) < 0 ? -1
+           : ux_services_start(r->srv, doc, why, sizeof why);
+  if (rc < 0) {
     json_decref(doc);
     ux_svcs_stop(r->srv->svcs, id);
     ux_store_delete(r->srv->store, "services", id, r->owner);
     ux_remove_volume(r->srv, "service", id);
+    if (rc == UX_SVCS_NOMEM) return ux_reply_no_memory(r, why);
     return ux_reply_error(r, 500, "internal_error", "cannot start the service");
   }
   ux_reply_json(r, 201, present(r->srv, doc));
@@ -231,15 +234,16 @@ int ux_h_service_snapshot(ux_req *r, const char *id) {
 ** removed the row meanwhile either stops what was started here (its stop
 ** comes after this start) or was seen by this look (then it is stopped
 ** here), so a deleted service never keeps a bootstrap. */
-void ux_services_restart(ux_server *srv, json_t *doc, const char *owner) {
+int ux_services_restart(ux_server *srv, json_t *doc, const char *owner, char *err, size_t errlen) {
   const char *id = json_string_value(json_object_get(doc, "id"));
-  ux_services_start(srv, doc);
+  int rc = ux_services_start(srv, doc, err, errlen);
   json_t *still = id ? ux_store_get(srv->store, "services", id, owner) : NULL;
   if (id && !still) ux_svcs_stop(srv->svcs, id);
   json_decref(still);
+  return rc;
 }
 
-int ux_services_start(ux_server *srv, json_t *doc) {
+int ux_services_start(ux_server *srv, json_t *doc, char *err, size_t errlen) {
   char dir[4200], **env;
   size_t n_env;
   const char *id = json_string_value(json_object_get(doc, "id"));
@@ -249,7 +253,8 @@ int ux_services_start(ux_server *srv, json_t *doc) {
   /* a vault that does not open starts the bootstrap without it (logged) */
   if (ux_vault_service_env(srv, doc, &env, &n_env) != 0) { env = NULL; n_env = 0; }
   return ux_svcs_start(srv->svcs, id, json_string_value(json_object_get(doc, "bootstrap")), dir,
-                       net, (int)json_integer_value(json_object_get(doc, "vcpu")), env, n_env);
+                       net, (int)json_integer_value(json_object_get(doc, "vcpu")), env, n_env,
+                       err, errlen);
 }
 
 void ux_services_resume(ux_server *srv) {
@@ -264,7 +269,9 @@ void ux_services_resume(ux_server *srv) {
       json_decref(no);
       json_decref(out);
     }
-    ux_services_start(srv, doc);
+    char why[200];
+    if (ux_services_start(srv, doc, why, sizeof why) == UX_SVCS_NOMEM)
+      fprintf(stderr, "unsandboxd: service %s stays stopped: %s\n", id ? id : "?", why);
   }
   json_decref(docs);
 }

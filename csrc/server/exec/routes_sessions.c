@@ -258,7 +258,7 @@ int ux_h_session_shell(ux_req *r, const char *id) {
   int terminal;
   json_t *res = ux_jobs_wait(r->srv->jobs, job, -1, &terminal);
   ux_jobs_release(r->srv->jobs, job);
-  return ux_reply_json(r, 200, res);
+  return terminal ? ux_reply_finished_job(r, res) : ux_reply_json(r, 200, res);
 }
 
 int ux_h_session_snapshot(ux_req *r, const char *id) {

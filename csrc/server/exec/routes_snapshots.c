@@ -152,7 +152,11 @@ int ux_h_snapshot_restore(ux_req *r, const char *id) {
   int rc = archive_path(r, id, arch, sizeof arch) == 0 &&
            ux_resource_dir(r->srv, type, source_id, dir, sizeof dir) == 0
            ? ux_restore_volume(arch, dir, &hold, err, sizeof err) : -1;
-  if (service) ux_services_restart(r->srv, source, r->owner);
+  char why[200];
+  /* restored either way; a bootstrap the budget has no room for says so
+  ** in the service's log and the start-up log */
+  if (service && ux_services_restart(r->srv, source, r->owner, why, sizeof why) == UX_SVCS_NOMEM)
+    fprintf(stderr, "unsandboxd: service %s stays stopped after the restore: %s\n", source_id, why);
   json_decref(source);
   if (rc == -3) {
     json_decref(doc);

@@ -149,7 +149,9 @@ int ux_h_service_redeploy(ux_req *r, const char *id) {
   if (!doc) return rc == -1 ? ux_reply_error(r, 500, "internal_error", "cannot redeploy the service")
                             : ux_reply_error(r, 404, "not_found", "no such service");
   ux_svcs_stop(r->srv->svcs, id);
-  ux_services_restart(r->srv, doc, r->owner);
+  char why[200];
+  int started = ux_services_restart(r->srv, doc, r->owner, why, sizeof why);
   json_decref(doc);
+  if (started == UX_SVCS_NOMEM) return ux_reply_no_memory(r, why);   /* stored; stopped */
   return ux_h_service_get(r, id);
 }

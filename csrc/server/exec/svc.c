@@ -52,6 +52,7 @@ static void *bootstrap_thread(void *arg) {
   if (!run) {
     snprintf(e->tail, sizeof e->tail, "bootstrap could not start: %s\n", err);
     e->running = 0;
+    ux_mem_release(&e->spec->mem);
   }
   int stop_now = e->stopping;
   pthread_mutex_unlock(&s->mu);
@@ -61,6 +62,7 @@ static void *bootstrap_thread(void *arg) {
   pthread_mutex_lock(&s->mu);
   e->run_id = 0;
   e->running = 0;
+  ux_mem_release(&e->spec->mem);        /* a stopped service holds no memory */
   if (res.error[0]) snprintf(e->tail, sizeof e->tail, "bootstrap failed: %s\n", res.error);
   pthread_mutex_unlock(&s->mu);
   ux_run_result_free(&res);
@@ -119,8 +121,22 @@ static entry *unlink_id(ux_svcs *s, const char *id) {
   return NULL;
 }
 
+/* The new bootstrap's memory (locked): the claim of the one it replaces
+** is taken over first, so a restart of the same size always fits. 0, or
+** -1 with the reason in the entry's log. */
+static int claim_bootstrap(entry *e, entry *old) {
+  char why[200];
+  if (old && old->spec) ux_mem_move(&e->spec->mem, &old->spec->mem);
+  if (ux_exec_spec_claim(e->spec, why, sizeof why) == 0) return 0;
+  ux_mem_release(&e->spec->mem);
+  snprintf(e->tail, sizeof e->tail, "bootstrap could not start: %s\n", why);
+  e->running = 0;
+  return -1;
+}
+
 int ux_svcs_start(ux_svcs *s, const char *id, const char *bootstrap,
-                  const char *dir, int network, int vcpu, char **env, size_t n_env) {
+                  const char *dir, int network, int vcpu, char **env, size_t n_env,
+                  char *err, size_t errlen) {
   entry *e = ux_xcalloc(1, sizeof *e);
   if (!e) { ux_vault_env_free(env, n_env); return -1; }
   snprintf(e->id, sizeof e->id, "%s", id);
@@ -136,15 +152,17 @@ int ux_svcs_start(ux_svcs *s, const char *id, const char *bootstrap,
   /* one entry per service: a second start (two restores at once) replaces
   ** the first, which is stopped below, outside the lock */
   entry *old = unlink_id(s, id);
+  int rc = e->spec && claim_bootstrap(e, old) != 0 ? UX_SVCS_NOMEM : 0;
+  if (rc) snprintf(err, errlen, "%.*s", (int)strcspn(e->tail, "\n"), e->tail);
   e->next = s->list;
   s->list = e;
-  if (e->spec) {
+  if (e->spec && !rc) {
     if (pthread_create(&e->thread, NULL, bootstrap_thread, e) == 0) e->has_thread = 1;
     else { e->running = 0; snprintf(e->tail, sizeof e->tail, "cannot start bootstrap thread\n"); }
   }
   pthread_mutex_unlock(&s->mu);
   if (old) stop_entry(s, old);
-  return 0;
+  return rc;
 }
 
 static entry *find(ux_svcs *s, const char *id) {

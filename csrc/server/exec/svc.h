@@ -23,9 +23,14 @@ ux_svcs *ux_svcs_new(void);
 ** whose use the bootstrap holds while it runs; a bootstrap already
 ** running for id is stopped (a restart). env: n "NAME=value" strings the
 ** bootstrap gets (its env vault), taken over and freed here in every
-** case. 0 or -1. */
+** case. The bootstrap's memory is claimed from the budget (membudget.h)
+** while it runs, taking over the claim of the bootstrap it replaces. 0;
+** UX_SVCS_NOMEM when the budget has no room (err says why, and so does the
+** service's log: it is stopped); -1. */
+#define UX_SVCS_NOMEM (-2)
 int ux_svcs_start(ux_svcs *s, const char *id, const char *bootstrap,
-                  const char *dir, int network, int vcpu, char **env, size_t n_env);
+                  const char *dir, int network, int vcpu, char **env, size_t n_env,
+                  char *err, size_t errlen);
 /* 1 running, 0 stopped or unknown. */
 int ux_svcs_running(ux_svcs *s, const char *id);
 /* The bootstrap's output so far (the last UX_SVC_LOG_CAP bytes): malloc'd. */

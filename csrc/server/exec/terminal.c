@@ -228,6 +228,11 @@ static term *term_start(ux_req *r, const char *id, json_t *doc) {
   }
   t->spec = ux_resource_spec(r, "session", id, doc, SHELL, TERM_TTL_S);
   if (!t->spec) { term_free(t); return NULL; }
+  if (ux_exec_spec_claim(t->spec, err, sizeof err) != 0) {   /* its memory, while it runs */
+    term_free(t);
+    ux_reply_no_memory(r, err);
+    return NULL;
+  }
   if (give_term_env(t->spec) < 0 || ux_exec_spec_open_volume(t->spec, err, sizeof err) < 0) {
     int gone = errno == ENOENT;
     term_free(t);

@@ -18,6 +18,14 @@
 ** request, never libmicrohttpd's memory. The exchange is reference
 ** counted: libmicrohttpd's side, the handler thread and a streamed
 ** reply each hold one.
+**
+** No body is buffered before its headers are authenticated: a request
+** with a body to buffer first goes to the router's header check
+** (authorize) on a thread of its own, its connection suspended, so the
+** server accepts none of the body meanwhile (what libmicrohttpd read past
+** the headers stays in its connection buffer, bounded with the headers by
+** UX_HTTP_CONN_MEMORY). A body whose headers did not authenticate is
+** thrown away as it arrives, never kept.
 */
 #include "server/http/http_int.h"
 #include "server/http/upgrade.h"
@@ -225,6 +233,28 @@ static void serialise(ux_req *r) {
   rep->raw_len = len;
 }
 
+/* The header check (router.authorize) of x, whose connection stays
+** suspended until it has decided. */
+static void *auth_main(void *arg) {
+  ux_xchg *x = arg;
+  ux_http *h = x->h;
+  ux_body_policy p = { 0, x->limit, 0 };
+  h->cfg.router.authorize(h->cfg.router.ctx, &x->req, &p);
+  int refused = x->req.reply.status != 0;
+  if (refused) serialise(&x->req);
+  pthread_mutex_lock(&h->mu);
+  x->auth_done = 1;
+  x->discard = p.discard ? 1 : 0;
+  if (refused) x->head_ready = 1;
+  ux_x_wake_locked(x);
+  h->running--;
+  pthread_cond_broadcast(&h->drain_cv);
+  int last = --x->refs == 0;
+  pthread_mutex_unlock(&h->mu);
+  if (last) ux_x_free(x);
+  return NULL;
+}
+
 static void *handler_main(void *arg) {
   ux_xchg *x = arg;
   ux_http *h = x->h;
@@ -248,8 +278,9 @@ static void *handler_main(void *arg) {
   return NULL;
 }
 
-/* Starts x's handler thread; -1 when at the cap or out of threads. */
-static int start_handler(ux_http *h, ux_xchg *x) {
+/* Starts a thread of x running fn (its handler or its header check);
+** -1 when at the cap or out of threads. */
+static int start_thread(ux_http *h, ux_xchg *x, void *(*fn)(void *)) {
   pthread_mutex_lock(&h->mu);
   if (h->running >= h->cfg.max_handlers) {
     pthread_mutex_unlock(&h->mu);
@@ -264,7 +295,7 @@ static int start_handler(ux_http *h, ux_xchg *x) {
   if (ok) {
     ok = pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED) == 0 &&
          pthread_attr_setstacksize(&a, UX_HTTP_HANDLER_STACK) == 0 &&
-         pthread_create(&t, &a, handler_main, x) == 0;
+         pthread_create(&t, &a, fn, x) == 0;
     pthread_attr_destroy(&a);
   }
   if (ok) return 0;
@@ -277,6 +308,13 @@ static int start_handler(ux_http *h, ux_xchg *x) {
 }
 
 /* ------------------------------------------------------ the state machine */
+
+/* The header check has let the body in: it flows into the buffer (or,
+** discarded, is counted away). Under h->mu. */
+static void body_begins_locked(ux_xchg *x) {
+  x->phase = X_BODY;
+  if (x->cn) ux_conn_body_start(x->cn, ux_now_ms());
+}
 
 /* The end of every no-data call: queue, let the body flow, or suspend. */
 static enum MHD_Result decide(ux_http *h, ux_xchg *x, struct MHD_Connection *c) {
@@ -297,6 +335,11 @@ static enum MHD_Result decide(ux_http *h, ux_xchg *x, struct MHD_Connection *c) 
     pthread_mutex_unlock(&h->mu);
     return MHD_YES;
   }
+  if (x->phase == X_AUTH && x->auth_done) {    /* let in (a refusal is head_ready) */
+    body_begins_locked(x);
+    pthread_mutex_unlock(&h->mu);
+    return MHD_YES;
+  }
   ux_x_suspend_locked(x);
   pthread_mutex_unlock(&h->mu);
   return MHD_YES;
@@ -308,13 +351,19 @@ static enum MHD_Result run(ux_http *h, ux_xchg *x, struct MHD_Connection *c, int
   x->phase = phase;
   if (x->cn) x->cn->phase = C_BUSY;
   pthread_mutex_unlock(&h->mu);
-  if (start_handler(h, x) < 0) {
+  if (start_thread(h, x, phase == X_AUTH ? auth_main : handler_main) < 0) {
     pthread_mutex_lock(&h->mu);
     x->phase = X_QUEUED;
     pthread_mutex_unlock(&h->mu);
     return ux_respond_error(h, x, c, 503, "server_busy", "too many requests in progress");
   }
   return decide(h, x, c);
+}
+
+/* 1 when a body follows the headers: a declared length, or chunked. */
+static int body_coming(const ux_xchg *x) {
+  const char *te = ux_req_header(&x->req, "Transfer-Encoding");
+  return x->req.content_length > 0 || (x->req.content_length < 0 && te && strcasecmp(te, "identity"));
 }
 
 static enum MHD_Result first_call(ux_http *h, struct MHD_Connection *c, const char *url,
@@ -340,7 +389,7 @@ static enum MHD_Result first_call(ux_http *h, struct MHD_Connection *c, const ch
     x->phase = X_QUEUED;
     return ux_respond_error(h, x, c, 503, "shutting_down", "the server is shutting down");
   }
-  ux_body_policy p = { 0, h->cfg.max_body };
+  ux_body_policy p = { 0, h->cfg.max_body, 0 };
   if (rt->admit) rt->admit(rt->ctx, &x->req, &p);
   if (x->req.reply.status) {                   /* refused before any body */
     x->phase = X_QUEUED;
@@ -358,9 +407,9 @@ static enum MHD_Result first_call(ux_http *h, struct MHD_Connection *c, const ch
     x->in.cap = UX_HTTP_RING;
     return run(h, x, c, X_STREAM_WAIT);
   }
+  if (rt->authorize && body_coming(x)) return run(h, x, c, X_AUTH);
   pthread_mutex_lock(&h->mu);
-  x->phase = X_BODY;
-  ux_conn_body_start(cn, ux_now_ms());
+  body_begins_locked(x);
   pthread_mutex_unlock(&h->mu);
   return MHD_YES;
 }
@@ -378,6 +427,10 @@ static enum MHD_Result take_buffered(ux_xchg *x, const char *data, size_t n) {
     x->discarded += n;
     return x->discarded > UX_HTTP_DISCARD_MAX ? MHD_NO : MHD_YES;
   }
+  if (x->discard) {                            /* unauthenticated: never kept */
+    x->unseen += n;
+    return MHD_YES;
+  }
   if (x->len + n + 1 > x->cap) {
     size_t cap = x->cap ? x->cap : 4096;
     while (cap < x->len + n + 1) cap *= 2;
@@ -391,8 +444,27 @@ static enum MHD_Result take_buffered(ux_xchg *x, const char *data, size_t n) {
   return MHD_YES;
 }
 
+/* Body bytes while the header check runs: left with libmicrohttpd (the
+** connection waits suspended), or thrown away after a refusal. */
+static enum MHD_Result auth_data(ux_http *h, ux_xchg *x, size_t *size) {
+  pthread_mutex_lock(&h->mu);
+  int go = x->auth_done && !x->head_ready;
+  if (go) body_begins_locked(x);
+  else if (x->head_ready) {                     /* refused: only its answer is left */
+    x->discarded += *size;
+    *size = 0;
+  } else ux_x_suspend_locked(x);
+  int too_much = x->discarded > UX_HTTP_DISCARD_MAX;
+  pthread_mutex_unlock(&h->mu);
+  return too_much ? MHD_NO : MHD_YES;
+}
+
 static enum MHD_Result body_data(ux_http *h, ux_xchg *x, const char *data, size_t *size) {
   size_t n = *size;
+  if (x->phase == X_AUTH) {
+    enum MHD_Result rc = auth_data(h, x, size);
+    if (x->phase != X_BODY || rc == MHD_NO) return rc;
+  }
   if (x->phase == X_BODY) {                    /* only this thread touches it */
     enum MHD_Result rc = take_buffered(x, data, n);
     pthread_mutex_lock(&h->mu);
@@ -431,6 +503,7 @@ static enum MHD_Result later_call(ux_http *h, ux_xchg *x, struct MHD_Connection 
       x->req.body = x->body;
       x->req.body_len = x->len;
     }
+    x->req.body_discarded = x->unseen > 0;
     return run(h, x, c, X_RUNNING);
   case X_STREAM_BODY:                          /* the whole streamed body is in */
     pthread_mutex_lock(&h->mu);

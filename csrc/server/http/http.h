@@ -22,6 +22,8 @@ typedef struct ux_body_policy {
                               ** in and reads with ux_req_read_body */
   unsigned long long limit;   /* largest body; a declared larger one is not
                               ** read, a chunked one is cut: r->body_overflow */
+  int discard;                /* set by authorize: read the body and throw it
+                              ** away unseen (r->body_discarded) */
 } ux_body_policy;
 
 typedef struct ux_http_router {
@@ -36,6 +38,16 @@ typedef struct ux_http_router {
   ** "req_" + 16 hex. */
   void (*request_id)(void *ctx, const ux_req *r, char *out, size_t outlen);
   void *ctx;
+  /* Optional; the header check of a request with a body to buffer: runs
+  ** on a thread of its own (it may block, e.g. on the store) after admit,
+  ** while the connection is suspended, so no byte of the body is accepted
+  ** before it has decided. It authenticates what the headers allow and
+  ** either leaves r->reply empty (the body is buffered, then handle runs),
+  ** sets r->reply (answered at once; the body is never read), or sets
+  ** p->discard (the body is read and thrown away as it comes, then handle
+  ** runs with r->body_discarded: for answers that must not tell, by
+  ** reading or not reading, what the headers alone said). */
+  void (*authorize)(void *ctx, ux_req *r, ux_body_policy *p);
 } ux_http_router;
 
 typedef struct ux_http_config {

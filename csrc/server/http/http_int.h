@@ -53,6 +53,7 @@ struct ux_conn {
 /* What an exchange is waiting for. */
 enum {
   X_BODY,          /* buffered body arriving */
+  X_AUTH,          /* headers in, their check (router.authorize) running */
   X_STREAM_WAIT,   /* streaming body: headers in, handler not reading yet */
   X_STREAM_BODY,   /* streaming body flowing into the ring */
   X_RUNNING,       /* handler running, connection suspended until its reply */
@@ -77,6 +78,8 @@ struct ux_xchg {
   unsigned char streaming;    /* streaming-body route */
   unsigned char want_body;    /* the handler started reading */
   unsigned char body_done;    /* the whole body was received */
+  unsigned char auth_done;    /* X_AUTH: the header check has decided */
+  unsigned char discard;      /* the buffered body is counted, never kept */
   unsigned char stream_open, stream_closed, stream_aborted;
   long t0;
   char request_id[128];
@@ -84,6 +87,7 @@ struct ux_xchg {
   char *arena;                /* method, path, peer and headers of req */
   ux_kv *hdrs;
   unsigned long long limit, received, discarded;
+  unsigned long long unseen;  /* body bytes thrown away in discard mode */
   char *body;                 /* buffered body */
   size_t len, cap, read_pos;
   ux_ring in, out;            /* streaming body; streamed reply */

@@ -50,6 +50,10 @@
 /* The buffer between a streaming body and its handler, and between a
 ** handler's stream and the socket: the backpressure window. */
 #define UX_HTTP_RING (64u * 1024u)
+/* The one buffer a reply pulled from a source (ux_reply_source) holds
+** per client while it reads: what a slow reader of a large document or
+** object costs the server. */
+#define UX_HTTP_SOURCE_BLOCK (16u * 1024u)
 /* How long shutdown lets requests in flight finish. */
 #define UX_HTTP_DRAIN_MS 3000L
 /* After the drain: how long upgraded sockets, cut, may take to be given back. */

@@ -17,8 +17,13 @@
 static void drop_body(ux_reply *rep) {
   if (rep->json) json_decref(rep->json);
   free(rep->raw);
+  if (rep->source) {
+    if (rep->source->freer) rep->source->freer(rep->source->ctx);
+    free(rep->source);
+  }
   rep->json = NULL;
   rep->raw = NULL;
+  rep->source = NULL;
   rep->raw_len = 0;
   rep->empty = 0;
 }
@@ -86,6 +91,20 @@ int ux_reply_raw(ux_req *r, int status, const char *type, const void *buf, size_
   r->reply.status = status;
   r->reply.raw = copy;
   r->reply.raw_len = len;
+  return 0;
+}
+
+int ux_reply_source(ux_req *r, int status, const char *type, unsigned long long length,
+                    ux_source_read read, void (*freer)(void *ctx), void *ctx) {
+  if (!read || status < 200 || status > 999 || (type && ux_reply_content_type(r, type) < 0)) {
+    if (freer) freer(ctx);
+    return -1;
+  }
+  ux_source *src = ux_xcalloc(1, sizeof *src);
+  drop_body(&r->reply);
+  *src = (ux_source){ read, freer, ctx, length };
+  r->reply.status = status;
+  r->reply.source = src;
   return 0;
 }
 

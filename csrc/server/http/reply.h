@@ -10,6 +10,7 @@
 #define UX_REPLY_H
 
 #include <stddef.h>
+#include <sys/types.h>
 #include <jansson.h>
 
 #include "server/server.h"
@@ -19,12 +20,22 @@ typedef struct ux_kv {
   char *name, *value;
 } ux_kv;
 
+/* A body pulled from a source as the client takes it (ux_reply_source). */
+typedef ssize_t (*ux_source_read)(void *ctx, unsigned long long pos, char *buf, size_t max);
+typedef struct ux_source {
+  ux_source_read read;
+  void (*freer)(void *ctx);
+  void *ctx;
+  unsigned long long length;
+} ux_source;
+
 typedef struct ux_reply {
   int status;
   json_t *json;           /* the body (owned); NULL => raw or empty */
   char *raw;              /* a non-JSON body, owned */
   size_t raw_len;
   int empty;              /* no body at all (204, 304) */
+  ux_source *source;      /* a body pulled from a source (owned) */
   char *content_type;     /* owned; NULL = application/json */
   ux_kv *headers;         /* extra response headers, owned */
   size_t nheaders;
@@ -48,6 +59,9 @@ typedef struct ux_req {
   long long content_length;  /* declared Content-Length, -1 = none */
   int body_overflow;      /* the body exceeded the route's limit: it was
                           ** not read (declared) or thrown away (chunked) */
+  int body_discarded;     /* the body was read and thrown away unseen (its
+                          ** headers did not authenticate, http.h's
+                          ** authorize): r->body is "", not what was sent */
   int stopping;           /* the server is draining for shutdown */
   const char *peer;       /* client address, "127.0.0.1" or "::1" */
   const ux_kv *req_headers;  /* as received; read with ux_req_header */
@@ -88,6 +102,18 @@ int ux_reply_content_type(ux_req *r, const char *type);
 
 /* A raw body (copied) with its content type (NULL keeps the current one). */
 int ux_reply_raw(ux_req *r, int status, const char *type, const void *buf, size_t len);
+
+/* A reply whose body is pulled from a source, piece by piece, on
+** libmicrohttpd's event thread as the client takes it: no handler thread
+** and no copy of the body are held while a slow client reads, only one
+** buffer of UX_HTTP_SOURCE_BLOCK bytes. read(ctx, pos, buf, max) fills up
+** to max bytes at pos (sequential: pos is what was returned so far) and
+** returns how many (> 0), or -1 to cut the reply; it must not block (a
+** regular file, not a pipe or a socket). freer(ctx) runs exactly once,
+** when the reply is done or dropped, also when this fails. length is the
+** whole body (Content-Length). 0, or -1. */
+int ux_reply_source(ux_req *r, int status, const char *type, unsigned long long length,
+                    ux_source_read read, void (*freer)(void *ctx), void *ctx);
 
 /* A reply without a body, e.g. 204. */
 int ux_reply_empty(ux_req *r, int status);

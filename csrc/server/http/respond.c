@@ -92,8 +92,34 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct MHD_Response *resp
   return rc;
 }
 
+/* A source's bytes as libmicrohttpd asks for them (ux_reply_source). */
+static ssize_t source_reader(void *cls, uint64_t pos, char *buf, size_t max) {
+  ux_source *src = cls;
+  ssize_t n = src->read(src->ctx, pos, buf, max);
+  return n > 0 ? n : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void source_free(void *cls) {
+  ux_source *src = cls;
+  if (src->freer) src->freer(src->ctx);
+  free(src);
+}
+
+/* The response of a source; takes it. */
+static struct MHD_Response *from_source(ux_source *src) {
+  struct MHD_Response *resp =
+    MHD_create_response_from_callback(src->length, UX_HTTP_SOURCE_BLOCK, source_reader, src, source_free);
+  if (!resp) source_free(src);
+  return resp;
+}
+
 /* The response of a plain (not streamed) reply; takes its body. */
 static struct MHD_Response *plain(ux_reply *rep) {
+  if (rep->source) {
+    ux_source *src = rep->source;
+    rep->source = NULL;
+    return from_source(src);
+  }
   if (rep->empty || (!rep->raw && !rep->json))
     return MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
   char *body = rep->raw;

@@ -128,13 +128,17 @@ static int match(const char *pattern, const char *path, char *id, size_t idlen) 
   return !*pattern && !*path;
 }
 
+/* Health and metrics need no key, like a load balancer's probe or a
+** Prometheus scrape; neither names a user's resource. */
+static int is_open(const char *path) {
+  return !strcmp(path, "/health") || !strcmp(path, "/metrics");
+}
+
 /* Authenticates r, applies faults, runs its route; returns the pattern
 ** it matched (NULL when none ran), for the request counters. */
 static const char *route_one(ux_req *r, const char *authz, const char *ts, const char *sig) {
   char id[1024] = "";
-  /* health and metrics need no key, like a load balancer's probe or a
-  ** Prometheus scrape; neither names a user's resource */
-  int open_route = !strcmp(r->path, "/health") || !strcmp(r->path, "/metrics");
+  int open_route = is_open(r->path);
   if (!open_route && ux_auth_check(r, authz, ts, sig, r->owner_buf, sizeof r->owner_buf) < 0)
     return "unauthenticated";
   if (r->srv->faults && ux_faults_apply(r->srv->faults, r)) return "fault";
@@ -204,6 +208,20 @@ static void exec_admit(void *ctx, ux_req *r, ux_body_policy *p) {
     too_big(r, p->limit);                      /* before reading the body */
 }
 
+/* The header check before a buffered body (http.h): refused at once when
+** the headers are wrong whatever the key; for an unknown key, or a route
+** that reads no body, the body is thrown away unseen, so none is ever
+** held for a request that is not authenticated. */
+static void exec_authorize(void *ctx, ux_req *r, ux_body_policy *p) {
+  ux_server *srv = ctx;
+  r->srv = srv;
+  if (is_open(r->path)) { p->discard = 1; return; }
+  int rc = ux_auth_headers(r, ux_req_header(r, "Authorization"), ux_req_header(r, "X-Timestamp"),
+                           ux_req_header(r, "X-Signature"));
+  if (rc < 0) ux_exec_metrics_request("unauthenticated", r->reply.status);
+  else if (rc > 0) p->discard = 1;
+}
+
 static void exec_handle(void *ctx, ux_req *r) {
   ux_server *srv = ctx;
   int stream;
@@ -222,5 +240,6 @@ void ux_exec_router(ux_server *srv, ux_http_router *out) {
   memset(out, 0, sizeof *out);
   out->handle = exec_handle;
   out->admit = exec_admit;
+  out->authorize = exec_authorize;
   out->ctx = srv;
 }

@@ -65,11 +65,12 @@ int ux_h_service_execute(ux_req *r, const char *id);
 int ux_h_service_logs(ux_req *r, const char *id);
 int ux_h_service_snapshot(ux_req *r, const char *id);
 /* Starts the bootstrap of the stored service doc; ux_services_resume
-** starts every stored service's (start-up). */
-int ux_services_start(ux_server *srv, json_t *doc);
+** starts every stored service's (start-up). 0; UX_SVCS_NOMEM (svc.h) when
+** the memory budget has no room for it (err says why); -1. */
+int ux_services_start(ux_server *srv, json_t *doc, char *err, size_t errlen);
 /* ux_services_start for a service that may be deleted meanwhile (after a
-** restore): the bootstrap does not outlive the row. */
-void ux_services_restart(ux_server *srv, json_t *doc, const char *owner);
+** restore): the bootstrap does not outlive the row. Same results. */
+int ux_services_restart(ux_server *srv, json_t *doc, const char *owner, char *err, size_t errlen);
 void ux_services_resume(ux_server *srv);
 
 /* A new service's settings, validated (create, clone, image spawn). */
@@ -127,7 +128,18 @@ int ux_snapshot_archive_path(ux_req *r, const char *id, char *out, size_t len);
 /* Archives a session's or service's work directory (shared by both). */
 int ux_snapshot_take(ux_req *r, const char *source_type, const char *source_id);
 
-/* Submits a job for r->owner, answering 429/503/507 itself when refused. */
+/* 429 memory_limit_reached with Retry-After: 1 for a run whose memory
+** the budget cannot hold now (why: ux_mem_claim's text); returns -1. */
+int ux_reply_no_memory(ux_req *r, const char *why);
+
+/* 200 with a finished job's document (doc, taken): as stored, pulled from
+** the store as the client reads it (a slow reader of a large one holds a
+** small buffer, not the document), or doc itself when its row is not
+** there. */
+int ux_reply_finished_job(ux_req *r, json_t *doc);
+
+/* Submits a job for r->owner, answering 429/503/507 itself when refused (also
+** when its run's memory would not fit the budget now: ux_mem_fits). */
 ux_job *ux_submit(ux_req *r, ux_exec_spec *spec, int defer_row);
 
 /* Answers the 507 insufficient_storage of a refused ledger reservation

@@ -32,6 +32,8 @@
 #include "server/mem.h"
 
 #define PREFIX "unsandboxd-"
+/* the sibling a v2 server moves itself to (enable_v2) */
+#define SERVER_SUFFIX "-server"
 
 /* ---------------------------------------------------------------------
 ** Files of a cgroup
@@ -337,7 +339,7 @@ int ux_cg_name_stale(const char *name) {
   if (end == p || *end != '-' || pid <= 0) return 0;
   p = end + 1;
   unsigned long long st = strtoull(p, &end, 10);
-  if (end == p || *end) return 0;
+  if (end == p || (*end && strcmp(end, SERVER_SUFFIX) != 0)) return 0;
   return start_time(pid) != st;
 }
 
@@ -450,20 +452,21 @@ static void remove_stale(int basefd) {
 /* v2: enables memory and pids for the children of dirfd. When the kernel
 ** refuses because dirfd's cgroup has processes (the "no internal
 ** processes" rule) and the only one is this process, this process moves to
-** the leaf NAME/server and tries again. */
+** the leaf NAME-server beside the parent and tries again: beside, not
+** below, because the parent's memory limit is the runs' budget. */
 static int enable_v2(ux_cg_layout *l, int basefd, char *err, size_t errlen) {
-  char buf[4096];
+  char buf[4096], leaf[80];
   if (ux_cg_read(basefd, "cgroup.subtree_control", buf, sizeof buf) >= 0 &&
       ux_cg_has_word(buf, "memory") && ux_cg_has_word(buf, "pids")) return 0;
   if (ux_cg_write(basefd, "cgroup.subtree_control", "+memory +pids") == 0) return 0;
   int e = errno;
   char self[32];
   snprintf(self, sizeof self, "%ld\n", (long)getpid());
+  snprintf(leaf, sizeof leaf, "%s" SERVER_SUFFIX, l->name);
   if (e == EBUSY && ux_cg_read(basefd, "cgroup.procs", buf, sizeof buf) > 0 &&
       strcmp(buf, self) == 0) {
-    int pfd = l->parent_fd[UX_CG_MEM];
-    if ((mkdirat(pfd, "server", 0755) == 0 || errno == EEXIST)) {
-      int sfd = openat(pfd, "server", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if ((mkdirat(basefd, leaf, 0755) == 0 || errno == EEXIST)) {
+      int sfd = openat(basefd, leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       int moved = sfd >= 0 && ux_cg_write(sfd, "cgroup.procs", "0") == 0;
       if (sfd >= 0) close(sfd);
       if (moved) {
@@ -475,6 +478,29 @@ static int enable_v2(ux_cg_layout *l, int basefd, char *err, size_t errlen) {
   }
   snprintf(err, errlen, "cannot enable the memory and pids controllers in %.300s: %s",
            l->base[UX_CG_MEM], strerror(e));
+  return -1;
+}
+
+/* The runs' budget as the parent's memory limit. v1: memory first, then
+** memory+swap (which may never be below it); and hierarchical accounting,
+** without which a v1 parent's limit does not cover its children (always
+** on in recent kernels, where the file refuses writes or is gone). */
+static int limit_parent(const ux_cg_layout *l, char *err, size_t errlen) {
+  int fd = l->parent_fd[UX_CG_MEM];
+  char num[32];
+  const char *bad = NULL;
+  snprintf(num, sizeof num, "%llu", l->budget);
+  if (l->version == UX_CG_V2) {
+    if (ux_cg_write(fd, "memory.max", num) != 0) bad = "memory.max";
+  } else {
+    ux_cg_write(fd, "memory.use_hierarchy", "1");
+    if (ux_cg_write(fd, "memory.limit_in_bytes", num) != 0) bad = "memory.limit_in_bytes";
+    else if (l->memsw && ux_cg_write(fd, "memory.memsw.limit_in_bytes", num) != 0)
+      bad = "memory.memsw.limit_in_bytes";
+  }
+  if (!bad) return 0;
+  snprintf(err, errlen, "cannot set %s of %.300s/%s to the memory budget: %s", bad,
+           l->base[UX_CG_MEM], l->name, strerror(errno));
   return -1;
 }
 
@@ -502,6 +528,8 @@ static int make_parent(ux_cg_layout *l, int i, char *err, size_t errlen) {
       rc = -1;
     }
   }
+  if (rc == 0 && i == UX_CG_MEM && l->limits && l->budget)
+    rc = limit_parent(l, err, errlen);
   close(basefd);
   return rc;
 }
@@ -523,7 +551,7 @@ int ux_cg_setup(ux_cg_layout *l, const char *name, char *err, size_t errlen) {
 void ux_cg_teardown(ux_cg_layout *l) {
   for (int i = 0; i < UX_CG_NDIR; i++) {
     if (l->parent_fd[i] < 0) continue;
-    /* runs have ended; no kill here: a moved server lives in NAME/server */
+    /* runs have ended; nothing of ours is below the parent but them */
     int dup = fcntl(l->parent_fd[i], F_DUPFD_CLOEXEC, 0);
     DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
     struct dirent *e;
@@ -535,5 +563,7 @@ void ux_cg_teardown(ux_cg_layout *l) {
     l->parent_fd[i] = -1;
     int basefd = open(l->base[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (basefd >= 0) { unlinkat(basefd, l->name, AT_REMOVEDIR); close(basefd); }
+    /* a moved server's NAME-server stays while it lives in it: the next
+    ** server removes it as stale */
   }
 }

@@ -40,11 +40,13 @@ typedef struct ux_cg_layout {
   int kill;                         /* v2: cgroup.kill exists */
   int limits;                       /* write memory/pids limits (1 unless a
                                        test uses a hierarchy without them) */
+  unsigned long long budget;        /* the parent's memory limit: what all
+                                       runs together may use (0 = none) */
   char why[512];                    /* why v2 (or v1) was not chosen */
   /* set by ux_cg_setup */
   char name[64];                    /* "unsandboxd-PID-START" */
   int parent_fd[UX_CG_NDIR];        /* the parent cgroup per hierarchy */
-  int moved;                        /* v2: this process moved to NAME/server */
+  int moved;                        /* v2: this process moved to NAME-server */
 } ux_cg_layout;
 
 /* ---------------------------------------------------------------------
@@ -75,18 +77,22 @@ int ux_cg_has_word(const char *list, const char *word);
 
 /* Makes the parent "unsandboxd-PID-START" (`name`, or this process's when
 ** NULL) in every hierarchy of the layout, after removing the parents of
-** servers that are gone (their processes killed). On v2 it enables the
-** memory and pids controllers below; when that needs our own cgroup to be
-** empty of processes and this process is its only one, it moves itself
-** into NAME/server first. 0, or -1 with err (the layout is then unusable
-** and left with no parent). */
+** servers that are gone (their processes killed), and gives it the
+** layout's budget as its memory limit (v2 memory.max; v1
+** memory.limit_in_bytes and memory.memsw.limit_in_bytes). On v2 it
+** enables the memory and pids controllers below; when that needs our own
+** cgroup to be empty of processes and this process is its only one, it
+** moves itself into the sibling NAME-server first (not below NAME: the
+** runs' limit is not the server's). 0, or -1 with err (the layout is then
+** unusable and left with no parent). */
 int ux_cg_setup(ux_cg_layout *l, const char *name, char *err, size_t errlen);
 
 /* Removes this server's parents (what is left of them) and closes them. */
 void ux_cg_teardown(ux_cg_layout *l);
 
-/* The parent names of servers that are gone: "unsandboxd-PID-START" whose
-** PID is dead or started at another time. 1 stale, 0 alive or not ours. */
+/* The parent names of servers that are gone: "unsandboxd-PID-START" (or
+** the "-server" cgroup of a moved one) whose PID is dead or started at
+** another time. 1 stale, 0 alive or not ours. */
 int ux_cg_name_stale(const char *name);
 
 /* "unsandboxd-PID-START" for this process. 0 or -1. */

@@ -3,12 +3,15 @@
 ** else the v1 memory and pids controllers (and freezer), else rlimits as
 ** the documented fallback (not root, --cgroups off, nothing usable). The
 ** decision and the one-line description of the start-up message live
-** here; the cgroups themselves are cgroup.c and cgroup_run.c.
+** here; the cgroups themselves are cgroup.c and cgroup_run.c. The runs'
+** parent cgroup is limited to the memory budget (membudget.h), which is
+** known before the parent is made.
 */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "server/sandbox/membudget.h"
 #include "server/sandbox/run.h"
 
 static struct {
@@ -21,8 +24,11 @@ static struct {
 static void describe(const char *why) {
   ux_isolation *i = &lim.iso;
   const ux_cg_layout *c = &lim.cg;
-  char net[160];
-  snprintf(net, sizeof net, "; own network namespace per run, semitrusted via %s",
+  char net[200];
+  unsigned long long claimed, budget;
+  ux_membudget_usage(&claimed, &budget);
+  snprintf(net, sizeof net, "; memory budget of all runs %llu MiB%s; own network namespace per "
+           "run, semitrusted via %s", budget >> 20, c->version ? " (the parent's limit)" : "",
            ux_net_available() ? "slirp4netns" : "nothing (slirp4netns missing: semitrusted runs fail)");
   if (c->version == UX_CG_V2)
     snprintf(i->detail, sizeof i->detail, "cgroup v2 (%.200s/%s): memory (no swap), pids, "
@@ -33,7 +39,7 @@ static void describe(const char *why) {
              c->freezer ? "freezer" : "no freezer", net, c->why);
   else
     snprintf(i->detail, sizeof i->detail, "rlimits only (RLIMIT_DATA, RLIMIT_NPROC; no cgroup: "
-             "%.300s)%s", why, net);
+             "%.260s)%s", why, net);
 }
 
 static void decide(int cgroups) {
@@ -45,8 +51,11 @@ static void decide(int cgroups) {
   else if (!ux_privileged()) why = "not running as root";
   else if (ux_cg_detect("/proc/self/cgroup", "/proc/self/mountinfo", &lim.cg) == UX_CG_NONE)
     why = lim.cg.why;
-  else if (ux_cg_setup(&lim.cg, NULL, err, sizeof err) != 0)
-    lim.cg.version = UX_CG_NONE;
+  else {
+    unsigned long long claimed;
+    ux_membudget_usage(&claimed, &lim.cg.budget);
+    if (ux_cg_setup(&lim.cg, NULL, err, sizeof err) != 0) lim.cg.version = UX_CG_NONE;
+  }
   ux_isolation *i = &lim.iso;
   i->cgroup = lim.cg.version == UX_CG_V2 ? "v2" : lim.cg.version == UX_CG_V1 ? "v1" : "none";
   i->memory = i->pids = lim.cg.version != UX_CG_NONE;
@@ -56,6 +65,8 @@ static void decide(int cgroups) {
   describe(why);
   lim.decided = 1;
 }
+
+void ux_runner_set_memory_budget(unsigned long long bytes) { ux_membudget_set(bytes); }
 
 int ux_runner_init(int cgroups, ux_isolation *iso) {
   pthread_mutex_lock(&lim.lock);

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "server/sandbox/cgroup.h"
+#include "server/sandbox/membudget.h"
 #include "server/sandbox/net.h"
 #include "server/sandbox/runner.h"
 #include "server/sandbox/sandbox.h"
@@ -62,6 +63,9 @@ struct ux_run {
   int has_cg;                 /* cg is the run's cgroup */
   ux_cg_run cg;
   long mem_mb;                /* the memory limit, MiB */
+  ux_memclaim mem;            /* the runner's own claim of that limit (for
+                                 runs whose spec brought none), given back
+                                 when the run is freed */
   int oom_killed;
   ux_net net;                 /* slirp4netns of a semitrusted run */
 };

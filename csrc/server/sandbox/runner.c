@@ -376,13 +376,24 @@ static ux_run *start(const ux_run_spec *spec, const ux_lang *lang, const char *s
 ux_run *ux_run_start(const ux_run_spec *spec, char *err, size_t errlen) {
   const ux_lang *lang;
   if (check_spec(spec, &lang, err, errlen) != 0) return NULL;
+  /* the run's limit is admitted against the budget unless its caller
+  ** holds a claim for it (membudget.h); a run that finds no room waits a
+  ** little for runs that are ending to give theirs back */
+  unsigned long long need = ux_run_memory_bytes(spec->vcpu);
+  ux_memclaim own = { 0 };
+  if ((!spec->mem || spec->mem->bytes < need) &&
+      ux_mem_claim_wait(&own, need, UX_MEM_RUN_WAIT_MS, err, errlen) != 0)
+    return NULL;
   char *script = NULL;
   if (lang && !(script = ux_sb_script(lang, spec))) {
     snprintf(err, errlen, "out of memory");
+    ux_mem_release(&own);
     return NULL;
   }
   ux_run *r = start(spec, lang, script, 1, err, errlen);
   free(script);
+  if (r) ux_mem_move(&r->mem, &own);
+  else ux_mem_release(&own);
   return r;
 }
 

@@ -58,7 +58,15 @@ typedef struct ux_run_spec {
   size_t n_files;
   int network;            /* 0 = zerotrust (no network), 1 = semitrusted */
   int ttl_s;              /* wall-clock limit in seconds; 0 = none */
-  int vcpu;               /* 1..8: scales the memory limit */
+  int vcpu;               /* 1..8: scales the memory limit
+                             (ux_run_memory_bytes, membudget.h) */
+  const struct ux_memclaim *mem;  /* a claim of the caller's that covers
+                             that limit while the run lives (it is given
+                             back by the caller, after the run); NULL or
+                             smaller: the runner claims the limit from the
+                             budget itself for the run's life, waiting up
+                             to UX_MEM_RUN_WAIT_MS for room, and the run
+                             fails to start when there is none */
   size_t output_cap;      /* per stream, bytes; 0 = default (1 MiB) */
   unsigned long long fsize; /* largest file the program may write
                              (RLIMIT_FSIZE, also on out_fd); 0 = 64 MiB */
@@ -166,6 +174,12 @@ typedef struct ux_isolation {
 ** run without it chooses as with cgroups = 1. Later calls only report.
 ** Fills *iso (may be NULL); returns 0. */
 int ux_runner_init(int cgroups, ux_isolation *iso);
+
+/* The memory budget of all runs together (bytes; 0 = the default share
+** of the machine's memory, membudget.h): every run's limit is claimed
+** from it, and the runs' parent cgroup gets it as its limit. Call before
+** ux_runner_init. */
+void ux_runner_set_memory_budget(unsigned long long bytes);
 
 /* What ux_runner_init decided (deciding now if it was not called). */
 const ux_isolation *ux_runner_isolation(void);

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "core/validate.h"
+#include "server/sandbox/membudget.h"
 #include "server/sandbox/sandbox.h"
 #include "server/mem.h"
 #include "server/sandbox/tree.h"
@@ -131,8 +132,7 @@ static void etc_copy(ux_argv *a, int fd, const char *path) {
 }
 
 char *ux_sb_script(const ux_lang *lang, const ux_run_spec *spec) {
-  int vcpu = spec->vcpu < 1 ? 1 : spec->vcpu > 8 ? 8 : spec->vcpu;
-  unsigned long mem_mb = (UX_SB_MEM_PER_VCPU >> 20) * (unsigned long)vcpu;
+  unsigned long mem_mb = (unsigned long)(ux_run_memory_bytes(spec->vcpu) >> 20);
   char heap[32];
   snprintf(heap, sizeof heap, "%lu", mem_mb * 3 / 4);
   size_t cap = strlen(lang->script) + 64;

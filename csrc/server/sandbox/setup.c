@@ -384,8 +384,7 @@ ux_run *ux_sb_prepare(const ux_run_spec *spec, const ux_lang *lang, const char *
                       int flags, char *err, size_t errlen) {
   int pooled = (flags & UX_SB_POOLED) != 0;
   int use_cg = ux_privileged() && ux_runner_cg()->version != UX_CG_NONE;
-  int vcpu = spec->vcpu < 1 ? 1 : spec->vcpu > 8 ? 8 : spec->vcpu;
-  unsigned long long mem = (unsigned long long)UX_SB_MEM_PER_VCPU * (unsigned)vcpu;
+  unsigned long long mem = ux_run_memory_bytes(spec->vcpu);
   /* the /etc files first: the command line copies those that exist */
   start_fds f;
   sf_init(&f);

@@ -59,6 +59,7 @@ void ux_run_free(ux_run *r) {
   ux_tree_list_free(&r->before);
   for (size_t i = 0; i < r->n_inputs; i++) free(r->inputs[i]);
   free(r->inputs);
+  ux_mem_release(&r->mem);     /* its processes and cgroup are gone */
   int pooled = r->pooled;
   free(r);
   if (pooled) ux_pool_done();

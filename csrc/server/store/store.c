@@ -73,6 +73,9 @@ ux_store *ux_store_open(const char *dir, char *err, size_t errlen) {
   pthread_mutexattr_destroy(&ma);
   /* nothing is refused until ux_ledger_open settles the limits */
   st->budget = st->key_quota = st->tenant_quota = 1ull << 62;
+  pthread_mutex_init(&st->ro_mu, NULL);
+  pthread_mutex_init(&st->spool_mu, NULL);
+  snprintf(st->dir, sizeof st->dir, "%s", dir);
   char *msg = NULL;
   if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK ||
       sqlite3_busy_timeout(st->db, 5000) != SQLITE_OK ||
@@ -89,8 +92,11 @@ void ux_store_close(ux_store *st) {
   if (!st) return;
   free(st->holds);
   ux_db_cache_clear(st);
+  ux_store_spools_close(st);
   sqlite3_close(st->db);
   pthread_mutex_destroy(&st->mu);
+  pthread_mutex_destroy(&st->ro_mu);
+  pthread_mutex_destroy(&st->spool_mu);
   free(st);
 }
 

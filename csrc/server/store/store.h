@@ -10,6 +10,7 @@
 #define UX_STORE_H
 
 #include <stddef.h>
+#include <sys/types.h>
 #include <jansson.h>
 
 typedef struct ux_store ux_store;
@@ -78,6 +79,25 @@ int ux_store_modify(ux_store *st, const char *table, const char *id, const char 
 ** in one statement: 1, 0 (no such row of owner), -1. */
 int ux_store_set_owner(ux_store *st, const char *table, const char *id, const char *owner,
                        const char *new_owner);
+
+/* store_spool.c. A document that never changes once written (a finished
+** job's), for sending in pieces without holding it whole: 1 with *out and
+** *len (its exact stored bytes), 0 when id has no row of owner, -1 on
+** error. A document over UX_SPOOL_MEM_MAX is copied once, by a read
+** transaction of its own connection, into an unlinked file of DATA/tmp
+** that every reader of it shares until the last is done, so n readers
+** of it cost one file, not n copies; a smaller one is read into memory
+** for this reader alone. Read with ux_spool_read (pread: never blocks on
+** the store), give back with ux_spool_put. */
+#define UX_SPOOL_MEM_MAX (64u * 1024u)
+typedef struct ux_spool ux_spool;
+int ux_store_spool(ux_store *st, const char *table, const char *id, const char *owner,
+                   ux_spool **out, unsigned long long *len);
+/* Up to max bytes at pos: how many (> 0), or -1 (past the end, a failed
+** read). */
+ssize_t ux_spool_read(ux_spool *sp, unsigned long long pos, char *buf, size_t max);
+/* This reader is done with sp (the last one closes its file). */
+void ux_spool_put(ux_spool *sp);
 
 /* Jobs left pending/running by a server that died become failed with
 ** error "server restarted", in one statement. Returns how many, or -1. */

@@ -9,6 +9,8 @@
 #include <pthread.h>
 #include <sqlite3.h>
 
+typedef struct ux_spool ux_spool;
+
 /* A reservation of the ledger (ledger.h): bytes of a write in progress. */
 typedef struct ux_ledger_hold {
   char item[200], party[200];
@@ -38,6 +40,14 @@ struct ux_store {
   char operator_party[200];
   ux_ledger_hold *holds;
   size_t n_holds, cap_holds;
+  char dir[4096];         /* the data directory (spools go to its tmp/) */
+  /* store_spool.c: a second connection that only reads documents out to
+  ** spool files, so a long copy never holds the writers' mutex, and the
+  ** spools its readers share */
+  sqlite3 *ro;
+  pthread_mutex_t ro_mu;  /* the reading connection, and spool creation */
+  pthread_mutex_t spool_mu;  /* the list of spools (never held while copying) */
+  ux_spool *spools;
 };
 
 /* The ledger's own tables and SQL functions (ledger_open.c), made with
@@ -52,6 +62,9 @@ void ux_db_cache_clear(ux_store *st);
 /* Drops the reservation of item, its bytes in *bytes (may be NULL): 1,
 ** or 0 when there was none (ledger.c; the triggers' SQL functions). */
 int ux_ledger_release_hold(ux_store *st, const char *item, unsigned long long *bytes);
+
+/* store_spool.c: closes what the spools left open (at ux_store_close). */
+void ux_store_spools_close(ux_store *st);
 
 /* The tables whose names may be spliced into SQL (store_docs.c). */
 int ux_store_known_table(const char *t);
