@@ -66,6 +66,11 @@ static void test_wait(void) {
   ok(ux_mem_claim(&held, GiB, err, sizeof err) == 0, "1 of 2 GiB held");
   ok(ux_mem_fits(GiB, err, sizeof err) == 0 && ux_mem_fits(2 * GiB, err, sizeof err) == -1 &&
      strstr(err, "1024 of the 2048 MiB"), "fits: 1 GiB yes, 2 GiB no (%s), nothing claimed by asking", err);
+  ux_memclaim run = { 0, 1 };
+  ok(ux_mem_claim(&run, GiB, err, sizeof err) == 0 && ux_mem_fits(GiB, err, sizeof err) == 0 &&
+     ux_mem_fits(2 * GiB, err, sizeof err) == -1, "a passing claim (the runner's, for one run) "
+     "is not counted against a submission: the budget is full, 1 GiB still fits");
+  ux_mem_release(&run);
   ok(ux_mem_claim_wait(&want, 2 * GiB, 50, err, sizeof err) == -1 && want.bytes == 0,
      "a wait that nothing ends is refused at its timeout: %s", err);
   pthread_t t;

@@ -125,9 +125,9 @@ ux_job *ux_submit(ux_req *r, ux_exec_spec *spec, int defer_row) {
   ux_job *job = NULL;
   int active = 0, limit = 0;
   char why[200];
-  /* refused now when its run would not fit what runs claim now; its run
-  ** claims when a worker starts it (membudget.h), so a queued job holds
-  ** nothing, and one whose memory is gone by then fails saying so */
+  /* refused now when the sessions, services and runtimes leave its run no
+  ** room; its run claims when a worker starts it (membudget.h), so a
+  ** queued job holds nothing */
   if (ux_mem_fits(ux_run_memory_bytes(spec->run.vcpu), why, sizeof why) != 0) {
     ux_exec_spec_free(spec);
     return ux_reply_no_memory(r, why), NULL;

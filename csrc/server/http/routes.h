@@ -139,7 +139,7 @@ int ux_reply_no_memory(ux_req *r, const char *why);
 int ux_reply_finished_job(ux_req *r, json_t *doc);
 
 /* Submits a job for r->owner, answering 429/503/507 itself when refused (also
-** when its run's memory would not fit the budget now: ux_mem_fits). */
+** when the lasting claims leave its run's memory no room: ux_mem_fits). */
 ux_job *ux_submit(ux_req *r, ux_exec_spec *spec, int defer_row);
 
 /* Answers the 507 insufficient_storage of a refused ledger reservation

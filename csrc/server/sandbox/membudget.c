@@ -20,6 +20,7 @@ static struct {
   pthread_mutex_t mu;
   pthread_cond_t released;        /* a claim shrank or was given back */
   unsigned long long budget, claimed;
+  unsigned long long passing;     /* of claimed: held by the runner for single runs */
   int set;
 } mb = { .mu = PTHREAD_MUTEX_INITIALIZER, .released = PTHREAD_COND_INITIALIZER };
 
@@ -70,6 +71,7 @@ static int resize_locked(ux_memclaim *c, unsigned long long bytes) {
   unsigned long long budget = budget_locked(), have = c->bytes;
   if (bytes > have && mb.claimed - have + bytes > budget) return 0;
   mb.claimed = mb.claimed - have + bytes;
+  if (c->passing) mb.passing = mb.passing - have + bytes;
   c->bytes = bytes;
   if (bytes < have) pthread_cond_broadcast(&mb.released);
   return 1;
@@ -103,16 +105,22 @@ int ux_mem_claim(ux_memclaim *c, unsigned long long bytes, char *err, size_t err
 }
 
 int ux_mem_fits(unsigned long long bytes, char *err, size_t errlen) {
-  ux_memclaim probe = { 0 };
-  if (ux_mem_claim(&probe, bytes, err, errlen) != 0) return -1;
-  ux_mem_release(&probe);
-  return 0;
+  pthread_mutex_lock(&mb.mu);
+  unsigned long long budget = budget_locked(), lasting = mb.claimed - mb.passing;
+  pthread_mutex_unlock(&mb.mu);
+  if (lasting + bytes <= budget) return 0;
+  if (err)
+    snprintf(err, errlen, "not enough memory for a run of %llu MiB: %llu of the %llu MiB memory "
+             "budget are claimed by sessions, services and runtimes; retry when some have ended",
+             bytes >> 20, lasting >> 20, budget >> 20);
+  return -1;
 }
 
 void ux_mem_release(ux_memclaim *c) {
   if (!c || !c->bytes) return;
   pthread_mutex_lock(&mb.mu);
   mb.claimed -= c->bytes <= mb.claimed ? c->bytes : mb.claimed;
+  if (c->passing) mb.passing -= c->bytes <= mb.passing ? c->bytes : mb.passing;
   c->bytes = 0;
   pthread_cond_broadcast(&mb.released);
   pthread_mutex_unlock(&mb.mu);
@@ -120,6 +128,9 @@ void ux_mem_release(ux_memclaim *c) {
 
 void ux_mem_move(ux_memclaim *to, ux_memclaim *from) {
   pthread_mutex_lock(&mb.mu);
+  if (!to->bytes) to->passing = from->passing;
+  else if (to->passing != from->passing)            /* one kind per claim */
+    mb.passing = to->passing ? mb.passing + from->bytes : mb.passing - from->bytes;
   to->bytes += from->bytes;
   from->bytes = 0;
   pthread_mutex_unlock(&mb.mu);

@@ -12,11 +12,15 @@
 ** A claim is a value owned by whoever must answer for the run: a service's
 ** bootstrap while it runs, a terminal's shell, a Control Plane runtime
 ** while it lives; the runner claims for every other run when it starts it
-** (jobs, archivers, restores). A job is checked against what is claimed
-** when it is submitted (ux_mem_fits: 429 when it would not fit now) but
-** claims only when a worker starts it: queued jobs use no memory, and the
-** job pool's workers bound how many run at once. Claims are counted under
-** one mutex; only ux_mem_claim_wait blocks, and only its caller.
+** (jobs, archivers, restores): a passing claim, given back a moment after
+** the run's answer (once its scratch tmpfs is gone). A job is checked
+** when it is submitted against the lasting claims only (ux_mem_fits: 429
+** when the sessions, services and runtimes leave it no room) and claims
+** when a worker starts it, waiting for passing claims to come back:
+** queued jobs use no memory, the job pool's workers bound how many run at
+** once, and a burst is never refused for runs that are just ending.
+** Claims are counted under one mutex; only ux_mem_claim_wait blocks, and
+** only its caller.
 */
 #ifndef UX_MEMBUDGET_H
 #define UX_MEMBUDGET_H
@@ -25,6 +29,7 @@
 
 typedef struct ux_memclaim {
   unsigned long long bytes;         /* claimed by its owner; 0 = none */
+  int passing;                      /* 1: the runner's claim for one run */
 } ux_memclaim;
 
 /* The default budget when --memory-budget-mb is not given: this share of
@@ -62,9 +67,9 @@ int ux_mem_claim_wait(ux_memclaim *c, unsigned long long bytes, long timeout_ms,
 ** runs that are ending: their release follows their end by a moment). */
 #define UX_MEM_RUN_WAIT_MS 30000L
 
-/* 0 when a run of `bytes` would fit the budget now, else -1 with the same
-** text as ux_mem_claim: a check that claims nothing (a job's submission,
-** whose run claims when it starts). */
+/* 0 when a run of `bytes` fits the budget beside the lasting claims (all
+** but the passing ones), else -1 with err: a check that claims nothing
+** (a job's submission, whose run claims when it starts). */
 int ux_mem_fits(unsigned long long bytes, char *err, size_t errlen);
 
 /* Gives back what *c holds (idempotent: *c is then empty). */

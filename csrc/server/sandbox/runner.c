@@ -380,7 +380,7 @@ ux_run *ux_run_start(const ux_run_spec *spec, char *err, size_t errlen) {
   ** holds a claim for it (membudget.h); a run that finds no room waits a
   ** little for runs that are ending to give theirs back */
   unsigned long long need = ux_run_memory_bytes(spec->vcpu);
-  ux_memclaim own = { 0 };
+  ux_memclaim own = { 0, 1 };
   if ((!spec->mem || spec->mem->bytes < need) &&
       ux_mem_claim_wait(&own, need, UX_MEM_RUN_WAIT_MS, err, errlen) != 0)
     return NULL;
