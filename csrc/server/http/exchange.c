@@ -484,6 +484,8 @@ void ux_x_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     cn->x = NULL;
     cn->phase = C_HEADERS;
     cn->kept_alive = 1;
+    cn->authed = x && x->req.authenticated;     /* the connection budget's order */
+    cn->idle_since = now;
     cn->tcp_base = tcp >= 0 ? (unsigned long long)tcp : 0;
     cn->since_ms = tcp >= 0 ? 0 : now;
     cn->paused_since = 0;

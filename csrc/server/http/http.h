@@ -40,8 +40,7 @@ typedef struct ux_http_router {
 
 typedef struct ux_http_config {
   const char *listen;         /* "HOST:PORT" or "[V6]:PORT" */
-  unsigned max_connections;
-  unsigned per_ip;
+  unsigned max_connections;   /* libmicrohttpd's cap; 7/8 of it is the budget */
   unsigned idle_timeout_s;
   long header_deadline_ms;
   long body_grace_ms;
@@ -55,6 +54,10 @@ typedef struct ux_http_config {
 ** under the NOFILE limit `nofile`; listen, max_body and router are left
 ** for the caller. */
 void ux_http_config_default(ux_http_config *cfg, unsigned long long nofile, unsigned listeners);
+
+/* Lowers cfg's connection cap to `want` (--max-connections; 0 keeps it):
+** never above what the NOFILE limit holds. */
+void ux_http_config_connections(ux_http_config *cfg, unsigned want);
 
 /* Raises RLIMIT_NOFILE's soft limit to its hard limit; returns the soft
 ** limit now in force. */

@@ -47,6 +47,8 @@ struct ux_conn {
   long body_t0, paused_ms, paused_since;   /* C_BODY: rate bookkeeping */
   unsigned long long body_bytes;
   int killed;
+  int authed;                 /* its last request was authenticated */
+  long idle_since;            /* when it last had no request in progress */
   ux_xchg *x;                 /* the request in progress, or NULL */
 };
 
@@ -119,6 +121,9 @@ struct ux_http {
   unsigned running;           /* handler threads alive */
   unsigned live;              /* exchanges libmicrohttpd still holds */
   ux_conn *conns;
+  unsigned conns_open;        /* in conns and not being closed by us */
+  unsigned budget;            /* past it, an idle one is closed (sweeper.c) */
+  unsigned long long evicted, evicted_logged;
   ux_xchg *upgraded;          /* sockets handed over to handlers (upgrade.c) */
   unsigned up_closing;        /* MHD_upgrade_action calls in progress */
   int mhd_stopping;           /* MHD_stop_daemon is next: no more of them */

@@ -137,6 +137,7 @@ static const char *route_one(ux_req *r, const char *authz, const char *ts, const
   int open_route = !strcmp(r->path, "/health") || !strcmp(r->path, "/metrics");
   if (!open_route && ux_auth_check(r, authz, ts, sig, r->owner_buf, sizeof r->owner_buf) < 0)
     return "unauthenticated";
+  r->authenticated = !open_route;
   if (r->srv->faults && ux_faults_apply(r->srv->faults, r)) return "fault";
 
   const route *found = NULL;
