@@ -16,6 +16,7 @@
 
 #include "core/base64.h"
 #include "server/cp/cp_audit.h"
+#include "server/cp/cp_auth.h"
 #include "server/cp/cp_handlers.h"
 #include "server/cp/objreq.h"
 
@@ -48,11 +49,21 @@ int ux_cp_obj_target(ux_cp_call *c, int from_query, int for_list, ux_objloc *l,
 }
 
 int ux_cp_obj_gate(ux_cp_call *c) {
-  if (ux_objstore_transfer_begin(c->cp->objects) == UX_OBJ_OK) return 0;
+  const char *party = ux_cp_home_tenant(&c->id);
+  int rc = ux_objstore_transfer_begin(c->cp->objects, party);
+  if (rc == UX_OBJ_OK) return 0;
+  if (rc == UX_OBJ_ESHARE) {
+    c->r->reply.retry_after = 1;
+    return ux_cp_fail(c, 429, "object transfer limit reached for tenant %s; retry later", party);
+  }
   c->r->reply.retry_after = 2;
   ux_cp_ok(c, 503, json_pack("{s:s, s:i}", "error", "object transfer queue is full; retry later",
                              "retry_after_seconds", 2));
   return -1;
+}
+
+void ux_cp_obj_gate_end(ux_cp_call *c) {
+  ux_objstore_transfer_end(c->cp->objects, ux_cp_home_tenant(&c->id));
 }
 
 int ux_cp_obj_fail(ux_cp_call *c, int rc) {
@@ -98,14 +109,14 @@ int ux_cp_obj_get(ux_cp_call *c) {
   size_t blen;
   if (rc == UX_OBJ_OK && m.bytes > UX_OBJ_INLINE_MAX) {
     close(fd);
-    ux_objstore_transfer_end(c->cp->objects);
+    ux_cp_obj_gate_end(c);
     return ux_cp_fail(c, 400, "object is larger than %u bytes; use a download ticket", UX_OBJ_INLINE_MAX);
   }
   if (rc == UX_OBJ_OK && (!(data = read_all(fd, (size_t)m.bytes)) ||
                           !(b64 = unsb_base64_encode((unsigned char *)data, (size_t)m.bytes, &blen))))
     rc = UX_OBJ_EIO;
   free(data);
-  ux_objstore_transfer_end(c->cp->objects);
+  ux_cp_obj_gate_end(c);
   if (rc != UX_OBJ_OK) return ux_cp_obj_fail(c, rc);
   json_t *v = ux_cp_obj_head(&l, key);
   json_object_set_new(v, "bytes", json_integer((json_int_t)m.bytes));
@@ -152,7 +163,7 @@ int ux_cp_obj_post(ux_cp_call *c) {
   if (rc == UX_OBJ_OK && (rc = ux_objput_write(p, data, len)) != UX_OBJ_OK) ux_objput_abort(p);
   else if (rc == UX_OBJ_OK) rc = ux_objput_commit(p, &m);
   free(data);
-  ux_objstore_transfer_end(c->cp->objects);
+  ux_cp_obj_gate_end(c);
   if (rc == UX_OBJ_ESHA) return ux_cp_fail(c, 400, "sha256 does not match the content; nothing was stored");
   if (rc != UX_OBJ_OK) return ux_cp_obj_fail(c, rc);
   json_t *v = ux_cp_obj_head(&l, key);

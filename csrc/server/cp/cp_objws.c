@@ -75,7 +75,7 @@ int ux_cp_obj_import(ux_cp_call *c) {
   json_t *file = NULL;
   int rc = ux_objstore_open_read(c->cp->objects, ux_objloc_bucket(l.scope), key, &fd, &m);
   st = rc == UX_OBJ_OK ? ux_objxfer_import(rt, fd, &m, dest, &file, err, sizeof err) : -1;
-  ux_objstore_transfer_end(c->cp->objects);
+  ux_cp_obj_gate_end(c);
   ux_rt_put(rt);
   if (rc != UX_OBJ_OK) return ux_cp_obj_fail(c, rc);
   if (st != 0) return ux_cp_fail(c, st, "%s", err);
@@ -106,7 +106,7 @@ int ux_cp_obj_export(ux_cp_call *c) {
     if (st == 0) rc = ux_objput_commit(put, &m);
     else ux_objput_abort(put);
   }
-  ux_objstore_transfer_end(c->cp->objects);
+  ux_cp_obj_gate_end(c);
   ux_rt_put(rt);
   if (rc != UX_OBJ_OK) return ux_cp_obj_fail(c, rc);
   if (st != 0) return ux_cp_fail(c, st, "%s", err);
