@@ -3,9 +3,10 @@
 # prepared ahead, one without), every figure next to a baseline measured
 # in the same run (bench/bench.lua), issue 11's concurrency figures
 # (bench/concurrency.lua), the server's memory while it moves a 64 MiB
-# object (bench/objects.lua), then a session terminal's attach next to
-# the same session's execute (bench/terminal.lua). Needs root, as
-# unsandboxd does.
+# object (bench/objects.lua), a session terminal's attach next to the
+# same session's execute (bench/terminal.lua), then the probes' latency
+# while one party saturates its fair shares, next to idle
+# (bench/fairness.lua). Needs root, as unsandboxd does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LUA_PATH="lua/?.lua;lua/?/init.lua;bench/?.lua;spec/?.lua;;"
@@ -30,3 +31,4 @@ lua5.4 bench/bench.lua "$@"
 lua5.4 bench/concurrency.lua
 lua5.4 bench/objects.lua
 lua5.4 bench/terminal.lua
+lua5.4 bench/fairness.lua

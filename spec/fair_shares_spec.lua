@@ -104,6 +104,40 @@ describe("fair shares: the connection budget #integration", function()
     assert.are.equal(0, closed, closed .. " idle sockets were closed")
   end)
 
+  it("a burst that takes every handler thread leaves /health answered (threads kept for probes)", function()
+    local srv = server.start { args = { "--enable-faults" } }
+    local c = core.client(srv.client_opts())
+    local r = assert(c:request("POST", "/_faults",
+      json.encode { mode = "latency", ms = 5000, count = 600, path = "/jobs" }))
+    assert.are.equal(200, r.status)
+    local socks = {}
+    for i = 1, 530 do
+      local s = raw.connect(srv, 20)
+      s:send(raw.head("GET", "/jobs", raw.signed(srv, "GET", "/jobs", "", { Connection = "close" })))
+      socks[i] = s
+    end
+    -- ready once the pool is full: a signed request of ours is refused
+    local full = false
+    for _ = 1, 200 do                            -- at most 10 s
+      local s = raw.connect(srv, 5)
+      s:send(raw.head("GET", "/jobs", raw.signed(srv, "GET", "/jobs", "", { Connection = "close" })))
+      local st = raw.read_response(s)
+      s:close()
+      if st == 503 then full = true; break end
+      socket.sleep(0.05)
+    end
+    local answered = 0
+    for _ = 1, 10 do
+      if probe(srv.port, "/health") == 200 then answered = answered + 1 end
+    end
+    for _, s in ipairs(socks) do s:close() end
+    c:request("POST", "/_faults", '{"mode":"off"}')
+    c:close()
+    srv.stop()
+    assert.is_true(full, "the handler pool never filled")
+    assert.are.equal(10, answered)
+  end)
+
   describe("past the budget (--max-connections 64)", function()
     local srv
     setup(function() srv = server.start { args = { "--max-connections", "64" } } end)

@@ -249,7 +249,8 @@ static void cp_handle(void *ctx, ux_req *r) {
 
 /* On libmicrohttpd's thread, headers in: the body policy. Streaming
 ** routes (object uploads) read their own body, up to their ticket's
-** max_bytes; the rest are buffered up to 6 MiB. */
+** max_bytes; the rest are buffered up to 6 MiB. The three probes may use
+** the handler threads kept for probes. */
 static void cp_admit(void *ctx, ux_req *r, ux_body_policy *p) {
   (void)ctx;
   char buf[512];
@@ -257,6 +258,8 @@ static void cp_admit(void *ctx, ux_req *r, ux_body_policy *p) {
   const cp_route *rt = find(r->method, r->path, buf, sizeof buf, param);
   p->stream = rt && rt->body == B_STREAM;
   p->limit = p->stream ? UX_CP_MAX_STREAM : UX_CP_MAX_BODY;
+  p->probe = rt && (rt->handler == ux_cp_livez || rt->handler == ux_cp_readyz ||
+                    rt->handler == ux_cp_healthz);
 }
 
 /* X-Request-Id from trace context: never fails a request. */

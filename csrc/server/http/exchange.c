@@ -14,7 +14,8 @@
 ** or no longer exists (on_completed clears x->mc under the same lock).
 **
 ** Handlers run on detached threads of their own, at most max_handlers at
-** once (beyond that: 503 + Retry-After), and see only copies of the
+** once (beyond that: 503 + Retry-After; health probes have a few more),
+** and see only copies of the
 ** request, never libmicrohttpd's memory. The exchange is reference
 ** counted: libmicrohttpd's side, the handler thread and a streamed
 ** reply each hold one.
@@ -248,10 +249,11 @@ static void *handler_main(void *arg) {
   return NULL;
 }
 
-/* Starts x's handler thread; -1 when at the cap or out of threads. */
+/* Starts x's handler thread; -1 when at the cap (a probe's is a little
+** higher) or out of threads. */
 static int start_handler(ux_http *h, ux_xchg *x) {
   pthread_mutex_lock(&h->mu);
-  if (h->running >= h->cfg.max_handlers) {
+  if (h->running >= h->cfg.max_handlers + (x->probe ? UX_HTTP_PROBE_RESERVE : 0)) {
     pthread_mutex_unlock(&h->mu);
     return -1;
   }
@@ -340,7 +342,7 @@ static enum MHD_Result first_call(ux_http *h, struct MHD_Connection *c, const ch
     x->phase = X_QUEUED;
     return ux_respond_error(h, x, c, 503, "shutting_down", "the server is shutting down");
   }
-  ux_body_policy p = { 0, h->cfg.max_body };
+  ux_body_policy p = { 0, h->cfg.max_body, 0 };
   if (rt->admit) rt->admit(rt->ctx, &x->req, &p);
   if (x->req.reply.status) {                   /* refused before any body */
     x->phase = X_QUEUED;
@@ -349,6 +351,7 @@ static enum MHD_Result first_call(ux_http *h, struct MHD_Connection *c, const ch
   }
   x->limit = p.limit;
   x->streaming = p.stream ? 1 : 0;
+  x->probe = p.probe ? 1 : 0;
   if (x->req.content_length >= 0 && (unsigned long long)x->req.content_length > x->limit) {
     x->req.body_overflow = 1;                  /* never read: libmicrohttpd closes after */
     return run(h, x, c, X_RUNNING);

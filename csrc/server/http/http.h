@@ -22,6 +22,8 @@ typedef struct ux_body_policy {
                               ** in and reads with ux_req_read_body */
   unsigned long long limit;   /* largest body; a declared larger one is not
                               ** read, a chunked one is cut: r->body_overflow */
+  int probe;                  /* a health probe: it may use the handler
+                              ** threads kept for probes (limits.h) */
 } ux_body_policy;
 
 typedef struct ux_http_router {

@@ -77,6 +77,7 @@ struct ux_xchg {
   unsigned char handler_done;
   unsigned char gone;         /* client gone or request over: no more I/O */
   unsigned char streaming;    /* streaming-body route */
+  unsigned char probe;        /* may use UX_HTTP_PROBE_RESERVE */
   unsigned char want_body;    /* the handler started reading */
   unsigned char body_done;    /* the whole body was received */
   unsigned char stream_open, stream_closed, stream_aborted;

@@ -39,6 +39,10 @@
 
 /* Requests handled at once (one thread each); the next one gets 503. */
 #define UX_HTTP_MAX_HANDLERS 512u
+/* Threads beyond those that only health probes may use (a router's
+** admit marks them): a burst that takes every other thread, even for
+** the moment it takes to refuse it, leaves the probes answered. */
+#define UX_HTTP_PROBE_RESERVE 16u
 /* A handler thread's stack: glibc's default, because handlers recurse
 ** (JSON, directory walks) and untouched stack pages cost no memory. */
 #define UX_HTTP_HANDLER_STACK (8u << 20)

@@ -201,6 +201,7 @@ static void exec_admit(void *ctx, ux_req *r, ux_body_policy *p) {
   ux_server *srv = ctx;
   r->srv = srv;
   p->limit = body_limit(srv, r, &p->stream);
+  p->probe = !strcmp(r->path, "/health");
   if (r->content_length >= 0 && (unsigned long long)r->content_length > p->limit)
     too_big(r, p->limit);                      /* before reading the body */
 }
