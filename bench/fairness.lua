@@ -8,7 +8,8 @@
 -- trickled uploads, and waves of file requests on a runtime whose agent
 -- its own code stopped (SIGSTOP), each wave at its share of agent calls.
 -- The probes run in a child process (this file with `probe`), so the
--- attacker's loop keeps feeding its uploads meanwhile. Figures only,
+-- attacker's loop keeps feeding its uploads meanwhile; rounds alternate
+-- idle and busy, so the machine's own drift falls on both. Figures only,
 -- never pass/fail (the goal: the saturated p99 within 2x of idle).
 --
 -- Environment: BENCH_PROBES (probes per listener and phase, 1000).
@@ -121,11 +122,11 @@ end
 
 -- 64 uploads of the tenant, the ones admitted kept fed above the body
 -- rate; returns the feeder and how many were refused.
-local function hold_uploads(srv, key)
+local function hold_uploads(srv, key, round)
   local size, piece = 64 * 1024 * 1024, ("u"):rep(16 * 1024)
   local ups = {}
   for i = 1, 64 do
-    local _, t = obj.ticket(srv, key, { scope = "upload", upload_id = "bench-" .. i, path = "source/f" },
+    local _, t = obj.ticket(srv, key, { scope = "upload", upload_id = "bench-" .. round .. "-" .. i, path = "source/f" },
       "upload", nil, { ["X-Acting-Subject"] = ("b"):rep(32) })
     local s = socket.tcp()
     s:settimeout(5)
@@ -134,13 +135,18 @@ local function hold_uploads(srv, key)
       ["Content-Length"] = tostring(size), ["Content-Type"] = "application/octet-stream" }))
     ups[i] = s
   end
+  -- a piece every half second each: 32 KiB/s, twice the minimum rate
+  -- (a party holding its share, not one moving bulk data)
+  local next_at = 0
   local function feed()
+    if socket.gettime() < next_at then return end
+    next_at = socket.gettime() + 0.5
     for _, s in ipairs(ups) do
       s:settimeout(0)
       s:send(piece)
     end
   end
-  for _ = 1, 10 do feed(); socket.sleep(0.1) end
+  for _ = 1, 4 do feed(); socket.sleep(0.25) end
   local refused = 0
   for _, s in ipairs(ups) do
     s:settimeout(0)
@@ -151,10 +157,16 @@ local function hold_uploads(srv, key)
 end
 
 -- A wave of 600 file requests on a sandbox whose agent is stopped; the
--- next wave starts once the runtime is declared dead.
-local function agent_waves(srv, key)
+-- next wave starts once the runtime is declared dead; called with true,
+-- it ends the last one.
+local function agent_waves(srv, key, round)
   local wave, socks, sb = 0, {}, nil
-  return function()
+  return function(stop)
+    if stop then
+      for _, s in ipairs(socks) do s:close() end
+      if sb then cp.request(srv, "DELETE", "/v1/sandboxes/" .. sb.id, { token = key }) end
+      return wave
+    end
     local ended = not sb
     if sb then
       local _, v = cp.request(srv, "GET", "/v1/sandboxes/" .. sb.id, { token = key })
@@ -165,7 +177,7 @@ local function agent_waves(srv, key)
     socks = {}
     wave = wave + 1
     local ws
-    ws, sb = mcp.sandbox(srv, "bench-stopper-" .. wave, key)
+    ws, sb = mcp.sandbox(srv, "bench-stopper-" .. round .. "-" .. wave, key)
     mcp.sh(srv, sb, "kill -STOP $(cut -d' ' -f4 /proc/$PPID/stat)")
     local path = "/v1/workspaces/" .. ws.workspace_id .. "/files/list"
     for i = 1, 600 do
@@ -179,38 +191,73 @@ local function agent_waves(srv, key)
   end
 end
 
+-- The party's load, started: returns what it holds, a function that
+-- keeps it up (called between probes; with waves, a new wave of requests
+-- on a stopped agent whenever the last one's runtime was declared dead)
+-- and one that ends it.
+local function start_party(srv, c, key, round)
+  local held = { idle_sockets(srv.port, 1100), idle_sockets(srv.cp_port, 1100) }
+  local jobs = fill_jobs(c)
+  local feed, refused, ups = hold_uploads(srv, key, round)
+  local waves = agent_waves(srv, key, round)
+  local party = { jobs = #jobs, refused = refused, waves = 0 }
+  local function tick(with_waves)
+    feed()
+    if with_waves then party.waves = waves() end
+  end
+  local function stop()
+    for _, s in ipairs(ups) do s:close() end
+    for _, list in ipairs(held) do for _, s in ipairs(list) do s:close() end end
+    for _, id in ipairs(jobs) do c:request("DELETE", "/jobs/" .. id) end
+    waves(true)
+  end
+  return party, tick, stop
+end
+
+local function phase() return { health = {}, livez = {}, failed = 0, why = {} } end
+
+local function add(into, r)
+  util.append(into.health, r.health)
+  util.append(into.livez, r.livez)
+  into.failed = into.failed + r.failed
+  util.append(into.why, r.why)
+end
+
+local function report(name, ph, idle)
+  local h, hm = p99(ph.health)
+  local l, lm = p99(ph.livez)
+  local ih, il = p99(idle.health), p99(idle.livez)
+  local function ratio(v, base) return idle == ph and "" or string.format("   p99 %.2fx idle", v / base) end
+  print(string.format("  %-26s /health median %5.2f p99 %6.2f ms%s", name, hm, h, ratio(h, ih)))
+  print(string.format("  %-26s /livez  median %5.2f p99 %6.2f ms%s", "", lm, l, ratio(l, il)))
+  if ph.failed > 0 then print("    probes failed: " .. ph.failed .. " (" .. table.concat(ph.why, ", ") .. ")") end
+end
+
+local ROUNDS = 3
 local srv = server.start {}
 local ok, err = pcall(function()
   local c = core.client(srv.client_opts())
   local key = cp.tenant_key(srv, "greedy", { act_as_subjects = true })
   for _ = 1, 20 do probe_once(srv.port, "/health"); probe_once(srv.cp_port, "/livez") end
-  local idle = wait_probes(start_probes(srv))
-
-  local held = { idle_sockets(srv.port, 1100), idle_sockets(srv.cp_port, 1100) }
-  local jobs = fill_jobs(c)
-  local feed, refused, ups = hold_uploads(srv, key)
-  local waves = agent_waves(srv, key)
-  waves()
-  local wave = 0
-  local busy = wait_probes(start_probes(srv), function() feed(); wave = waves() end)
-
-  local ih, ihm = p99(idle.health)
-  local il, ilm = p99(idle.livez)
-  local bh, bhm = p99(busy.health)
-  local bl, blm = p99(busy.livez)
-  print(string.format("unsandboxd fair shares: %d probes per listener and phase, each on a fresh connection", PROBES))
-  print(string.format("  the party: 2 x 1100 idle sockets, %d sleep jobs (then 429), %d of 64 uploads held (%d got 429),",
-    #jobs, 64 - refused, refused))
-  print(string.format("             %d wave(s) of 600 file requests on a stopped agent", wave))
-  print(string.format("  GET /health  idle  median %6.2f ms  p99 %6.2f ms", ihm, ih))
-  print(string.format("               busy  median %6.2f ms  p99 %6.2f ms   p99 %.2fx idle", bhm, bh, bh / ih))
-  print(string.format("  GET /livez   idle  median %6.2f ms  p99 %6.2f ms", ilm, il))
-  print(string.format("               busy  median %6.2f ms  p99 %6.2f ms   p99 %.2fx idle", blm, bl, bl / il))
-  print(string.format("  probes failed: %d idle, %d busy%s", idle.failed, busy.failed,
-    #busy.why > 0 and " (" .. table.concat(busy.why, ", ") .. ")" or ""))
-  for _, s in ipairs(ups) do s:close() end
-  for _, list in ipairs(held) do for _, s in ipairs(list) do s:close() end end
-  for _, id in ipairs(jobs) do c:request("DELETE", "/jobs/" .. id) end
+  local idle, holding, waving = phase(), phase(), phase()
+  local party
+  for round = 1, ROUNDS do
+    add(idle, wait_probes(start_probes(srv)))
+    local tick, stop
+    party, tick, stop = start_party(srv, c, key, round)
+    add(holding, wait_probes(start_probes(srv), function() tick(false) end))
+    tick(true)
+    add(waving, wait_probes(start_probes(srv), function() tick(true) end))
+    stop()
+  end
+  print(string.format("unsandboxd fair shares: %d rounds, each %d probes per listener and phase on fresh "
+    .. "connections; median and p99 in ms", ROUNDS, PROBES))
+  print(string.format("  the party: 2 x 1100 idle sockets, %d sleep jobs (then 429), %d of 64 uploads held "
+    .. "(%d got 429); with waves: 600 file requests on a stopped agent, again once it is declared dead "
+    .. "(%d in the last round)", party.jobs, 64 - party.refused, party.refused, party.waves))
+  report("idle", idle, idle)
+  report("party holding its shares", holding, idle)
+  report("the same, with waves", waving, idle)
   c:close()
 end)
 srv.stop()

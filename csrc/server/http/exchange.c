@@ -14,8 +14,9 @@
 ** or no longer exists (on_completed clears x->mc under the same lock).
 **
 ** Handlers run on detached threads of their own, at most max_handlers at
-** once (beyond that: 503 + Retry-After; health probes have a few more),
-** and see only copies of the
+** once (threads.c: beyond that a request waits in line for a while, then
+** 503 + Retry-After; health probes have a few more threads of their
+** own), and see only copies of the
 ** request, never libmicrohttpd's memory. The exchange is reference
 ** counted: libmicrohttpd's side, the handler thread and a streamed
 ** reply each hold one.
@@ -241,25 +242,16 @@ static void *handler_main(void *arg) {
   x->handler_done = 1;
   x->head_ready = 1;
   ux_x_wake_locked(x);
-  h->running--;
+  ux_xchg *next = ux_x_handler_ended_locked(h);   /* the line's first gets this place */
   pthread_cond_broadcast(&h->drain_cv);
   int last = --x->refs == 0;
   pthread_mutex_unlock(&h->mu);
   if (last) ux_x_free(x);
+  ux_x_start_next(next);              /* h is not touched after the unlock */
   return NULL;
 }
 
-/* Starts x's handler thread; -1 when at the cap (a probe's is a little
-** higher) or out of threads. */
-static int start_handler(ux_http *h, ux_xchg *x) {
-  pthread_mutex_lock(&h->mu);
-  if (h->running >= h->cfg.max_handlers + (x->probe ? UX_HTTP_PROBE_RESERVE : 0)) {
-    pthread_mutex_unlock(&h->mu);
-    return -1;
-  }
-  h->running++;
-  x->refs++;
-  pthread_mutex_unlock(&h->mu);
+int ux_x_spawn(ux_xchg *x) {
   pthread_attr_t a;
   pthread_t t;
   int ok = pthread_attr_init(&a) == 0;
@@ -269,13 +261,7 @@ static int start_handler(ux_http *h, ux_xchg *x) {
          pthread_create(&t, &a, handler_main, x) == 0;
     pthread_attr_destroy(&a);
   }
-  if (ok) return 0;
-  pthread_mutex_lock(&h->mu);
-  h->running--;
-  x->refs--;                          /* libmicrohttpd's reference remains */
-  pthread_cond_broadcast(&h->drain_cv);
-  pthread_mutex_unlock(&h->mu);
-  return -1;
+  return ok ? 0 : -1;
 }
 
 /* ------------------------------------------------------ the state machine */
@@ -293,6 +279,11 @@ static enum MHD_Result decide(ux_http *h, ux_xchg *x, struct MHD_Connection *c) 
     pthread_mutex_unlock(&h->mu);
     return ux_respond_error(h, x, c, 503, "shutting_down", "the server is shutting down");
   }
+  if (x->no_thread) {                          /* waited for a thread in vain */
+    x->phase = X_QUEUED;
+    pthread_mutex_unlock(&h->mu);
+    return ux_respond_error(h, x, c, 503, "server_busy", "too many requests in progress");
+  }
   if (x->phase == X_STREAM_WAIT && x->want_body) {
     x->phase = X_STREAM_BODY;
     if (x->cn) ux_conn_body_start(x->cn, ux_now_ms());
@@ -304,13 +295,14 @@ static enum MHD_Result decide(ux_http *h, ux_xchg *x, struct MHD_Connection *c) 
   return MHD_YES;
 }
 
-/* Hands x to a handler thread in `phase`, then decides. */
+/* Hands x to a handler thread in `phase` (or to the line for one), then
+** decides. */
 static enum MHD_Result run(ux_http *h, ux_xchg *x, struct MHD_Connection *c, int phase) {
   pthread_mutex_lock(&h->mu);
   x->phase = phase;
   if (x->cn) x->cn->phase = C_BUSY;
   pthread_mutex_unlock(&h->mu);
-  if (start_handler(h, x) < 0) {
+  if (ux_x_admit_handler(h, x) < 0) {
     pthread_mutex_lock(&h->mu);
     x->phase = X_QUEUED;
     pthread_mutex_unlock(&h->mu);

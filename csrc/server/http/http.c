@@ -218,6 +218,7 @@ unsigned ux_http_stop(ux_http *h, long deadline_ms) {
   ** and every suspended connection is resumed, since libmicrohttpd may
   ** not be stopped with one still suspended */
   h->stopping = 2;
+  ux_xchg *line = ux_x_wait_take_all_locked(h);   /* woken below: 503 */
   for (ux_conn *cn = h->conns; cn; cn = cn->next) {
     if (!cn->x) continue;
     pthread_cond_broadcast(&cn->x->cv);
@@ -229,6 +230,11 @@ unsigned ux_http_stop(ux_http *h, long deadline_ms) {
   ux_upgrade_drain_locked(h, ux_now_ms() + UX_HTTP_UPGRADE_DRAIN_MS);
   ux_upgrade_bar_locked(h);
   pthread_mutex_unlock(&h->mu);
+  while (line) {                              /* the line's references */
+    ux_xchg *x = line;
+    line = x->wait_next;
+    ux_x_release(x);
+  }
   ux_sweeper_stop(h);
   MHD_stop_daemon(h->d);
   pthread_mutex_lock(&h->mu);

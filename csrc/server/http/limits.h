@@ -43,6 +43,12 @@
 ** admit marks them): a burst that takes every other thread, even for
 ** the moment it takes to refuse it, leaves the probes answered. */
 #define UX_HTTP_PROBE_RESERVE 16u
+/* A request that finds every thread busy waits in line for one, at most
+** this many requests for at most this long, before its 503: a burst that
+** is refused (429) takes threads only for the moment of the refusal, and
+** the requests of others that arrive with it wait instead of failing. */
+#define UX_HTTP_MAX_WAITING 128u
+#define UX_HTTP_WAIT_MS 1000L
 /* A handler thread's stack: glibc's default, because handlers recurse
 ** (JSON, directory walks) and untouched stack pages cost no memory. */
 #define UX_HTTP_HANDLER_STACK (8u << 20)

@@ -11,7 +11,8 @@
 **   - receiving a body: it must keep the minimum average rate
 **     (ux_limit_body_slow), not counting time the server paused it;
 **   - streaming a reply: a client that hung up is noticed here even while
-**     the connection is suspended, and its writer woken (-1).
+**     the connection is suspended, and its writer woken (-1);
+**   - waiting for a handler thread: too long is 503 (threads.c).
 ** A violating connection is shut down (shutdown(2)); libmicrohttpd then
 ** sees the end of the stream and closes it. All of this runs under h->mu,
 ** which libmicrohttpd's CLOSED notice also takes before it closes the
@@ -204,6 +205,7 @@ static void check_stream(ux_conn *cn) {
 
 static void sweep(ux_http *h, long now) {
   log_evicted(h);
+  ux_x_wait_expire_locked(h, now);
   for (ux_conn *cn = h->conns; cn; cn = cn->next) {
     if (cn->killed) continue;
     if (cn->phase == C_HEADERS) check_headers(h, cn, now);
