@@ -126,6 +126,7 @@ struct ux_http {
   unsigned running;           /* handler threads alive */
   ux_xchg *wait_head, *wait_tail;   /* requests waiting for one (threads.c) */
   unsigned waiting;
+  unsigned long long waiting_bytes; /* their buffered bodies */
   unsigned live;              /* exchanges libmicrohttpd still holds */
   ux_conn *conns;
   unsigned conns_open;        /* in conns and not being closed by us */

@@ -49,6 +49,9 @@
 ** the requests of others that arrive with it wait instead of failing. */
 #define UX_HTTP_MAX_WAITING 128u
 #define UX_HTTP_WAIT_MS 1000L
+/* ... and holding at most this much of buffered bodies together, so the
+** line never keeps more memory than a couple of bodies would. */
+#define UX_HTTP_WAIT_BYTES (16ull << 20)
 /* A handler thread's stack: glibc's default, because handlers recurse
 ** (JSON, directory walks) and untouched stack pages cost no memory. */
 #define UX_HTTP_HANDLER_STACK (8u << 20)

@@ -5,7 +5,8 @@
 ** does not fail at once: it waits in line, its connection suspended, in
 ** arrival order, and takes the next thread that ends; only one that
 ** waited UX_HTTP_WAIT_MS, or that finds UX_HTTP_MAX_WAITING already in
-** line, gets 503 server_busy. So a burst that a party's share refuses
+** line (or UX_HTTP_WAIT_BYTES of their buffered bodies), gets 503
+** server_busy. So a burst that a party's share refuses
 ** (429, in a millisecond each) holds the threads only for those
 ** milliseconds, and the requests of others that arrive with it are
 ** answered a little later instead of turned away.
@@ -29,6 +30,7 @@ static void enqueue_locked(ux_http *h, ux_xchg *x) {
   if (h->wait_tail) h->wait_tail->wait_next = x; else h->wait_head = x;
   h->wait_tail = x;
   h->waiting++;
+  h->waiting_bytes += x->len;
 }
 
 /* The first of the line, taken off it (its reference goes with it). */
@@ -40,6 +42,7 @@ static ux_xchg *dequeue_locked(ux_http *h) {
   x->wait_next = NULL;
   x->waiting = 0;
   h->waiting--;
+  h->waiting_bytes -= x->len;
   return x;
 }
 
@@ -47,7 +50,8 @@ int ux_x_admit_handler(ux_http *h, ux_xchg *x) {
   pthread_mutex_lock(&h->mu);
   unsigned cap = h->cfg.max_handlers + (x->probe ? UX_HTTP_PROBE_RESERVE : 0);
   if (h->running >= cap) {
-    int wait = !x->probe && h->waiting < UX_HTTP_MAX_WAITING && h->stopping < 2;
+    int wait = !x->probe && h->waiting < UX_HTTP_MAX_WAITING && h->stopping < 2 &&
+               h->waiting_bytes + x->len <= UX_HTTP_WAIT_BYTES;
     if (wait) enqueue_locked(h, x);
     pthread_mutex_unlock(&h->mu);
     return wait ? 1 : -1;
@@ -104,5 +108,6 @@ ux_xchg *ux_x_wait_take_all_locked(ux_http *h) {
   for (ux_xchg *x = all; x; x = x->wait_next) x->waiting = 0;
   h->wait_head = h->wait_tail = NULL;
   h->waiting = 0;
+  h->waiting_bytes = 0;
   return all;
 }
