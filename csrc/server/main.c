@@ -113,6 +113,20 @@ static void usage(FILE *f) {
     "                     [--max-runtimes N] --data DIR\n");
 }
 
+/* The options of fair shares (share.h) and the connection budget, by
+** their long name. */
+static void share_option(const char *name, const char *v, ux_config *cfg) {
+  if (!strcmp(name, "key-jobs")) cfg->key_jobs = (int)ux_parse_num("--key-jobs", v, 1, 256);
+  else if (!strcmp(name, "key-queue")) cfg->key_queue = (int)ux_parse_num("--key-queue", v, 0, 100000);
+  else if (!strcmp(name, "cp-tenant-transfers"))
+    cfg->cp_tenant_transfers = (int)ux_parse_num("--cp-tenant-transfers", v, 1, 4096);
+  else if (!strcmp(name, "cp-tenant-calls"))
+    cfg->cp_tenant_calls = (int)ux_parse_num("--cp-tenant-calls", v, 1, UX_HTTP_MAX_HANDLERS);
+  else
+    cfg->max_connections = (unsigned)ux_parse_num("--max-connections", v, UX_HTTP_MIN_CONNECTIONS,
+                                                  UX_HTTP_MAX_CONNECTIONS);
+}
+
 /* The shares not given on the command line: the default rule of share.h
 ** applied to the pool each is a share of. */
 static void fill_shares(ux_config *cfg) {
@@ -127,8 +141,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
   enum { OPT_LISTEN = 256, OPT_DATA, OPT_DEV, OPT_SYNC, OPT_WORKERS, OPT_QUEUE, OPT_BODY,
          OPT_DISK, OPT_BUDGET, OPT_AGENT, OPT_FAULTS, OPT_LENIENT, OPT_CGROUPS, OPT_POOL, OPT_POOL_SHAPES,
          OPT_CP_LISTEN, OPT_REGISTRIES, OPT_TOKEN_TTL, OPT_IDLE_TTL, OPT_HARD_TTL, OPT_MAX_RT,
-         OPT_OBJ_XFERS, OPT_KEY_JOBS, OPT_KEY_QUEUE, OPT_TENANT_XFERS, OPT_TENANT_CALLS,
-         OPT_MAX_CONN, OPT_VERSION, OPT_HELP };
+         OPT_OBJ_XFERS, OPT_SHARE, OPT_VERSION, OPT_HELP };
   static const struct option opts[] = {
     { "listen", required_argument, NULL, OPT_LISTEN },
     { "data", required_argument, NULL, OPT_DATA },
@@ -152,11 +165,11 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     { "cp-hard-ttl", required_argument, NULL, OPT_HARD_TTL },
     { "cp-max-runtimes", required_argument, NULL, OPT_MAX_RT },
     { "cp-object-transfers", required_argument, NULL, OPT_OBJ_XFERS },
-    { "key-jobs", required_argument, NULL, OPT_KEY_JOBS },
-    { "key-queue", required_argument, NULL, OPT_KEY_QUEUE },
-    { "cp-tenant-transfers", required_argument, NULL, OPT_TENANT_XFERS },
-    { "cp-tenant-calls", required_argument, NULL, OPT_TENANT_CALLS },
-    { "max-connections", required_argument, NULL, OPT_MAX_CONN },
+    { "key-jobs", required_argument, NULL, OPT_SHARE },
+    { "key-queue", required_argument, NULL, OPT_SHARE },
+    { "cp-tenant-transfers", required_argument, NULL, OPT_SHARE },
+    { "cp-tenant-calls", required_argument, NULL, OPT_SHARE },
+    { "max-connections", required_argument, NULL, OPT_SHARE },
     { "version", no_argument, NULL, OPT_VERSION },
     { "help", no_argument, NULL, OPT_HELP },
     { NULL, 0, NULL, 0 },
@@ -178,8 +191,8 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
   cfg->cp_object_transfers = 64;
   cfg->key_jobs = cfg->key_queue = cfg->cp_tenant_transfers = cfg->cp_tenant_calls = -1;
   opterr = 0;
-  int c;
-  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+  int c, li = 0;
+  while ((c = getopt_long(argc, argv, "", opts, &li)) != -1) {
     switch (c) {
     case OPT_LISTEN: cfg->listen = optarg; break;
     case OPT_DATA: data = optarg; break;
@@ -204,18 +217,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     case OPT_OBJ_XFERS:
       cfg->cp_object_transfers = (int)ux_parse_num("--cp-object-transfers", optarg, 0, 4096);
       break;
-    case OPT_KEY_JOBS: cfg->key_jobs = (int)ux_parse_num("--key-jobs", optarg, 1, 256); break;
-    case OPT_KEY_QUEUE: cfg->key_queue = (int)ux_parse_num("--key-queue", optarg, 0, 100000); break;
-    case OPT_TENANT_XFERS:
-      cfg->cp_tenant_transfers = (int)ux_parse_num("--cp-tenant-transfers", optarg, 1, 4096);
-      break;
-    case OPT_TENANT_CALLS:
-      cfg->cp_tenant_calls = (int)ux_parse_num("--cp-tenant-calls", optarg, 1, UX_HTTP_MAX_HANDLERS);
-      break;
-    case OPT_MAX_CONN:
-      cfg->max_connections = (unsigned)ux_parse_num("--max-connections", optarg,
-                                                    UX_HTTP_MIN_CONNECTIONS, UX_HTTP_MAX_CONNECTIONS);
-      break;
+    case OPT_SHARE: share_option(opts[li].name, optarg, cfg); break;
     case OPT_CGROUPS:
       if (!strcmp(optarg, "auto")) cfg->cgroups = 1;
       else if (!strcmp(optarg, "off")) cfg->cgroups = 0;
