@@ -4,9 +4,10 @@
 # in the same run (bench/bench.lua), issue 11's concurrency figures
 # (bench/concurrency.lua), the server's memory while it moves a 64 MiB
 # object (bench/objects.lua) and under slow clients (bench/memory.lua:
-# unauthenticated bodies, slow readers), then a session terminal's attach next to
-# the same session's execute (bench/terminal.lua). Needs root, as
-# unsandboxd does.
+# unauthenticated bodies, slow readers), a session terminal's attach next
+# to the same session's execute (bench/terminal.lua), then the probes'
+# latency while one party saturates its fair shares, next to idle
+# (bench/fairness.lua). Needs root, as unsandboxd does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LUA_PATH="lua/?.lua;lua/?/init.lua;bench/?.lua;spec/?.lua;;"
@@ -32,3 +33,4 @@ lua5.4 bench/concurrency.lua
 lua5.4 bench/objects.lua
 lua5.4 bench/memory.lua
 lua5.4 bench/terminal.lua
+lua5.4 bench/fairness.lua

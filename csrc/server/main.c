@@ -44,6 +44,7 @@
 #include "server/sandbox/runner.h"
 #include "server/sandbox/volume.h"
 #include "server/store/ledger.h"
+#include "server/share.h"
 #include "server/store/store.h"
 #include "server/exec/svc.h"
 
@@ -107,7 +108,17 @@ static void usage(FILE *f) {
     "  --cp-max-runtimes N  runtimes at once, all tenants (default 4 x cores)\n"
     "  --cp-object-transfers N  object content transfers at once (default 64; beyond:\n"
     "                       503 with retry_after_seconds, the object queue-full fault)\n"
-  
+    "Fair shares (a quarter of each pool, at least one, is left for the others):\n"
+    "  --key-jobs N         jobs one key may run at once (default 3/4 of --workers)\n"
+    "  --key-queue N        jobs one key may have waiting besides (default 3/4 of --queue)\n"
+    "  --cp-tenant-transfers N  object transfers one tenant may hold (default 3/4 of\n"
+    "                       --cp-object-transfers; beyond: 429)\n"
+    "  --cp-tenant-calls N  requests one tenant may have at its runtimes' agents\n"
+    "                       (default 3/4 of the 512 handler threads; beyond: 429)\n"
+    "  --max-connections N  connections per listener (default from RLIMIT_NOFILE, at\n"
+    "                       most 4096); past 7/8 of them idle ones are closed,\n"
+    "                       unauthenticated first\n"
+
     "  --version, --help\n"
     "\n"
     "Prints UNSANDBOX_URL=... and SANDBOX_CONTROL_PLANE_URL=... (and with --dev-keys\n"
@@ -120,11 +131,35 @@ static void usage(FILE *f) {
     "                     [--max-runtimes N] --data DIR\n");
 }
 
+/* The options of fair shares (share.h) and the connection budget, by
+** their long name. */
+static void share_option(const char *name, const char *v, ux_config *cfg) {
+  if (!strcmp(name, "key-jobs")) cfg->key_jobs = (int)ux_parse_num("--key-jobs", v, 1, 256);
+  else if (!strcmp(name, "key-queue")) cfg->key_queue = (int)ux_parse_num("--key-queue", v, 0, 100000);
+  else if (!strcmp(name, "cp-tenant-transfers"))
+    cfg->cp_tenant_transfers = (int)ux_parse_num("--cp-tenant-transfers", v, 1, 4096);
+  else if (!strcmp(name, "cp-tenant-calls"))
+    cfg->cp_tenant_calls = (int)ux_parse_num("--cp-tenant-calls", v, 1, UX_HTTP_MAX_HANDLERS);
+  else
+    cfg->max_connections = (unsigned)ux_parse_num("--max-connections", v, UX_HTTP_MIN_CONNECTIONS,
+                                                  UX_HTTP_MAX_CONNECTIONS);
+}
+
+/* The shares not given on the command line: the default rule of share.h
+** applied to the pool each is a share of. */
+static void fill_shares(ux_config *cfg) {
+  if (cfg->key_jobs < 0) cfg->key_jobs = (int)ux_share_default((unsigned)cfg->workers);
+  if (cfg->key_queue < 0) cfg->key_queue = (int)ux_share_default((unsigned)cfg->queue);
+  if (cfg->cp_tenant_transfers < 0)
+    cfg->cp_tenant_transfers = (int)ux_share_default((unsigned)cfg->cp_object_transfers);
+  if (cfg->cp_tenant_calls < 0) cfg->cp_tenant_calls = (int)ux_share_default(UX_HTTP_MAX_HANDLERS);
+}
+
 static void parse_args(int argc, char **argv, ux_config *cfg) {
   enum { OPT_LISTEN = 256, OPT_DATA, OPT_DEV, OPT_SYNC, OPT_WORKERS, OPT_QUEUE, OPT_BODY,
          OPT_DISK, OPT_BUDGET, OPT_KEY_QUOTA, OPT_TENANT_QUOTA, OPT_RETENTION, OPT_MEM_BUDGET, OPT_AGENT, OPT_FAULTS, OPT_LENIENT, OPT_CGROUPS, OPT_POOL, OPT_POOL_SHAPES,
          OPT_CP_LISTEN, OPT_REGISTRIES, OPT_TOKEN_TTL, OPT_IDLE_TTL, OPT_HARD_TTL, OPT_AUDIT_ROWS, OPT_MAX_RT,
-         OPT_OBJ_XFERS, OPT_VERSION, OPT_HELP };
+         OPT_OBJ_XFERS, OPT_SHARE, OPT_VERSION, OPT_HELP };
   static const struct option opts[] = {
     { "listen", required_argument, NULL, OPT_LISTEN },
     { "data", required_argument, NULL, OPT_DATA },
@@ -153,6 +188,11 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     { "cp-audit-rows", required_argument, NULL, OPT_AUDIT_ROWS },
     { "cp-max-runtimes", required_argument, NULL, OPT_MAX_RT },
     { "cp-object-transfers", required_argument, NULL, OPT_OBJ_XFERS },
+    { "key-jobs", required_argument, NULL, OPT_SHARE },
+    { "key-queue", required_argument, NULL, OPT_SHARE },
+    { "cp-tenant-transfers", required_argument, NULL, OPT_SHARE },
+    { "cp-tenant-calls", required_argument, NULL, OPT_SHARE },
+    { "max-connections", required_argument, NULL, OPT_SHARE },
     { "version", no_argument, NULL, OPT_VERSION },
     { "help", no_argument, NULL, OPT_HELP },
     { NULL, 0, NULL, 0 },
@@ -174,9 +214,10 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
   cfg->cp_hard_ttl_s = 43200;
   cfg->cp_max_runtimes = (int)(4 * (cores > 0 ? cores : 1));
   cfg->cp_object_transfers = 64;
+  cfg->key_jobs = cfg->key_queue = cfg->cp_tenant_transfers = cfg->cp_tenant_calls = -1;
   opterr = 0;
-  int c;
-  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+  int c, li = 0;
+  while ((c = getopt_long(argc, argv, "", opts, &li)) != -1) {
     switch (c) {
     case OPT_LISTEN: cfg->listen = optarg; break;
     case OPT_DATA: data = optarg; break;
@@ -212,6 +253,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     case OPT_OBJ_XFERS:
       cfg->cp_object_transfers = (int)ux_parse_num("--cp-object-transfers", optarg, 0, 4096);
       break;
+    case OPT_SHARE: share_option(opts[li].name, optarg, cfg); break;
     case OPT_CGROUPS:
       if (!strcmp(optarg, "auto")) cfg->cgroups = 1;
       else if (!strcmp(optarg, "off")) cfg->cgroups = 0;
@@ -227,6 +269,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
   if (optind < argc) ux_die_usage("unexpected argument '%s'", argv[optind]);
   if (!data) ux_die_usage("--data DIR is required%s", "");
   if (cfg->pool_shapes && !cfg->pool) ux_die_usage("--pool-shapes needs --pool N%s", "");
+  fill_shares(cfg);
   ux_set_data_dir(cfg, data);
 }
 
@@ -256,13 +299,15 @@ static int start_listeners(ux_server *srv, listeners *l, char *err, size_t errle
   unsigned long long nofile = ux_http_raise_nofile();
   ux_http_config hc;
   ux_http_config_default(&hc, nofile, 2);
+  ux_http_config_connections(&hc, srv->cfg.max_connections);
   hc.listen = srv->cfg.listen;
   hc.max_body = srv->cfg.max_body;
   ux_exec_router(srv, &hc.router);
   if (!(l->exec = ux_http_start(&hc, l->exec_url, sizeof l->exec_url, err, errlen))) return -1;
   if (!(l->cp = ux_cp_listen(srv->cp, nofile, l->cp_url, sizeof l->cp_url, err, errlen))) return -1;
-  fprintf(stderr, "unsandboxd: at most %u connections per listener (%u per address, NOFILE %llu), "
-          "%u requests handled at once\n", hc.max_connections, hc.per_ip, nofile, hc.max_handlers);
+  fprintf(stderr, "unsandboxd: at most %u connections per listener (idle ones closed past %u, "
+          "NOFILE %llu), %u requests handled at once\n", hc.max_connections,
+          ux_limit_conn_budget(hc.max_connections), nofile, hc.max_handlers);
   return 0;
 }
 
@@ -403,7 +448,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "unsandboxd: cannot create dev keys\n");
     return 1;
   }
-  if (!(srv.jobs = ux_jobs_new(srv.store, srv.cfg.workers, srv.cfg.queue)) ||
+  if (!(srv.jobs = ux_jobs_new(srv.store, srv.cfg.workers, srv.cfg.queue, srv.cfg.key_jobs,
+                               srv.cfg.key_queue)) ||
       !(srv.svcs = ux_svcs_new()) || (srv.cfg.enable_faults && !(srv.faults = ux_faults_new()))) {
     fprintf(stderr, "unsandboxd: cannot initialise the job pool, services or faults\n");
     return 1;

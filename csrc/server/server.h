@@ -46,6 +46,13 @@ typedef struct ux_config {
   long cp_audit_rows;     /* the audit log keeps its newest this many rows */
   int cp_max_runtimes;    /* runtimes of the whole server at once */
   int cp_object_transfers;  /* object content transfers at once (64); beyond: 503 */
+  /* fair shares (share.h): what one key or tenant may take; -1 until
+  ** main.c fills in the defaults */
+  int key_jobs;           /* jobs of one key running at once */
+  int key_queue;          /* and waiting besides */
+  int cp_tenant_transfers;  /* object transfers of one tenant at once; beyond: 429 */
+  int cp_tenant_calls;    /* requests of one tenant to runtimes' agents at once */
+  unsigned max_connections; /* per listener; 0 = from RLIMIT_NOFILE (limits.h) */
 } ux_config;
 
 typedef struct ux_server {

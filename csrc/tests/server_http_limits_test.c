@@ -1,7 +1,7 @@
 /*
 ** Unit tests of the transport's pure parts: the header deadline, the body
 ** rate rule with its grace period and server pauses, the connection
-** caps under a NOFILE limit, the byte ring (wrap-around, full, empty),
+** caps under a NOFILE limit and the connection budget, the byte ring (wrap-around, full, empty),
 ** and the handler-facing header helpers (lookup, refused names and
 ** values). The sockets and threads around them are proven by
 ** spec/http_limits_spec.lua against a running unsandboxd.
@@ -51,10 +51,12 @@ static void test_caps(void) {
   ok(ux_limit_conn_cap(4096 + UX_HTTP_FD_RESERVE, 2) == 2048, "split between two listeners");
   ok(ux_limit_conn_cap(100, 1) == UX_HTTP_MIN_CONNECTIONS, "a tiny NOFILE: the floor");
   ok(ux_limit_conn_cap(2000, 0) == 2000 - UX_HTTP_FD_RESERVE, "0 listeners counts as 1");
-  ok(ux_limit_per_ip(4096) == UX_HTTP_PER_IP_MAX, "per address: at most the maximum");
-  ok(ux_limit_per_ip(512) == 256, "per address: half the connection cap");
-  ok(ux_limit_per_ip(1) == 1, "per address: at least 1");
-  ok(ux_limit_per_ip(UX_HTTP_MAX_CONNECTIONS) > 300, "300 half-open sockets leave room");
+  ok(ux_limit_conn_budget(4096) == 3584, "budget: seven eighths of the cap");
+  ok(ux_limit_conn_budget(64) == 56, "budget of 64: 56");
+  ok(ux_limit_conn_budget(UX_HTTP_MIN_CONNECTIONS) == 14, "budget of the smallest cap: 14");
+  ok(ux_limit_conn_budget(7) == 6 && ux_limit_conn_budget(2) == 1,
+     "a cap under 8 keeps one connection of headroom");
+  ok(ux_limit_conn_budget(1) == 1 && ux_limit_conn_budget(0) == 1, "budget: at least 1");
 }
 
 static void test_ring(void) {

@@ -296,20 +296,39 @@ static void ledger(void) {
 }
 
 static void gate(void) {
-  ux_objstore_set_max_transfers(os, 2);
-  ok(ux_objstore_transfer_begin(os) == UX_OBJ_OK && ux_objstore_transfer_begin(os) == UX_OBJ_OK,
+  ux_objstore_set_max_transfers(os, 2, 0);
+  ok(ux_objstore_transfer_begin(os, "t") == UX_OBJ_OK && ux_objstore_transfer_begin(os, "t") == UX_OBJ_OK,
      "two transfers under a cap of 2");
-  ok(ux_objstore_transfer_begin(os) == UX_OBJ_EBUSY, "the third is refused (queue full)");
+  ok(ux_objstore_transfer_begin(os, "u") == UX_OBJ_EBUSY, "the third is refused (queue full)");
   ok(ux_objstore_transfers(os) == 2, "two in progress");
-  ux_objstore_transfer_end(os);
-  ok(ux_objstore_transfer_begin(os) == UX_OBJ_OK, "one ends, the next fits");
-  ux_objstore_transfer_end(os);
-  ux_objstore_transfer_end(os);
-  ux_objstore_transfer_end(os);   /* one too many: never negative */
+  ux_objstore_transfer_end(os, "t");
+  ok(ux_objstore_transfer_begin(os, "t") == UX_OBJ_OK, "one ends, the next fits");
+  ux_objstore_transfer_end(os, "t");
+  ux_objstore_transfer_end(os, "t");
+  ux_objstore_transfer_end(os, "t");   /* one too many: never negative */
   ok(ux_objstore_transfers(os) == 0, "none in progress, never below zero");
-  ux_objstore_set_max_transfers(os, 0);
-  ok(ux_objstore_transfer_begin(os) == UX_OBJ_EBUSY, "cap 0 refuses everything");
-  ux_objstore_set_max_transfers(os, UX_OBJ_TRANSFERS);
+  ux_objstore_set_max_transfers(os, 0, 0);
+  ok(ux_objstore_transfer_begin(os, "t") == UX_OBJ_EBUSY, "cap 0 refuses everything");
+  /* a party's share: 3 of 4, and the fourth stays for another party */
+  ux_objstore_set_max_transfers(os, 4, 3);
+  int took = 1;
+  for (int i = 0; i < 3; i++) took &= ux_objstore_transfer_begin(os, "greedy") == UX_OBJ_OK;
+  ok(took, "a party takes its share of 3");
+  ok(ux_objstore_transfer_begin(os, "greedy") == UX_OBJ_ESHARE, "its fourth is over its share");
+  ok(ux_objstore_transfer_begin(os, NULL) == UX_OBJ_OK, "another party takes the last slot");
+  ok(ux_objstore_transfer_begin(os, "third") == UX_OBJ_EBUSY, "then the gate is full for everyone");
+  ok(ux_objstore_transfer_begin(os, "greedy") == UX_OBJ_ESHARE, "a party at its share hears so first");
+  ux_objstore_transfer_end(os, "greedy");
+  ok(ux_objstore_transfer_begin(os, "third") == UX_OBJ_OK, "a slot given back is anybody's");
+  ux_objstore_transfer_end(os, "third");
+  ux_objstore_transfer_end(os, NULL);
+  for (int i = 0; i < 2; i++) ux_objstore_transfer_end(os, "greedy");
+  ok(ux_objstore_transfers(os) == 0, "all given back");
+  ux_objstore_set_max_transfers(os, 1, 1);
+  ok(ux_objstore_transfer_begin(os, "t") == UX_OBJ_OK, "a gate of one: its slot is anybody's");
+  ok(ux_objstore_transfer_begin(os, "t") == UX_OBJ_EBUSY, "and then full, for its holder too");
+  ux_objstore_transfer_end(os, "t");
+  ux_objstore_set_max_transfers(os, UX_OBJ_TRANSFERS, 0);
 }
 
 typedef struct { int fd; size_t bytes; } feeder;

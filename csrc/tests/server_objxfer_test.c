@@ -49,7 +49,7 @@ static void handle(void *ctx, ux_req *r) {
     ux_reply_json(r, 404, json_pack("{s:s}", "error", "object not found"));
     return;
   }
-  ux_objxfer_send(r, fd, &m, NULL);
+  ux_objxfer_send(r, fd, &m, NULL, NULL);
 }
 
 static void admit(void *ctx, ux_req *r, ux_body_policy *p) {

@@ -19,6 +19,7 @@
 #include "server/cp/objstore.h"
 #include "server/cp/runtime.h"
 #include "server/http/http.h"
+#include "server/share.h"
 
 #define START_TIMEOUT_S 110
 
@@ -38,7 +39,8 @@ ux_cp *ux_cp_new(ux_server *srv, char *err, size_t errlen) {
   unsb_hex(raw, sizeof raw, cp->break_glass + 3);
   OPENSSL_cleanse(raw, sizeof raw);
   if (!(cp->objects = ux_objstore_open(srv->store, srv->cfg.data, err, errlen))) goto fail;
-  ux_objstore_set_max_transfers(cp->objects, srv->cfg.cp_object_transfers);
+  ux_objstore_set_max_transfers(cp->objects, srv->cfg.cp_object_transfers,
+                                srv->cfg.cp_tenant_transfers);
   int lost = ux_cp_store_recover(cp);
   if (lost > 0) fprintf(stderr, "unsandboxd: %d sandbox(es) of the last run marked released\n", lost);
   ux_rt_config rc;
@@ -49,6 +51,7 @@ ux_cp *ux_cp_new(ux_server *srv, char *err, size_t errlen) {
   rc.max_live = srv->cfg.cp_max_runtimes;
   rc.on_end = ux_cp_sandbox_ended;
   rc.ctx = cp;
+  cp->agent_calls = ux_shares_new((unsigned)srv->cfg.cp_tenant_calls);
   if (!(cp->metrics = ux_counters_new()) || !(cp->rts = ux_runtimes_new(&rc))) {
     snprintf(err, errlen, "cannot start the runtimes registry");
     goto fail;
@@ -63,6 +66,7 @@ ux_http *ux_cp_listen(ux_cp *cp, unsigned long long nofile, char *url, size_t ur
                       char *err, size_t errlen) {
   ux_http_config hc;
   ux_http_config_default(&hc, nofile, 2);
+  ux_http_config_connections(&hc, cp->srv->cfg.max_connections);
   hc.listen = cp->srv->cfg.cp_listen;
   hc.max_body = UX_CP_MAX_BODY;
   ux_cp_router(cp, &hc.router);
@@ -80,6 +84,7 @@ void ux_cp_free(ux_cp *cp) {
   ux_runtimes_free(cp->rts);
   ux_counters_free(cp->metrics);
   ux_objstore_close(cp->objects);
+  ux_shares_free(cp->agent_calls);
   OPENSSL_cleanse(cp->signing_key, sizeof cp->signing_key);
   OPENSSL_cleanse(cp->ws_key, sizeof cp->ws_key);
   OPENSSL_cleanse(cp->break_glass, sizeof cp->break_glass);

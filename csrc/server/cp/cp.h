@@ -42,6 +42,9 @@ typedef struct ux_cp {
   ux_runtimes *rts;
   ux_counters *metrics;
   ux_objstore *objects;             /* object storage (objstore.h) */
+  struct ux_shares *agent_calls;    /* requests at runtimes' agents, per tenant
+                                       (share.h): a stopped agent holds
+                                       handler threads of its tenant only */
   atomic_int shutting_down;         /* readyz/healthz 503, creates 503 */
   const char *registries;           /* --image-registries (NULL: none) */
   int token_ttl_s;                  /* scoped tokens (900) */

@@ -17,6 +17,7 @@
 
 #include "core/base64.h"
 #include "server/cp/cp_audit.h"
+#include "server/cp/cp_auth.h"
 #include "server/cp/cp_handlers.h"
 #include "server/cp/objreq.h"
 #include "server/store/ledger.h"
@@ -52,11 +53,21 @@ int ux_cp_obj_target(ux_cp_call *c, int from_query, int for_list, ux_objloc *l,
 }
 
 int ux_cp_obj_gate(ux_cp_call *c) {
-  if (ux_objstore_transfer_begin(c->cp->objects) == UX_OBJ_OK) return 0;
+  const char *party = ux_cp_home_tenant(&c->id);
+  int rc = ux_objstore_transfer_begin(c->cp->objects, party);
+  if (rc == UX_OBJ_OK) return 0;
+  if (rc == UX_OBJ_ESHARE) {
+    c->r->reply.retry_after = 1;
+    return ux_cp_fail(c, 429, "object transfer limit reached for tenant %s; retry later", party);
+  }
   c->r->reply.retry_after = 2;
   ux_cp_ok(c, 503, json_pack("{s:s, s:i}", "error", "object transfer queue is full; retry later",
                              "retry_after_seconds", 2));
   return -1;
+}
+
+void ux_cp_obj_gate_end(ux_cp_call *c) {
+  ux_objstore_transfer_end(c->cp->objects, ux_cp_home_tenant(&c->id));
 }
 
 int ux_cp_obj_fail(ux_cp_call *c, int rc) {
@@ -100,6 +111,7 @@ typedef struct inline_src {
   char *head;                 /* up to the opening quote of content_base64 */
   size_t head_len;
   ux_objstore *gate;
+  char party[64];             /* whose share of the gate the slot is */
 } inline_src;
 
 static ssize_t inline_read(void *ctx, unsigned long long pos, char *buf, size_t max) {
@@ -135,7 +147,7 @@ static void inline_free(void *ctx) {
   inline_src *s = ctx;
   close(s->fd);
   free(s->head);
-  ux_objstore_transfer_end(s->gate);
+  ux_objstore_transfer_end(s->gate, s->party);
   free(s);
 }
 
@@ -150,7 +162,8 @@ static int reply_inline(ux_cp_call *c, const ux_objloc *l, const char *key, int 
   char *text = ux_json_dump(v, &len);
   json_decref(v);
   inline_src *s = ux_xcalloc(1, sizeof *s);
-  *s = (inline_src){ fd, m->bytes, UNSB_BASE64_LEN(m->bytes), text, len - 2, c->cp->objects };
+  *s = (inline_src){ fd, m->bytes, UNSB_BASE64_LEN(m->bytes), text, len - 2, c->cp->objects, "" };
+  snprintf(s->party, sizeof s->party, "%s", ux_cp_home_tenant(&c->id));
   if (len < 3 || strcmp(text + len - 3, "\"\"}") != 0) {   /* content_base64 came last, empty */
     inline_free(s);
     return ux_cp_fail(c, 500, "object storage failed");
@@ -167,7 +180,7 @@ int ux_cp_obj_get(ux_cp_call *c) {
   int rc = ux_objstore_open_read(c->cp->objects, ux_objloc_bucket(l.scope), key, &fd, &m);
   if (rc == UX_OBJ_OK && m.bytes <= UX_OBJ_INLINE_MAX) return reply_inline(c, &l, key, fd, &m);
   if (rc == UX_OBJ_OK) close(fd);
-  ux_objstore_transfer_end(c->cp->objects);
+  ux_cp_obj_gate_end(c);
   if (rc != UX_OBJ_OK) return ux_cp_obj_fail(c, rc);
   return ux_cp_fail(c, 400, "object is larger than %u bytes; use a download ticket", UX_OBJ_INLINE_MAX);
 }
@@ -212,7 +225,7 @@ int ux_cp_obj_post(ux_cp_call *c) {
   if (rc == UX_OBJ_OK && (rc = ux_objput_write(p, data, len)) != UX_OBJ_OK) ux_objput_abort(p);
   else if (rc == UX_OBJ_OK) rc = ux_objput_commit(p, &m);
   free(data);
-  ux_objstore_transfer_end(c->cp->objects);
+  ux_cp_obj_gate_end(c);
   if (rc == UX_OBJ_ESHA) return ux_cp_fail(c, 400, "sha256 does not match the content; nothing was stored");
   if (rc != UX_OBJ_OK) return ux_cp_obj_put_fail(c, rc, tenant);
   json_t *v = ux_cp_obj_head(&l, key);

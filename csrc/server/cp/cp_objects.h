@@ -19,10 +19,12 @@
 int ux_cp_obj_target(ux_cp_call *c, int from_query, int for_list, ux_objloc *l,
                      char key[UX_OBJ_KEY_MAX + 1]);
 
-/* Takes a slot of the transfer gate: 0 (release it with
-** ux_objstore_transfer_end), or -1 after the spec's 503 with
-** retry_after_seconds 2. */
+/* Takes a slot of the transfer gate for the tenant c acts for
+** (ux_cp_home_tenant): 0 (give it back with ux_cp_obj_gate_end), or -1
+** after a 429 when that tenant holds its share, or the spec's 503 with
+** retry_after_seconds 2 when the gate is full. */
 int ux_cp_obj_gate(ux_cp_call *c);
+void ux_cp_obj_gate_end(ux_cp_call *c);
 
 /* The reply for an object store result other than UX_OBJ_OK: 404 "object
 ** not found", 503 store unavailable, 500. Returns -1. */

@@ -76,7 +76,7 @@ int ux_cp_obj_import(ux_cp_call *c) {
   json_t *file = NULL;
   int rc = ux_objstore_open_read(c->cp->objects, ux_objloc_bucket(l.scope), key, &fd, &m);
   st = rc == UX_OBJ_OK ? ux_objxfer_import(rt, fd, &m, dest, &file, err, sizeof err) : -1;
-  ux_objstore_transfer_end(c->cp->objects);
+  ux_cp_obj_gate_end(c);
   ux_rt_put(rt);
   if (rc != UX_OBJ_OK) return ux_cp_obj_fail(c, rc);
   if (st != 0) return ux_cp_fail(c, st, "%s", err);
@@ -113,7 +113,7 @@ int ux_cp_obj_export(ux_cp_call *c) {
       ux_objput_abort(put);
     }
   }
-  ux_objstore_transfer_end(c->cp->objects);
+  ux_cp_obj_gate_end(c);
   ux_rt_put(rt);
   if (rc != UX_OBJ_OK) return ux_cp_obj_put_fail(c, rc, tenant);
   if (st != 0) return ux_cp_fail(c, st, "%s", err);

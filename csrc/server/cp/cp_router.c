@@ -3,7 +3,8 @@
 ** and the pipeline every request goes through, in the spec's order:
 **   request id (trace context, §2) → route match (a malformed path id
 **   matches nothing) → credentials (§3) → ownership (§4) → body rules
-**   (§2) → handler → metrics.
+**   (§2) → the tenant's share of agent calls (routes that reach a
+**   runtime's agent; 429 past it) → handler → metrics.
 ** An unknown path is 404 {"error":"not found"} for GET, POST and PUT; a
 ** DELETE authenticates first, so it says 401 to a caller without a
 ** credential.
@@ -19,6 +20,7 @@
 #include "server/http/counters.h"
 #include "server/cp/files.h"
 #include "server/cp/mcp.h"
+#include "server/share.h"
 
 enum { B_NONE, B_JSON, B_STREAM };
 enum { OWN_NONE, OWN_WS, OWN_SB };
@@ -101,6 +103,15 @@ static const cp_route ROUTES[] = {
     ux_cp_admin_templates_delete },
 };
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
+
+/* The handlers that call a runtime's agent: their requests count in the
+** tenant's share of agent calls (cp->agent_calls), so a stopped agent
+** holds handler threads of its own tenant only. */
+static int calls_agent(const cp_route *rt) {
+  ux_cp_handler h = rt->handler;
+  return h == ux_cp_files || h == ux_cp_mcp || h == ux_cp_obj_import || h == ux_cp_obj_export ||
+         h == ux_cp_checkpoint_create || h == ux_cp_checkpoint_restore;
+}
 
 /* ------------------------------------------------------------------
 ** Matching: a parameter must have its id's shape, or the route does
@@ -196,12 +207,23 @@ static void dispatch(ux_cp *cp, ux_req *r, const cp_route *rt, const char *param
   c.route = rt->pattern;
   memcpy(c.param, param, sizeof c.param);
   if (ux_cp_authenticate(&c, rt->cred, param[0]) != 0) return;
+  /* a ticket is verified by its handler (cp_tickets.c), which says so */
+  r->authenticated = rt->cred != UX_CRED_NONE && rt->cred != UX_CRED_TICKET;
   json_t *owned = NULL;
   if (rt->own == OWN_WS && !(owned = ux_cp_own_workspace(&c, param[0]))) return;
   if (rt->own == OWN_SB && !(owned = ux_cp_own_sandbox(&c, param[0]))) return;
   json_decref(owned);
   if (rt->body == B_JSON && read_body(&c) != 0) return;
-  rt->handler(&c);
+  char party[sizeof c.id.tenant];          /* a copy: the handler owns c.id */
+  snprintf(party, sizeof party, "%s", ux_cp_home_tenant(&c.id));
+  int agent = calls_agent(rt);
+  if (agent && ux_shares_take(cp->agent_calls, party) != 0) {
+    r->reply.retry_after = 1;
+    ux_cp_fail(&c, 429, "agent call limit reached for tenant %s; retry later", party);
+  } else {
+    rt->handler(&c);
+    if (agent) ux_shares_give(cp->agent_calls, party);
+  }
   json_decref(c.body);
 }
 
@@ -227,7 +249,8 @@ static void cp_handle(void *ctx, ux_req *r) {
 
 /* On libmicrohttpd's thread, headers in: the body policy. Streaming
 ** routes (object uploads) read their own body, up to their ticket's
-** max_bytes; the rest are buffered up to 6 MiB. */
+** max_bytes; the rest are buffered up to 6 MiB. The three probes may use
+** the handler threads kept for probes. */
 static void cp_admit(void *ctx, ux_req *r, ux_body_policy *p) {
   (void)ctx;
   char buf[512];
@@ -235,6 +258,8 @@ static void cp_admit(void *ctx, ux_req *r, ux_body_policy *p) {
   const cp_route *rt = find(r->method, r->path, buf, sizeof buf, param);
   p->stream = rt && rt->body == B_STREAM;
   p->limit = p->stream ? UX_CP_MAX_STREAM : UX_CP_MAX_BODY;
+  p->probe = rt && (rt->handler == ux_cp_livez || rt->handler == ux_cp_readyz ||
+                    rt->handler == ux_cp_healthz);
 }
 
 /* The header check before a buffered body (http.h): the route's

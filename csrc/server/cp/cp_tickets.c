@@ -5,7 +5,8 @@
 ** fixed order, each step before anything irreversible:
 **   verify (401 invalid, expired, wrong operation) → the owner's tenant is
 **   not suspended (403, audited, before the ticket is burned) → a slot of
-**   the transfer gate (503, before burning, so a retry may reuse it) →
+**   the transfer gate, counted for the owner's tenant (429 at its share,
+**   503 when full; both before burning, so a retry may reuse it) →
 **   burn the jti (401 when it was used before) → the transfer.
 */
 #include <stdio.h>
@@ -84,10 +85,13 @@ static int spend(ux_cp_call *c, const char *op, ux_objticket *t) {
   long now = ux_now();
   if (!bearer || ux_objticket_verify(cp->signing_key, sizeof cp->signing_key, bearer, now, op, t) < 0)
     return ux_cp_fail(c, 401, BAD_TICKET);
+  c->r->authenticated = 1;
+  /* a ticket acts for its owner's tenant: the gate counts it there */
+  snprintf(c->id.tenant, sizeof c->id.tenant, "%.*s", (int)strcspn(t->owner, "/"), t->owner);
   if (owner_suspended(c, t) || ux_cp_obj_gate(c)) return -1;
   int rc = ux_objstore_burn(cp->objects, t->jti, t->exp, now);
   if (rc == UX_OBJ_OK) return 0;
-  ux_objstore_transfer_end(cp->objects);
+  ux_cp_obj_gate_end(c);
   return rc == UX_OBJ_ENOENT ? ux_cp_fail(c, 401, BAD_TICKET) : ux_cp_obj_fail(c, rc);
 }
 
@@ -99,14 +103,15 @@ int ux_cp_content_get(ux_cp_call *c) {
   int rc = ux_objstore_open_read(c->cp->objects, t.bucket, t.key, &fd, &m);
   if (rc == UX_OBJ_OK && m.bytes > t.max_bytes) {
     close(fd);
-    ux_objstore_transfer_end(c->cp->objects);
+    ux_cp_obj_gate_end(c);
     return ux_cp_fail(c, 400, "object is larger than the ticket's max_bytes (%llu)", t.max_bytes);
   }
   if (rc != UX_OBJ_OK) {
-    ux_objstore_transfer_end(c->cp->objects);
+    ux_cp_obj_gate_end(c);
     return ux_cp_obj_fail(c, rc);
   }
-  if (ux_objxfer_send(c->r, fd, &m, c->cp->objects) < 0)   /* the slot goes with the reply */
+  /* the slot goes with the reply */
+  if (ux_objxfer_send(c->r, fd, &m, c->cp->objects, ux_cp_home_tenant(&c->id)) < 0)
     return ux_cp_fail(c, 500, "object storage failed");
   return 0;
 }
@@ -122,7 +127,7 @@ int ux_cp_content_put(ux_cp_call *c) {
                   tenant, sizeof tenant);
   int st = ux_objxfer_receive(c->r, c->cp->objects, tenant, t.bucket, t.key, t.content_type, t.max_bytes,
                               t.sha256, &m, err, sizeof err);
-  ux_objstore_transfer_end(c->cp->objects);
+  ux_cp_obj_gate_end(c);
   if (st < 0) return ux_cp_fail(c, 400, "the upload was cut off; nothing was stored");
   if (st == 503) return ux_cp_store_failed(c, "cannot record the object");
   if (st != 201) return ux_cp_fail(c, st, "%s", err);

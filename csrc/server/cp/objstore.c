@@ -106,6 +106,8 @@ ux_objstore *ux_objstore_open(ux_store *st, const char *data_dir, char *err, siz
   os->st = st;
   os->tmpfd = os->blobfd = -1;
   os->max_transfers = UX_OBJ_TRANSFERS;
+  os->per_party = (int)ux_share_default(UX_OBJ_TRANSFERS);
+  os->parties = ux_shares_new(0);       /* the share is checked here, under mu */
   if (pthread_mutex_init(&os->mu, NULL) != 0) {
     snprintf(err, errlen, "cannot create the object store's lock");
     free(os);
@@ -130,6 +132,7 @@ void ux_objstore_close(ux_objstore *os) {
   if (!os) return;
   if (os->tmpfd >= 0) close(os->tmpfd);
   if (os->blobfd >= 0) close(os->blobfd);
+  ux_shares_free(os->parties);
   pthread_mutex_destroy(&os->mu);
   free(os);
 }
@@ -138,23 +141,36 @@ void ux_objstore_close(ux_objstore *os) {
 ** The transfer gate
 ** ---------------------------------------------------------------- */
 
-void ux_objstore_set_max_transfers(ux_objstore *os, int max) {
+void ux_objstore_set_max_transfers(ux_objstore *os, int max, int per_party) {
   pthread_mutex_lock(&os->mu);
   os->max_transfers = max < 0 ? 0 : max;
+  os->per_party = per_party < 0 ? 0 : per_party;
   pthread_mutex_unlock(&os->mu);
 }
 
-int ux_objstore_transfer_begin(ux_objstore *os) {
+/* A party at its share is refused before the gate is looked at: the 429
+** is its own, whatever the others hold. A share of the whole gate (a
+** gate of one) is no share: the gate's own 503 then. */
+int ux_objstore_transfer_begin(ux_objstore *os, const char *party) {
   pthread_mutex_lock(&os->mu);
-  int ok = os->transfers < os->max_transfers;
-  if (ok) os->transfers++;
+  int rc = UX_OBJ_OK;
+  if (os->per_party && os->per_party < os->max_transfers &&
+      ux_shares_held(os->parties, party) >= (unsigned)os->per_party)
+    rc = UX_OBJ_ESHARE;
+  else if (os->transfers >= os->max_transfers)
+    rc = UX_OBJ_EBUSY;
+  if (rc == UX_OBJ_OK) {
+    os->transfers++;
+    ux_shares_take(os->parties, party);
+  }
   pthread_mutex_unlock(&os->mu);
-  return ok ? UX_OBJ_OK : UX_OBJ_EBUSY;
+  return rc;
 }
 
-void ux_objstore_transfer_end(ux_objstore *os) {
+void ux_objstore_transfer_end(ux_objstore *os, const char *party) {
   pthread_mutex_lock(&os->mu);
   if (os->transfers > 0) os->transfers--;
+  ux_shares_give(os->parties, party);
   pthread_mutex_unlock(&os->mu);
 }
 

@@ -21,7 +21,8 @@
 ** Also here, because they guard the same transfers: the single-use
 ** ticket ledger (burn a jti once) and the transfer gate (a cap on
 ** concurrent content transfers, whose refusal is the spec's queue-full
-** 503 with retry_after_seconds 2).
+** 503 with retry_after_seconds 2, and within it each tenant's share,
+** share.h, whose refusal is a 429 for that tenant alone).
 */
 #ifndef UX_CP_OBJSTORE_H
 #define UX_CP_OBJSTORE_H
@@ -45,6 +46,7 @@ typedef enum {
   UX_OBJ_ETOOBIG,     /* more bytes than max_bytes */
   UX_OBJ_ESHA,        /* the content's sha256 is not the expected one */
   UX_OBJ_EBUSY,       /* the transfer gate is full */
+  UX_OBJ_ESHARE,      /* the party holds its share of the gate already */
   UX_OBJ_ESTORE,      /* the metadata store failed (the spec's 503) */
   UX_OBJ_EIO,         /* the disk failed */
   UX_OBJ_EQUOTA,      /* the tenant's storage quota has no room (store/ledger.h) */
@@ -72,11 +74,16 @@ ux_objstore *ux_objstore_open(ux_store *st, const char *data_dir, char *err, siz
 void ux_objstore_close(ux_objstore *os);
 
 /* The transfer gate: at most `max` content transfers at once (default
-** UX_OBJ_TRANSFERS; at least 0, where every transfer is refused). */
-void ux_objstore_set_max_transfers(ux_objstore *os, int max);
-/* UX_OBJ_OK (a slot is held until ux_objstore_transfer_end) or UX_OBJ_EBUSY. */
-int ux_objstore_transfer_begin(ux_objstore *os);
-void ux_objstore_transfer_end(ux_objstore *os);
+** UX_OBJ_TRANSFERS; at least 0, where every transfer is refused), of
+** which one party (a tenant) holds at most per_party (0, or max or more:
+** no share; the default is share.h's of UX_OBJ_TRANSFERS). Set before
+** any transfer. */
+void ux_objstore_set_max_transfers(ux_objstore *os, int max, int per_party);
+/* For party (NULL: ""): UX_OBJ_OK (a slot is held until
+** ux_objstore_transfer_end with the same party), UX_OBJ_ESHARE when the
+** party holds its share, or UX_OBJ_EBUSY when the gate is full. */
+int ux_objstore_transfer_begin(ux_objstore *os, const char *party);
+void ux_objstore_transfer_end(ux_objstore *os, const char *party);
 /* Transfers in progress now. */
 int ux_objstore_transfers(ux_objstore *os);
 

@@ -10,13 +10,16 @@
 #include <jansson.h>
 
 #include "server/cp/objstore.h"
+#include "server/share.h"
 
 struct ux_objstore {
   ux_store *st;
   int tmpfd;              /* DATA/objects/tmp: uploads in progress */
   int blobfd;             /* DATA/objects/blobs: one file per version */
-  pthread_mutex_t mu;     /* the gate's counter */
+  pthread_mutex_t mu;     /* the gate's counters */
   int transfers, max_transfers;
+  int per_party;          /* a party's share of max_transfers, 0 = none */
+  ux_shares *parties;     /* the slots each party holds */
 };
 
 /* Fills m from a row of cp_object_versions (SELECT *). */

@@ -70,6 +70,7 @@ int ux_objxfer_receive(ux_req *r, ux_objstore *os, const char *tenant, const cha
 typedef struct file_src {
   int fd;
   ux_objstore *gate;          /* its transfer slot, or NULL */
+  char party[64];             /* whose share of the gate the slot is */
   char version[33];
 } file_src;
 
@@ -85,15 +86,16 @@ static ssize_t file_read(void *ctx, unsigned long long pos, char *buf, size_t ma
 static void file_free(void *ctx) {
   file_src *f = ctx;
   close(f->fd);
-  if (f->gate) ux_objstore_transfer_end(f->gate);
+  if (f->gate) ux_objstore_transfer_end(f->gate, f->party);
   free(f);
 }
 
-int ux_objxfer_send(ux_req *r, int fd, const ux_obj_meta *m, ux_objstore *gate) {
+int ux_objxfer_send(ux_req *r, int fd, const ux_obj_meta *m, ux_objstore *gate, const char *party) {
   char etag[40];
   snprintf(etag, sizeof etag, "\"%s\"", m->etag);
   file_src *f = ux_xcalloc(1, sizeof *f);
-  *f = (file_src){ fd, gate, "" };
+  *f = (file_src){ fd, gate, "", "" };
+  snprintf(f->party, sizeof f->party, "%s", party ? party : "");
   snprintf(f->version, sizeof f->version, "%s", m->version_id);
   if (ux_reply_header(r, "ETag", etag) != 0 || ux_reply_header(r, "X-Object-Version-Id", m->version_id) != 0 ||
       ux_reply_header(r, "X-Content-SHA256", m->sha256) != 0) {

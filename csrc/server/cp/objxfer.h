@@ -38,9 +38,10 @@ int ux_objxfer_receive(ux_req *r, ux_objstore *os, const char *tenant, const cha
 ** reply with Content-Type, ETag, X-Object-Version-Id and X-Content-SHA256,
 ** read from the file as the client takes it; a file failing mid-way cuts
 ** the reply (the client sees a short body). gate: a transfer slot of that
-** object store the reply holds until it is done (released here in every
-** case), or NULL. 200, or -1 (nothing sent; fd closed). */
-int ux_objxfer_send(ux_req *r, int fd, const ux_obj_meta *m, ux_objstore *gate);
+** object store, counted for `party`, that the reply holds until it is
+** done (released here in every case), or NULL. 200, or -1 (nothing sent;
+** fd closed). */
+int ux_objxfer_send(ux_req *r, int fd, const ux_obj_meta *m, ux_objstore *gate, const char *party);
 
 /* The two transfers through a runtime's agent that the rest are made
 ** of: agent_in runs req with the read end of a pipe fed from fd (closed

@@ -105,8 +105,11 @@ static void fill_defaults(ux_rt_config *c) {
   if (c->hard_ttl_s <= 0) c->hard_ttl_s = 43200;
   if (c->start_timeout_s <= 0) c->start_timeout_s = 110;
   if (c->max_live <= 0) c->max_live = 64;
-  if (c->health_interval_s <= 0) c->health_interval_s = 30;
-  if (c->health_timeout_s <= 0) c->health_timeout_s = 10;
+  /* an agent that stops answering (SIGSTOP from the code it serves) is
+  ** declared dead within seconds, so its calls end (502) long before
+  ** their own 45 s deadline; a ping is one fork in the agent */
+  if (c->health_interval_s <= 0) c->health_interval_s = 1;
+  if (c->health_timeout_s <= 0) c->health_timeout_s = 5;
   if (c->forget_after_s <= 0) c->forget_after_s = 60;
   if (c->vcpu <= 0) c->vcpu = 1;
 }

@@ -35,9 +35,9 @@ typedef struct ux_rt_config {
   int max_live;               /* all runtimes of the process (global
                                  capacity; 64) */
   int health_interval_s;      /* a running runtime's agent is pinged this
-                                 often (30) ... */
+                                 often (1) ... */
   int health_timeout_s;       /* ... and fails when it does not answer in
-                                 this time (10): a stopped agent */
+                                 this time (5): a stopped agent */
   int forget_after_s;         /* an ended runtime stays visible to
                                  ux_runtimes_info / wait_ready this long (60) */
   int vcpu;                   /* the sandbox's size, runner.h (1) */

@@ -4,6 +4,13 @@
 ** end (POST /execute's sync wait, session shells, cancels). A job is
 ** reference-counted because a waiter may still hold it after the worker
 ** has finished and dropped it from the active list.
+**
+** Fair shares (share.h): a key may have at most key_running jobs running
+** and key_running + key_queued active, so one key's long jobs never hold
+** every worker nor every queue place. A worker takes the oldest queued
+** job whose key is under its running share, so another key's job does
+** not wait behind a queue the first key filled. The counts are read from
+** the active list (at most workers + queue jobs) when needed.
 */
 #include "server/exec/jobs.h"
 
@@ -52,6 +59,7 @@ struct ux_jobs {
   ux_job *qhead, *qtail, *active;
   int queued, running, workers, queue_limit, stopping;
   long retention_s;       /* finished jobs are unknown this long after (0: kept) */
+  int key_running, key_queued;       /* one key's share (jobs.h) */
   pthread_t *threads;
 };
 
@@ -266,16 +274,41 @@ static void run_one(ux_jobs *js, ux_job *j) {
   ux_run_result_free(&res);
 }
 
+/* How many jobs of owner run and wait now. Locked. */
+static void owner_counts_locked(ux_jobs *js, const char *owner, int *running, int *queued) {
+  *running = *queued = 0;
+  for (ux_job *j = js->active; j; j = j->anext) {
+    if (strcmp(j->owner, owner) != 0) continue;
+    if (j->state == J_RUNNING) (*running)++;
+    else if (j->state == J_PENDING) (*queued)++;
+  }
+}
+
+/* The oldest queued job whose owner runs fewer than its share, taken off
+** the queue; NULL when none may run now. A worker that finishes a job
+** looks again at once, so a job that becomes eligible when another of
+** its key ends is taken by that worker. Locked. */
+static ux_job *next_job_locked(ux_jobs *js) {
+  ux_job *prev = NULL;
+  for (ux_job *j = js->qhead; j; prev = j, j = j->qnext) {
+    int running, queued;
+    owner_counts_locked(js, j->owner, &running, &queued);
+    if (running >= js->key_running) continue;
+    if (prev) prev->qnext = j->qnext; else js->qhead = j->qnext;
+    if (js->qtail == j) js->qtail = prev;
+    js->queued--;
+    return j;
+  }
+  return NULL;
+}
+
 static void *worker(void *arg) {
   ux_jobs *js = arg;
   pthread_mutex_lock(&js->mu);
   for (;;) {
-    while (!js->qhead && !js->stopping) pthread_cond_wait(&js->work, &js->mu);
-    if (!js->qhead) break;                           /* stopping, queue empty */
-    ux_job *j = js->qhead;
-    js->qhead = j->qnext;
-    if (!js->qhead) js->qtail = NULL;
-    js->queued--;
+    ux_job *j;
+    while (!(j = next_job_locked(js)) && !js->stopping) pthread_cond_wait(&js->work, &js->mu);
+    if (!j) break;                                   /* stopping, nothing to run */
     js->running++;
     j->state = J_RUNNING;
     pthread_mutex_unlock(&js->mu);
@@ -287,11 +320,13 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-ux_jobs *ux_jobs_new(ux_store *st, int workers, int queue) {
+ux_jobs *ux_jobs_new(ux_store *st, int workers, int queue, int key_running, int key_queued) {
   ux_jobs *js = ux_xcalloc(1, sizeof *js);
   js->st = st;
   js->workers = workers;
   js->queue_limit = queue;
+  js->key_running = key_running > 0 ? key_running : 1;
+  js->key_queued = key_queued > 0 ? key_queued : 0;
   if (pthread_mutex_init(&js->mu, NULL) != 0 || pthread_cond_init(&js->work, NULL) != 0 ||
       pthread_cond_init(&js->done, NULL) != 0) {
     free(js);                       /* glibc's init of default objects allocates nothing */
@@ -335,6 +370,13 @@ int ux_jobs_submit(ux_jobs *js, const char *owner, ux_exec_spec *spec, int defer
   ** are judged the same whether or not a worker already picked one up */
   *active = js->queued + js->running;
   *limit = js->workers + js->queue_limit;
+  int own_running, own_queued;
+  owner_counts_locked(js, owner, &own_running, &own_queued);
+  if (!js->stopping && *active < *limit &&
+      own_running + own_queued >= js->key_running + js->key_queued) {
+    *active = own_running + own_queued;            /* this key is at its share */
+    *limit = js->key_running + js->key_queued;
+  }
   int rc = js->stopping ? UX_JOBS_STOPPING : *active >= *limit ? UX_JOBS_FULL : UX_JOBS_OK;
   /* the row first, unless deferred until the id is given out or the job
   ** ends: either way, a job whose id is out is in the store (or active) */

@@ -18,15 +18,21 @@ typedef struct ux_job ux_job;
 enum { UX_JOBS_OK = 0, UX_JOBS_FULL = 1, UX_JOBS_STOPPING = 2, UX_JOBS_ERROR = 3,
        UX_JOBS_QUOTA = 4, UX_JOBS_BUDGET = 5 };
 
-ux_jobs *ux_jobs_new(ux_store *st, int workers, int queue);
+/* workers threads and queue places, shared by every key; one key (the
+** job's owner) may have at most key_running jobs running and
+** key_running + key_queued active (running or queued): fair shares, see
+** docs/internals.md. */
+ux_jobs *ux_jobs_new(ux_store *st, int workers, int queue, int key_running, int key_queued);
 
 /* Queues spec (ownership passes to the pool on success). On success *out
 ** holds a reference the caller must release; on UX_JOBS_FULL *active and
-** *limit say how busy the pool is; UX_JOBS_ERROR: the job's row could not
-** be stored, and nothing was queued; UX_JOBS_QUOTA / UX_JOBS_BUDGET: the
-** owner's storage quota / the server's budget has no room for the job's
-** document (ux_jobs_doc_bound bytes, reserved in the ledger before the
-** job is queued and settled to the document's real size when it ends). defer_row: a caller that waits for
+** *limit say how busy the pool is, or, when the owner is at its share,
+** how many of its own are active and its share; UX_JOBS_ERROR: the job's
+** row could not be stored, and nothing was queued; UX_JOBS_QUOTA /
+** UX_JOBS_BUDGET: the owner's storage quota / the server's budget has no
+** room for the job's document (ux_jobs_doc_bound bytes, reserved in the
+** ledger before the job is queued and settled to the document's real size
+** when it ends). defer_row: a caller that waits for
 ** the job skips the pending row (a write on every run's path); the row is
 ** written when ux_jobs_wait gives out the id of an unfinished job, or
 ** final when the job ends. A restart thus never finds a deferred job that

@@ -84,8 +84,11 @@ int ux_h_health(ux_req *r, const char *id) {
 
 int ux_h_keys_validate(ux_req *r, const char *id) {
   (void)id;
-  /* reaching a handler means the key authenticated: it is valid */
-  int capacity = r->srv->cfg.workers + r->srv->cfg.queue;
+  /* reaching a handler means the key authenticated: it is valid; what it
+  ** may have active is its share of the job pool (jobs.h) */
+  int capacity = r->srv->cfg.key_jobs + r->srv->cfg.key_queue;
+  int pool = r->srv->cfg.workers + r->srv->cfg.queue;
+  if (capacity > pool) capacity = pool;
   json_t *j = json_object();
   json_object_set_new(j, "valid", json_true());
   json_object_set_new(j, "public_key", json_string(r->owner));

@@ -14,7 +14,9 @@
 ** or no longer exists (on_completed clears x->mc under the same lock).
 **
 ** Handlers run on detached threads of their own, at most max_handlers at
-** once (beyond that: 503 + Retry-After), and see only copies of the
+** once (threads.c: beyond that a request waits in line for a while, then
+** 503 + Retry-After; health probes have a few more threads of their
+** own), and see only copies of the
 ** request, never libmicrohttpd's memory. The exchange is reference
 ** counted: libmicrohttpd's side, the handler thread and a streamed
 ** reply each hold one.
@@ -238,7 +240,7 @@ static void serialise(ux_req *r) {
 static void *auth_main(void *arg) {
   ux_xchg *x = arg;
   ux_http *h = x->h;
-  ux_body_policy p = { 0, x->limit, 0 };
+  ux_body_policy p = { .limit = x->limit };
   h->cfg.router.authorize(h->cfg.router.ctx, &x->req, &p);
   int refused = x->req.reply.status != 0;
   if (refused) serialise(&x->req);
@@ -247,11 +249,12 @@ static void *auth_main(void *arg) {
   x->discard = p.discard ? 1 : 0;
   if (refused) x->head_ready = 1;
   ux_x_wake_locked(x);
-  h->running--;
+  ux_xchg *next = ux_x_handler_ended_locked(h);   /* the line's first gets this place */
   pthread_cond_broadcast(&h->drain_cv);
   int last = --x->refs == 0;
   pthread_mutex_unlock(&h->mu);
   if (last) ux_x_free(x);
+  ux_x_start_next(next);              /* h is not touched after the unlock */
   return NULL;
 }
 
@@ -270,25 +273,19 @@ static void *handler_main(void *arg) {
   x->handler_done = 1;
   x->head_ready = 1;
   ux_x_wake_locked(x);
-  h->running--;
+  ux_xchg *next = ux_x_handler_ended_locked(h);   /* the line's first gets this place */
   pthread_cond_broadcast(&h->drain_cv);
   int last = --x->refs == 0;
   pthread_mutex_unlock(&h->mu);
   if (last) ux_x_free(x);
+  ux_x_start_next(next);              /* h is not touched after the unlock */
   return NULL;
 }
 
-/* Starts a thread of x running fn (its handler or its header check);
-** -1 when at the cap or out of threads. */
-static int start_thread(ux_http *h, ux_xchg *x, void *(*fn)(void *)) {
-  pthread_mutex_lock(&h->mu);
-  if (h->running >= h->cfg.max_handlers) {
-    pthread_mutex_unlock(&h->mu);
-    return -1;
-  }
-  h->running++;
-  x->refs++;
-  pthread_mutex_unlock(&h->mu);
+/* Starts x's thread: its header check in the X_AUTH phase, else its
+** handler (the caller took its place: threads.c). 0 or -1. */
+int ux_x_spawn(ux_xchg *x) {
+  void *(*fn)(void *) = x->phase == X_AUTH ? auth_main : handler_main;
   pthread_attr_t a;
   pthread_t t;
   int ok = pthread_attr_init(&a) == 0;
@@ -298,13 +295,7 @@ static int start_thread(ux_http *h, ux_xchg *x, void *(*fn)(void *)) {
          pthread_create(&t, &a, fn, x) == 0;
     pthread_attr_destroy(&a);
   }
-  if (ok) return 0;
-  pthread_mutex_lock(&h->mu);
-  h->running--;
-  x->refs--;                          /* libmicrohttpd's reference remains */
-  pthread_cond_broadcast(&h->drain_cv);
-  pthread_mutex_unlock(&h->mu);
-  return -1;
+  return ok ? 0 : -1;
 }
 
 /* ------------------------------------------------------ the state machine */
@@ -329,6 +320,11 @@ static enum MHD_Result decide(ux_http *h, ux_xchg *x, struct MHD_Connection *c) 
     pthread_mutex_unlock(&h->mu);
     return ux_respond_error(h, x, c, 503, "shutting_down", "the server is shutting down");
   }
+  if (x->no_thread) {                          /* waited for a thread in vain */
+    x->phase = X_QUEUED;
+    pthread_mutex_unlock(&h->mu);
+    return ux_respond_error(h, x, c, 503, "server_busy", "too many requests in progress");
+  }
   if (x->phase == X_STREAM_WAIT && x->want_body) {
     x->phase = X_STREAM_BODY;
     if (x->cn) ux_conn_body_start(x->cn, ux_now_ms());
@@ -345,13 +341,14 @@ static enum MHD_Result decide(ux_http *h, ux_xchg *x, struct MHD_Connection *c) 
   return MHD_YES;
 }
 
-/* Hands x to a handler thread in `phase`, then decides. */
+/* Hands x to a handler thread in `phase` (or to the line for one), then
+** decides. */
 static enum MHD_Result run(ux_http *h, ux_xchg *x, struct MHD_Connection *c, int phase) {
   pthread_mutex_lock(&h->mu);
   x->phase = phase;
   if (x->cn) x->cn->phase = C_BUSY;
   pthread_mutex_unlock(&h->mu);
-  if (start_thread(h, x, phase == X_AUTH ? auth_main : handler_main) < 0) {
+  if (ux_x_admit_handler(h, x) < 0) {
     pthread_mutex_lock(&h->mu);
     x->phase = X_QUEUED;
     pthread_mutex_unlock(&h->mu);
@@ -389,7 +386,7 @@ static enum MHD_Result first_call(ux_http *h, struct MHD_Connection *c, const ch
     x->phase = X_QUEUED;
     return ux_respond_error(h, x, c, 503, "shutting_down", "the server is shutting down");
   }
-  ux_body_policy p = { 0, h->cfg.max_body, 0 };
+  ux_body_policy p = { .limit = h->cfg.max_body };
   if (rt->admit) rt->admit(rt->ctx, &x->req, &p);
   if (x->req.reply.status) {                   /* refused before any body */
     x->phase = X_QUEUED;
@@ -398,6 +395,7 @@ static enum MHD_Result first_call(ux_http *h, struct MHD_Connection *c, const ch
   }
   x->limit = p.limit;
   x->streaming = p.stream ? 1 : 0;
+  x->probe = p.probe ? 1 : 0;
   if (x->req.content_length >= 0 && (unsigned long long)x->req.content_length > x->limit) {
     x->req.body_overflow = 1;                  /* never read: libmicrohttpd closes after */
     return run(h, x, c, X_RUNNING);
@@ -557,6 +555,8 @@ void ux_x_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     cn->x = NULL;
     cn->phase = C_HEADERS;
     cn->kept_alive = 1;
+    cn->authed = x && x->req.authenticated;     /* the connection budget's order */
+    cn->idle_since = now;
     cn->tcp_base = tcp >= 0 ? (unsigned long long)tcp : 0;
     cn->since_ms = tcp >= 0 ? 0 : now;
     cn->paused_since = 0;

@@ -5,7 +5,9 @@
 ** thread, and a request is handed to a thread of its own only once it is
 ** complete (exchange.c). What bounds a listener (numbers in limits.h,
 ** explained in docs/internals.md "Connections"):
-**   - MHD_OPTION_CONNECTION_LIMIT and PER_IP_CONNECTION_LIMIT;
+**   - MHD_OPTION_CONNECTION_LIMIT, and below it the connection budget:
+**     past it each new connection closes an idle one (sweeper.c), so a
+**     process holding thousands of sockets cannot lock others out;
 **   - MHD_OPTION_CONNECTION_TIMEOUT, the idle timeout (keep-alive too);
 **   - the sweeper (sweeper.c): header deadline and minimum body rate,
 **     which a trickle that keeps resetting the idle timer cannot dodge;
@@ -44,13 +46,16 @@ static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s) {
 void ux_http_config_default(ux_http_config *cfg, unsigned long long nofile, unsigned listeners) {
   memset(cfg, 0, sizeof *cfg);
   cfg->max_connections = ux_limit_conn_cap(nofile, listeners);
-  cfg->per_ip = ux_limit_per_ip(cfg->max_connections);
   cfg->idle_timeout_s = UX_HTTP_IDLE_TIMEOUT_S;
   cfg->header_deadline_ms = UX_HTTP_HEADER_DEADLINE_MS;
   cfg->body_grace_ms = UX_HTTP_BODY_GRACE_MS;
   cfg->body_min_rate = UX_HTTP_BODY_MIN_RATE;
   cfg->max_handlers = UX_HTTP_MAX_HANDLERS;
   cfg->max_body = 8u << 20;
+}
+
+void ux_http_config_connections(ux_http_config *cfg, unsigned want) {
+  if (want && want < cfg->max_connections) cfg->max_connections = want;
 }
 
 unsigned long long ux_http_raise_nofile(void) {
@@ -133,7 +138,6 @@ static struct MHD_Daemon *start_daemon(ux_http *h, struct sockaddr_storage *ss) 
                           MHD_OPTION_SOCK_ADDR, (struct sockaddr *)ss,
                           MHD_OPTION_THREAD_POOL_SIZE, (unsigned)UX_HTTP_POOL_THREADS,
                           MHD_OPTION_CONNECTION_LIMIT, h->cfg.max_connections,
-                          MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->cfg.per_ip,
                           MHD_OPTION_CONNECTION_TIMEOUT, h->cfg.idle_timeout_s,
                           MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)UX_HTTP_CONN_MEMORY,
                           MHD_OPTION_NOTIFY_COMPLETED, ux_x_on_completed, h,
@@ -161,6 +165,7 @@ ux_http *ux_http_start(const ux_http_config *cfg, char *url, size_t urllen,
   h->cfg = *cfg;
   snprintf(h->listen, sizeof h->listen, "%s", cfg->listen);
   h->cfg.listen = h->listen;
+  h->budget = ux_limit_conn_budget(h->cfg.max_connections);
   if (ux_sweeper_start(h) < 0) {
     snprintf(err, errlen, "cannot start the connection sweeper thread");
     free_http(h);
@@ -213,6 +218,7 @@ unsigned ux_http_stop(ux_http *h, long deadline_ms) {
   ** and every suspended connection is resumed, since libmicrohttpd may
   ** not be stopped with one still suspended */
   h->stopping = 2;
+  ux_xchg *line = ux_x_wait_take_all_locked(h);   /* woken below: 503 */
   for (ux_conn *cn = h->conns; cn; cn = cn->next) {
     if (!cn->x) continue;
     pthread_cond_broadcast(&cn->x->cv);
@@ -224,6 +230,11 @@ unsigned ux_http_stop(ux_http *h, long deadline_ms) {
   ux_upgrade_drain_locked(h, ux_now_ms() + UX_HTTP_UPGRADE_DRAIN_MS);
   ux_upgrade_bar_locked(h);
   pthread_mutex_unlock(&h->mu);
+  while (line) {                              /* the line's references */
+    ux_xchg *x = line;
+    line = x->wait_next;
+    ux_x_release(x);
+  }
   ux_sweeper_stop(h);
   MHD_stop_daemon(h->d);
   pthread_mutex_lock(&h->mu);

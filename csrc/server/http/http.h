@@ -24,6 +24,8 @@ typedef struct ux_body_policy {
                               ** read, a chunked one is cut: r->body_overflow */
   int discard;                /* set by authorize: read the body and throw it
                               ** away unseen (r->body_discarded) */
+  int probe;                  /* a health probe: it may use the handler
+                              ** threads kept for probes (limits.h) */
 } ux_body_policy;
 
 typedef struct ux_http_router {
@@ -52,8 +54,7 @@ typedef struct ux_http_router {
 
 typedef struct ux_http_config {
   const char *listen;         /* "HOST:PORT" or "[V6]:PORT" */
-  unsigned max_connections;
-  unsigned per_ip;
+  unsigned max_connections;   /* libmicrohttpd's cap; 7/8 of it is the budget */
   unsigned idle_timeout_s;
   long header_deadline_ms;
   long body_grace_ms;
@@ -67,6 +68,10 @@ typedef struct ux_http_config {
 ** under the NOFILE limit `nofile`; listen, max_body and router are left
 ** for the caller. */
 void ux_http_config_default(ux_http_config *cfg, unsigned long long nofile, unsigned listeners);
+
+/* Lowers cfg's connection cap to `want` (--max-connections; 0 keeps it):
+** never above what the NOFILE limit holds. */
+void ux_http_config_connections(ux_http_config *cfg, unsigned want);
 
 /* Raises RLIMIT_NOFILE's soft limit to its hard limit; returns the soft
 ** limit now in force. */

@@ -1,7 +1,7 @@
 /*
 ** The transport's private state, shared by its files: http.c (listener,
 ** start, stop), exchange.c (libmicrohttpd's request callback and handler
-** threads), respond.c (replies to libmicrohttpd responses), stream.c
+** threads), threads.c (who gets a handler thread), respond.c (replies to libmicrohttpd responses), stream.c
 ** (streamed bodies both ways), sweeper.c (the connection registry and
 ** its deadlines) and upgrade.c (HTTP 101 upgrades).
 **
@@ -47,6 +47,8 @@ struct ux_conn {
   long body_t0, paused_ms, paused_since;   /* C_BODY: rate bookkeeping */
   unsigned long long body_bytes;
   int killed;
+  int authed;                 /* its last request was authenticated */
+  long idle_since;            /* when it last had no request in progress */
   ux_xchg *x;                 /* the request in progress, or NULL */
 };
 
@@ -76,6 +78,11 @@ struct ux_xchg {
   unsigned char handler_done;
   unsigned char gone;         /* client gone or request over: no more I/O */
   unsigned char streaming;    /* streaming-body route */
+  unsigned char probe;        /* may use UX_HTTP_PROBE_RESERVE */
+  unsigned char waiting;      /* in h's line for a handler thread */
+  unsigned char no_thread;    /* it waited in vain: 503 server_busy */
+  long wait_since;
+  ux_xchg *wait_next;
   unsigned char want_body;    /* the handler started reading */
   unsigned char body_done;    /* the whole body was received */
   unsigned char auth_done;    /* X_AUTH: the header check has decided */
@@ -121,8 +128,14 @@ struct ux_http {
   int sweeper_started, sweeper_stop;
   int stopping;               /* 0 serving, 1 draining, 2 abandoning */
   unsigned running;           /* handler threads alive */
+  ux_xchg *wait_head, *wait_tail;   /* requests waiting for one (threads.c) */
+  unsigned waiting;
+  unsigned long long waiting_bytes; /* their buffered bodies */
   unsigned live;              /* exchanges libmicrohttpd still holds */
   ux_conn *conns;
+  unsigned conns_open;        /* in conns and not being closed by us */
+  unsigned budget;            /* past it, an idle one is closed (sweeper.c) */
+  unsigned long long evicted, evicted_logged;
   ux_xchg *upgraded;          /* sockets handed over to handlers (upgrade.c) */
   unsigned up_closing;        /* MHD_upgrade_action calls in progress */
   int mhd_stopping;           /* MHD_stop_daemon is next: no more of them */
@@ -141,6 +154,24 @@ void ux_x_wake_locked(ux_xchg *x);
 void ux_x_suspend_locked(ux_xchg *x);
 /* Frees x (refs reached 0). */
 void ux_x_free(ux_xchg *x);
+/* Starts x's handler thread (h->running already counts it): 0, or -1. */
+int ux_x_spawn(ux_xchg *x);
+
+/* threads.c: who gets a handler thread. 0 x's handler started, 1 x waits
+** in line for a thread (its connection is suspended by decide, the line
+** holds a reference), -1 refused (503 server_busy). */
+int ux_x_admit_handler(ux_http *h, ux_xchg *x);
+/* A handler thread ends (under h->mu): the first of the line takes its
+** place (returned, to be started with ux_x_start_next once h->mu is
+** released), or running goes down. */
+ux_xchg *ux_x_handler_ended_locked(ux_http *h);
+void ux_x_start_next(ux_xchg *x);
+/* The requests that waited UX_HTTP_WAIT_MS leave the line for their 503
+** (the sweeper, under h->mu). */
+void ux_x_wait_expire_locked(ux_http *h, long now);
+/* Empties the line (shutdown, under h->mu): the exchanges, linked by
+** wait_next, each with the line's reference for ux_x_release. */
+ux_xchg *ux_x_wait_take_all_locked(ux_http *h);
 
 /* respond.c: queues x's reply (or stream head) and logs the request. */
 enum MHD_Result ux_respond(ux_http *h, ux_xchg *x, struct MHD_Connection *c);

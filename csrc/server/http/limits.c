@@ -36,10 +36,10 @@ unsigned ux_limit_conn_cap(unsigned long long nofile, unsigned listeners) {
   return (unsigned)cap;
 }
 
-unsigned ux_limit_per_ip(unsigned conn_cap) {
-  unsigned n = conn_cap / 2;
-  if (n > UX_HTTP_PER_IP_MAX) n = UX_HTTP_PER_IP_MAX;
-  return n ? n : 1;
+unsigned ux_limit_conn_budget(unsigned conn_cap) {
+  unsigned room = conn_cap / UX_HTTP_BUDGET_HEADROOM;
+  if (room == 0) room = 1;
+  return conn_cap > room ? conn_cap - room : 1;
 }
 
 size_t ux_ring_put(ux_ring *r, const void *src, size_t n) {

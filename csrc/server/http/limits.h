@@ -15,9 +15,12 @@
 #define UX_HTTP_MAX_CONNECTIONS 4096u
 #define UX_HTTP_FD_RESERVE 512u
 #define UX_HTTP_MIN_CONNECTIONS 16u
-/* Per client address; high enough that a few hundred half-open sockets
-** from 127.0.0.1 leave room for the real clients on the same address. */
-#define UX_HTTP_PER_IP_MAX 1024u
+/* The connection budget: once this fraction of the cap is open, each new
+** connection closes an idle one (sweeper.c), unauthenticated first; the
+** rest of the cap is headroom for connections being closed. There is no
+** cap per client address: every client of a loopback server is
+** 127.0.0.1, and every other 127.x address is a new one. */
+#define UX_HTTP_BUDGET_HEADROOM 8u     /* one eighth */
 
 /* libmicrohttpd's idle timeout: a connection without a byte in either
 ** direction for this long is closed (keep-alive included). */
@@ -36,6 +39,19 @@
 
 /* Requests handled at once (one thread each); the next one gets 503. */
 #define UX_HTTP_MAX_HANDLERS 512u
+/* Threads beyond those that only health probes may use (a router's
+** admit marks them): a burst that takes every other thread, even for
+** the moment it takes to refuse it, leaves the probes answered. */
+#define UX_HTTP_PROBE_RESERVE 16u
+/* A request that finds every thread busy waits in line for one, at most
+** this many requests for at most this long, before its 503: a burst that
+** is refused (429) takes threads only for the moment of the refusal, and
+** the requests of others that arrive with it wait instead of failing. */
+#define UX_HTTP_MAX_WAITING 128u
+#define UX_HTTP_WAIT_MS 1000L
+/* ... and holding at most this much of buffered bodies together, so the
+** line never keeps more memory than a couple of bodies would. */
+#define UX_HTTP_WAIT_BYTES (16ull << 20)
 /* A handler thread's stack: glibc's default, because handlers recurse
 ** (JSON, directory walks) and untouched stack pages cost no memory. */
 #define UX_HTTP_HANDLER_STACK (8u << 20)
@@ -77,9 +93,9 @@ int ux_limit_body_slow(unsigned long long bytes, long active_ms, long grace_ms,
 ** never below UX_HTTP_MIN_CONNECTIONS. */
 unsigned ux_limit_conn_cap(unsigned long long nofile, unsigned listeners);
 
-/* The per-address cap for a connection cap: half of it, at most
-** UX_HTTP_PER_IP_MAX, at least 1. */
-unsigned ux_limit_per_ip(unsigned conn_cap);
+/* The connection budget of a connection cap: cap - cap/8 (at least one
+** connection of headroom), at least 1. */
+unsigned ux_limit_conn_budget(unsigned conn_cap);
 
 /* A fixed-size byte ring (no allocation of its own): the backpressure
 ** buffer of streaming bodies and streamed replies. */

@@ -72,6 +72,9 @@ typedef struct ux_req {
   int query_nul;          /* a query argument held %00: its decoded C
                           ** string is cut there, so handlers that take
                           ** paths from the query refuse the request */
+  int authenticated;      /* the router found the credential good: the
+                          ** connection, once idle, is among the last
+                          ** the connection budget closes */
   const char *owner;      /* the authenticated public key (in owner_buf) */
   char owner_buf[128];
   const char *request_id;

@@ -141,6 +141,7 @@ static const char *route_one(ux_req *r, const char *authz, const char *ts, const
   int open_route = is_open(r->path);
   if (!open_route && ux_auth_check(r, authz, ts, sig, r->owner_buf, sizeof r->owner_buf) < 0)
     return "unauthenticated";
+  r->authenticated = !open_route;
   if (r->srv->faults && ux_faults_apply(r->srv->faults, r)) return "fault";
 
   const route *found = NULL;
@@ -204,6 +205,7 @@ static void exec_admit(void *ctx, ux_req *r, ux_body_policy *p) {
   ux_server *srv = ctx;
   r->srv = srv;
   p->limit = body_limit(srv, r, &p->stream);
+  p->probe = !strcmp(r->path, "/health");
   if (r->content_length >= 0 && (unsigned long long)r->content_length > p->limit)
     too_big(r, p->limit);                      /* before reading the body */
 }

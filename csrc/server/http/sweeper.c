@@ -11,11 +11,22 @@
 **   - receiving a body: it must keep the minimum average rate
 **     (ux_limit_body_slow), not counting time the server paused it;
 **   - streaming a reply: a client that hung up is noticed here even while
-**     the connection is suspended, and its writer woken (-1).
+**     the connection is suspended, and its writer woken (-1);
+**   - waiting for a handler thread: too long is 503 (threads.c).
 ** A violating connection is shut down (shutdown(2)); libmicrohttpd then
 ** sees the end of the stream and closes it. All of this runs under h->mu,
 ** which libmicrohttpd's CLOSED notice also takes before it closes the
 ** socket, so an fd is never used after it could have been reused.
+**
+** The registry also keeps the connection budget (limits.h): a connection
+** accepted past it closes an idle one, so that a process holding
+** thousands of sockets (every local client is 127.0.0.1: an address says
+** nothing about who it is) cannot lock the others out. Idle means no
+** request in progress; of those, one that has sent no authenticated
+** request goes first, then the longest idle; a connection with a
+** request in progress (a body arriving, a handler, a stream, a terminal)
+** and the newcomer itself are never chosen. Closed ones are counted and
+** logged once per sweep, not one line each.
 */
 #include "server/http/http_int.h"
 
@@ -64,6 +75,37 @@ static void peer_text(struct MHD_Connection *c, char *out, size_t outlen) {
     inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out, (socklen_t)outlen);
 }
 
+/* Shuts cn down for libmicrohttpd to close; it no longer counts as open.
+** Under h->mu. */
+static void shut_locked(ux_http *h, ux_conn *cn) {
+  if (shutdown(cn->fd, SHUT_RDWR) < 0 && errno != ENOTCONN)
+    fprintf(stderr, "unsandboxd: shutdown of a client's socket: %s\n", strerror(errno));
+  cn->killed = 1;
+  h->conns_open--;
+}
+
+/* The connection to close for `newcomer` past the budget (see the top of
+** the file), or NULL when every other one is busy. Under h->mu. */
+static ux_conn *victim_locked(ux_http *h, const ux_conn *newcomer) {
+  ux_conn *best = NULL;
+  for (ux_conn *cn = h->conns; cn; cn = cn->next) {
+    if (cn == newcomer || cn->killed || cn->phase != C_HEADERS || cn->x) continue;
+    if (!best || cn->authed < best->authed ||
+        (cn->authed == best->authed && cn->idle_since < best->idle_since))
+      best = cn;
+  }
+  return best;
+}
+
+/* Past the budget: closes the best idle connection, if there is one (the
+** newcomer stays either way; libmicrohttpd's cap is the hard limit). */
+static void evict_locked(ux_http *h, const ux_conn *newcomer) {
+  ux_conn *v = victim_locked(h, newcomer);
+  if (!v) return;
+  shut_locked(h, v);
+  h->evicted++;
+}
+
 void ux_conn_on_notify(void *cls, struct MHD_Connection *c, void **socket_context,
                        enum MHD_ConnectionNotificationCode toe) {
   ux_http *h = cls;
@@ -75,17 +117,19 @@ void ux_conn_on_notify(void *cls, struct MHD_Connection *c, void **socket_contex
     cn->fd = ci ? ci->connect_fd : -1;
     peer_text(c, cn->peer, sizeof cn->peer);
     cn->phase = C_HEADERS;
-    cn->since_ms = ux_now_ms();
+    cn->since_ms = cn->idle_since = ux_now_ms();
     pthread_mutex_lock(&h->mu);
     cn->next = h->conns;
     if (h->conns) h->conns->prev = cn;
     h->conns = cn;
+    if (++h->conns_open > h->budget) evict_locked(h, cn);
     pthread_mutex_unlock(&h->mu);
     return;
   }
   ux_conn *cn = *socket_context;
   if (!cn) return;
   pthread_mutex_lock(&h->mu);
+  if (!cn->killed) h->conns_open--;
   if (cn->prev) cn->prev->next = cn->next;
   else h->conns = cn->next;
   if (cn->next) cn->next->prev = cn->prev;
@@ -97,22 +141,35 @@ void ux_conn_on_notify(void *cls, struct MHD_Connection *c, void **socket_contex
 
 /* ------------------------------------------------------------ the rules */
 
-static void kill_conn(ux_conn *cn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void stamp_now(char *out, size_t outlen) {
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(out, outlen, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
 
-static void kill_conn(ux_conn *cn, const char *fmt, ...) {
+static void kill_conn(ux_http *h, ux_conn *cn, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+
+static void kill_conn(ux_http *h, ux_conn *cn, const char *fmt, ...) {
   char stamp[32], why[160];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(why, sizeof why, fmt, ap);
   va_end(ap);
-  time_t now = time(NULL);
-  struct tm tm;
-  gmtime_r(&now, &tm);
-  strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  stamp_now(stamp, sizeof stamp);
   fprintf(stderr, "%s - slow client %s: %s; connection closed\n", stamp, cn->peer, why);
-  if (shutdown(cn->fd, SHUT_RDWR) < 0 && errno != ENOTCONN)
-    fprintf(stderr, "unsandboxd: shutdown of a slow client's socket: %s\n", strerror(errno));
-  cn->killed = 1;
+  shut_locked(h, cn);
+}
+
+/* One line for the connections the budget closed since the last sweep. */
+static void log_evicted(ux_http *h) {
+  if (h->evicted == h->evicted_logged) return;
+  char stamp[32];
+  stamp_now(stamp, sizeof stamp);
+  fprintf(stderr, "%s - connection budget of %u reached: %llu idle connection(s) closed, "
+          "unauthenticated first\n", stamp, h->budget, h->evicted - h->evicted_logged);
+  h->evicted_logged = h->evicted;
 }
 
 static void check_headers(ux_http *h, ux_conn *cn, long now) {
@@ -123,14 +180,14 @@ static void check_headers(ux_http *h, ux_conn *cn, long now) {
     else return;                               /* idle: the idle timeout's business */
   }
   if (ux_limit_headers_late(cn->since_ms, now, h->cfg.header_deadline_ms))
-    kill_conn(cn, "request headers not complete within %ld ms", h->cfg.header_deadline_ms);
+    kill_conn(h, cn, "request headers not complete within %ld ms", h->cfg.header_deadline_ms);
 }
 
 static void check_body(ux_http *h, ux_conn *cn, long now) {
   if (cn->x && cn->x->suspended) return;       /* paused by us, not the client */
   long active = ux_limit_body_active_ms(cn->body_t0, cn->paused_ms, cn->paused_since, now);
   if (ux_limit_body_slow(cn->body_bytes, active, h->cfg.body_grace_ms, h->cfg.body_min_rate))
-    kill_conn(cn, "request body slower than %lu bytes/s after %ld ms", h->cfg.body_min_rate,
+    kill_conn(h, cn, "request body slower than %lu bytes/s after %ld ms", h->cfg.body_min_rate,
               h->cfg.body_grace_ms);
 }
 
@@ -147,6 +204,8 @@ static void check_stream(ux_conn *cn) {
 }
 
 static void sweep(ux_http *h, long now) {
+  log_evicted(h);
+  ux_x_wait_expire_locked(h, now);
   for (ux_conn *cn = h->conns; cn; cn = cn->next) {
     if (cn->killed) continue;
     if (cn->phase == C_HEADERS) check_headers(h, cn, now);

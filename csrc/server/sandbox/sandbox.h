@@ -32,6 +32,11 @@
                                                limit (RLIMIT_DATA without) */
 #define UX_SB_FSIZE         (64ul << 20)    /* largest file written */
 #define UX_SB_NOFILE        256
+/* terminals per run: max= of its own devpts. The host's pool
+** (kernel.pty.max, 4096 by default, 1024 of it kept for the host's own
+** devpts) is shared by every sandbox; a shell, a terminal session and a
+** multiplexer's panes use a few */
+#define UX_SB_PTY_MAX       64
 #define UX_SB_CPU_SLACK     5        /* RLIMIT_CPU = ttl x cpus + this, s */
 /* /tmp and /dev/shm are tmpfs: memory. With a memory cgroup their pages
 ** count against the run's limit and each may grow to it; without one

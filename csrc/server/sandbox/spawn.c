@@ -89,6 +89,9 @@ static int mount_ro(const ux_child_plan *p) {
   return 0;
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 /* The work and code directories (and ro binds) at fixed, traversable
 ** paths, in a mount namespace of this child alone (nothing propagates to
 ** the host); the fds are detached clones of their mounts made by the
@@ -98,10 +101,12 @@ static int mount_dirs(const ux_child_plan *p, int *step) {
   *step = 1;
   if (unshare(CLONE_NEWNS) != 0) return -1;
   if (mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return -1;
-  /* the shared /dev's terminals are this sandbox's own (mounts.c) */
+  /* the shared /dev's terminals are this sandbox's own (mounts.c), at
+  ** most UX_SB_PTY_MAX of the host's pool */
   *step = 11;
   if (p->devpts && mount("devpts", UX_SB_DEV "/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-                         "newinstance,ptmxmode=0666,mode=620") != 0) return -1;
+                         "newinstance,ptmxmode=0666,mode=620,max=" STR(UX_SB_PTY_MAX)) != 0)
+    return -1;
   *step = 2;
   if (mount("ux", UX_SB_MNT_ROOT, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
             "mode=0755,size=64k") != 0) return -1;
