@@ -4,9 +4,9 @@
 ** the queue behind them, and the open transfers. What happens to one
 ** transfer's bytes is http_xfer.c's.
 **
-** A blocking call is a transfer like any other (open, rounds of the loop
-** until it is done, close), so streams a caller holds open keep flowing
-** while it waits. Nothing here runs inside a libcurl callback except what
+** A caller that blocks on a transfer drives the same loop until it is
+** done (unsb_http_drive), so streams it holds open keep flowing while it
+** waits. Nothing here runs inside a libcurl callback except what
 ** those callbacks themselves do; the loop's busy mark covers the inside,
 ** and every entry point refuses to run there ("busy"), because libcurl may
 ** not be re-entered from its own callbacks.
@@ -311,13 +311,6 @@ unsb_http_xfer *unsb_http_open(unsb_http *h, const unsb_http_request *req, unsb_
   return NULL;
 }
 
-int unsb_http_pump(unsb_http *h, unsb_error *err) { return unsb_loop_step(h->loop, 0, err); }
-
-void unsb_http_wait(unsb_http *h, long ms) {
-  unsb_error err;
-  if (ms > 0) (void)unsb_loop_step(h->loop, ms, &err);
-}
-
 int unsb_http_done(const unsb_http_xfer *x) { return x->done; }
 unsb_http *unsb_http_of(const unsb_http_xfer *x) { return x->h; }
 
@@ -382,7 +375,7 @@ void unsb_http_close(unsb_http_xfer *x) {
 }
 
 /* ---------------------------------------------------------------------
-** the blocking call
+** blocking on one transfer
 ** ------------------------------------------------------------------- */
 
 int unsb_http_drive(unsb_http *h, unsb_http_xfer *x, unsb_error *err) {
@@ -391,31 +384,7 @@ int unsb_http_drive(unsb_http *h, unsb_http_xfer *x, unsb_error *err) {
     if (x->done) return 0;
     if (unsb_loop_step(h->loop, UNSB_SLICE_MS, err) != 0) return -1;
     if (x->done) return 0;
-    /* right after each round, outside any libcurl callback: the tick can
-    ** hand what on_data queued to code that may not run inside libcurl */
-    if (x->has_stream && x->stream.on_tick && x->stream.on_tick(x->stream.ud) != 0) {
-      x->cancelled = 1;
-      return unsb_xfer_fail(x, 0, err);
-    }
     if (unsb_interrupt_take())
       return unsb_fail(err, UNSB_EINTERRUPTED, "request to %s interrupted", x->host);
   }
-}
-
-int unsb_http_perform(unsb_http *h, const unsb_http_request *req,
-                      unsb_http_response *resp, unsb_error *err) {
-  unsb_http_xfer *x;
-  int rc;
-  memset(resp, 0, sizeof *resp);
-  resp->retry_after = -1;
-  if (unsb_loop_busy(h->loop)) return busy(err);
-  if (!(x = unsb_http_open(h, req, err))) return -1;
-  if (unsb_interrupt_take()) {
-    rc = unsb_fail(err, UNSB_EINTERRUPTED, "request to %s interrupted", x->host);
-  } else {
-    rc = unsb_http_drive(h, x, err);
-    if (rc == 0) rc = unsb_http_result(x, resp, err);
-  }
-  unsb_http_close(x);
-  return rc;
 }
