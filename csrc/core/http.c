@@ -88,8 +88,13 @@ static void collect(unsb_http *h) {
     if (m->msg != CURLMSG_DONE) continue;
     curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&x);
     if (!x) continue;
-    curl_multi_remove_handle(h->multi, easy);   /* m is invalid from here */
-    x->in_multi = 0;
+    if (x->connect_only && rc == CURLE_OK) {
+      /* removing it would close the connection its caller is about to use */
+      x->held = 1;
+    } else {
+      curl_multi_remove_handle(h->multi, easy);   /* m is invalid from here */
+      x->in_multi = 0;
+    }
     x->done = 1;
     x->rc = rc;
     x->ended_us = unsb_monotonic_us();
@@ -353,10 +358,11 @@ void unsb_http_close(unsb_http_xfer *x) {
   unsb_http *h;
   if (!x) return;
   h = x->h;
-  /* removing a running transfer aborts it and closes its connection */
+  /* removing a running transfer aborts it and closes its connection (a
+  ** held one's slot was given back when it connected) */
   if (x->in_multi) {
     curl_multi_remove_handle(h->multi, x->easy);
-    h->running--;
+    if (!x->held) h->running--;
   }
   if (x->queued) unqueue(h, x);
   if (!x->done) unsb_loop_notify(h->loop, x->token);   /* its waiter must look again */

@@ -22,6 +22,12 @@
 ** changed. Redirects are not followed. Messages name the URL's host and
 ** curl's own text, never a header.
 **
+** A connect_only transfer stops once connected (TCP, then TLS for https,
+** verified as every request): its caller speaks its own protocol on the
+** connection with unsb_http_send / unsb_http_recv, watching the socket on
+** the loop itself (the session terminal's WebSocket, ws_client.h). The
+** connection is the transfer's alone, never reused, and closed with it.
+**
 ** A transfer may stream instead of buffering (SSE, large downloads): the
 ** caller's callbacks see the status and content type once the headers are
 ** in, then the body bytes as they arrive; either can cancel, which aborts
@@ -109,6 +115,8 @@ typedef struct {
   const unsb_http_stream *stream;   /* NULL = buffer the whole body; copied */
   const char *const *capture;       /* response header names to keep (copied) */
   size_t n_capture;                 /* <= UNSB_HTTP_CAPTURE_MAX */
+  int connect_only;                 /* connect and stop (method, headers, body unused);
+                                    ** HTTP/1.1 is what TLS's ALPN offers then */
 } unsb_http_request;
 
 typedef struct {
@@ -175,9 +183,32 @@ void unsb_http_resume(unsb_http_xfer *x);
 ** not done yet. */
 int unsb_http_result(unsb_http_xfer *x, unsb_http_response *resp, unsb_error *err);
 
-/* Ends x: a running transfer is aborted and its connection closed. Frees
-** x and whatever result it still holds. NULL is fine. unsb_http_free
-** closes the transfers still open. */
+/* Ends x: a running transfer is aborted and its connection closed (a
+** connect_only transfer's too). Frees x and whatever result it still
+** holds. NULL is fine. unsb_http_free closes the transfers still open. */
 void unsb_http_close(unsb_http_xfer *x);
+
+/* ---- connect_only transfers (http_conn.c) ---- */
+
+/* 1 once x is connected (its slot is free again: the connection is held
+** by x until unsb_http_close), 0 while it connects, -1 with err when it
+** failed, the messages naming `name` (the caller's URL): transport
+** ("cannot connect to NAME: ...", "TLS with NAME failed ...: ..."),
+** timeout, validation (a bad URL). */
+int unsb_http_connected(const unsb_http_xfer *x, const char *name, unsb_error *err);
+
+/* The connected socket, to watch on the loop (-1 when there is none). */
+int unsb_http_socket(const unsb_http_xfer *x);
+
+/* Writes up to len bytes (TLS included): 1 with *n written (maybe fewer
+** than len), 0 when nothing can be written now (wait for POLLOUT; retry
+** with the same bytes), -1 with err (transport: the connection broke). */
+int unsb_http_send(unsb_http_xfer *x, const void *buf, size_t len, size_t *n, unsb_error *err);
+
+/* Reads up to len bytes: 1 with *n read (0: the peer closed the
+** connection), 0 when nothing is there now (wait for POLLIN), -1 with err
+** (transport). TLS may hold decrypted bytes the socket no longer shows:
+** read until 0 before waiting again. */
+int unsb_http_recv(unsb_http_xfer *x, void *buf, size_t len, size_t *n, unsb_error *err);
 
 #endif

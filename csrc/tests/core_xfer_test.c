@@ -11,7 +11,9 @@
 ** keeps flowing while a blocking call runs beside it; a transfer whose
 ** consumer pauses is not read until resumed, and no byte is lost; asked
 ** for response headers are kept; closing a running transfer closes its
-** connection; a Control Plane call without a token, or an object call
+** connection; a connect_only transfer leaves its connection (and nothing
+** else) to the caller, gives its slot back, and closes it when closed; a
+** Control Plane call without a token, or an object call
 ** without a subject or owner, sends nothing; the header set and the URL.
 */
 #include <arpa/inet.h>
@@ -347,6 +349,90 @@ static void close_running(peer *p) {
 }
 
 /* ---------------------------------------------------------------------
+** connect_only: a connection for the caller's own protocol
+** ------------------------------------------------------------------- */
+
+/* Writes all of s on x's connection, waiting for the socket when it is full. */
+static int send_raw(unsb_http_xfer *x, const char *s, unsb_error *err) {
+  size_t off = 0, n, len = strlen(s);
+  struct pollfd pfd = {unsb_http_socket(x), POLLOUT, 0};
+  for (int i = 0; i < 200 && off < len; i++) {
+    int rc = unsb_http_send(x, s + off, len - off, &n, err);
+    if (rc < 0) return -1;
+    off += n;
+    if (rc == 0) poll(&pfd, 1, 50);
+  }
+  return off == len ? 0 : -1;
+}
+
+/* Reads into out until it holds want (or the peer closes). */
+static void recv_until(unsb_http_xfer *x, char *out, size_t size, const char *want, unsb_error *err) {
+  size_t have = 0, n;
+  struct pollfd pfd = {unsb_http_socket(x), POLLIN, 0};
+  out[0] = '\0';
+  for (int i = 0; i < 200 && !strstr(out, want) && have < size - 1; i++) {
+    int rc = unsb_http_recv(x, out + have, size - 1 - have, &n, err);
+    if (rc < 0 || (rc == 1 && n == 0)) return;
+    have += n;
+    out[have] = '\0';
+    if (rc == 0) poll(&pfd, 1, 50);
+  }
+}
+
+static void connect_only(peer *p) {
+  unsb_error err;
+  unsb_http_config cfg = {.connect_timeout_ms = 2000, .max_response = 1 << 20, .max_concurrency = 1};
+  unsb_http *h = unsb_http_new(&cfg, &err);
+  unsb_loop *l = unsb_http_loop(h);
+  unsb_http_response r;
+  unsb_loop_fd fds[4];
+  char u[96], u2[96], got[512];
+  int rc = 0;
+  url_of(u, sizeof u, p, "/");
+  url_of(u2, sizeof u2, p, "/json");
+  unsb_http_request req = {.method = "GET", .url = u, .timeout_ms = 5000, .connect_only = 1};
+  unsb_http_request plain = {.method = "GET", .url = u2, .timeout_ms = 5000};
+  unsb_http_xfer *x = unsb_http_open(h, &req, &err);
+  for (int i = 0; x && i < 200 && (rc = unsb_http_connected(x, "the peer", &err)) == 0; i++)
+    unsb_loop_step(l, 50, &err);
+  ok(rc == 1, "a connect_only transfer connects (%s)", rc < 0 ? err.message : "ok");
+  int fd = unsb_http_socket(x);
+  ok(fd >= 0 && unsb_loop_fds(l, fds, 4) == 0,
+     "its socket is the caller's to watch: the engine watches nothing now");
+  ok(xfer_call(h, &plain, &r, &err) == 0 && r.status == 200,
+     "its slot was given back: a call of the one-slot engine runs beside it");
+  unsb_http_response_free(&r);
+  ok(send_raw(x, "GET /hang HTTP/1.1\r\nHost: peer\r\n\r\n", &err) == 0,
+     "the caller's own bytes written on the connection");
+  recv_until(x, got, sizeof got, "\r\n\r\nxx", &err);
+  ok(strstr(got, "HTTP/1.1 200 OK\r\n") && strstr(got, "\r\n\r\nxx"), "and the peer's answer read");
+  pthread_mutex_lock(&p->mu);
+  int closes = p->closes;
+  pthread_mutex_unlock(&p->mu);
+  unsb_http_close(x);
+  ok(closes_within(p, closes + 1, 3000), "closing the transfer closed its connection");
+
+  /* nothing listening: a bound socket that does not listen refuses */
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t alen = sizeof a;
+  int dead = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  bind(dead, (struct sockaddr *)&a, sizeof a);
+  getsockname(dead, (struct sockaddr *)&a, &alen);
+  snprintf(u, sizeof u, "http://127.0.0.1:%d/", ntohs(a.sin_port));
+  x = unsb_http_open(h, &req, &err);
+  rc = 0;
+  for (int i = 0; x && i < 200 && (rc = unsb_http_connected(x, "ws://dead", &err)) == 0; i++)
+    unsb_loop_step(l, 50, &err);
+  ok(rc == -1 && err.kind == UNSB_ETRANSPORT && strstr(err.message, "cannot connect to ws://dead: "),
+     "a refused connection names the caller's URL: %s", err.message);
+  ok(unsb_http_socket(x) == -1 && unsb_http_send(x, "x", 1, &(size_t){0}, &err) == -1,
+     "and has no socket to use");
+  unsb_http_close(x);
+  close(dead);
+  unsb_http_free(h);
+}
+
+/* ---------------------------------------------------------------------
 ** the Control Plane client
 ** ------------------------------------------------------------------- */
 
@@ -484,6 +570,7 @@ int main(void) {
   pause_and_resume(&p);
   captured_headers(&p);
   close_running(&p);
+  connect_only(&p);
   cp_fails_closed(&p);
   cp_headers(&p);
   cp_config();
