@@ -1,11 +1,10 @@
 /*
 ** Transfers the caller drives (core/http.h open, the loop's steps, close)
-** and the
-** Control Plane client's request builder (core/cpclient.h), against a
-** small HTTP/1.1 peer this test runs itself on 127.0.0.1: a listener
-** thread that hands each connection to a thread of its own, which answers
-** by path. Every wait is bounded (the peer gives up after 5 s, loops here
-** after a fixed number of rounds).
+** and the Control Plane client's request builder (core/cpclient.h),
+** against a small HTTP/1.1 peer this test runs itself on 127.0.0.1: a
+** listener thread that hands each connection to a thread of its own,
+** which answers by path. Every wait is bounded (the peer gives up after
+** 5 s, loops here after a fixed number of rounds).
 **
 ** What is proven: two transfers of one engine run at once, and a stream
 ** keeps flowing while a blocking call runs beside it; a transfer whose
@@ -13,8 +12,8 @@
 ** for response headers are kept; closing a running transfer closes its
 ** connection; a connect_only transfer leaves its connection (and nothing
 ** else) to the caller, gives its slot back, and closes it when closed; a
-** Control Plane call without a token, or an object call
-** without a subject or owner, sends nothing; the header set and the URL.
+** Control Plane call without a token, or an object call without a
+** subject or owner, sends nothing; the header set and the URL.
 */
 #include <arpa/inet.h>
 #include <errno.h>
