@@ -19,7 +19,7 @@ LIBS="-lcurl -lcrypto -lwebsockets -ljansson -lsqlite3 -larchive -lmicrohttpd -l
 build() {
   mkdir -p "$OUT/obj" "$OUT/bin"
   local srcs
-  srcs=$(ls csrc/core/*.c csrc/server/*.c csrc/server/*/*.c csrc/agent/*.c | grep -v -e '^csrc/server/main\.c$' -e '^csrc/agent/main\.c$')
+  srcs=$(ls csrc/core/*.c csrc/core/*/*.c csrc/server/*.c csrc/server/*/*.c csrc/agent/*.c | grep -v -e '^csrc/server/main\.c$' -e '^csrc/agent/main\.c$')
   # objects of the whole C code (not main), in parallel; -fsanitize=fuzzer-no-link
   # instruments them for coverage feedback without libFuzzer's main
   printf '%s\n' $srcs | xargs -P "$(nproc)" -I{} sh -c \
