@@ -9,7 +9,7 @@ override CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter 
 override CPPFLAGS += -Icsrc -I/usr/include/lua5.4 -I/usr/include/x86_64-linux-gnu
 LUA_LIBS  = -llua5.4
 CJSON_LIB = -llua5.4-cjson
-NET_LIBS  = -lcurl -lcrypto -lwebsockets
+NET_LIBS  = -lcurl -lcrypto
 SRV_LIBS  = -lmicrohttpd -ljansson -lsqlite3 -larchive -lcrypto -lcurl -lpthread
 
 # `make V=1` shows the full compiler command lines
@@ -65,7 +65,7 @@ build/%.o: csrc/%.c
 $(MODULE): $(CORE_OBJ) $(BIND_OBJ) $(LAZY_OBJ)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -shared -o $@ $^ -ldl
-	$(Q)if nm -D --undefined-only $@ | grep -E ' (curl_|EVP_|OSSL_|OPENSSL_|CRYPTO_|RAND_|lws_)'; then \
+	$(Q)if nm -D --undefined-only $@ | grep -E ' (curl_|EVP_|OSSL_|OPENSSL_|CRYPTO_|RAND_)'; then \
 	  echo "$@: the functions above need a line in csrc/lazy/" >&2; rm -f $@; exit 1; fi
 
 # unlua links Lua, lua-cjson, readline (the REPL's line editing, as the

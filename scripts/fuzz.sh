@@ -14,7 +14,7 @@ T=${FUZZ_TIME:-20}
 OUT=build/fuzz
 CF="-g -O1 -std=c11 -D_GNU_SOURCE -Icsrc -I/usr/include/lua5.4 -fno-omit-frame-pointer \
  -fsanitize=address,undefined -fno-sanitize-recover=all"
-LIBS="-lcurl -lcrypto -lwebsockets -ljansson -lsqlite3 -larchive -lmicrohttpd -lpthread -lm"
+LIBS="-lcurl -lcrypto -ljansson -lsqlite3 -larchive -lmicrohttpd -lpthread -lm"
 
 build() {
   mkdir -p "$OUT/obj" "$OUT/bin"

@@ -117,6 +117,8 @@ typedef struct {
   size_t n_capture;                 /* <= UNSB_HTTP_CAPTURE_MAX */
   int connect_only;                 /* connect and stop (method, headers, body unused);
                                     ** HTTP/1.1 is what TLS's ALPN offers then */
+  int verbose;                      /* libcurl's own log on stderr (connect_only only: an
+                                    ** ordinary request's headers would show) */
 } unsb_http_request;
 
 typedef struct {

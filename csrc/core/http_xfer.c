@@ -209,6 +209,7 @@ static int set_options(unsb_http_xfer *x, const unsb_http_request *req) {
     ** upgrade, so ALPN must not agree on HTTP/2 */
     SET(CURLOPT_CONNECT_ONLY, 1L);
     SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    if (req->verbose) SET(CURLOPT_VERBOSE, 1L);
   }
   SET(CURLOPT_USERAGENT, "unsandbox-lua");
   SET(CURLOPT_HTTPHEADER, x->headers);
