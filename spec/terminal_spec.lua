@@ -244,6 +244,21 @@ describe("session terminal #integration", function()
       assert.matches("[\r\n]marker\r?\n", out)
     end)
 
+    it("a task waiting on a read can be cancelled, and the terminal goes on", function()
+      local t <close> = assert(patient(c.session_attach, c, sid))
+      local reader = unsandbox.spawn(read_until, t, "never")
+      for _ = 1, 100 do
+        if reader:status() == "waiting" then break end
+        unsandbox.step(10)
+      end
+      assert.are.equal("waiting", reader:status())
+      reader:cancel()
+      assert.are.equal("cancelled", reader:status())
+      assert.are.equal(0, require("unsandbox.core").loop_stats().timers, "its read's timer went with it")
+      assert(t:send("echo after\n"))
+      assert(read_until(t, "after"))
+    end)
+
     it("under a flood of output a step moves a bounded amount, never the whole flood", function()
       local t <close> = assert(patient(c.session_attach, c, sid))
       local total, most, steps = 0, 0, 0
