@@ -39,7 +39,8 @@ int unsb_http_connected(const unsb_http_xfer *x, const char *name, unsb_error *e
   if (x->rc == CURLE_OPERATION_TIMEDOUT || x->queue_timeout)
     return unsb_fail(err, UNSB_ETIMEOUT, "no connection to %s within %ld ms (%s)", name,
                      x->timeout_ms, detail);
-  if (x->rc == CURLE_URL_MALFORMAT) return unsb_fail(err, UNSB_EVALIDATION, "bad URL %s: %s", name, detail);
+  if (x->rc == CURLE_URL_MALFORMAT)
+    return unsb_fail(err, UNSB_EVALIDATION, "bad URL %s: %s", name, detail);
   if (tls_failure(x->rc))
     return unsb_fail(err, UNSB_ETRANSPORT, "TLS with %s failed (its certificate or host name could "
                      "not be verified, or the TLS handshake broke): %s", name, detail);
@@ -61,7 +62,8 @@ int unsb_http_send(unsb_http_xfer *x, const void *buf, size_t len, size_t *n, un
   rc = curl_easy_send(x->easy, buf, len, n);
   if (rc == CURLE_OK) return 1;
   if (rc == CURLE_AGAIN) return 0;
-  return unsb_fail(err, UNSB_ETRANSPORT, "writing to %s failed: %s", x->host, curl_easy_strerror(rc));
+  return unsb_fail(err, UNSB_ETRANSPORT, "writing to %s failed: %s", x->host,
+                   curl_easy_strerror(rc));
 }
 
 int unsb_http_recv(unsb_http_xfer *x, void *buf, size_t len, size_t *n, unsb_error *err) {
@@ -71,5 +73,6 @@ int unsb_http_recv(unsb_http_xfer *x, void *buf, size_t len, size_t *n, unsb_err
   rc = curl_easy_recv(x->easy, buf, len, n);
   if (rc == CURLE_OK) return 1;
   if (rc == CURLE_AGAIN) return 0;
-  return unsb_fail(err, UNSB_ETRANSPORT, "reading from %s failed: %s", x->host, curl_easy_strerror(rc));
+  return unsb_fail(err, UNSB_ETRANSPORT, "reading from %s failed: %s", x->host,
+                   curl_easy_strerror(rc));
 }

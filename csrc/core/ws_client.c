@@ -168,7 +168,8 @@ int unsb_wsc_watch_fd(unsb_wsc *ws, int fd, unsb_error *err) {
 int unsb_wsc_fd_ready(const unsb_wsc *ws) { return ws->extra_ready; }
 
 static int check_open(const unsb_wsc *ws, unsb_error *err) {
-  if (ws->state != OPEN || ws->peer_closed) return unsb_fail(err, UNSB_ETRANSPORT, "terminal has ended");
+  if (ws->state != OPEN || ws->peer_closed)
+    return unsb_fail(err, UNSB_ETRANSPORT, "terminal has ended");
   if (ws->closing) return unsb_fail(err, UNSB_ETRANSPORT, "terminal is closing");
   return 0;
 }

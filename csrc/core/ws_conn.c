@@ -89,9 +89,13 @@ int unsb_wsc_queue_frame(unsb_wsc *ws, int opcode, const void *data, size_t len,
   return 0;
 }
 
+/* Our one close frame (nothing may follow it: the server would call any
+** byte after it a protocol error). */
 void unsb_wsc_queue_close(unsb_wsc *ws, unsigned code, const char *reason) {
   unsigned char pl[UNSB_WS_CONTROL_MAX];
   size_t n = code == UNSB_WS_CLOSE_NO_STATUS ? 0 : unsb_ws_close_payload(pl, code, reason);
+  if (ws->close_queued) return;
+  ws->close_queued = 1;
   if (unsb_wsc_queue_frame(ws, UNSB_WS_CLOSE, pl, n, 0) != 0) {
     unsb_wsc_fail(ws, UNSB_ENOMEM, "out of memory");
     unsb_wsc_end(ws);
@@ -150,7 +154,8 @@ static void on_message(unsb_wsc *ws, const unsb_ws_msg *m) {
   switch (m->opcode) {
   case UNSB_WS_TEXT:
     if (m->len > UNSB_WS_MAX_MESSAGE) {
-      unsb_wsc_fail(ws, UNSB_EPROTOCOL, "terminal control message over %u bytes", UNSB_WS_MAX_MESSAGE);
+      unsb_wsc_fail(ws, UNSB_EPROTOCOL, "terminal control message over %u bytes",
+                    UNSB_WS_MAX_MESSAGE);
       protocol_error(ws, UNSB_WS_CLOSE_TOO_BIG, "too big");
       return;
     }
@@ -160,15 +165,17 @@ static void on_message(unsb_wsc *ws, const unsb_ws_msg *m) {
     if (m->len) queue_in(ws, 0, m->data, m->len);
     return;
   case UNSB_WS_PING:
-    if (unsb_wsc_queue_frame(ws, UNSB_WS_PONG, m->data, m->len, 0) != 0) unsb_wsc_fail(ws, UNSB_ENOMEM, "out of memory");
+    if (ws->close_queued) return;   /* too late for a pong */
+    if (unsb_wsc_queue_frame(ws, UNSB_WS_PONG, m->data, m->len, 0) != 0)
+      unsb_wsc_fail(ws, UNSB_ENOMEM, "out of memory");
     return;
   case UNSB_WS_CLOSE:
     ws->close_code = (int)m->close_code;
     snprintf(ws->close_reason, sizeof ws->close_reason, "%.*s", (int)(m->len < 120 ? m->len : 120),
              (const char *)m->data);
     ws->peer_closed = 1;
-    /* answer it, unless ours is already on its way */
-    if (!ws->closing) unsb_wsc_queue_close(ws, m->close_code, "");
+    /* answered (its code echoed), unless ours is already on its way */
+    unsb_wsc_queue_close(ws, m->close_code, "");
     unsb_wsc_wake(ws);
     return;
   default:   /* a pong */
@@ -203,8 +210,9 @@ static void head_in(unsb_wsc *ws, const unsigned char *p, size_t n) {
   char *end_of_head = memmem(ws->head, ws->head_len, "\r\n\r\n", 4);
   if (!end_of_head) {
     if (ws->head_len == UNSB_WSC_HEAD_MAX) {
-      unsb_wsc_fail(ws, UNSB_ETRANSPORT, "terminal handshake with %s failed: a reply head over %d bytes",
-           ws->target.url, UNSB_WSC_HEAD_MAX);
+      unsb_wsc_fail(ws, UNSB_ETRANSPORT,
+                    "terminal handshake with %s failed: a reply head over %d bytes",
+                    ws->target.url, UNSB_WSC_HEAD_MAX);
       unsb_wsc_end(ws);
     }
     return;
@@ -214,9 +222,11 @@ static void head_in(unsb_wsc *ws, const unsigned char *p, size_t n) {
   if (unsb_ws_reply_check(ws->head, hl, ws->key, &status, &why) != 0) {
     if (status && status != 101) {
       ws->http_status = status;
-      unsb_wsc_fail(ws, UNSB_ETRANSPORT, "%s answered the upgrade with HTTP %d", ws->target.url, status);
+      unsb_wsc_fail(ws, UNSB_ETRANSPORT, "%s answered the upgrade with HTTP %d", ws->target.url,
+                    status);
     } else {
-      unsb_wsc_fail(ws, UNSB_ETRANSPORT, "terminal handshake with %s failed: %s", ws->target.url, why);
+      unsb_wsc_fail(ws, UNSB_ETRANSPORT, "terminal handshake with %s failed: %s", ws->target.url,
+                    why);
     }
     unsb_wsc_end(ws);
     return;
@@ -248,7 +258,8 @@ static void pump_in(unsb_wsc *ws) {
     if (rc == 0) break;
     if (rc < 0 || n == 0) {   /* broken, or closed by the peer */
       if (ws->state == UPGRADING)
-        unsb_wsc_fail(ws, UNSB_ETRANSPORT, "terminal: %s closed during the handshake", ws->target.url);
+        unsb_wsc_fail(ws, UNSB_ETRANSPORT, "terminal: %s closed during the handshake",
+                      ws->target.url);
       unsb_wsc_end(ws);
       return;
     }
@@ -285,7 +296,7 @@ void unsb_wsc_on_due(unsb_loop_source *s) {
       return;
     }
     unsb_wsc_fail(ws, UNSB_ETIMEOUT, "terminal: no answer from %s within %ld ms", ws->target.url,
-         ws->timeout_ms);
+                  ws->timeout_ms);
     unsb_wsc_end(ws);
     return;
   }

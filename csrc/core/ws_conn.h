@@ -51,6 +51,7 @@ struct unsb_wsc {
   queue rx, tx;
   size_t max_input;
   int rx_paused, closing, peer_closed, close_code, http_status;
+  int close_queued;          /* our close frame is queued or out */
   char close_reason[124];
   unsb_error fail;           /* kind != UNSB_OK: why it ended badly */
 };

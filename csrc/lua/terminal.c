@@ -192,8 +192,8 @@ static int l_service(lua_State *L) {
       unsb_wsc_watch_fd(u->ws, -1, &err);
       return push_fail(L, &err, 0);
     }
-    if (unsb_wsc_ready(u->ws) || unsb_wsc_fd_ready(u->ws) || unsb_loop_signalled(unsb_wsc_loop(u->ws)))
-      break;
+    if (unsb_wsc_ready(u->ws) || unsb_wsc_fd_ready(u->ws)) break;
+    if (unsb_loop_signalled(unsb_wsc_loop(u->ws))) break;
   }
   return push_service(L, u);
 }

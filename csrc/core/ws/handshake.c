@@ -154,9 +154,9 @@ int unsb_ws_reply_check(const char *head, size_t len, const char *key, int *stat
       !reply_header(head, len, "Sec-WebSocket-Accept", v, sizeof v) || strcmp(v, accept) != 0)
     return refuse(-1, "the 101's Sec-WebSocket-Accept does not match the key sent", why);
   if (reply_header(head, len, "Sec-WebSocket-Extensions", v, sizeof v))
-    return refuse(-1, "the 101 names an extension none was offered", why);
+    return refuse(-1, "the 101 names an extension, and none was offered", why);
   if (reply_header(head, len, "Sec-WebSocket-Protocol", v, sizeof v))
-    return refuse(-1, "the 101 names a subprotocol none was offered", why);
+    return refuse(-1, "the 101 names a subprotocol, and none was offered", why);
   if (why) *why = NULL;
   return 0;
 }
