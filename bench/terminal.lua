@@ -2,7 +2,9 @@
 -- attach + `echo hi; exit` + the exit frame, each next to the same
 -- session's `session_execute` of the same command (one sandbox run of the
 -- same shape, over plain HTTP), measured in alternating rounds of the same
--- run. Figures only, never pass/fail.
+-- run; a round trip on an open terminal (a line sent, its output read);
+-- and a frame loop's step(0) while a task waits on a quiet terminal's
+-- read, next to step(0) with no task. Figures only, never pass/fail.
 local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"
 local socket = require "socket"
@@ -107,16 +109,17 @@ local rt_term, rt = round_trips(ROUNDS * PER)
 local frame_with, frame_without = frame_steps(rt_term, 10)
 rt_term:close()
 
-local function line(name, v, base_name, b)
+local function line(name, v, base_name, b, digits)
   local m, bm = util.stats(v), util.stats(b)
-  print(string.format("  %-40s %7.1f (%7.1f)  %-34s %7.1f (%7.1f)  %5.2fx", name, m.median, m.p95,
-    base_name, bm.median, bm.p95, m.median / bm.median))
+  local f = "%7." .. (digits or 1) .. "f"
+  print(string.format("  %-40s " .. f .. " (" .. f .. ")  %-34s " .. f .. " (" .. f .. ")  %5.2fx",
+    name, m.median, m.p95, base_name, bm.median, bm.p95, m.median / bm.median))
 end
 print(string.format("session terminal (issue 14): %d rounds of %d, median (p95) in ms", ROUNDS, PER))
 line("session_attach (to an open Terminal)", attach, 'session_execute(id, "true")', run_true)
 line("attach, `echo hi; exit`, the exit frame", whole, 'session_execute(id, "echo hi; exit 0")', run_echo)
 line("round trip: a line sent, its output read", rt, 'session_execute(id, "echo hi; exit 0")', run_echo)
-line("step(0) while a task reads the terminal", frame_with, "step(0) with no task", frame_without)
+line("step(0) while a task reads the terminal", frame_with, "step(0) with no task", frame_without, 3)
 assert(c:delete_session(sess.id))
 c:close()
 srv.stop()
