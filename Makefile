@@ -9,7 +9,7 @@ override CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter 
 override CPPFLAGS += -Icsrc -I/usr/include/lua5.4 -I/usr/include/x86_64-linux-gnu
 LUA_LIBS  = -llua5.4
 CJSON_LIB = -llua5.4-cjson
-NET_LIBS  = -lcurl -lcrypto -lwebsockets
+NET_LIBS  = -lcurl -lcrypto
 SRV_LIBS  = -lmicrohttpd -ljansson -lsqlite3 -larchive -lcrypto -lcurl -lpthread
 
 # `make V=1` shows the full compiler command lines
@@ -22,7 +22,7 @@ else
   say = @:
 endif
 
-CORE_SRC   := $(wildcard csrc/core/*.c)
+CORE_SRC   := $(wildcard csrc/core/*.c csrc/core/*/*.c)
 BIND_SRC   := $(wildcard csrc/lua/*.c)
 LAZY_SRC   := $(wildcard csrc/lazy/*.c)
 HOST_SRC   := $(wildcard csrc/host/*.c)
@@ -65,7 +65,7 @@ build/%.o: csrc/%.c
 $(MODULE): $(CORE_OBJ) $(BIND_OBJ) $(LAZY_OBJ)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -shared -o $@ $^ -ldl
-	$(Q)if nm -D --undefined-only $@ | grep -E ' (curl_|EVP_|OSSL_|OPENSSL_|CRYPTO_|RAND_|lws_)'; then \
+	$(Q)if nm -D --undefined-only $@ | grep -E ' (curl_|EVP_|OSSL_|OPENSSL_|CRYPTO_|RAND_)'; then \
 	  echo "$@: the functions above need a line in csrc/lazy/" >&2; rm -f $@; exit 1; fi
 
 # unlua links Lua, lua-cjson, readline (the REPL's line editing, as the
@@ -100,11 +100,12 @@ $(UNLUA): $(HOST_OBJ) build/host/facade_lua.o $(CORE_OBJ) $(BIND_OBJ) $(LAZY_OBJ
 	$(Q)$(CC) $(LDFLAGS) -Wl,-E -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) -lreadline -lm -ldl
 
 # the server shares signing, base64, the id rule, trace context, the
-# pseudonym and the MCP rules (session ids, tool names) with the client core
+# pseudonym, the MCP rules (session ids, tool names) and WebSocket's
+# framing and handshake with the client core
 SERVER_CORE := build/core/sign.o build/core/base64.o build/core/ids.o build/core/trace.o \
                build/core/clock.o build/core/interrupt.o build/core/validate.o build/core/file.o \
                build/core/digest.o build/core/error.o build/core/pseudonym.o build/core/utf8.o \
-               build/core/mcp.o
+               build/core/mcp.o build/core/ws/frames.o build/core/ws/handshake.o
 
 $(UNSANDBOXD): $(SERVER_OBJ) $(SERVER_CORE)
 	@mkdir -p bin

@@ -16,8 +16,8 @@ source = {
 description = {
   summary = "Run untrusted code in remote sandboxes (unsandbox execution API, sandbox Control Plane) from Lua 5.4",
   detailed = [[
-    A client of the unsandbox execution API with a C core (libcurl, OpenSSL,
-    libwebsockets for session terminals):
+    A client of the unsandbox execution API with a C core (libcurl, OpenSSL;
+    session terminals too: WebSocket over libcurl's connections):
     execute code in 40+ languages, jobs and polling, languages, sessions,
     services and snapshots, HMAC-SHA256 request signing; and of the sandbox
     platform's Control Plane: Manager and Sandbox objects, workspaces and
@@ -33,7 +33,6 @@ dependencies = {
 external_dependencies = {
   CURL = { header = "curl/curl.h", library = "curl" },
   OPENSSL = { header = "openssl/evp.h", library = "crypto" },
-  WEBSOCKETS = { header = "libwebsockets.h", library = "websockets" },   -- session terminals
   CJSON = { library = "lua5.4-cjson" },
   READLINE = { header = "readline/readline.h", library = "readline" },   -- unlua -i
 }

@@ -2,7 +2,9 @@
 -- attach + `echo hi; exit` + the exit frame, each next to the same
 -- session's `session_execute` of the same command (one sandbox run of the
 -- same shape, over plain HTTP), measured in alternating rounds of the same
--- run. Figures only, never pass/fail.
+-- run; a round trip on an open terminal (a line sent, its output read);
+-- and a frame loop's step(0) while a task waits on a quiet terminal's
+-- read, next to step(0) with no task. Figures only, never pass/fail.
 local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"
 local socket = require "socket"
@@ -54,14 +56,70 @@ for r = 1, ROUNDS do
   if r % 2 == 0 then executes(); terminals() else terminals(); executes() end
 end
 
-local function line(name, v, base_name, b)
+-- A round trip on an open terminal: a line sent, its output read back
+-- (the shell's echo off, so the marker arrives once, as output).
+local function round_trips(n)
+  local t = assert(c:session_attach(sess.id))
+  assert(t:send("stty -echo; echo ready\n"))
+  local seen = ""
+  -- (the PTY echoes the line itself before bash turns echo off: the output
+  -- is the one at the start of a line)
+  while not seen:find("[\r\n]ready\r?\n") do
+    local item = assert(t:read(10))
+    if type(item) == "string" then seen = seen .. item end
+  end
+  local out = {}
+  for i = 1, n do
+    local mark = "rt" .. i .. "x"
+    local t0 = socket.gettime()
+    assert(t:send("echo " .. mark .. "\n"))
+    local got = ""
+    while not got:find("[\r\n]" .. mark .. "\r?\n") do
+      local item = assert(t:read(10))
+      if type(item) == "string" then got = got .. item end
+    end
+    out[#out + 1] = (socket.gettime() - t0) * 1000
+  end
+  return t, out
+end
+
+-- step(0) of a frame loop while a task waits on that terminal's read (a
+-- quiet shell: nothing comes within the read's 1 s), next to step(0) with
+-- no task at all.
+local function frame_steps(t, n)
+  local waiting
+  local with, without = {}, {}
+  for _ = 1, n do
+    if not waiting or waiting:done() then waiting = unsandbox.spawn(function() return t:read(1) end) end
+    local t0 = socket.gettime()
+    unsandbox.step(0)
+    with[#with + 1] = (socket.gettime() - t0) * 1000
+  end
+  waiting:cancel()
+  unsandbox.run(5)
+  for _ = 1, n do
+    local t0 = socket.gettime()
+    unsandbox.step(0)
+    without[#without + 1] = (socket.gettime() - t0) * 1000
+  end
+  return with, without
+end
+
+local rt_term, rt = round_trips(ROUNDS * PER)
+local frame_with, frame_without = frame_steps(rt_term, 10)
+rt_term:close()
+
+local function line(name, v, base_name, b, digits)
   local m, bm = util.stats(v), util.stats(b)
-  print(string.format("  %-40s %7.1f (%7.1f)  %-34s %7.1f (%7.1f)  %5.2fx", name, m.median, m.p95,
-    base_name, bm.median, bm.p95, m.median / bm.median))
+  local f = "%7." .. (digits or 1) .. "f"
+  print(string.format("  %-40s " .. f .. " (" .. f .. ")  %-34s " .. f .. " (" .. f .. ")  %5.2fx",
+    name, m.median, m.p95, base_name, bm.median, bm.p95, m.median / bm.median))
 end
 print(string.format("session terminal (issue 14): %d rounds of %d, median (p95) in ms", ROUNDS, PER))
 line("session_attach (to an open Terminal)", attach, 'session_execute(id, "true")', run_true)
 line("attach, `echo hi; exit`, the exit frame", whole, 'session_execute(id, "echo hi; exit 0")', run_echo)
+line("round trip: a line sent, its output read", rt, 'session_execute(id, "echo hi; exit 0")', run_echo)
+line("step(0) while a task reads the terminal", frame_with, "step(0) with no task", frame_without, 3)
 assert(c:delete_session(sess.id))
 c:close()
 srv.stop()

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   gcc g++ make pkg-config util-linux procps openssl
   liblua5.4-dev lua5.4 lua-cjson lua-cjson-dev lua-busted lua-socket luarocks lua-luv libreadline-dev
-  libcurl4-openssl-dev libssl-dev libwebsockets-dev libwebsockets17
+  libcurl4-openssl-dev libssl-dev
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libarchive-dev
   bubblewrap slirp4netns faketime sqlite3
   nghttp2-proxy

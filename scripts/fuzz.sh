@@ -14,12 +14,12 @@ T=${FUZZ_TIME:-20}
 OUT=build/fuzz
 CF="-g -O1 -std=c11 -D_GNU_SOURCE -Icsrc -I/usr/include/lua5.4 -fno-omit-frame-pointer \
  -fsanitize=address,undefined -fno-sanitize-recover=all"
-LIBS="-lcurl -lcrypto -lwebsockets -ljansson -lsqlite3 -larchive -lmicrohttpd -lpthread -lm"
+LIBS="-lcurl -lcrypto -ljansson -lsqlite3 -larchive -lmicrohttpd -lpthread -lm"
 
 build() {
   mkdir -p "$OUT/obj" "$OUT/bin"
   local srcs
-  srcs=$(ls csrc/core/*.c csrc/server/*.c csrc/server/*/*.c csrc/agent/*.c | grep -v -e '^csrc/server/main\.c$' -e '^csrc/agent/main\.c$')
+  srcs=$(ls csrc/core/*.c csrc/core/*/*.c csrc/server/*.c csrc/server/*/*.c csrc/agent/*.c | grep -v -e '^csrc/server/main\.c$' -e '^csrc/agent/main\.c$')
   # objects of the whole C code (not main), in parallel; -fsanitize=fuzzer-no-link
   # instruments them for coverage feedback without libFuzzer's main
   printf '%s\n' $srcs | xargs -P "$(nproc)" -I{} sh -c \

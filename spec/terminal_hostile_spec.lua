@@ -3,8 +3,9 @@
 -- scripted bytes): what the code in a sandbox, or a broken server, could
 -- send. Oversized and malformed control messages, a bad exit code, a
 -- dropped connection, an abnormal close code, a wrong or missing upgrade,
--- silence: each is a clear nil, Error, never a hang or a crash, and the
--- process stays usable.
+-- frames a server may not send (masked, text that is not UTF-8), an
+-- endless reply head, silence: each is a clear nil, Error, never a hang
+-- or a crash, and the process stays usable.
 local unsandbox = require "unsandbox"
 local hostile = require "spec.helpers.hostile"
 
@@ -18,24 +19,27 @@ local function accept_of(key)
   p:close()
   return v
 end
-local function frame(op, payload)
+local function frame(op, payload, fin)
   local n = #payload
+  local b0 = (fin == false and 0 or 0x80) | op
   local head
-  if n < 126 then head = string.char(0x80 | op, n)
-  elseif n < 65536 then head = string.char(0x80 | op, 126) .. string.pack(">I2", n)
-  else head = string.char(0x80 | op, 127) .. string.pack(">I8", n) end
+  if n < 126 then head = string.char(b0, n)
+  elseif n < 65536 then head = string.char(b0, 126) .. string.pack(">I2", n)
+  else head = string.char(b0, 127) .. string.pack(">I8", n) end
   return head .. payload
 end
 local function upgrade(headers, accept)
   return "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" ..
     "Sec-WebSocket-Accept: " .. (accept or accept_of(headers["sec-websocket-key"] or "")) .. "\r\n\r\n"
 end
-local TEXT, BINARY, CLOSE = 1, 2, 8
+local CONT, TEXT, BINARY, CLOSE, PING = 0, 1, 2, 8, 9
 return function(method, path, n, headers)
   local what = path:match("^/sessions/([%w_-]+)/shell$")
   if what == "hold" then return false end
   if what == "plain" then return reply(200, "{}") end
   if what == "badaccept" then return upgrade(headers, "d3JvbmcgYWNjZXB0IGtleSE=") end
+  if what == "http10" then return (upgrade(headers):gsub("^HTTP/1.1", "HTTP/1.0")) end
+  if what == "endless" then return "HTTP/1.1 101 Switching Protocols\r\nX-Pad: " .. string.rep("p", 20000) end
   local body = ({
     bigtext = frame(TEXT, string.rep("x", 70000)),
     badjson = frame(TEXT, "{not json"),
@@ -44,6 +48,12 @@ return function(method, path, n, headers)
     close1011 = frame(CLOSE, string.pack(">I2", 1011) .. "boom"),
     future = frame(TEXT, '{"type":"bell","volume":11}') .. frame(BINARY, "out") ..
              frame(TEXT, '{"type":"exit","exit_code":0}') .. frame(CLOSE, string.pack(">I2", 1000)),
+    -- a client masks, a server must not (RFC 6455 5.1)
+    masked = string.char(0x82, 0x80 | 3, 1, 2, 3, 4) .. "abc",
+    badutf8 = frame(TEXT, "\xff\xfe"),
+    -- a control message in two fragments, a ping between them
+    pieces = frame(TEXT, '{"type":"ex', false) .. frame(PING, "p") ..
+             frame(CONT, 'it","exit_code":9}') .. frame(CLOSE, string.pack(">I2", 1000)),
   })[what]
   if not body then return reply(404, '{"error":"not_found"}') end
   return upgrade(headers) .. body
@@ -117,6 +127,36 @@ describe("terminal against a hostile peer #integration", function()
     assert.are.equal("out", t:read(10))
     assert.are.same({ type = "exit", exit_code = 0 }, t:read(10))
     assert.is_nil(t:read(10))
+  end)
+
+  it("refuses frames a server may not send: masked, text that is not UTF-8", function()
+    local t <close> = assert(attach("masked"))
+    local item, err = t:read(10)
+    assert.is_nil(item)
+    assert.are.equal("protocol", err.kind)
+    assert.matches("masked", err.message)
+    local t2 <close> = assert(attach("badutf8"))
+    item, err = t2:read(10)
+    assert.is_nil(item)
+    assert.are.equal("protocol", err.kind)
+    assert.matches("UTF%-8", err.message)
+  end)
+
+  it("joins a fragmented control message, answering a ping between its pieces", function()
+    local t <close> = assert(attach("pieces"))
+    assert.are.same({ type = "exit", exit_code = 9 }, t:read(10))
+    assert.is_nil(t:read(10))
+  end)
+
+  it("refuses a 101 over HTTP/1.0 and a reply head without an end", function()
+    local t, err = attach("http10")
+    assert.is_nil(t)
+    assert.are.equal("transport", err.kind)
+    assert.matches("HTTP/1.0", err.message)
+    t, err = attach("endless")
+    assert.is_nil(t)
+    assert.are.equal("transport", err.kind)
+    assert.matches("reply head over 16384 bytes", err.message)
   end)
 
   it("refuses a wrong Sec-WebSocket-Accept and a reply that is not an upgrade", function()

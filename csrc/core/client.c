@@ -140,16 +140,6 @@ int unsb_client_credentials(unsb_client *c, const unsb_credentials **out, unsb_e
   return 0;
 }
 
-int unsb_client_request(unsb_client *c, const unsb_api_request *r, int sign,
-                        unsb_http_response *resp, unsb_error *err) {
-  const unsb_credentials *cred = NULL;
-  unsb_api_request req = *r;
-  if (req.timeout_ms <= 0) req.timeout_ms = c->timeout_ms;
-  if (unsb_request_check(&req, err) != 0) return -1;
-  if (sign && unsb_client_credentials(c, &cred, err) != 0) return -1;
-  return unsb_request_perform(c->http, c->url, cred, &req, resp, err);
-}
-
 unsb_http_xfer *unsb_client_open(unsb_client *c, const unsb_api_request *r, int sign,
                                  unsb_error *err) {
   const unsb_credentials *cred = NULL;

@@ -48,13 +48,9 @@ long unsb_client_connect_timeout(const unsb_client *c);
 /* The credentials, resolving them on first use. 0 or -1 (credentials). */
 int unsb_client_credentials(unsb_client *c, const unsb_credentials **out, unsb_error *err);
 
-/* Sends r (timeout_ms <= 0 = the client's timeout), signed when sign is
-** non-zero. See unsb_request_perform. */
-int unsb_client_request(unsb_client *c, const unsb_api_request *r, int sign,
-                        unsb_http_response *resp, unsb_error *err);
-
-/* The same request as an open transfer of the client's engine (see
-** unsb_request_open); credentials are resolved first when signing. */
+/* r (timeout_ms <= 0 = the client's timeout) as an open transfer of the
+** client's engine (see unsb_request_open), signed when sign is non-zero:
+** credentials are resolved first then. */
 unsb_http_xfer *unsb_client_open(unsb_client *c, const unsb_api_request *r, int sign,
                                  unsb_error *err);
 

@@ -216,19 +216,6 @@ static unsb_http_request to_http(const unsb_cp *c, const unsb_cp_call *call, con
   return r;
 }
 
-int unsb_cp_perform(unsb_cp *c, const unsb_cp_call *call, unsb_http_response *resp,
-                    unsb_error *err) {
-  prepared p;
-  int rc;
-  memset(resp, 0, sizeof *resp);
-  resp->retry_after = -1;
-  if (prepare(c, call, &p, err) != 0) return -1;
-  unsb_http_request r = to_http(c, call, &p);
-  rc = unsb_http_perform(c->http, &r, resp, err);
-  prepared_free(&p);
-  return rc;
-}
-
 unsb_http_xfer *unsb_cp_open(unsb_cp *c, const unsb_cp_call *call, unsb_error *err) {
   prepared p;
   unsb_http_xfer *x;

@@ -102,14 +102,10 @@ typedef struct {
 ** 0, or -1 with a validation err. */
 int unsb_cp_check_call(const unsb_cp_call *call, unsb_error *err);
 
-/* A blocking call. 0 with resp for any HTTP status, or -1 with err:
-** credentials (no token: nothing was sent), validation (see check_call, a
-** bad header value), and the engine's kinds. */
-int unsb_cp_perform(unsb_cp *c, const unsb_cp_call *call, unsb_http_response *resp,
-                    unsb_error *err);
-
-/* The same call as an open transfer of the client's engine (http.h). The
-** call's body must stay valid until the transfer is closed. */
+/* The call as an open transfer of the client's engine (http.h). The
+** call's body must stay valid until the transfer is closed. NULL with
+** err: credentials (no token: nothing was sent), validation (see
+** check_call, a bad header value), and the engine's kinds. */
 unsb_http_xfer *unsb_cp_open(unsb_cp *c, const unsb_cp_call *call, unsb_error *err);
 
 #endif

@@ -4,9 +4,9 @@
 ** the queue behind them, and the open transfers. What happens to one
 ** transfer's bytes is http_xfer.c's.
 **
-** A blocking call is a transfer like any other (open, rounds of the loop
-** until it is done, close), so streams a caller holds open keep flowing
-** while it waits. Nothing here runs inside a libcurl callback except what
+** A caller that blocks on a transfer drives the same loop until it is
+** done (unsb_http_drive), so streams it holds open keep flowing while it
+** waits. Nothing here runs inside a libcurl callback except what
 ** those callbacks themselves do; the loop's busy mark covers the inside,
 ** and every entry point refuses to run there ("busy"), because libcurl may
 ** not be re-entered from its own callbacks.
@@ -88,8 +88,13 @@ static void collect(unsb_http *h) {
     if (m->msg != CURLMSG_DONE) continue;
     curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&x);
     if (!x) continue;
-    curl_multi_remove_handle(h->multi, easy);   /* m is invalid from here */
-    x->in_multi = 0;
+    if (x->connect_only && rc == CURLE_OK) {
+      /* removing it would close the connection its caller is about to use */
+      x->held = 1;
+    } else {
+      curl_multi_remove_handle(h->multi, easy);   /* m is invalid from here */
+      x->in_multi = 0;
+    }
     x->done = 1;
     x->rc = rc;
     x->ended_us = unsb_monotonic_us();
@@ -311,13 +316,6 @@ unsb_http_xfer *unsb_http_open(unsb_http *h, const unsb_http_request *req, unsb_
   return NULL;
 }
 
-int unsb_http_pump(unsb_http *h, unsb_error *err) { return unsb_loop_step(h->loop, 0, err); }
-
-void unsb_http_wait(unsb_http *h, long ms) {
-  unsb_error err;
-  if (ms > 0) (void)unsb_loop_step(h->loop, ms, &err);
-}
-
 int unsb_http_done(const unsb_http_xfer *x) { return x->done; }
 unsb_http *unsb_http_of(const unsb_http_xfer *x) { return x->h; }
 
@@ -360,10 +358,11 @@ void unsb_http_close(unsb_http_xfer *x) {
   unsb_http *h;
   if (!x) return;
   h = x->h;
-  /* removing a running transfer aborts it and closes its connection */
+  /* removing a running transfer aborts it and closes its connection (a
+  ** held one's slot was given back when it connected) */
   if (x->in_multi) {
     curl_multi_remove_handle(h->multi, x->easy);
-    h->running--;
+    if (!x->held) h->running--;
   }
   if (x->queued) unqueue(h, x);
   if (!x->done) unsb_loop_notify(h->loop, x->token);   /* its waiter must look again */
@@ -382,7 +381,7 @@ void unsb_http_close(unsb_http_xfer *x) {
 }
 
 /* ---------------------------------------------------------------------
-** the blocking call
+** blocking on one transfer
 ** ------------------------------------------------------------------- */
 
 int unsb_http_drive(unsb_http *h, unsb_http_xfer *x, unsb_error *err) {
@@ -391,31 +390,7 @@ int unsb_http_drive(unsb_http *h, unsb_http_xfer *x, unsb_error *err) {
     if (x->done) return 0;
     if (unsb_loop_step(h->loop, UNSB_SLICE_MS, err) != 0) return -1;
     if (x->done) return 0;
-    /* right after each round, outside any libcurl callback: the tick can
-    ** hand what on_data queued to code that may not run inside libcurl */
-    if (x->has_stream && x->stream.on_tick && x->stream.on_tick(x->stream.ud) != 0) {
-      x->cancelled = 1;
-      return unsb_xfer_fail(x, 0, err);
-    }
     if (unsb_interrupt_take())
       return unsb_fail(err, UNSB_EINTERRUPTED, "request to %s interrupted", x->host);
   }
-}
-
-int unsb_http_perform(unsb_http *h, const unsb_http_request *req,
-                      unsb_http_response *resp, unsb_error *err) {
-  unsb_http_xfer *x;
-  int rc;
-  memset(resp, 0, sizeof *resp);
-  resp->retry_after = -1;
-  if (unsb_loop_busy(h->loop)) return busy(err);
-  if (!(x = unsb_http_open(h, req, err))) return -1;
-  if (unsb_interrupt_take()) {
-    rc = unsb_fail(err, UNSB_EINTERRUPTED, "request to %s interrupted", x->host);
-  } else {
-    rc = unsb_http_drive(h, x, err);
-    if (rc == 0) rc = unsb_http_result(x, resp, err);
-  }
-  unsb_http_close(x);
-  return rc;
 }

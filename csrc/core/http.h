@@ -7,29 +7,32 @@
 **
 ** Every call is a transfer. At most max_concurrency run at once per
 ** engine; more wait in a FIFO queue (their time there is queue_us of
-** their timing, and counts against their timeout). Two ways to run one:
-**  - unsb_http_perform: open, drive until it is done, close: the blocking
-**    call; it drives the loop in slices of at most 100 ms, checking the
-**    interrupt flag between slices;
-**  - unsb_http_open / unsb_http_done / unsb_http_result / unsb_http_close,
-**    with unsb_loop_step (or unsb_http_pump / _wait) driving: the caller
-**    holds any number of transfers open at once, and unsb_http_notify
-**    queues a token on the loop when one ends, so a scheduler wakes the
-**    right waiter instead of checking them all. Each round drives every
-**    transfer of every engine on the loop, so a stream keeps flowing during
-**    a blocking call made beside it; its bytes wait in its consumer's
-**    queue, or the consumer pauses it.
+** their timing, and counts against their timeout). One way to run one:
+** unsb_http_open, then the loop's rounds (unsb_loop_step, or
+** unsb_http_drive for a caller that blocks until it is done: it drives in
+** slices of at most 100 ms, checking the interrupt flag between them),
+** unsb_http_result once unsb_http_done, unsb_http_close. The caller holds
+** any number of transfers open at once, and unsb_http_notify queues a
+** token on the loop when one ends, so a scheduler wakes the right waiter
+** instead of checking them all. Each round drives every transfer of every
+** engine on the loop, so a stream keeps flowing while a call beside it
+** blocks; its bytes wait in its consumer's queue, or the consumer pauses it.
 **
 ** TLS peer and host verification are always on; only the CA file can be
 ** changed. Redirects are not followed. Messages name the URL's host and
 ** curl's own text, never a header.
 **
+** A connect_only transfer stops once connected (TCP, then TLS for https,
+** verified as every request): its caller speaks its own protocol on the
+** connection with unsb_http_send / unsb_http_recv, watching the socket on
+** the loop itself (the session terminal's WebSocket, ws_client.h). The
+** connection is the transfer's alone, never reused, and closed with it.
+**
 ** A transfer may stream instead of buffering (SSE, large downloads): the
 ** caller's callbacks see the status and content type once the headers are
-** in, then the body bytes as they arrive, and (perform only) a tick after
-** each round of the engine, outside libcurl; any of them can cancel, which
-** aborts the transfer and closes its connection (a connection with an
-** unread body is never reused). on_head and on_data run inside libcurl:
+** in, then the body bytes as they arrive; either can cancel, which aborts
+** the transfer and closes its connection (a connection with an unread body
+** is never reused), and so can closing the transfer. They run inside libcurl:
 ** they must not longjmp (no Lua error may cross them) and must not start,
 ** drive or close a transfer of the same engine (refused: "busy").
 */
@@ -98,11 +101,6 @@ typedef struct {
   /* Body bytes as they arrive; a non-zero return cancels, except
   ** UNSB_HTTP_PAUSE. */
   int (*on_data)(void *ud, const char *data, size_t len);
-  /* unsb_http_perform only: called after each round of the engine (at
-  ** least every UNSB_SLICE_MS), outside libcurl: the place to hand what
-  ** on_data queued to code that must not run inside a libcurl callback.
-  ** Non-zero cancels. May be NULL. */
-  int (*on_tick)(void *ud);
   void *ud;
 } unsb_http_stream;
 
@@ -117,6 +115,10 @@ typedef struct {
   const unsb_http_stream *stream;   /* NULL = buffer the whole body; copied */
   const char *const *capture;       /* response header names to keep (copied) */
   size_t n_capture;                 /* <= UNSB_HTTP_CAPTURE_MAX */
+  int connect_only;                 /* connect and stop (method, headers, body unused);
+                                    ** HTTP/1.1 is what TLS's ALPN offers then */
+  int verbose;                      /* libcurl's own log on stderr (connect_only only: an
+                                    ** ordinary request's headers would show) */
 } unsb_http_request;
 
 typedef struct {
@@ -142,36 +144,21 @@ unsb_http *unsb_http_new(const unsb_http_config *cfg, unsb_error *err);
 void unsb_http_free(unsb_http *h);
 unsb_loop *unsb_http_loop(const unsb_http *h);
 
-/* Performs one request. Returns 0 with resp filled for any HTTP status
-** (free it with unsb_http_response_free), or -1 with err: timeout,
-** transport, protocol (response too large), validation (bad URL, a header
-** line with CR or LF, the engine busy with another transfer), interrupted
-** (the interrupt flag) or cancelled (a stream callback). The body is sent
-** as exactly body_len bytes with a Content-Length; Content-Type:
-** application/json is added only when a non-empty body is sent and the
-** caller gave no Content-Type header. */
-int unsb_http_perform(unsb_http *h, const unsb_http_request *req,
-                      unsb_http_response *resp, unsb_error *err);
-
 void unsb_http_response_free(unsb_http_response *resp);
 
 /* Starts req as a transfer of its own and returns without waiting (the
 ** first round of the engine sends it). req->body must stay valid until
-** unsb_http_close; everything else is copied. NULL with err: validation
-** (a header line with CR or LF, a stream without on_data, too many
-** captured names, called from a callback: "busy") or transport. */
+** unsb_http_close; everything else is copied. The body is sent as exactly
+** body_len bytes with a Content-Length; Content-Type: application/json is
+** added only when a non-empty body is sent and the caller gave no
+** Content-Type header. NULL with err: validation (a header line with CR
+** or LF, a stream without on_data, too many captured names, called from a
+** callback: "busy") or transport. */
 unsb_http_xfer *unsb_http_open(unsb_http *h, const unsb_http_request *req, unsb_error *err);
 
-/* One round of the engine's loop without waiting (unsb_loop_step(0)):
-** every open transfer makes the progress its socket allows; transfers
-** that ended are marked done. 0, or -1 with err (validation: "busy"). */
-int unsb_http_pump(unsb_http *h, unsb_error *err);
-
-/* One round of the loop that waits at most ms for activity. */
-void unsb_http_wait(unsb_http *h, long ms);
-
 /* Drives the loop until x is done (0), or -1 with err: interrupted (the
-** flag is taken), cancelled (a stream's on_tick), or the loop's errors. */
+** flag is taken) or the loop's errors (validation: "busy", from inside a
+** callback). */
 int unsb_http_drive(unsb_http *h, unsb_http_xfer *x, unsb_error *err);
 
 /* 1 once x has ended (completed or failed), else 0. */
@@ -191,13 +178,39 @@ void unsb_http_timing_of(const unsb_http_xfer *x, unsb_http_timing *out);
 ** it held are offered to on_data again at once. No-op otherwise. */
 void unsb_http_resume(unsb_http_xfer *x);
 
-/* The outcome of a done transfer, as unsb_http_perform reports it (resp
-** is moved to the caller). -1 with err, also when x is not done yet. */
+/* The outcome of a done transfer (resp is moved to the caller; free it
+** with unsb_http_response_free): 0 for any HTTP status, or -1 with err:
+** timeout, transport, protocol (response too large, a malformed reply),
+** validation (bad URL), cancelled (a stream callback), and also when x is
+** not done yet. */
 int unsb_http_result(unsb_http_xfer *x, unsb_http_response *resp, unsb_error *err);
 
-/* Ends x: a running transfer is aborted and its connection closed. Frees
-** x and whatever result it still holds. NULL is fine. unsb_http_free
-** closes the transfers still open. */
+/* Ends x: a running transfer is aborted and its connection closed (a
+** connect_only transfer's too). Frees x and whatever result it still
+** holds. NULL is fine. unsb_http_free closes the transfers still open. */
 void unsb_http_close(unsb_http_xfer *x);
+
+/* ---- connect_only transfers (http_conn.c) ---- */
+
+/* 1 once x is connected (its slot is free again: the connection is held
+** by x until unsb_http_close), 0 while it connects, -1 with err when it
+** failed, the messages naming `name` (the caller's URL): transport
+** ("cannot connect to NAME: ...", "TLS with NAME failed ...: ..."),
+** timeout, validation (a bad URL). */
+int unsb_http_connected(const unsb_http_xfer *x, const char *name, unsb_error *err);
+
+/* The connected socket, to watch on the loop (-1 when there is none). */
+int unsb_http_socket(const unsb_http_xfer *x);
+
+/* Writes up to len bytes (TLS included): 1 with *n written (maybe fewer
+** than len), 0 when nothing can be written now (wait for POLLOUT; retry
+** with the same bytes), -1 with err (transport: the connection broke). */
+int unsb_http_send(unsb_http_xfer *x, const void *buf, size_t len, size_t *n, unsb_error *err);
+
+/* Reads up to len bytes: 1 with *n read (0: the peer closed the
+** connection), 0 when nothing is there now (wait for POLLIN), -1 with err
+** (transport). TLS may hold decrypted bytes the socket no longer shows:
+** read until 0 before waiting again. */
+int unsb_http_recv(unsb_http_xfer *x, void *buf, size_t len, size_t *n, unsb_error *err);
 
 #endif

@@ -203,7 +203,14 @@ static int set_options(unsb_http_xfer *x, const unsb_http_request *req) {
   ** opening one more. Never over plain HTTP: there nothing is learnt
   ** before the first response, so every other transfer would wait for it
   ** and concurrent calls on a fresh client would run one at a time. */
-  if (strncasecmp(req->url, "https:", 6) == 0) SET(CURLOPT_PIPEWAIT, 1L);
+  if (strncasecmp(req->url, "https:", 6) == 0 && !req->connect_only) SET(CURLOPT_PIPEWAIT, 1L);
+  if (req->connect_only) {
+    /* the caller's own protocol follows on the connection: HTTP/1.1's
+    ** upgrade, so ALPN must not agree on HTTP/2 */
+    SET(CURLOPT_CONNECT_ONLY, 1L);
+    SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    if (req->verbose) SET(CURLOPT_VERBOSE, 1L);
+  }
   SET(CURLOPT_USERAGENT, "unsandbox-lua");
   SET(CURLOPT_HTTPHEADER, x->headers);
   if (strcmp(req->method, "GET") == 0 && !req->body) {
@@ -231,6 +238,7 @@ int unsb_xfer_setup(unsb_http_xfer *x, const unsb_http_request *req, unsb_error 
     x->stream = *req->stream;
     x->has_stream = 1;
   }
+  x->connect_only = req->connect_only;
   x->n_capture = req->n_capture;
   for (size_t i = 0; i < req->n_capture; i++)
     snprintf(x->capture[i], UNSB_HTTP_NAME_MAX, "%s", req->capture[i]);

@@ -49,6 +49,9 @@ struct unsb_http_xfer {
   int too_big, oom;
   int head_done, streaming, cancelled, paused;
   int done, rc;                      /* rc: libcurl's result once done */
+  int connect_only;                  /* the request's */
+  int held;                          /* connect_only and connected: kept in the multi
+                                     ** handle (its connection lives there), slot freed */
   long timeout_ms;
   char host[UNSB_HTTP_HOST_MAX];
   char errbuf[CURL_ERROR_SIZE];

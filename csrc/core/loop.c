@@ -9,6 +9,7 @@
 #include "core/loop.h"
 #include "core/clock.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ struct unsb_loop {
   int refs;
   int busy;
   int oom;                        /* a callback could not record something */
+  int signalled;                  /* a signal cut a poll short */
   unsigned round;                 /* steps taken, to kick each source once per step */
   unsb_loop_source *sources;
   watch *w;
@@ -233,6 +235,14 @@ long unsb_loop_timeout(const unsb_loop *l) {
   return due <= now ? 0 : (long)(due - now);
 }
 
+int unsb_loop_signalled(unsb_loop *l) {
+  int s = l->signalled;
+  l->signalled = 0;
+  return s;
+}
+
+int unsb_loop_watching(const unsb_loop *l, int fd) { return find(l, fd) != NULL; }
+
 size_t unsb_loop_fds(const unsb_loop *l, unsb_loop_fd *out, size_t max) {
   for (size_t i = 0; i < l->nw && i < max; i++) {
     out[i].fd = l->w[i].fd;
@@ -287,6 +297,7 @@ int unsb_loop_step(unsb_loop *l, long wait_ms, unsb_error *err) {
   }
   int rc = poll(n ? l->pfd : NULL, (nfds_t)n, (int)t);
   if (rc > 0) dispatch(l, n);
+  else if (rc < 0 && errno == EINTR) l->signalled = 1;
   int64_t now = unsb_monotonic_ms();
   kick_due(l, now);
   fire_timers(l, now);

@@ -92,6 +92,14 @@ size_t unsb_loop_pending(const unsb_loop *l);
 ** activity; the caller checks the interrupt flag. */
 int unsb_loop_step(unsb_loop *l, long wait_ms, unsb_error *err);
 
+/* 1 when a signal cut a step's wait short since the last call (cleared):
+** a caller that blocks can act on it at once (`un` resizes its terminal
+** on SIGWINCH). */
+int unsb_loop_signalled(unsb_loop *l);
+
+/* 1 when fd is one of the sockets watched now (of any source). */
+int unsb_loop_watching(const unsb_loop *l, int fd);
+
 /* Milliseconds until the next source or timer is due (0: now), -1 when
 ** nothing is scheduled: what a host's own loop waits at most. */
 long unsb_loop_timeout(const unsb_loop *l);

@@ -102,17 +102,3 @@ done:
   free(headers);
   return x;
 }
-
-int unsb_request_perform(unsb_http *h, const char *base_url, const unsb_credentials *cred,
-                         const unsb_api_request *r, unsb_http_response *resp,
-                         unsb_error *err) {
-  unsb_http_xfer *x;
-  int rc;
-  memset(resp, 0, sizeof *resp);
-  resp->retry_after = -1;
-  if (!(x = unsb_request_open(h, base_url, cred, r, err))) return -1;
-  rc = unsb_http_drive(h, x, err);
-  if (rc == 0) rc = unsb_http_result(x, resp, err);
-  unsb_http_close(x);
-  return rc;
-}

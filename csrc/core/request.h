@@ -38,10 +38,4 @@ unsb_http_xfer *unsb_request_open(unsb_http *h, const char *base_url,
                                   const unsb_credentials *cred, const unsb_api_request *r,
                                   unsb_error *err);
 
-/* The blocking form: open, drive until done, close. Returns 0 with resp
-** filled for any status, else -1 (see unsb_http_perform). */
-int unsb_request_perform(unsb_http *h, const char *base_url, const unsb_credentials *cred,
-                         const unsb_api_request *r, unsb_http_response *resp,
-                         unsb_error *err);
-
 #endif

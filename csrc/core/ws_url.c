@@ -1,8 +1,8 @@
 /*
 ** The terminal URL of a session (see ws_url.h). The base URL was checked
 ** by unsb_client_new (scheme, no blanks, no query); this still refuses
-** anything it cannot split into host, port and path, since the pieces go
-** to libwebsockets separately.
+** anything it cannot split into host, port and path, since the pieces are
+** used apart: the connection's URL, the Host header, the request line.
 */
 #include "core/ws_url.h"
 

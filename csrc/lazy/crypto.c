@@ -1,7 +1,8 @@
 /*
 ** libcrypto on first use (see lazy.h), as curl.c does for libcurl: the
 ** functions of OpenSSL the core calls (HMAC and SHA-256 through EVP,
-** base64 blocks, random bytes, constant-time compare), forwarding once
+** SHA-1 for WebSocket's accept key, base64 blocks, random bytes,
+** constant-time compare), forwarding once
 ** libcrypto.so.3 is loaded. OPENSSL_cleanse alone is not forwarded: the
 ** core wipes secrets when objects die, often with nothing else of
 ** OpenSSL ever used, and glibc's explicit_bzero gives the same promise
@@ -27,6 +28,7 @@ static const OSSL_PARAM no_param;   /* all zero: the list's end marker */
   X(int, EVP_Digest, (const void *d, size_t n, unsigned char *md, unsigned int *s, \
                       const EVP_MD *t, ENGINE *e), (d, n, md, s, t, e), 0) \
   X(const EVP_MD *, EVP_sha256, (void), (), NULL) \
+  X(const EVP_MD *, EVP_sha1, (void), (), NULL) \
   X(EVP_MAC *, EVP_MAC_fetch, (OSSL_LIB_CTX *c, const char *a, const char *p), (c, a, p), NULL) \
   X(EVP_MAC_CTX *, EVP_MAC_CTX_new, (EVP_MAC *m), (m), NULL) \
   X(int, EVP_MAC_init, (EVP_MAC_CTX *c, const unsigned char *k, size_t n, const OSSL_PARAM p[]), \

@@ -17,6 +17,10 @@
   X(CURLcode, curl_global_init, (long f), (f), CURLE_FAILED_INIT) \
   X(CURL *, curl_easy_init, (void), (), NULL) \
   X(CURLcode, curl_easy_pause, (CURL *h, int mask), (h, mask), CURLE_FAILED_INIT) \
+  X(CURLcode, curl_easy_send, (CURL *h, const void *b, size_t n, size_t *sent), (h, b, n, sent), \
+    CURLE_FAILED_INIT) \
+  X(CURLcode, curl_easy_recv, (CURL *h, void *b, size_t n, size_t *got), (h, b, n, got), \
+    CURLE_FAILED_INIT) \
   X(const char *, curl_easy_strerror, (CURLcode c), (c), "libcurl.so.4 could not be loaded") \
   X(time_t, curl_getdate, (const char *s, const time_t *u), (s, u), -1) \
   X(struct curl_slist *, curl_slist_append, (struct curl_slist *l, const char *s), (l, s), NULL) \

@@ -1,18 +1,18 @@
 /*
 ** Libraries loaded on first use. unsandbox/core.so links neither libcurl
-** (with its tree of some thirty libraries), libcrypto nor libwebsockets:
-** `require "unsandbox"` costs what the module itself costs, and a script
-** that never talks to a service never maps them. Instead curl.c,
-** crypto.c and websockets.c define every function of theirs the core
-** calls, each forwarding to the real one, which unsb_lazy_load dlopens (by
-** soname) the first time any of them runs: libcurl when the first client
-** is made, libcrypto at the first signature, digest, base64 or random
-** bytes, libwebsockets when the first terminal opens.
+** (with its tree of some thirty libraries) nor libcrypto: `require
+** "unsandbox"` costs what the module itself costs, and a script that never
+** talks to a service never maps them. Instead curl.c and crypto.c define
+** every function of theirs the core calls, each forwarding to the real
+** one, which unsb_lazy_load dlopens (by soname) the first time any of
+** them runs: libcurl when the first client is made, libcrypto at the
+** first signature, digest, base64 or random bytes. (A session terminal
+** needs nothing more: its connection is libcurl's, its framing the core's.)
 **
 ** A function the core starts to use must get its line in one of those
 ** files: the Makefile refuses a core.so that still has an undefined
 ** symbol of these libraries. A C host that embeds the core links it with
-** -lcurl -lcrypto -lwebsockets as usual and leaves these files out.
+** -lcurl -lcrypto as usual and leaves these files out.
 **
 ** Should a library fail to load, each function returns its failure value
 ** (NULL, an error code, -1), which the core already handles as a failed

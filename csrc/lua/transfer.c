@@ -174,7 +174,7 @@ ub_transfer *ub_transfer_new(lua_State *L, int owner_idx, int body_idx, int opts
   t->mode = mode;
   t->loop = ub_loop(L);
   if (mode == UB_XFER_SSE && !(t->parser = unsb_sse_new(0, 0))) luaL_error(L, "not enough memory");
-  t->st = (unsb_http_stream){on_head, on_data, NULL, t};
+  t->st = (unsb_http_stream){on_head, on_data, t};
   return t;
 }
 

@@ -27,6 +27,7 @@
 #include "core/http.h"
 #include "core/loop.h"
 #include "tests/tap.h"
+#include "tests/xfer_util.h"
 
 #define MAX_CONN 64
 
@@ -271,7 +272,7 @@ static void test_queue_timeout(peer *p) {
   unsb_http_close(slow);
   /* closing one that never ran, and one that runs: their tokens come */
   unsb_http_xfer *a = get(h, p, 1000, 5000, 7), *b = get(h, p, 0, 5000, 8);
-  unsb_http_pump(h, &err);
+  unsb_loop_step(l, 0, &err);
   unsb_token got[8];
   unsb_loop_take(l, got, 8);
   unsb_http_close(b);
@@ -333,10 +334,10 @@ static void test_busy(peer *p) {
   reentry r = {unsb_http_loop(h), 0, {0}};
   char url[128];
   snprintf(url, sizeof url, "http://127.0.0.1:%d/slow/1", p->port);
-  unsb_http_stream st = {NULL, reenter, NULL, &r};
+  unsb_http_stream st = {NULL, reenter, &r};
   unsb_http_request req = {.method = "GET", .url = url, .timeout_ms = 3000, .stream = &st};
   unsb_http_response resp;
-  ok(unsb_http_perform(h, &req, &resp, &err) == 0, "a streamed call");
+  ok(xfer_call(h, &req, &resp, &err) == 0, "a streamed call");
   ok(r.rc == -1 && r.err.kind == UNSB_EVALIDATION, "whose on_data could not step the loop");
   ok(resp.timing.first_data_us > 0 && resp.timing.first_data_us <= resp.timing.total_us,
      "first_data_us is set for a stream");

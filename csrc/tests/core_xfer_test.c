@@ -1,17 +1,19 @@
 /*
-** Transfers the caller drives (core/http.h open/pump/wait/close) and the
-** Control Plane client's request builder (core/cpclient.h), against a
-** small HTTP/1.1 peer this test runs itself on 127.0.0.1: a listener
-** thread that hands each connection to a thread of its own, which answers
-** by path. Every wait is bounded (the peer gives up after 5 s, loops here
-** after a fixed number of rounds).
+** Transfers the caller drives (core/http.h open, the loop's steps, close)
+** and the Control Plane client's request builder (core/cpclient.h),
+** against a small HTTP/1.1 peer this test runs itself on 127.0.0.1: a
+** listener thread that hands each connection to a thread of its own,
+** which answers by path. Every wait is bounded (the peer gives up after
+** 5 s, loops here after a fixed number of rounds).
 **
 ** What is proven: two transfers of one engine run at once, and a stream
 ** keeps flowing while a blocking call runs beside it; a transfer whose
 ** consumer pauses is not read until resumed, and no byte is lost; asked
 ** for response headers are kept; closing a running transfer closes its
-** connection; a Control Plane call without a token, or an object call
-** without a subject or owner, sends nothing; the header set and the URL.
+** connection; a connect_only transfer leaves its connection (and nothing
+** else) to the caller, gives its slot back, and closes it when closed; a
+** Control Plane call without a token, or an object call without a
+** subject or owner, sends nothing; the header set and the URL.
 */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,6 +30,7 @@
 #include "core/cpclient.h"
 #include "core/http.h"
 #include "tests/tap.h"
+#include "tests/xfer_util.h"
 
 #define MAX_CONN 16
 
@@ -239,7 +242,7 @@ static void two_at_once(peer *p) {
   unsb_http_response r1, r2;
   char u1[96], u2[96];
   sink s = {0};
-  unsb_http_stream st = {NULL, sink_data, NULL, &s};
+  unsb_http_stream st = {NULL, sink_data, &s};
   url_of(u1, sizeof u1, p, "/sse");
   url_of(u2, sizeof u2, p, "/json");
   unsb_http_request stream = {.method = "GET", .url = u1, .timeout_ms = 5000, .stream = &st};
@@ -248,18 +251,16 @@ static void two_at_once(peer *p) {
   ok(x != NULL, "a streamed transfer is opened without waiting");
   /* the first events arrive while the caller drives the engine itself */
   for (int i = 0; i < 100 && s.bytes == 0; i++) {
-    unsb_http_pump(h, &err);
-    unsb_http_wait(h, 50);
+    unsb_loop_step(unsb_http_loop(h), 50, &err);
   }
   size_t before = s.bytes;
   ok(before > 0 && !unsb_http_done(x), "its first bytes arrived before it ended (%zu)", before);
   /* a blocking call beside it: the stream goes on during the call */
-  ok(unsb_http_perform(h, &plain, &r1, &err) == 0 && r1.status == 200,
+  ok(xfer_call(h, &plain, &r1, &err) == 0 && r1.status == 200,
      "a blocking call while the stream is open (%s)", r1.status ? "200" : err.message);
   unsb_http_response_free(&r1);
   for (int i = 0; i < 200 && !unsb_http_done(x); i++) {
-    unsb_http_pump(h, &err);
-    unsb_http_wait(h, 50);
+    unsb_loop_step(unsb_http_loop(h), 50, &err);
   }
   ok(unsb_http_done(x), "the stream ended");
   ok(unsb_http_result(x, &r2, &err) == 0 && r2.status == 200 && r2.streamed == s.bytes,
@@ -276,16 +277,15 @@ static void pause_and_resume(peer *p) {
   unsb_http_response r;
   char u[96];
   sink s = {.pause_every = 2};
-  unsb_http_stream st = {NULL, sink_data, NULL, &s};
+  unsb_http_stream st = {NULL, sink_data, &s};
   url_of(u, sizeof u, p, "/big");
   unsb_http_request req = {.method = "GET", .url = u, .timeout_ms = 5000, .stream = &st};
   unsb_http_xfer *x = unsb_http_open(h, &req, &err);
   int rounds = 0, stalled = 0;
   while (x && !unsb_http_done(x) && rounds++ < 2000) {
     size_t b = s.bytes;
-    unsb_http_pump(h, &err);
-    unsb_http_wait(h, 10);
-    unsb_http_pump(h, &err);
+    unsb_loop_step(unsb_http_loop(h), 10, &err);
+    unsb_loop_step(unsb_http_loop(h), 0, &err);
     if (s.paused_now && s.bytes == b) stalled++;   /* nothing moves while paused */
     unsb_http_resume(x);
   }
@@ -307,7 +307,7 @@ static void captured_headers(peer *p) {
   url_of(u, sizeof u, p, "/json");
   unsb_http_request req = {.method = "GET", .url = u, .timeout_ms = 5000, .capture = names,
                            .n_capture = 3};
-  ok(unsb_http_perform(h, &req, &r, &err) == 0, "request with captured headers");
+  ok(xfer_call(h, &req, &r, &err) == 0, "request with captured headers");
   is_str(r.captured[0], "\"v1\"", "ETag kept");
   is_str(r.captured[1], "/there?x=1", "Location kept (names match in any case)");
   ok(r.captured[2] == NULL, "an absent header is NULL");
@@ -316,7 +316,7 @@ static void captured_headers(peer *p) {
   const char *many[9] = {"a", "b", "c", "d", "e", "f", "g", "h", "i"};
   req.capture = many;
   req.n_capture = 9;
-  ok(unsb_http_perform(h, &req, &r, &err) == -1 && err.kind == UNSB_EVALIDATION,
+  ok(xfer_call(h, &req, &r, &err) == -1 && err.kind == UNSB_EVALIDATION,
      "more than 8 names are refused: %s", err.message);
   unsb_http_free(h);
 }
@@ -326,7 +326,7 @@ static void close_running(peer *p) {
   unsb_error err;
   char u[96];
   sink s = {0};
-  unsb_http_stream st = {NULL, sink_data, NULL, &s};
+  unsb_http_stream st = {NULL, sink_data, &s};
   int closes;
   pthread_mutex_lock(&p->mu);
   closes = p->closes;
@@ -335,17 +335,100 @@ static void close_running(peer *p) {
   unsb_http_request req = {.method = "GET", .url = u, .timeout_ms = 5000, .stream = &st};
   unsb_http_xfer *x = unsb_http_open(h, &req, &err);
   for (int i = 0; i < 100 && s.bytes == 0; i++) {
-    unsb_http_pump(h, &err);
-    unsb_http_wait(h, 50);
+    unsb_loop_step(unsb_http_loop(h), 50, &err);
   }
   ok(s.bytes == 2 && !unsb_http_done(x), "a transfer waiting for the rest of its body");
   unsb_http_close(x);
   ok(closes_within(p, closes + 1, 3000), "closing it closed the connection");
   /* an engine freed with transfers still open frees them too */
   x = unsb_http_open(h, &req, &err);
-  unsb_http_pump(h, &err);
+  unsb_loop_step(unsb_http_loop(h), 0, &err);
   unsb_http_free(h);
   ok(closes_within(p, closes + 2, 3000), "freeing the engine closed its open transfer");
+}
+
+/* ---------------------------------------------------------------------
+** connect_only: a connection for the caller's own protocol
+** ------------------------------------------------------------------- */
+
+/* Writes all of s on x's connection, waiting for the socket when it is full. */
+static int send_raw(unsb_http_xfer *x, const char *s, unsb_error *err) {
+  size_t off = 0, n, len = strlen(s);
+  struct pollfd pfd = {unsb_http_socket(x), POLLOUT, 0};
+  for (int i = 0; i < 200 && off < len; i++) {
+    int rc = unsb_http_send(x, s + off, len - off, &n, err);
+    if (rc < 0) return -1;
+    off += n;
+    if (rc == 0) poll(&pfd, 1, 50);
+  }
+  return off == len ? 0 : -1;
+}
+
+/* Reads into out until it holds want (or the peer closes). */
+static void recv_until(unsb_http_xfer *x, char *out, size_t size, const char *want, unsb_error *err) {
+  size_t have = 0, n;
+  struct pollfd pfd = {unsb_http_socket(x), POLLIN, 0};
+  out[0] = '\0';
+  for (int i = 0; i < 200 && !strstr(out, want) && have < size - 1; i++) {
+    int rc = unsb_http_recv(x, out + have, size - 1 - have, &n, err);
+    if (rc < 0 || (rc == 1 && n == 0)) return;
+    have += n;
+    out[have] = '\0';
+    if (rc == 0) poll(&pfd, 1, 50);
+  }
+}
+
+static void connect_only(peer *p) {
+  unsb_error err;
+  unsb_http_config cfg = {.connect_timeout_ms = 2000, .max_response = 1 << 20, .max_concurrency = 1};
+  unsb_http *h = unsb_http_new(&cfg, &err);
+  unsb_loop *l = unsb_http_loop(h);
+  unsb_http_response r;
+  unsb_loop_fd fds[4];
+  char u[96], u2[96], got[512];
+  int rc = 0;
+  url_of(u, sizeof u, p, "/");
+  url_of(u2, sizeof u2, p, "/json");
+  unsb_http_request req = {.method = "GET", .url = u, .timeout_ms = 5000, .connect_only = 1};
+  unsb_http_request plain = {.method = "GET", .url = u2, .timeout_ms = 5000};
+  unsb_http_xfer *x = unsb_http_open(h, &req, &err);
+  for (int i = 0; x && i < 200 && (rc = unsb_http_connected(x, "the peer", &err)) == 0; i++)
+    unsb_loop_step(l, 50, &err);
+  ok(rc == 1, "a connect_only transfer connects (%s)", rc < 0 ? err.message : "ok");
+  int fd = unsb_http_socket(x);
+  ok(fd >= 0 && unsb_loop_fds(l, fds, 4) == 0,
+     "its socket is the caller's to watch: the engine watches nothing now");
+  ok(xfer_call(h, &plain, &r, &err) == 0 && r.status == 200,
+     "its slot was given back: a call of the one-slot engine runs beside it");
+  unsb_http_response_free(&r);
+  ok(send_raw(x, "GET /hang HTTP/1.1\r\nHost: peer\r\n\r\n", &err) == 0,
+     "the caller's own bytes written on the connection");
+  recv_until(x, got, sizeof got, "\r\n\r\nxx", &err);
+  ok(strstr(got, "HTTP/1.1 200 OK\r\n") && strstr(got, "\r\n\r\nxx"), "and the peer's answer read");
+  pthread_mutex_lock(&p->mu);
+  int closes = p->closes;
+  pthread_mutex_unlock(&p->mu);
+  unsb_http_close(x);
+  ok(closes_within(p, closes + 1, 3000), "closing the transfer closed its connection");
+
+  /* nothing listening: a bound socket that does not listen refuses */
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t alen = sizeof a;
+  int dead = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  bind(dead, (struct sockaddr *)&a, sizeof a);
+  getsockname(dead, (struct sockaddr *)&a, &alen);
+  snprintf(u, sizeof u, "http://127.0.0.1:%d/", ntohs(a.sin_port));
+  x = unsb_http_open(h, &req, &err);
+  rc = 0;
+  for (int i = 0; x && i < 200 && (rc = unsb_http_connected(x, "ws://dead", &err)) == 0; i++)
+    unsb_loop_step(l, 50, &err);
+  ok(rc == -1 && err.kind == UNSB_ETRANSPORT && strstr(err.message, "cannot connect to ws://dead: "),
+     "a refused connection names the caller's URL: %s", err.message);
+  ok(unsb_http_socket(x) == -1 && unsb_http_send(x, "x", 1, &(size_t){0}, &err) == -1,
+     "and has no socket to use");
+  unsb_http_close(x);
+  close(dead);
+  unsb_http_free(h);
 }
 
 /* ---------------------------------------------------------------------
@@ -378,18 +461,21 @@ static void cp_fails_closed(peer *p) {
   int before = accepted(p);
   ok(c && !unsb_cp_has_token(c), "a blank token counts as none");
   unsb_cp_call call = {.method = "GET", .path = "/v1/whoami"};
-  ok(unsb_cp_perform(c, &call, &r, &err) == -1 && err.kind == UNSB_ECREDENTIALS &&
+  ok(xfer_finish(unsb_cp_open(c, &call, &err), &r, &err) == -1 && err.kind == UNSB_ECREDENTIALS &&
      strstr(err.message, "SANDBOX_TOKEN"), "no token: credentials error (%s)", err.message);
-  ok(unsb_cp_open(c, &call, &err) == NULL && err.kind == UNSB_ECREDENTIALS, "... for a stream too");
+  call.stream = &(unsb_http_stream){NULL, NULL, NULL};
+  ok(unsb_cp_open(c, &call, &err) == NULL && err.kind == UNSB_ECREDENTIALS,
+     "... before the stream is even looked at");
+  call.stream = NULL;
   unsb_cp_free(c);
   c = cp(p, "tok", NULL, &err);
   unsb_cp_call obj = {.method = "GET", .path = "/v1/storage/objects/list?scope=upload"};
-  ok(unsb_cp_perform(c, &obj, &r, &err) == -1 && err.kind == UNSB_EVALIDATION &&
+  ok(xfer_finish(unsb_cp_open(c, &obj, &err), &r, &err) == -1 && err.kind == UNSB_EVALIDATION &&
      strstr(err.message, "/v1/storage/objects/list is an object call") &&
      !strstr(err.message, "scope="), "object call without subject or owner: %s", err.message);
   unsb_cp_call imp = {.method = "POST", .path = "/v1/workspaces/ws-0123456789ab/objects/import",
                       .body = "{}", .body_len = 2};
-  ok(unsb_cp_perform(c, &imp, &r, &err) == -1 && err.kind == UNSB_EVALIDATION, "import too");
+  ok(xfer_finish(unsb_cp_open(c, &imp, &err), &r, &err) == -1 && err.kind == UNSB_EVALIDATION, "import too");
   unsb_cp_call bad = {.method = "get", .path = "/x"};
   ok(unsb_cp_check_call(&bad, &err) == -1, "a lower-case method is misuse");
   unsb_cp_call bad2 = {.method = "GET", .path = "/a b"};
@@ -415,7 +501,7 @@ static void cp_headers(peer *p) {
     .subject = "0645ca35688bd5af1135ecc65edaa4ce",
     .trace_id = "4bf92f3577b34da6a3ce929d0e0e4736",
   };
-  ok(unsb_cp_perform(c, &call, &r, &err) == 0 && r.status == 200, "object call with a subject");
+  ok(xfer_finish(unsb_cp_open(c, &call, &err), &r, &err) == 0 && r.status == 200, "object call with a subject");
   const char *q = last_request(p);
   ok(strstr(q, "POST /v1/storage/objects HTTP/1.1\r\n") != NULL, "request line");
   ok(strstr(q, "\r\nAuthorization: Bearer tok-123\r\n") != NULL, "Authorization");
@@ -427,7 +513,7 @@ static void cp_headers(peer *p) {
   unsb_http_response_free(&r);
   /* a scoped token replaces the client's; a random trace otherwise */
   unsb_cp_call tok = {.method = "GET", .path = "/v1/whoami", .token = "scoped"};
-  ok(unsb_cp_perform(c, &tok, &r, &err) == 0, "call with a scoped token");
+  ok(xfer_finish(unsb_cp_open(c, &tok, &err), &r, &err) == 0, "call with a scoped token");
   q = last_request(p);
   ok(strstr(q, "\r\nAuthorization: Bearer scoped\r\n") != NULL && !strstr(q, "tok-123"),
      "the scoped token, and only it");
@@ -483,6 +569,7 @@ int main(void) {
   pause_and_resume(&p);
   captured_headers(&p);
   close_running(&p);
+  connect_only(&p);
   cp_fails_closed(&p);
   cp_headers(&p);
   cp_config();

@@ -24,6 +24,7 @@
 #include "core/http.h"
 #include "core/sign.h"
 #include "tests/tap.h"
+#include "tests/xfer_util.h"
 
 /* 1 when a mapping of this process names `lib`. */
 static int mapped(const char *lib) {
@@ -133,7 +134,7 @@ static void test_http(void) {
   unsb_http_request req = { .method = "POST", .url = url, .headers = headers, .n_headers = 1,
                             .body = "{}", .body_len = 2, .timeout_ms = 5000 };
   unsb_http_response resp;
-  int rc = unsb_http_perform(h, &req, &resp, &err);
+  int rc = xfer_call(h, &req, &resp, &err);
   pthread_join(p.t, NULL);
   close(p.fd);
   ok(rc == 0 && resp.status == 200 && resp.body_len == 2 && !memcmp(resp.body, "ok", 2) &&
@@ -148,7 +149,7 @@ static void test_http(void) {
   /* a closed port: curl's own error text comes back through the forwarders */
   snprintf(url, sizeof url, "http://127.0.0.1:%d/", p.port);
   req.method = "GET"; req.body = NULL; req.body_len = 0; req.n_headers = 0;
-  rc = unsb_http_perform(h, &req, &resp, &err);
+  rc = xfer_call(h, &req, &resp, &err);
   ok(rc != 0 && err.kind == UNSB_ETRANSPORT && strstr(err.message, "onnect"),
      "a refused connection is a transport error with curl's text (%s)", err.message);
   if (rc == 0) unsb_http_response_free(&resp);

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/http/ws.h"
+#include "core/ws/ws.h"
 #include "server/http/ws_relay.h"
 #include "tests/tap.h"
 
@@ -162,7 +162,7 @@ static int output_has(fixture *f, const char *want, long ms) {
   while (now_ms() < end) {
     int op = next_frame(f, p, sizeof p, &n, end - now_ms());
     if (op < 0) return 0;
-    if (op != UX_WS_BINARY) continue;
+    if (op != UNSB_WS_BINARY) continue;
     if (used + strlen(p) >= sizeof acc) used = 0;
     memcpy(acc + used, p, strlen(p) + 1);
     used += strlen(p);
@@ -179,7 +179,7 @@ static unsigned close_code(fixture *f, long ms) {
   while (now_ms() < end) {
     int op = next_frame(f, p, sizeof p, &n, end - now_ms());
     if (op < 0) return 0;
-    if (op == UX_WS_CLOSE) return n >= 2 ? (unsigned)((unsigned char)p[0] << 8 | (unsigned char)p[1]) : 1005;
+    if (op == UNSB_WS_CLOSE) return n >= 2 ? (unsigned)((unsigned char)p[0] << 8 | (unsigned char)p[1]) : 1005;
   }
   return 0;
 }
@@ -220,10 +220,10 @@ static void test_both_ways(void) {
   char p[256];
   size_t len;
   int op = next_frame(f, p, sizeof p, &len, 5000);
-  ok(op == UX_WS_PONG && !strcmp(p, "ping!"), "a ping gets a pong with its payload (%d)", op);
+  ok(op == UNSB_WS_PONG && !strcmp(p, "ping!"), "a ping gets a pong with its payload (%d)", op);
   send_frame(f, 0x89, "", 0);
   op = next_frame(f, p, sizeof p, &len, 5000);
-  ok(op == UX_WS_PONG && len == 0, "an empty ping gets an empty pong (%d)", op);
+  ok(op == UNSB_WS_PONG && len == 0, "an empty ping gets an empty pong (%d)", op);
   struct winsize ws;
   ok(ioctl(f->slave, TIOCGWINSZ, &ws) == 0 && ws.ws_row == 30 && ws.ws_col == 100,
      "a resize reaches the terminal (%ux%u)", ws.ws_col, ws.ws_row);
@@ -234,7 +234,7 @@ static void test_both_ways(void) {
   signal_fd(f->done_fd);
   ok(output_has(f, "last words", 5000), "output written before the end is all relayed");
   op = next_frame(f, p, sizeof p, &len, 5000);
-  is_str(op == UX_WS_TEXT ? p : "(none)", "{\"type\":\"exit\",\"exit_code\":7}", "then the exit message");
+  is_str(op == UNSB_WS_TEXT ? p : "(none)", "{\"type\":\"exit\",\"exit_code\":7}", "then the exit message");
   ok(close_code(f, 5000) == 1000, "then a close 1000");
   client_close(f);
   ok(finish(f) == UX_RELAY_EXITED, "the relay reports the program's end");

@@ -2,11 +2,13 @@
 -- gives a Terminal whose binary messages are terminal bytes both ways and
 -- whose text messages are JSON control ({"type":"resize"} from here,
 -- {"type":"exit","exit_code":N} or {"type":"detached"} from the server).
--- The C core (csrc/core/ws_client.c, libwebsockets) owns the connection
--- and its bounded queues; this module decodes the control messages (cjson),
--- turns failures into unsandbox.Error, and adds `session_shell`, the
+-- The C core (csrc/core/ws_client.c: libcurl's connection, RFC 6455 from
+-- csrc/core/ws/, on the shared event loop) owns the connection and its
+-- bounded queues; this module decodes the control messages (cjson), turns
+-- failures into unsandbox.Error, and adds `session_shell`, the
 -- non-interactive form, and the detach-key filter `un session attach` uses.
--- Waiting on a terminal blocks the calling thread, also inside a task.
+-- Waiting on a terminal yields inside a task, as every call does, and
+-- blocks elsewhere.
 -- Internal module; its methods are documented as the Client's and the
 -- Terminal's.
 -- @submodule unsandbox
@@ -21,8 +23,9 @@ local M = {}
 local Terminal = core.Terminal
 local MAX_SIZE = core.TERMINAL_MAX_SIZE
 
--- What a refused upgrade means: the server's JSON body is not read by
--- libwebsockets on a failed handshake, so the message says it here.
+-- What a refused upgrade means: the client reads only the head of a
+-- refused reply (its JSON body is not waited for), so the message says it
+-- here.
 local REFUSED = {
   [400] = "bad terminal handshake", [401] = "authentication failed (key, secret or clock)",
   [403] = "forbidden", [404] = "no such session (or not one of this key)",
@@ -79,7 +82,7 @@ end
 
 -- The WebSocket handshake: one exchange, reported to the hooks like any
 -- other (status 101 when the upgrade was accepted, the refusal's status
--- otherwise; no request id or byte counts: libwebsockets keeps them) and
+-- otherwise; no request id or byte counts) and
 -- counted by the call's meter.
 local function handshake(client, id, copts)
   local t0 = core.monotonic_us()
@@ -148,8 +151,8 @@ function M.install(Client)
   -- (kind http with status 401, 404 or 409 when the server refuses it).
   -- opts: connect_timeout (s, default the client's), max_input (bytes of
   -- input that may wait to be written, default 256 KiB), cols and rows
-  -- (the initial size; the server starts at 80x24), debug (libwebsockets'
-  -- own log on stderr).
+  -- (the initial size; the server starts at 80x24), debug (libcurl's log of
+  -- the connection on stderr: resolving, connecting, TLS).
   function Client:session_attach(id, opts)
     return attach(self, "session_attach", id, opts)
   end

@@ -31,7 +31,7 @@
 #include "server/fsutil.h"
 #include "server/http/routes.h"
 #include "server/http/upgrade.h"
-#include "server/http/ws.h"
+#include "core/ws/ws.h"
 #include "server/http/ws_relay.h"
 #include "server/store/store.h"
 
@@ -282,7 +282,7 @@ static void term_end(term *t) {
 static int handshake(ux_req *r, char accept[29]) {
   const char *why = "bad WebSocket handshake";
   const char *key = ux_req_header(r, "Sec-WebSocket-Key");
-  int rc = ux_ws_handshake_check(r->method, ux_req_header(r, "Upgrade"),
+  int rc = unsb_ws_handshake_check(r->method, ux_req_header(r, "Upgrade"),
                                  ux_req_header(r, "Connection"),
                                  ux_req_header(r, "Sec-WebSocket-Version"), key, &why);
   if (rc == 426) {
@@ -290,7 +290,7 @@ static int handshake(ux_req *r, char accept[29]) {
     ux_reply_header(r, "Sec-WebSocket-Version", "13");
     return -1;
   }
-  if (rc != 0 || ux_ws_accept_key(key, accept) < 0) {
+  if (rc != 0 || unsb_ws_accept_key(key, accept) < 0) {
     ux_reply_error(r, 400, "bad_request", "%s", why);
     return -1;
   }

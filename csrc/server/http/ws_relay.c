@@ -9,9 +9,9 @@
 ** socket only while the queue towards the PTY has room. Every descriptor
 ** is non-blocking and every wait has a deadline (idle, a stalled writer,
 ** the closing handshake), so nothing a client does can hold the thread.
-** Frames are parsed by ws_frames.c (its strict policy: unmasked, oversized
-** or malformed input is a close with the parser's code); what is done
-** with a message is here.
+** Frames are parsed by core/ws/frames.c (its strict policy: unmasked,
+** oversized or malformed input is a close with the parser's code); what
+** is done with a message is here.
 */
 #include "server/http/ws_relay.h"
 
@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "server/fsutil.h"
-#include "server/http/ws.h"
+#include "core/ws/ws.h"
 
 typedef struct queue {
   unsigned char *p;
@@ -38,7 +38,7 @@ typedef struct queue {
 
 typedef struct relay {
   const ux_ws_relay_cfg *c;
-  ux_ws_parser *parser;
+  unsb_ws_parser *parser;
   queue out, in;              /* towards the client (framed), towards the PTY */
   int done, drained, pty_eof, sock_eof, peer_closed, closing, stop_seen, no_read;
   int reason;
@@ -70,8 +70,8 @@ static int q_put(queue *q, const void *data, size_t n) {
 
 /* Queues one unfragmented frame towards the client. */
 static int put_frame(relay *r, int opcode, const void *data, size_t n) {
-  unsigned char h[UX_WS_HEADER_MAX];
-  size_t hl = ux_ws_frame_header(h, opcode, n);
+  unsigned char h[UNSB_WS_HEADER_MAX];
+  size_t hl = unsb_ws_frame_header(h, opcode, n, NULL);
   if (!hl) return -1;
   if (!q_pending(&r->out)) r->stall_since = ux_now_ms();
   if (q_put(&r->out, h, hl) < 0 || q_put(&r->out, data, n) < 0) {
@@ -84,12 +84,12 @@ static int put_frame(relay *r, int opcode, const void *data, size_t n) {
 /* Queues our close frame (once) and remembers why the relay ends. */
 static void start_close(relay *r, unsigned code, const char *why, int reason) {
   if (r->closing) return;
-  unsigned char pl[UX_WS_CONTROL_MAX];
-  size_t n = ux_ws_close_payload(pl, code, why);
+  unsigned char pl[UNSB_WS_CONTROL_MAX];
+  size_t n = unsb_ws_close_payload(pl, code, why);
   r->closing = 1;
   if (!r->reason) r->reason = reason;
   r->close_deadline = ux_now_ms() + r->write_ms + UX_WS_RELAY_CLOSE_MS;
-  put_frame(r, UX_WS_CLOSE, pl, n);
+  put_frame(r, UNSB_WS_CLOSE, pl, n);
 }
 
 /* {"type":"resize","cols":C,"rows":R}: 0 applied, -1 refused (closed). */
@@ -114,20 +114,20 @@ static int control(relay *r, const unsigned char *data, size_t len) {
 }
 
 /* One complete client message. */
-static void on_message(relay *r, const ux_ws_msg *m) {
+static void on_message(relay *r, const unsb_ws_msg *m) {
   r->last_traffic = ux_now_ms();
-  if (m->opcode == UX_WS_CLOSE) {
+  if (m->opcode == UNSB_WS_CLOSE) {
     r->peer_closed = 1;
-    start_close(r, UX_WS_CLOSE_NORMAL, "", UX_RELAY_CLIENT_CLOSED);
+    start_close(r, UNSB_WS_CLOSE_NORMAL, "", UX_RELAY_CLIENT_CLOSED);
     return;
   }
   if (r->closing) return;                        /* nothing more after our close */
-  if (m->opcode == UX_WS_BINARY) {
+  if (m->opcode == UNSB_WS_BINARY) {
     if (q_put(&r->in, m->data, m->len) < 0) start_close(r, 1011, "out of memory", UX_RELAY_ERROR);
-  } else if (m->opcode == UX_WS_TEXT) {
+  } else if (m->opcode == UNSB_WS_TEXT) {
     control(r, m->data, m->len);
-  } else if (m->opcode == UX_WS_PING) {
-    put_frame(r, UX_WS_PONG, m->data, m->len);
+  } else if (m->opcode == UNSB_WS_PING) {
+    put_frame(r, UNSB_WS_PONG, m->data, m->len);
   }                                              /* a pong needs nothing */
 }
 
@@ -135,11 +135,11 @@ static void on_message(relay *r, const ux_ws_msg *m) {
 static void feed(relay *r, const unsigned char *p, size_t n) {
   while (n > 0 && !r->no_read) {
     size_t used = 0;
-    ux_ws_msg m;
-    int rc = ux_ws_parse(r->parser, p, n, &used, &m);
+    unsb_ws_msg m;
+    int rc = unsb_ws_parse(r->parser, p, n, &used, &m);
     if (rc < 0) {
       const char *why = "";
-      unsigned code = ux_ws_parser_error(r->parser, &why);
+      unsigned code = unsb_ws_parser_error(r->parser, &why);
       start_close(r, code, why, UX_RELAY_PROTOCOL);
       r->no_read = 1;                            /* the rest is not ours to read */
       return;
@@ -184,7 +184,7 @@ static void read_pty(relay *r) {
   ssize_t k = read(r->c->pty, buf, sizeof buf);
   if (k > 0) {
     r->last_traffic = ux_now_ms();
-    put_frame(r, UX_WS_BINARY, buf, (size_t)k);
+    put_frame(r, UNSB_WS_BINARY, buf, (size_t)k);
     return;
   }
   if (k < 0 && errno == EINTR) return;
@@ -219,8 +219,8 @@ static void program_over(relay *r) {
   }
   char msg[64];
   int n = snprintf(msg, sizeof msg, "{\"type\":\"exit\",\"exit_code\":%d}", code);
-  put_frame(r, UX_WS_TEXT, msg, (size_t)n);
-  start_close(r, UX_WS_CLOSE_NORMAL, "", UX_RELAY_EXITED);
+  put_frame(r, UNSB_WS_TEXT, msg, (size_t)n);
+  start_close(r, UNSB_WS_CLOSE_NORMAL, "", UX_RELAY_EXITED);
 }
 
 /* Deadlines and state changes after one round of I/O. */
@@ -264,7 +264,7 @@ static long wait_ms(const relay *r, long now) {
 static void one_round(relay *r) {
   const ux_ws_relay_cfg *c = r->c;
   struct pollfd p[P_N];
-  int room = q_pending(&r->out) + UX_WS_RELAY_FRAME + UX_WS_HEADER_MAX <= UX_WS_RELAY_OUT_MAX;
+  int room = q_pending(&r->out) + UX_WS_RELAY_FRAME + UNSB_WS_HEADER_MAX <= UX_WS_RELAY_OUT_MAX;
   p[P_SOCK].fd = c->sock;
   p[P_SOCK].events = (short)((q_pending(&r->in) < UX_WS_RELAY_IN_MAX ? POLLIN : 0) |
                              (q_pending(&r->out) ? POLLOUT : 0));
@@ -302,7 +302,7 @@ int ux_ws_relay(const ux_ws_relay_cfg *cfg) {
   r.c = cfg;
   int fl = fcntl(cfg->pty, F_GETFL);
   if (fl < 0 || fcntl(cfg->pty, F_SETFL, fl | O_NONBLOCK) < 0 || cfg->idle_ms <= 0 ||
-      !(r.parser = ux_ws_parser_new(cfg->max_message)))
+      !(r.parser = unsb_ws_parser_new(cfg->max_message, UNSB_WS_SERVER)))
     return UX_RELAY_ERROR;
   r.write_ms = cfg->write_ms > 0 ? cfg->write_ms : UX_WS_RELAY_WRITE_MS;
   r.last_traffic = r.stall_since = ux_now_ms();
@@ -315,7 +315,7 @@ int ux_ws_relay(const ux_ws_relay_cfg *cfg) {
   }
   /* a last try at what is queued (a close frame), never waiting */
   if (!r.sock_eof && q_pending(&r.out)) write_socket(&r);
-  ux_ws_parser_free(r.parser);
+  unsb_ws_parser_free(r.parser);
   free(r.out.p);
   free(r.in.p);
   return r.reason ? r.reason : UX_RELAY_ERROR;

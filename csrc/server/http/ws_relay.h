@@ -41,7 +41,7 @@ typedef struct ux_ws_relay_cfg {
   void *ctx;
   long idle_ms;               /* no byte either way for this long: close 1001 */
   long write_ms;              /* 0: UX_WS_RELAY_WRITE_MS */
-  size_t max_message;         /* 0: UX_WS_MAX_MESSAGE */
+  size_t max_message;         /* 0: UNSB_WS_MAX_MESSAGE */
 } ux_ws_relay_cfg;
 
 /* Why a relay ended. */
