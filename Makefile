@@ -263,7 +263,9 @@ install: install-rock $(UNSANDBOXD) $(AGENT) $(STATIC_LIB) $(PC_FILE)
 FORCE:
 .PHONY: FORCE
 
--include $(shell find build -name '*.d' 2>/dev/null)
+# the dependency files of this tree's objects, not of the variant trees
+# (build/<name>/src, scripts/variant.sh), whose rules name the same paths
+-include $(shell find build -path 'build/*/src' -prune -o -name '*.d' -print 2>/dev/null)
 
 clean:
 	rm -rf build $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(FRAME)
