@@ -7,7 +7,7 @@
 -- cancel went through (cancelled). A job the caller started separately
 -- (wait_for_job) is never cancelled here. Internal module.
 local core = require "unsandbox.core"
-local api = require "unsandbox.api"
+local transport = require "unsandbox.transport"
 local Error = require "unsandbox.errors"
 local wrap = require "unsandbox.wrap"
 
@@ -20,7 +20,7 @@ M.CANCEL_WAIT = 5
 -- cancel that follows must not be cut short by it.
 function M.cancel(client, job_id)
   core.interrupt_take()
-  local ok, doc = pcall(api.call, client, "DELETE", "/jobs/" .. job_id, nil,
+  local ok, doc = pcall(transport.request, client, "DELETE", "/jobs/" .. job_id, nil,
     { timeout = M.CANCEL_WAIT })
   return ok and doc ~= nil
 end

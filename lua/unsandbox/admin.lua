@@ -6,13 +6,13 @@
 -- since they become path segments.
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
-local cpapi = require "unsandbox.cpapi"
+local transport = require "unsandbox.transport"
 
 local Manager = core.Manager
 
 local function call(self, fname, method, path, o)
   o = o or {}
-  local doc, resp = cpapi.call(self, fname, method, path, o)
+  local doc, resp = transport.cp_call(self, fname, method, path, o)
   if not doc then return nil, resp end
   return doc, resp.request_id
 end

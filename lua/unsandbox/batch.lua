@@ -20,7 +20,7 @@
 -- are documented as the Client's.
 -- @submodule unsandbox
 local abandon = require "unsandbox.abandon"
-local api = require "unsandbox.api"
+local transport = require "unsandbox.transport"
 local check = require "unsandbox.check"
 local Error = require "unsandbox.errors"
 local execute = require "unsandbox.execute"
@@ -57,7 +57,7 @@ end
 
 local function submit(self, body)
   local meter = observe.meter()
-  local doc, rid = api.call(self, "POST", "/execute/async", body, { meter = meter })
+  local doc, rid = transport.request(self, "POST", "/execute/async", body, { meter = meter })
   if not doc then return nil, rid end
   local id, bad = shape.id(doc, "job_id", rid)
   if not id then

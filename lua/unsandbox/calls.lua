@@ -5,7 +5,7 @@
 -- so that the groups loaded on first use (resources.lua, execapi.lua)
 -- use the same ones. Internal module.
 local abandon = require "unsandbox.abandon"
-local api = require "unsandbox.api"
+local transport = require "unsandbox.transport"
 local check = require "unsandbox.check"
 local Error = require "unsandbox.errors"
 local observe = require "unsandbox.observe"
@@ -15,8 +15,8 @@ local shape = require "unsandbox.shape"
 
 local M = {}
 
--- Success is one value: the document with its request id (api.one).
-local one = api.one
+-- Success is one value: the document with its request id (transport.one).
+local one = transport.one
 M.one = one
 
 -- A result or an error of a call, with the timing of meter (a batch's
@@ -40,7 +40,7 @@ function M.plain(fname, opts, allowed)
   return opts
 end
 
---- What api.call takes from a plain call's options.
+--- What transport.request takes from a plain call's options.
 function M.request_opts(opts, extra)
   local o = { timeout = opts.timeout }
   for k, v in pairs(extra or {}) do o[k] = v end
@@ -69,7 +69,7 @@ end
 -- GET path: the list under key (bare: the document itself may be the
 -- list). Returns the list, or nil, Error.
 function M.get_list(self, path, key, opts, bare)
-  local doc, rid = api.call(self, "GET", path, nil, M.request_opts(opts))
+  local doc, rid = transport.request(self, "GET", path, nil, M.request_opts(opts))
   if not doc then return nil, rid end
   return shape.list(doc, key, rid, bare)
 end
@@ -87,7 +87,7 @@ function M.by_id(method, prefix, fname, suffix)
   return function(self, id, opts)
     check.id(fname, "id", id)
     opts = M.plain(fname, opts)
-    return one(api.call(self, method, prefix .. id .. (suffix or ""), method == "POST" and {} or nil,
+    return one(transport.request(self, method, prefix .. id .. (suffix or ""), method == "POST" and {} or nil,
       M.request_opts(opts)))
   end
 end
@@ -112,7 +112,7 @@ function M.destructive(method, prefix, fname, suffix)
     local path = prefix .. id .. (suffix or "")
     local body = method == "POST" and {} or nil
     local function send(challenge, otp)
-      return api.call(self, method, path, body, M.request_opts(opts,
+      return transport.request(self, method, path, body, M.request_opts(opts,
         challenge and { headers = { ["X-Sudo-Challenge"] = challenge, ["X-Sudo-OTP"] = otp } }))
     end
     local doc, err = send(opts.challenge_id, opts.otp)

@@ -2,7 +2,7 @@
 -- service, snapshot), apart from cli.lua's option parsing and runs. Every
 -- subcommand prints text for a person, or with --json the library's value
 -- as one JSON document; numbers that are whole print as integers either
--- way; a command that changes something (delete, restore, lock, unlock,
+-- way (the library gives them as integers); a command that changes something (delete, restore, lock, unlock,
 -- cancel) says what it did. HELP has each subcommand's own usage for
 -- `un CMD --help`. cli.lua hands in its helpers (usage, check).
 local cjson = require "cjson"
@@ -26,11 +26,8 @@ M.HELP = {
   snapshot = "usage: un snapshot list | get ID | restore ID | delete ID | lock ID | unlock ID [--json]",
 }
 
--- cjson decodes every number as a float: 1024.0 reads as 1024.
+-- A value in a line of text (tables as JSON).
 local function text(v)
-  if math.type(v) == "float" and v == math.floor(v) and math.abs(v) < 2 ^ 53 then
-    return tostring(math.tointeger(v))
-  end
   if type(v) == "table" then return cjson.encode(v) end
   return tostring(v)
 end

@@ -154,7 +154,7 @@ function sandbox.run(o, h, m)
   end, o.timeout))
   if r.output_truncated then io.stderr:write("[un] output truncated\n") end
   if r.timed_out then h.exit_with(h.EXIT_TIMEOUT, "un: the command exceeded its time limit") end
-  return math.tointeger(r.exit_code) or 1
+  return r.exit_code or 1
 end
 
 function sandbox.read(o, h, m)

@@ -59,7 +59,7 @@ local function session_actions(h)
     boost = function(o, c)
       local n = o.rest[4] and math.tointeger(tonumber(o.rest[4]))
       if o.rest[4] and not n then h.usage("boost expects an integer vcpu") end
-      out.emit(o, check(c:boost_session(id(o), n)), function(r) print(math.tointeger(r.vcpu)) end)
+      out.emit(o, check(c:boost_session(id(o), n)), function(r) print(r.vcpu) end)
     end,
     unboost = function(o, c) out.did(o, check(c:unboost_session(id(o))), "unboosted session " .. id(o)) end,
     attach = function(o, c) return cli_attach.run(c, id(o), h) end,
@@ -76,7 +76,7 @@ local function service_actions(h)
     unlock = function(o, c) out.did(o, check(c:unlock_service(id(o), h.SUDO)), "unlocked service " .. id(o)) end,
     resize = function(o, c)
       out.emit(o, check(c:resize_service(id(o), scalar(h, "vcpu", need(o, 4, "vcpu")))),
-        function(r) print(math.tointeger(r.vcpu)) end)
+        function(r) print(r.vcpu) end)
     end,
     logs = function(o, c)
       out.emit(o, check(c:service_logs(id(o), { all = o.all or nil })), function(log) io.stdout:write(log) end)
@@ -99,7 +99,7 @@ local function service_actions(h)
     env = function(o, c) out.table_of(o, check(c:get_service_env(id(o)))) end,
     ["env-set"] = function(o, c)
       out.emit(o, check(c:set_service_env(id(o), read_env(h, need(o, 4, "env file or -")))),
-        function(r) print(math.tointeger(r.count)) end)
+        function(r) print(r.count) end)
     end,
     ["env-export"] = function(o, c)
       out.emit(o, check(c:export_service_env(id(o))), function(text) io.stdout:write(text) end)

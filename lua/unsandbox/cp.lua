@@ -5,7 +5,6 @@
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local context = require "unsandbox.context"
-local cpapi = require "unsandbox.cpapi"
 local manager = require "unsandbox.manager"
 -- each adds its methods to core.Manager
 require "unsandbox.leases"
@@ -68,14 +67,14 @@ end
 -- requests get a random trace each.
 function M.trace(id, fn, ...)
   local value = parse_trace("trace", id)
-  if fn == nil then return context.bind(cpapi.traces, cpapi.TRACE_OWNER, value) end
+  if fn == nil then return context.bind(context.traces, context.TRACE_OWNER, value) end
   check.type("trace", "fn", fn, "function")
-  return context.with(cpapi.traces, cpapi.TRACE_OWNER, value, fn, ...)
+  return context.with(context.traces, context.TRACE_OWNER, value, fn, ...)
 end
 
 --- The trace id and flags bound for the running coroutine, or nil.
 function M.current_trace()
-  local v = context.get(cpapi.traces, cpapi.TRACE_OWNER)
+  local v = context.get(context.traces, context.TRACE_OWNER)
   if v then return v.trace_id, v.flags end
   return nil
 end

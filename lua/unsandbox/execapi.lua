@@ -8,7 +8,7 @@
 -- the destructive routes (unlock, image delete) take the sudo options.
 -- Internal module; its methods are documented as the Client's.
 -- @submodule unsandbox
-local api = require "unsandbox.api"
+local transport = require "unsandbox.transport"
 local calls = require "unsandbox.calls"
 local check = require "unsandbox.check"
 local execute = require "unsandbox.execute"
@@ -41,7 +41,7 @@ end
 
 -- POST path with body ({} when none) and the call's options.
 local function post(self, path, body, opts)
-  return api.call(self, "POST", path, body or {}, calls.request_opts(opts or {}))
+  return transport.request(self, "POST", path, body or {}, calls.request_opts(opts or {}))
 end
 
 local function sessions(Client, h)
@@ -59,7 +59,7 @@ local function sessions(Client, h)
     check.id("boost_session", "id", id)
     vcpu = check.int_range("boost_session", "vcpu", vcpu, 1, 8) or 2
     opts = opts_of("boost_session", opts)
-    return api.one(post(self, "/sessions/" .. id .. "/boost", { vcpu = vcpu }, opts))
+    return transport.one(post(self, "/sessions/" .. id .. "/boost", { vcpu = vcpu }, opts))
   end
 end
 
@@ -92,7 +92,7 @@ local function services(Client, h)
       show_freeze_page = check.type("update_service", "show_freeze_page", opts.show_freeze_page, "boolean", true),
     }
     if next(body) == nil then check.fail("update_service", "opts", "one of vcpu, unfreeze_on_demand, show_freeze_page expected") end
-    return api.one(api.call(self, "PATCH", "/services/" .. id, body, calls.request_opts(opts)))
+    return transport.one(transport.request(self, "PATCH", "/services/" .. id, body, calls.request_opts(opts)))
   end
 
   --- Changes the vcpu of a service (PATCH {vcpu}). opts: timeout.
@@ -115,7 +115,7 @@ local function services(Client, h)
       end
     end
     if not key then check.fail("set_service_domains", "opts", "one of add, remove, replace expected") end
-    return api.one(api.call(self, "PUT", "/services/" .. id .. "/domains",
+    return transport.one(transport.request(self, "PUT", "/services/" .. id .. "/domains",
       { [key == "replace" and "custom_domains" or key] = list }, calls.request_opts(opts)))
   end
 
@@ -127,14 +127,14 @@ local function services(Client, h)
     if not body then return nil, err end
     body.bootstrap = check.type("redeploy_service", "bootstrap", opts.bootstrap, "string", true)
     body.bootstrap_content = check.type("redeploy_service", "bootstrap_content", opts.bootstrap_content, "string", true)
-    return api.one(post(self, "/services/" .. id .. "/redeploy", body, opts))
+    return transport.one(post(self, "/services/" .. id .. "/redeploy", body, opts))
   end
 end
 
 -- The vault's PUT is text/plain, signed over the raw text (the C client
 -- signs exactly the bytes it is given, so no JSON encoding is involved).
 local function put_text(self, path, text, opts)
-  return api.one(api.call(self, "PUT", path, nil, { raw = text, timeout = opts.timeout,
+  return transport.one(transport.request(self, "PUT", path, nil, { raw = text, timeout = opts.timeout,
     headers = { ["Content-Type"] = "text/plain" } }))
 end
 
@@ -222,7 +222,7 @@ local function key_route(fname, suffix, field)
     check.id(fname, "id", id)
     check.id(fname, "key", key)
     opts = opts_of(fname, opts)
-    return api.one(post(self, "/images/" .. id .. suffix, { [field] = key }, opts))
+    return transport.one(post(self, "/images/" .. id .. suffix, { [field] = key }, opts))
   end
 end
 
@@ -268,7 +268,7 @@ local function image_sharing(Client, h)
     check.type("set_image_visibility", "visibility", visibility, "string")
     check.oneof("set_image_visibility", "visibility", visibility, VISIBILITY)
     opts = opts_of("set_image_visibility", opts)
-    return api.one(post(self, "/images/" .. id .. "/visibility", { visibility = visibility }, opts))
+    return transport.one(post(self, "/images/" .. id .. "/visibility", { visibility = visibility }, opts))
   end
   --- Lets another public key use the image.
   -- @function Client:grant_image_access
@@ -283,7 +283,7 @@ local function image_sharing(Client, h)
   function Client:image_trusted(id, opts)
     check.id("image_trusted", "id", id)
     opts = opts_of("image_trusted", opts)
-    local doc, rid = api.call(self, "GET", "/images/" .. id .. "/trusted", nil, calls.request_opts(opts))
+    local doc, rid = transport.request(self, "GET", "/images/" .. id .. "/trusted", nil, calls.request_opts(opts))
     if not doc then return nil, rid end
     local keys = doc.trusted_api_keys
     if type(keys) ~= "table" or not shape.is_list(keys) then

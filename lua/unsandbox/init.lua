@@ -12,7 +12,7 @@
 -- `nil, err` (an unsandbox.Error); misuse raises. Success is one value.
 -- @module unsandbox
 local core = require "unsandbox.core"
-local api = require "unsandbox.api"
+local transport = require "unsandbox.transport"
 local calls = require "unsandbox.calls"
 local check = require "unsandbox.check"
 local Error = require "unsandbox.errors"
@@ -165,7 +165,7 @@ function Client:execute_code(language, code, opts)
   local deadline = core.monotonic_ms() + budget * 1000
   local left = function() return math.max(0.001, (deadline - core.monotonic_ms()) / 1000) end
   local sync = math.min(budget, request_limit(self)) >= execute.sync_limit(ttl)
-  local doc, rid = api.call(self, "POST", sync and "/execute" or "/execute/async", body,
+  local doc, rid = transport.request(self, "POST", sync and "/execute" or "/execute/async", body,
     { timeout = math.min(budget, request_limit(self)) })
   if not doc then return nil, rid end
   if sync and not results.is_pending(doc) then
@@ -183,7 +183,7 @@ function Client:execute_async(language, code, opts)
   local body, err
   opts, body, err = execute_args("execute_async", language, code, opts)
   if not body then return nil, err end
-  local doc, rid = api.call(self, "POST", "/execute/async", body, { timeout = opts.timeout })
+  local doc, rid = transport.request(self, "POST", "/execute/async", body, { timeout = opts.timeout })
   if not doc then return nil, rid end
   local id, bad = shape.id(doc, "job_id", rid)
   if not id then return nil, bad end
@@ -195,7 +195,7 @@ end
 function Client:get_job(job_id, opts)
   check.id("get_job", "job_id", job_id)
   opts = calls.plain("get_job", opts)
-  local doc, rid = api.call(self, "GET", "/jobs/" .. job_id, nil, calls.request_opts(opts))
+  local doc, rid = transport.request(self, "GET", "/jobs/" .. job_id, nil, calls.request_opts(opts))
   if not doc then return nil, rid end
   return results.normalise(doc, rid, doc.artifacts ~= nil)   -- checks the shape
 end
@@ -229,7 +229,7 @@ end
 function Client:cancel_job(job_id, opts)
   check.id("cancel_job", "job_id", job_id)
   opts = calls.plain("cancel_job", opts)
-  return one(api.call(self, "DELETE", "/jobs/" .. job_id, nil, calls.request_opts(opts)))
+  return one(transport.request(self, "DELETE", "/jobs/" .. job_id, nil, calls.request_opts(opts)))
 end
 
 --- The jobs still pending or running (the service lists active jobs
@@ -257,7 +257,7 @@ end
 -- request_id}. opts: timeout.
 function Client:validate_keys(opts)
   opts = calls.plain("validate_keys", opts)
-  return one(api.call(self, "POST", "/keys/validate", nil, calls.request_opts(opts)))
+  return one(transport.request(self, "POST", "/keys/validate", nil, calls.request_opts(opts)))
 end
 
 --- true when the service answers GET /health (unsigned), within
@@ -267,7 +267,7 @@ end
 function Client:health(opts)
   opts = calls.plain("health", opts)
   local limit = opts.timeout or math.min(10, request_limit(self))
-  local doc, err = api.call(self, "GET", "/health", nil, { auth = false, timeout = limit })
+  local doc, err = transport.request(self, "GET", "/health", nil, { auth = false, timeout = limit })
   if not doc then return nil, err end
   return true
 end
@@ -284,7 +284,7 @@ function Client:call(method, path, body, opts)
   check.nonempty("call", "path", path)
   opts = check.options("call", opts, CALL_OPTIONS)
   check.positive("call", "timeout", opts.timeout)
-  return one(api.call(self, method:upper(), path, body, opts))
+  return one(transport.request(self, method:upper(), path, body, opts))
 end
 
 -- Sessions, services and snapshots are lua/unsandbox/resources.lua, the

@@ -8,7 +8,7 @@
 -- unwritable HOME means no cache, not an error.
 local core = require "unsandbox.core"
 local cjson = require "cjson.safe"
-local api = require "unsandbox.api"
+local transport = require "unsandbox.transport"
 local Error = require "unsandbox.errors"
 
 local M = {}
@@ -54,7 +54,7 @@ function M.get(client, url, opts)
     local cached = read_cache(path, url)
     if cached then return cached, "cache" end
   end
-  local doc, rid = api.call(client, "GET", "/languages", nil, opts)
+  local doc, rid = transport.request(client, "GET", "/languages", nil, opts)
   if not doc then return nil, rid end
   -- the C SDK also accepts a bare array
   local list = doc.languages or doc

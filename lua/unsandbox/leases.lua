@@ -7,7 +7,7 @@
 -- address the session's workspace. Methods of unsandbox.Manager.
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
-local cpapi = require "unsandbox.cpapi"
+local transport = require "unsandbox.transport"
 local Error = require "unsandbox.errors"
 
 local Manager = core.Manager
@@ -19,7 +19,7 @@ local HEX12 = string.rep("[0-9a-f]", 12)
 local function applied(self, apply, sid, doc, resp)
   local ok, _, msg = apply(self, sid, doc, self:_now())
   if ok then return true end
-  return nil, cpapi.bad_reply(msg, resp)
+  return nil, transport.cp.bad_reply(msg, resp)
 end
 
 --- The lease of a workspace as a table (what POST /v1/workspaces answers).
@@ -40,7 +40,7 @@ function Manager:ensure_workspace(key, owner, refresh, opts)
   if action == "reuse" and not opts.principal then
     return ws_view(ws_id, token, cached_owner, created)
   end
-  local doc, resp = cpapi.call(self, "ensure_workspace", "POST", "/v1/workspaces",
+  local doc, resp = transport.cp_call(self, "ensure_workspace", "POST", "/v1/workspaces",
     { body = { session_id = sid, owner = owner, principal = opts.principal } })
   if not doc then return nil, resp end
   local ok, err = applied(self, self._ws_apply, lk, doc, resp)
@@ -56,7 +56,7 @@ local function rt_view(sb_id, token, template, ws_id)
 end
 
 local function refresh_token(self, lk, sb_id)
-  local doc, resp = cpapi.call(self, "ensure_runtime", "POST", "/v1/sandboxes/" .. sb_id .. "/token",
+  local doc, resp = transport.cp_call(self, "ensure_runtime", "POST", "/v1/sandboxes/" .. sb_id .. "/token",
     { body = {} })
   if not doc then return nil, resp end
   local ok, err = applied(self, self._rt_apply, lk, doc, resp)
@@ -65,7 +65,7 @@ local function refresh_token(self, lk, sb_id)
 end
 
 local function create_runtime(self, lk, ws_id, template)
-  local doc, resp = cpapi.call(self, "ensure_runtime", "POST", "/v1/sandboxes",
+  local doc, resp = transport.cp_call(self, "ensure_runtime", "POST", "/v1/sandboxes",
     { body = { workspace_id = ws_id, template_id = template }, timeout = CREATE_TIMEOUT })
   if not doc then return nil, resp end
   local ok, err = applied(self, self._rt_apply, lk, doc, resp)
@@ -111,7 +111,7 @@ function Manager:release_runtime(key)
   local _, lk = self:_session("release_runtime", key)
   local st = self:_lease_status(lk, self:_now())
   if not st.sandbox_id then return { released = false, reason = "no active Runtime" } end
-  local doc, resp = cpapi.call(self, "release_runtime", "DELETE", "/v1/sandboxes/" .. st.sandbox_id)
+  local doc, resp = transport.cp_call(self, "release_runtime", "DELETE", "/v1/sandboxes/" .. st.sandbox_id)
   if doc or resp.status == 404 then self:_rt_forget(lk) end
   if not doc then return nil, resp end
   return doc, resp.request_id
@@ -120,16 +120,16 @@ end
 --- POST /v1/workspaces/resolve {session_id}: never creates anything.
 function Manager:resolve_workspace(key)
   local sid = self:_session("resolve_workspace", key)
-  local doc, resp = cpapi.call(self, "resolve_workspace", "POST", "/v1/workspaces/resolve",
+  local doc, resp = transport.cp_call(self, "resolve_workspace", "POST", "/v1/workspaces/resolve",
     { body = { session_id = sid } })
   if not doc then return nil, resp end
   -- the ids go into request paths: only their spec shapes are used
   if type(doc.workspace_id) ~= "string" or not doc.workspace_id:match("^ws%-" .. HEX12 .. "$") then
-    return nil, cpapi.bad_reply("Control Plane response has no workspace_id", resp)
+    return nil, transport.cp.bad_reply("Control Plane response has no workspace_id", resp)
   end
   if doc.sandbox_id ~= nil and (type(doc.sandbox_id) ~= "string" or
                                 not doc.sandbox_id:match("^sb%-" .. HEX12 .. "$")) then
-    return nil, cpapi.bad_reply("Control Plane response has an invalid sandbox_id", resp)
+    return nil, transport.cp.bad_reply("Control Plane response has an invalid sandbox_id", resp)
   end
   return doc, resp.request_id
 end
@@ -189,7 +189,7 @@ end
 local function simple(self, fname, key, method, suffix, o)
   local path, err = workspace_path(self, fname, key, suffix)
   if not path then return nil, err end
-  local doc, resp = cpapi.call(self, fname, method, path, o)
+  local doc, resp = transport.cp_call(self, fname, method, path, o)
   if not doc then return nil, resp end
   return doc, resp.request_id
 end
@@ -225,7 +225,7 @@ function Manager:delete_workspace(key, purge)
   check.type("delete_workspace", "purge", purge, "boolean", true)
   local res, err = self:resolve_workspace(key)
   if not res then return nil, err end
-  local doc, resp = cpapi.call(self, "delete_workspace", "DELETE", "/v1/workspaces/" .. res.workspace_id,
+  local doc, resp = transport.cp_call(self, "delete_workspace", "DELETE", "/v1/workspaces/" .. res.workspace_id,
     { query = { purge = purge and "1" or nil } })
   if not doc then return nil, resp end
   self:_lease_forget(lk)

@@ -2,11 +2,11 @@
 -- constructor, the acting subject bound per coroutine, session keys, the
 -- clock of the leases, and the low-level call. The methods of §8 live in
 -- leases.lua, mcp.lua, objects.lua and routes.lua; all of them go through
--- cpapi.lua. The userdata and its C methods are csrc/lua/manager.c.
+-- transport.lua. The userdata and its C methods are csrc/lua/manager.c.
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local context = require "unsandbox.context"
-local cpapi = require "unsandbox.cpapi"
+local transport = require "unsandbox.transport"
 local retry = require "unsandbox.retry"
 
 local Manager = core.Manager
@@ -82,7 +82,7 @@ end
 -- under a key of its own, hash(session_id ":" subject), and one
 -- coroutine's workspace token never serves another subject.
 local function lease_key(self, sid)
-  local subject = context.get(cpapi.subjects, self)
+  local subject = context.get(context.subjects, self)
   if not subject then return sid end
   return core.session_id(sid .. ":" .. subject)
 end
@@ -123,20 +123,20 @@ end
 -- until the returned Binding is closed: `local b <close> = m:bind_subject(s)`.
 function Manager:bind_subject(subject)
   check_subject("bind_subject", subject)
-  return context.bind(cpapi.subjects, self, subject)
+  return context.bind(context.subjects, self, subject)
 end
 
 --- Runs fn(...) with subject bound for this coroutine; returns fn's results.
 function Manager:with_subject(subject, fn, ...)
   check_subject("with_subject", subject)
   check.type("with_subject", "fn", fn, "function")
-  return context.with(cpapi.subjects, self, subject, fn, ...)
+  return context.with(context.subjects, self, subject, fn, ...)
 end
 Manager.acting_subject_context = Manager.with_subject
 
 --- The subject bound for the running coroutine, or nil.
 function Manager:acting_subject()
-  return context.get(cpapi.subjects, self)
+  return context.get(context.subjects, self)
 end
 
 ------------------------------------------------------------------------
@@ -169,7 +169,7 @@ function Manager:call(method, path, opts)
   end
   if path:sub(1, 1) ~= "/" then check.fail("call", "path", "must start with '/'") end
   check.positive("call", "timeout", opts.timeout)
-  local doc, resp = cpapi.call(self, "call", method:upper(), path, opts)
+  local doc, resp = transport.cp_call(self, "call", method:upper(), path, opts)
   if not doc then return nil, resp end
   return doc, resp.request_id
 end

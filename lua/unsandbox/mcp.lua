@@ -6,9 +6,8 @@
 -- its <close>). Every MCP call first ensures a runtime (§7.9) and sends
 -- the sandbox token through the same request path as every other call.
 -- Internal module; the tool methods are in tools.lua.
-local cjson = require "cjson.safe"
 local core = require "unsandbox.core"
-local cpapi = require "unsandbox.cpapi"
+local transport = require "unsandbox.transport"
 local Error = require "unsandbox.errors"
 local observe = require "unsandbox.observe"
 
@@ -17,7 +16,7 @@ local M = {}
 local CANCELLED = "Sandbox command cancelled"
 
 local function body_of(id, tool, args)
-  return cpapi.encode {
+  return transport.encode {
     jsonrpc = "2.0", id = id, method = "tools/call",
     params = { name = tool, arguments = args },
     _meta = {
@@ -32,16 +31,16 @@ end
 local function final_result(msg, resp)
   local rid = resp and resp.request_id
   if type(msg.error) == "table" then
-    local code = math.tointeger(msg.error.code)
+    local code = math.type(msg.error.code) == "integer" and msg.error.code or nil
     local text = type(msg.error.message) == "string" and msg.error.message or "error"
     return nil, Error.new { kind = "rpc", status = 502, rpc_code = code, request_id = rid,
       message = "MCP " .. tostring(code or msg.error.code) .. ": " .. text, data = msg.error.data }
   end
   local sc = type(msg.result) == "table" and msg.result.structuredContent
   if type(sc) ~= "table" then
-    return nil, cpapi.bad_reply("MCP response has no structuredContent", resp)
+    return nil, transport.cp.bad_reply("MCP response has no structuredContent", resp)
   end
-  return cpapi.strip_nulls(sc)
+  return sc
 end
 
 local function is_final(msg, id)
@@ -56,7 +55,7 @@ local function progress(msg, id)
   local seq = meta.sequence
   if seq == nil then seq = p.progress end
   if not core.mcp_progress_ok(p.progressToken, id, meta.channel, seq, p.message) then return nil end
-  return meta.channel, p.message, math.tointeger(seq)
+  return meta.channel, p.message, seq
 end
 
 -- A 401 or 404 from the MCP route means the cached runtime is not usable
@@ -73,20 +72,20 @@ local function buffered_reply(resp, id)
     local events = p:feed(resp.body) or {}
     for _, ev in ipairs(p:finish() or {}) do events[#events + 1] = ev end
     for _, ev in ipairs(events) do
-      local msg = cjson.decode(ev.data)
+      local msg = transport.decode_json(ev.data)
       if is_final(msg, id) then return final_result(msg, resp) end
     end
-    return nil, cpapi.bad_reply("MCP SSE ended without a final response", resp)
+    return nil, transport.cp.bad_reply("MCP SSE ended without a final response", resp)
   end
-  local msg = cjson.decode(resp.body or "")
-  if type(msg) ~= "table" then return nil, cpapi.bad_reply("MCP response is not valid JSON", resp) end
+  local msg = transport.decode_json(resp.body or "")
+  if type(msg) ~= "table" then return nil, transport.cp.bad_reply("MCP response is not valid JSON", resp) end
   return final_result(msg, resp)
 end
 
 --- One tools/call. o: key, timeout (s), and for a stream on_chunk and
 -- is_cancelled. Returns structuredContent, request_id or nil, Error. The
--- exchange goes through cpapi's one request path (hooks, meter, options),
--- buffered or streamed.
+-- exchange goes through the one request path (transport.lua: hooks,
+-- meter, options), buffered or streamed.
 function M.call(self, fname, tool, args, o)
   local _, lk = self:_session(fname, o.key)
   local rt, err = self:ensure_runtime(o.key)
@@ -99,7 +98,7 @@ function M.call(self, fname, tool, args, o)
   if o.on_chunk then
     result, rerr, rid = M.stream(self, fname, path, id, co, o)
   else
-    local text, resp = cpapi.call(self, fname, "POST", path, co)
+    local text, resp = transport.cp_call(self, fname, "POST", path, co)
     if text then
       result, rerr = buffered_reply(resp, id)
       rid = resp.request_id
@@ -118,7 +117,7 @@ end
 
 -- Handles one SSE event's data; returns the final message when it is one.
 local function on_event(data, id, on_chunk)
-  local msg = cjson.decode(data)
+  local msg = transport.decode_json(data)
   if type(msg) ~= "table" then return nil end          -- §7.11: bad JSON is skipped
   if is_final(msg, id) then return msg end
   local channel, chunk, seq = progress(msg, id)
@@ -131,7 +130,7 @@ end
 -- caller's own code: wrap.outside). Returns result, err, request_id.
 function M.stream(self, fname, path, id, co, o)
   co.mode, co.text = "sse", nil
-  local t, ex = cpapi.open(self, fname, "POST", path, co)
+  local t, ex = transport.cp_open(self, fname, "POST", path, co)
   if not t then return nil, ex end
   local transfer <close> = t
   local exchange <close> = ex      -- closed first: reports a stream left early
@@ -145,13 +144,13 @@ function M.stream(self, fname, path, id, co, o)
     end
     if done_or_kind then break end
   end
-  local resp, rkind, rmsg = cpapi.result(t, ex)
+  local resp, rkind, rmsg = transport.result(t, ex)
   if not resp then
     if rkind == "cancelled" or rkind == "interrupted" then return nil, cancelled(rkind) end
-    if rkind == "validation" or rkind == "credentials" then return nil, cpapi.fail(self, rkind, rmsg) end
-    return nil, cpapi.bad_reply("MCP SSE read failed: " .. tostring(rmsg))
+    if rkind == "validation" or rkind == "credentials" then return nil, transport.cp.fail(self, rkind, rmsg) end
+    return nil, transport.cp.bad_reply("MCP SSE read failed: " .. tostring(rmsg))
   end
-  if resp.status >= 400 then return nil, cpapi.http_error(resp), resp.request_id end
+  if resp.status >= 400 then return nil, transport.cp.http_error(resp), resp.request_id end
   if final then
     local r, e = final_result(final, resp)
     return r, e, resp.request_id
@@ -160,7 +159,7 @@ function M.stream(self, fname, path, id, co, o)
     local r, e = buffered_reply(resp, id)
     return r, e, resp.request_id
   end
-  return nil, cpapi.bad_reply("MCP SSE ended without a final response", resp), resp.request_id
+  return nil, transport.cp.bad_reply("MCP SSE ended without a final response", resp), resp.request_id
 end
 
 return M

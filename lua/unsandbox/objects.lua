@@ -3,10 +3,10 @@
 -- object routes, and import/export between the store and a workspace.
 -- Every path here is an object call (§7.4): it needs an acting subject
 -- bound for the coroutine or an explicit owner, else it raises before
--- anything is sent (cpapi.options). Methods of unsandbox.Manager.
+-- anything is sent (transport.cp.check_object). Methods of unsandbox.Manager.
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
-local cpapi = require "unsandbox.cpapi"
+local transport = require "unsandbox.transport"
 local observe = require "unsandbox.observe"
 
 local Manager = core.Manager
@@ -74,7 +74,7 @@ function Manager:issue_object_ticket(loc, operation, max_bytes, ctype, sha256, e
     content_type = content_type(fname, ctype, "application/octet-stream"),
     expires_in = check.int_range(fname, "expires_in", expires_in, 1, 900) or 120,
     sha256 = sha256 ~= "" and sha256 or nil })
-  return result(cpapi.call(self, fname, "POST", "/v1/storage/tickets",
+  return result(transport.cp_call(self, fname, "POST", "/v1/storage/tickets",
     { body = body, owner = loc.owner }))
 end
 
@@ -98,7 +98,7 @@ end
 function Manager:upload_with_ticket(ticket, bytes, ctype, owner)
   local path = ticket_path("upload_with_ticket", ticket)
   check.type("upload_with_ticket", "bytes", bytes, "string")
-  return result(cpapi.call(self, "upload_with_ticket", "PUT", path, { raw = bytes,
+  return result(transport.cp_call(self, "upload_with_ticket", "PUT", path, { raw = bytes,
     token = ticket.access_token, owner = owner, once = true,
     content_type = content_type("upload_with_ticket", ctype, "application/octet-stream"),
     timeout = 120 }))
@@ -114,11 +114,11 @@ function Manager:put_agent_blob(agent_id, run_id, path, content, ctype, owner)
   local loc = locator(fname, { scope = "agent", agent_id = agent_id, run_id = run_id,
     path = check.nonempty(fname, "path", path), owner = owner })
   ctype = content_type(fname, ctype, "application/octet-stream")
-  cpapi.check_object(self, fname, "/v1/storage/tickets", owner)
+  transport.cp.check_object(self, fname, "/v1/storage/tickets", owner)
   local ticket, err = self:issue_object_ticket(loc, "upload", math.max(1, #content), ctype,
     core.sha256(content), 120)
   if not ticket then return nil, err end
-  if not usable_ticket(ticket) then return nil, cpapi.bad_reply("Control Plane response has no valid object ticket") end
+  if not usable_ticket(ticket) then return nil, transport.cp.bad_reply("Control Plane response has no valid object ticket") end
   local doc, rid = self:upload_with_ticket(ticket, content, ctype, owner ~= nil)
   if not doc then return nil, rid end
   return merged(loc, doc), rid
@@ -153,18 +153,18 @@ local CAPTURE = { "ETag", "X-Object-Version-Id", "X-Content-SHA256", "Content-Le
 -- resp, or nil, Error.
 local function stream_download(self, fname, path, co, on_data)
   co.mode = "raw"
-  local t, ex = cpapi.open(self, fname, "GET", path, co)
+  local t, ex = transport.cp_open(self, fname, "GET", path, co)
   if not t then return nil, ex end
   local transfer <close> = t
   local exchange <close> = ex
   repeat
     local pieces, done = t:step(100)
-    if not pieces then return nil, cpapi.fail(self, done, "download interrupted") end
+    if not pieces then return nil, transport.cp.fail(self, done, "download interrupted") end
     for _, p in ipairs(pieces) do observe.outside(on_data, p) end
   until done
-  local resp, kind, msg = cpapi.result(t, ex)
-  if not resp then return nil, cpapi.fail(self, kind, msg) end
-  if resp.status >= 400 then return nil, cpapi.http_error(resp) end
+  local resp, kind, msg = transport.result(t, ex)
+  if not resp then return nil, transport.cp.fail(self, kind, msg) end
+  if resp.status >= 400 then return nil, transport.cp.http_error(resp) end
   return resp
 end
 
@@ -184,7 +184,7 @@ function Manager:download_with_ticket(ticket, opts)
     if not resp then return nil, body end
   else
     co.text = true
-    body, resp = cpapi.call(self, fname, "GET", path, co)
+    body, resp = transport.cp_call(self, fname, "GET", path, co)
     if not body then return nil, resp end
   end
   local h = resp.headers
@@ -192,7 +192,7 @@ function Manager:download_with_ticket(ticket, opts)
     sha256 = h["X-Content-SHA256"], bytes = math.tointeger(tonumber(h["Content-Length"] or "")) }
   if opts.on_data then return meta, resp.request_id end
   if meta.sha256 and meta.sha256:lower() ~= core.sha256(resp.body) then
-    return nil, cpapi.bad_reply("object content does not match its X-Content-SHA256", resp)
+    return nil, transport.cp.bad_reply("object content does not match its X-Content-SHA256", resp)
   end
   meta.data, meta.pos, meta.bytes = resp.body, 1, #resp.body
   return setmetatable(meta, Reader), resp.request_id
@@ -204,16 +204,16 @@ function Manager:open_object(loc, max_bytes, ctype, expires_in, opts)
   loc = locator("open_object", loc)
   opts = check.options("open_object", opts, { on_data = true })
   check.type("open_object", "on_data", opts.on_data, "function", true)
-  cpapi.check_object(self, "open_object", "/v1/storage/tickets", loc.owner)
+  transport.cp.check_object(self, "open_object", "/v1/storage/tickets", loc.owner)
   local ticket, err = self:issue_object_ticket(loc, "download", max_bytes, ctype, nil, expires_in)
   if not ticket then return nil, err end
-  if not usable_ticket(ticket) then return nil, cpapi.bad_reply("Control Plane response has no valid object ticket") end
+  if not usable_ticket(ticket) then return nil, transport.cp.bad_reply("Control Plane response has no valid object ticket") end
   return self:download_with_ticket(ticket, { on_data = opts.on_data, owner = loc.owner ~= nil })
 end
 
 local function query_call(self, fname, method, path, loc, extra)
   loc = locator(fname, loc)
-  return result(cpapi.call(self, fname, method, path,
+  return result(transport.cp_call(self, fname, method, path,
     { query = merged(loc, extra or {}), owner = loc.owner }))
 end
 
@@ -233,7 +233,7 @@ function Manager:get_object(loc)
   local doc, rid = query_call(self, "get_object", "GET", "/v1/storage/objects", loc)
   if not doc then return nil, rid end
   local bytes = type(doc.content_base64) == "string" and core.base64_decode(doc.content_base64)
-  if not bytes then return nil, cpapi.bad_reply("object content is not valid base64") end
+  if not bytes then return nil, transport.cp.bad_reply("object content is not valid base64") end
   doc.content = bytes
   return doc, rid
 end
@@ -242,7 +242,7 @@ end
 function Manager:put_object(loc, content)
   loc = locator("put_object", loc)
   check.type("put_object", "content", content, "string")
-  return result(cpapi.call(self, "put_object", "POST", "/v1/storage/objects", { body = merged(loc,
+  return result(transport.cp_call(self, "put_object", "POST", "/v1/storage/objects", { body = merged(loc,
     { content_base64 = core.base64_encode(content), sha256 = core.sha256(content) }),
     owner = loc.owner }))
 end
@@ -251,13 +251,13 @@ end
 -- under data/uploads/), with the workspace token; needs a runtime.
 function Manager:import_object_to_workspace(loc, destination, key)
   loc = locator("import_object_to_workspace", loc)
-  cpapi.check_object(self, "import_object_to_workspace", "/objects/import", loc.owner)
+  transport.cp.check_object(self, "import_object_to_workspace", "/objects/import", loc.owner)
   check.nonempty("import_object_to_workspace", "destination", destination)
   local ws, err = self:ensure_workspace(key, loc.owner)
   if not ws then return nil, err end
   local rt, rerr = self:ensure_runtime(key)
   if not rt then return nil, rerr end
-  return result(cpapi.call(self, "import_object_to_workspace", "POST",
+  return result(transport.cp_call(self, "import_object_to_workspace", "POST",
     "/v1/workspaces/" .. ws.workspace_id .. "/objects/import", { body = merged(loc,
     { destination = destination }), token = ws.access_token, owner = loc.owner }))
 end
@@ -266,12 +266,12 @@ end
 -- store; archive = true sends exactly "artifacts" as a gzip tar.
 function Manager:export_workspace_object(workspace_path, loc, key, archive)
   loc = locator("export_workspace_object", loc)
-  cpapi.check_object(self, "export_workspace_object", "/objects/export", loc.owner)
+  transport.cp.check_object(self, "export_workspace_object", "/objects/export", loc.owner)
   check.nonempty("export_workspace_object", "workspace_path", workspace_path)
   check.type("export_workspace_object", "archive", archive, "boolean", true)
   local ws, err = self:ensure_workspace(key, loc.owner)
   if not ws then return nil, err end
-  return result(cpapi.call(self, "export_workspace_object", "POST",
+  return result(transport.cp_call(self, "export_workspace_object", "POST",
     "/v1/workspaces/" .. ws.workspace_id .. "/objects/export", { body = merged(loc,
     { workspace_path = workspace_path, archive = archive or nil }), token = ws.access_token,
     owner = loc.owner, timeout = archive and 150 or nil }))

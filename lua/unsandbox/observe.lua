@@ -4,7 +4,7 @@
 -- Every HTTP exchange of either client ends in exactly one event
 -- {method, path, status, request_id, traceparent, ms, bytes_out,
 -- bytes_in, attempt, error_kind}, built by the one request path of each
--- API (api.lua, cpapi.lua: plain calls, MCP calls, streams, tickets) or by
+-- API (transport.lua: plain calls, MCP calls, streams, tickets) or by
 -- the terminal's handshake (terminal.lua), and handed to: the global hook
 -- (unsandbox.on_request), the client's or Manager's own hook, and the
 -- debug printer (UNSANDBOX_DEBUG=1, `un -v`). A stream's event comes when

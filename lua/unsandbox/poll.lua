@@ -5,7 +5,7 @@
 -- event loop (the task yields), elsewhere a blocking, interruptible sleep.
 -- Many jobs at once are many tasks (execute_many, map). Internal module.
 local core = require "unsandbox.core"
-local api = require "unsandbox.api"
+local transport = require "unsandbox.transport"
 local Error = require "unsandbox.errors"
 local observe = require "unsandbox.observe"
 local results = require "unsandbox.results"
@@ -33,7 +33,7 @@ end
 function Poller:poll(timeout)
   self.attempt = self.attempt + 1
   if self.meter then self.meter.polls = self.meter.polls + 1 end
-  local job, rid = api.call(self.client, "GET", "/jobs/" .. self.id, nil,
+  local job, rid = transport.request(self.client, "GET", "/jobs/" .. self.id, nil,
     { timeout = timeout, meter = self.meter })
   if job and job.status ~= nil and type(job.status) ~= "string" then
     return "failed", select(2, shape.fail(rid, "'status' should be a string, got " .. type(job.status)))
@@ -86,7 +86,7 @@ local function own_job(client, job_id)
   local tasks = package.loaded["unsandbox.tasks"]
   if not tasks then return nil end
   return tasks.own(function()
-    local doc = api.call(client, "DELETE", "/jobs/" .. job_id, nil, { timeout = 10 })
+    local doc = transport.request(client, "DELETE", "/jobs/" .. job_id, nil, { timeout = 10 })
     return doc ~= nil
   end, job_id)
 end

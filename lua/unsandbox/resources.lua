@@ -4,7 +4,7 @@
 -- public.lua, so it is also unsandbox.<name>(...) on the default client.
 -- Internal module; its methods are documented as the Client's.
 -- @submodule unsandbox
-local api = require "unsandbox.api"
+local transport = require "unsandbox.transport"
 local calls = require "unsandbox.calls"
 local check = require "unsandbox.check"
 local execute = require "unsandbox.execute"
@@ -29,7 +29,7 @@ function M.install(Client)
     body.ttl = check.int_range("create_session", "ttl", opts.ttl, 1, 86400)
     body.shell = check.type("create_session", "shell", opts.shell, "string", true)
     check.positive("create_session", "timeout", opts.timeout)
-    local doc, rid = api.call(self, "POST", "/sessions", body, calls.request_opts(opts))
+    local doc, rid = transport.request(self, "POST", "/sessions", body, calls.request_opts(opts))
     return with_id(doc, rid, "session_id")
   end
 
@@ -50,7 +50,7 @@ function M.install(Client)
     opts = check.options("session_execute", opts, { timeout = true })
     check.positive("session_execute", "timeout", opts.timeout)
     local body = { command = command, timeout = opts.timeout and math.floor(opts.timeout * 1000) or nil }
-    local doc, rid = api.call(self, "POST", "/sessions/" .. id .. "/shell", body,
+    local doc, rid = transport.request(self, "POST", "/sessions/" .. id .. "/shell", body,
       { timeout = opts.timeout and opts.timeout + 30 })
     if not doc then return nil, rid end
     return results.normalise(doc, rid)
@@ -75,7 +75,7 @@ function M.install(Client)
     body.ports = check.type("create_service", "ports", opts.ports, "table", true)
     body.custom_domains = check.type("create_service", "custom_domains", opts.custom_domains, "table", true)
     check.positive("create_service", "timeout", opts.timeout)
-    local doc, rid = api.call(self, "POST", "/services", body, calls.request_opts(opts))
+    local doc, rid = transport.request(self, "POST", "/services", body, calls.request_opts(opts))
     return with_id(doc, rid, "service_id")
   end
 
@@ -94,7 +94,7 @@ function M.install(Client)
     check.id("service_logs", "id", id)
     opts = calls.plain("service_logs", opts, { all = true, timeout = true })
     local all = check.type("service_logs", "all", opts.all, "boolean", true)
-    local doc, rid = api.call(self, "GET", "/services/" .. id .. "/logs" .. (all and "?all=true" or ""),
+    local doc, rid = transport.request(self, "GET", "/services/" .. id .. "/logs" .. (all and "?all=true" or ""),
       nil, calls.request_opts(opts))
     if not doc then return nil, rid end
     local log = doc.log or doc.logs or ""
@@ -110,7 +110,7 @@ function M.install(Client)
     check.positive("service_execute", "timeout", opts.timeout)
     check.type("service_execute", "on_poll", opts.on_poll, "function", true)
     local timeout = opts.timeout or 30
-    local doc, rid = api.call(self, "POST", "/services/" .. id .. "/execute",
+    local doc, rid = transport.request(self, "POST", "/services/" .. id .. "/execute",
       { command = command, timeout = math.floor(timeout * 1000) })
     if not doc then return nil, rid end
     -- the service answers 202 {job_id}, usually without a status
@@ -129,7 +129,7 @@ function M.install(Client)
       opts = calls.plain(fname, opts, SNAPSHOT_OPTIONS)
       local body = { name = check.type(fname, "name", opts.name, "string", true),
                      hot = check.type(fname, "hot", opts.hot, "boolean", true) or false }
-      local doc, rid = api.call(self, "POST", "/" .. kind .. "s/" .. id .. "/snapshot", body,
+      local doc, rid = transport.request(self, "POST", "/" .. kind .. "s/" .. id .. "/snapshot", body,
         calls.request_opts(opts))
       return with_id(doc, rid, "snapshot_id")
     end

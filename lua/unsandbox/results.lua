@@ -21,9 +21,11 @@ end
 local function execution_time_ms(doc)
   local ms = doc.execution_time_ms or doc.runtime_ms or doc.duration_ms
   if ms == nil and type(doc.execution_time) == "number" then
+    -- microseconds: whole milliseconds stay an integer
     ms = doc.execution_time / 1000
+    ms = math.tointeger(ms) or ms
   end
-  return type(ms) == "number" and (math.tointeger(ms) or ms) or nil
+  return type(ms) == "number" and ms or nil
 end
 
 --- The documented result table: stdout, stderr, exit_code, status,
@@ -36,7 +38,7 @@ function M.normalise(doc, request_id, want_artifacts)
   local r = {
     stdout = doc.stdout or "",
     stderr = doc.stderr or "",
-    exit_code = math.tointeger(doc.exit_code) or doc.exit_code,
+    exit_code = doc.exit_code,
     status = doc.status or "completed",
     job_id = doc.job_id,
     language = doc.language,

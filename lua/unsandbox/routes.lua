@@ -3,10 +3,10 @@
 -- control-plane-routes.tsv is reachable by name): operations and
 -- identity, workspace and runtime records, the workspace file routes
 -- (with the workspace token; they need a running runtime and never
--- create one, §10), and administration. All through cpapi.call.
+-- create one, §10), and administration. All through transport.cp_call.
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
-local cpapi = require "unsandbox.cpapi"
+local transport = require "unsandbox.transport"
 local Error = require "unsandbox.errors"
 
 local Manager = core.Manager
@@ -18,13 +18,13 @@ end
 
 local function get(self, fname, path, o)
   o = o or {}
-  return result(cpapi.call(self, fname, "GET", path, o))
+  return result(transport.cp_call(self, fname, "GET", path, o))
 end
 
 local function send(self, fname, method, path, body, o)
   o = o or {}
   o.body = body
-  return result(cpapi.call(self, fname, method, path, o))
+  return result(transport.cp_call(self, fname, method, path, o))
 end
 
 local function id_arg(fname, arg, v, pattern, what)
@@ -71,7 +71,7 @@ function Manager:logout() return send(self, "logout", "POST", "/v1/auth/logout",
 -- follow: these return {status, location} for a caller that drives a
 -- browser. The local backend does not emulate OIDC (404).
 local function redirect(self, fname, path, query)
-  local doc, resp = cpapi.call(self, fname, "GET", path, { query = query, timeout = 30,
+  local doc, resp = transport.cp_call(self, fname, "GET", path, { query = query, timeout = 30,
     capture = { "Location" } })
   if not doc then return nil, resp end
   return { status = resp.status, location = resp.headers.Location }, resp.request_id
@@ -87,7 +87,7 @@ local function list_of(self, fname, path, field)
   local doc, rid = get(self, fname, path)
   if not doc then return nil, rid end
   if type(doc[field]) ~= "table" then
-    return nil, cpapi.bad_reply("Control Plane response has no " .. field .. " list")
+    return nil, transport.cp.bad_reply("Control Plane response has no " .. field .. " list")
   end
   local out = {}
   for _, v in ipairs(doc[field]) do

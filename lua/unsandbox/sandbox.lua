@@ -7,7 +7,6 @@
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local context = require "unsandbox.context"
-local cpapi = require "unsandbox.cpapi"
 local Error = require "unsandbox.errors"
 local Shell = require "unsandbox.shell"
 
@@ -215,11 +214,11 @@ function SandboxMT:lines(cmd, t)
   -- the stream runs in a coroutine of its own: it takes the caller's
   -- acting subject and trace with it (bindings are per coroutine)
   local m = self:manager()
-  local subject = context.get(cpapi.subjects, m)
-  local trace = context.get(cpapi.traces, cpapi.TRACE_OWNER)
+  local subject = context.get(context.subjects, m)
+  local trace = context.get(context.traces, context.TRACE_OWNER)
   local co = coroutine.create(function()
-    local s <close> = subject and context.bind(cpapi.subjects, m, subject)
-    local tr <close> = trace and context.bind(cpapi.traces, cpapi.TRACE_OWNER, trace)
+    local s <close> = subject and context.bind(context.subjects, m, subject)
+    local tr <close> = trace and context.bind(context.traces, context.TRACE_OWNER, trace)
     local pending = { stdout = "", stderr = "" }
     local r, err = self:stream(cmd, function(channel, chunk)
       local text = pending[channel] .. chunk

@@ -6,7 +6,7 @@
 -- download use: bytes of any kind, checked by SHA-256 both ways.
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
-local cpapi = require "unsandbox.cpapi"
+local transport = require "unsandbox.transport"
 
 local Manager = core.Manager
 
@@ -22,7 +22,7 @@ local function files_call(self, fname, key, method, op, o)
   local ws, err = self:ensure_workspace(key)
   if not ws then return nil, err end
   o.token = ws.access_token
-  local doc, resp = cpapi.call(self, fname, method, "/v1/workspaces/" .. ws.workspace_id .. "/files/" .. op, o)
+  local doc, resp = transport.cp_call(self, fname, method, "/v1/workspaces/" .. ws.workspace_id .. "/files/" .. op, o)
   if not doc then return nil, resp end
   return doc, resp.request_id
 end
@@ -96,9 +96,9 @@ function Manager:download_file(path, key)
     { query = { path = wpath("download_file", path) } })
   if not doc then return nil, rid end
   local bytes = type(doc.content_base64) == "string" and core.base64_decode(doc.content_base64)
-  if not bytes then return nil, cpapi.bad_reply("file content is not valid base64") end
+  if not bytes then return nil, transport.cp.bad_reply("file content is not valid base64") end
   if type(doc.sha256) == "string" and doc.sha256:lower() ~= core.sha256(bytes) then
-    return nil, cpapi.bad_reply("file content does not match its sha256")
+    return nil, transport.cp.bad_reply("file content does not match its sha256")
   end
   doc.content_base64 = nil
   doc.request_id = rid
