@@ -149,18 +149,19 @@ local function each(ts, errors)
   end
 end
 
+-- map's own option, and execute_code's for every call
 local MAP_OPTIONS = { concurrency = true }
+for k in pairs(execute.OPTIONS) do MAP_OPTIONS[k] = true end
 
 local function map_inputs(fname, language, inputs, fn, opts)
   check.nonempty(fname, "language", language)
   check.type(fname, "inputs", inputs, "table")
   check.type(fname, "fn", fn, "function")
-  opts = check.type(fname, "opts", opts, "table", true) or {}
+  opts = check.options(fname, opts, MAP_OPTIONS)
   local per_call = {}
   for k, v in pairs(opts) do
-    if not MAP_OPTIONS[k] then per_call[k] = v end
+    if k ~= "concurrency" then per_call[k] = v end
   end
-  check.options(fname, per_call, execute.OPTIONS)
   local n = check.int_range(fname, "concurrency", opts.concurrency, 1, 1024) or 16
   return per_call, n
 end

@@ -28,12 +28,9 @@ local OPTIONS = { url = true, token = true, session = true, ca_file = true, time
 -- clock (for tests and embedders): a function giving whole seconds on a
 -- clock that does not jump, used by the lease rules.
 function M.new(opts)
-  opts = check.type("manager", "opts", opts, "table", true) or {}
+  opts = check.options("manager", opts, OPTIONS)
   local c = {}
-  for k, v in pairs(opts) do
-    if not OPTIONS[k] then check.fail("manager", "opts", "unknown option '" .. tostring(k) .. "'") end
-    c[k] = v
-  end
+  for k, v in pairs(opts) do c[k] = v end
   check.positive("manager", "timeout", opts.timeout)
   check.positive("manager", "connect_timeout", opts.connect_timeout)
   check.type("manager", "clock", opts.clock, "function", true)
@@ -145,6 +142,11 @@ end
 
 local CALL_OPTIONS = { query = true, body = true, raw = true, content_type = true,
   owner = true, timeout = true, text = true }
+-- what a caller might try to set and cannot (§7.1), with the reason
+local PER_CALL = "cannot be set per call: Authorization is the Manager's token and " ..
+  "X-Acting-Subject the coroutine's binding (m:with_subject)"
+local REFUSED = { headers = "'headers' " .. PER_CALL, subject = "'subject' " .. PER_CALL,
+  authorization = "'authorization' " .. PER_CALL, token = "'token' " .. PER_CALL }
 
 --- Any Control Plane route with the Manager's credential: m:call(method,
 -- path, opts) with opts.query, body (a table, sent as JSON), raw (exact
@@ -157,16 +159,7 @@ local CALL_OPTIONS = { query = true, body = true, raw = true, content_type = tru
 function Manager:call(method, path, opts)
   check.nonempty("call", "method", method)
   check.nonempty("call", "path", path)
-  opts = check.type("call", "opts", opts, "table", true) or {}
-  for k in pairs(opts) do
-    if not CALL_OPTIONS[k] then
-      if k == "headers" or k == "subject" or k == "authorization" or k == "token" then
-        check.fail("call", "opts", "'" .. k .. "' cannot be set per call: Authorization is the " ..
-          "Manager's token and X-Acting-Subject the coroutine's binding (m:with_subject)")
-      end
-      check.fail("call", "opts", "unknown option '" .. tostring(k) .. "'")
-    end
-  end
+  opts = check.options("call", opts, CALL_OPTIONS, { explain = REFUSED })
   if path:sub(1, 1) ~= "/" then check.fail("call", "path", "must start with '/'") end
   check.positive("call", "timeout", opts.timeout)
   local doc, resp = transport.cp_call(self, "call", method:upper(), path, opts)

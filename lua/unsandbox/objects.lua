@@ -21,12 +21,9 @@ local function locator(fname, loc)
   check.type(fname, "locator", loc, "table")
   local fields = SCOPES[loc.scope]
   if not fields then check.fail(fname, "locator", "scope must be \"upload\" or \"agent\"") end
+  check.options(fname, loc, fields, { arg = "locator", unknown = "unknown field '%s' for scope " .. loc.scope })
   local out = {}
-  for k, v in pairs(loc) do
-    if not fields[k] then check.fail(fname, "locator", "unknown field '" .. tostring(k) .. "' for scope " .. loc.scope) end
-    check.type(fname, "locator." .. k, v, "string")
-    out[k] = v
-  end
+  for k, v in pairs(loc) do out[k] = check.type(fname, "locator." .. k, v, "string") end
   if loc.scope == "agent" then
     for _, k in ipairs { "agent_id", "run_id" } do
       check.nonempty(fname, "locator." .. k, loc[k])

@@ -29,10 +29,7 @@ local MAX_ATTEMPTS = 10
 -- cp: a Manager's (idempotent calls only).
 function M.policy(fname, spec, cp)
   if spec == nil or spec == false then return nil end
-  check.type(fname, "retry", spec, "table")
-  for k in pairs(spec) do
-    if not KEYS[k] then check.fail(fname, "retry", "unknown field '" .. tostring(k) .. "'") end
-  end
+  check.options(fname, spec, KEYS, { required = true, arg = "retry", unknown = "unknown field '%s'" })
   local p = { max = check.int_range(fname, "retry.max", spec.max, 0, MAX_ATTEMPTS) or 3,
               max_wait = check.positive(fname, "retry.max_wait", spec.max_wait) or 60,
               base = check.positive(fname, "retry.base", spec.base) or 0.5,

@@ -153,17 +153,15 @@ function SandboxMT:read_file(path) return self:manager():read_file(path, nil, ni
 function SandboxMT:write_file(path, content) return self:manager():write_file(path, content, self:name()) end
 function SandboxMT:edit_file(path, old, new) return self:manager():edit_file(path, old, new, self:name()) end
 
+local ITEM = { path = true, content = true }
+
 --- write_files{{path=, content=}, ...}: sequential writes; the list of
 -- results, or nil, err at the first failure (earlier writes stay).
 function SandboxMT:write_files(items)
   check.type("write_files", "items", items, "table")
   for i, it in ipairs(items) do
-    check.type("write_files", "items[" .. i .. "]", it, "table")
-    for k in pairs(it) do
-      if k ~= "path" and k ~= "content" then
-        check.fail("write_files", "items[" .. i .. "]", "exactly path and content expected, got '" .. tostring(k) .. "'")
-      end
-    end
+    check.options("write_files", it, ITEM, { required = true, arg = "items[" .. i .. "]",
+      unknown = "exactly path and content expected, got '%s'" })
     check.type("write_files", "items[" .. i .. "].path", it.path, "string")
     check.type("write_files", "items[" .. i .. "].content", it.content, "string")
   end

@@ -19,6 +19,7 @@
 -- tasks of their own, each bounded by its own timeout. Internal module;
 -- init.lua exports spawn, step, run, pollfds and completed.
 local core = require "unsandbox.core"
+local check = require "unsandbox.check"
 local context = require "unsandbox.context"
 local Error = require "unsandbox.errors"
 
@@ -138,7 +139,7 @@ end
 -- fn that cannot be called raises here, at the caller's line.
 function M.spawn(fn, ...)
   if not callable(fn) then
-    error("bad argument #1 to 'spawn' (function expected, got " .. type(fn) .. ")", 2)
+    check.fail("spawn", 1, "function expected, got " .. type(fn))
   end
   local args = table.pack(...)
   next_id = next_id + 1
@@ -185,7 +186,7 @@ end
 
 --- The outcome of an ended task (as wait() returns it); raises while it runs.
 function Task:result()
-  if not self:done() then error("task " .. self.id .. " has not ended yet: wait() for it or check done()", 2) end
+  if not self:done() then check.raise("task " .. self.id .. " has not ended yet: wait() for it or check done()") end
   return outcome(self)
 end
 
@@ -204,14 +205,14 @@ end
 -- and returns nil, Error(timeout).
 function Task:wait(timeout)
   if timeout ~= nil and (type(timeout) ~= "number" or timeout <= 0 or timeout ~= timeout) then
-    error("bad argument #1 to 'wait' (timeout: a positive number of seconds expected)", 2)
+    check.fail("wait", 1, "timeout: a positive number of seconds expected")
   end
   if self:done() then return outcome(self) end
-  if self == current then error("a task cannot wait for itself", 2) end
+  if self == current then check.raise("a task cannot wait for itself") end
   local deadline = timeout and core.monotonic_ms() + timeout * 1000
   if current then
     if not core.can_yield() then
-      error("wait: a task can only wait from its own coroutine (not a coroutine of its own making)", 2)
+      check.raise("wait: a task can only wait from its own coroutine (not a coroutine of its own making)")
     end
     local me = coroutine.running()
     self:_on_finish(function() core.unpark(me) end)
@@ -250,7 +251,7 @@ end
 function Task:cancel(why)
   if self:done() then return false end
   if current and by_thread[coroutine.running()] == self then
-    error("a task cannot cancel itself: return from it instead", 2)
+    check.raise("a task cannot cancel itself: return from it instead")
   end
   local kids = {}
   for child in pairs(self.children) do kids[#kids + 1] = child end
@@ -345,13 +346,13 @@ end
 local function check_ms(fname, ms)
   if ms == nil then return 0 end
   if type(ms) ~= "number" or ms ~= ms or ms < 0 then
-    error("bad argument #1 to '" .. fname .. "' (timeout_ms: a number >= 0 expected)", 3)
+    check.fail(fname, 1, "timeout_ms: a number >= 0 expected")
   end
   return math.min(math.ceil(ms), 86400000)
 end
 
 local function not_in_task(fname)
-  if current then error(fname .. ": called from inside a task (it drives the tasks)", 3) end
+  if current then check.raise(fname .. ": called from inside a task (it drives the tasks)") end
 end
 
 -- How long one step resumes tasks, at least: a frame loop's step(0)
@@ -385,7 +386,7 @@ end
 function M.run(timeout)
   not_in_task("run")
   if timeout ~= nil and (type(timeout) ~= "number" or timeout <= 0) then
-    error("bad argument #1 to 'run' (timeout: a positive number of seconds expected)", 2)
+    check.fail("run", 1, "timeout: a positive number of seconds expected")
   end
   local deadline = timeout and core.monotonic_ms() + timeout * 1000
   while n_live > 0 do
@@ -438,7 +439,7 @@ function Channel:pop()
     if self.closed then return nil end
     if current then
       if not core.can_yield() then
-        error("a task can only wait from its own coroutine (not a coroutine of its own making)", 2)
+        check.raise("a task can only wait from its own coroutine (not a coroutine of its own making)")
       end
       self.waiter = coroutine.running()
       core.park()
@@ -460,7 +461,7 @@ end
 -- are cancelled and the iteration ends).
 function M.completed(list)
   if type(list) ~= "table" then
-    error("bad argument #1 to 'completed' (table of tasks expected, got " .. type(list) .. ")", 2)
+    check.fail("completed", 1, "table of tasks expected, got " .. type(list))
   end
   local ch, pending = M.channel(), 0
   for i, t in pairs(list) do

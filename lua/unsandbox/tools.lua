@@ -69,10 +69,7 @@ local GREP_OPTIONS = { path = true, glob = true, file_glob = true, mode = true,
 function Manager:grep_files(pattern, path, file_glob, mode, ci, context, use_regex, limit, key)
   check.nonempty("grep_files", "pattern", pattern)
   if type(path) == "table" then
-    local o = path
-    for k in pairs(o) do
-      if not GREP_OPTIONS[k] then check.fail("grep_files", "opts", "unknown option '" .. tostring(k) .. "'") end
-    end
+    local o = check.options("grep_files", path, GREP_OPTIONS)
     path, file_glob, mode, ci = o.path, o.glob or o.file_glob, o.mode, o.case_insensitive
     context, use_regex, limit, key = o.context, o.regex or o.use_regex, o.limit, o.key
   end
@@ -144,10 +141,7 @@ function Manager:shell_session(action, session_id, cmd, t, input, newline, async
     check.fail("shell_session", "session_id", "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$ expected")
   end
   if type(cmd) == "table" then
-    local o = cmd
-    for k in pairs(o) do
-      if not SESSION_OPTIONS[k] then check.fail("shell_session", "opts", "unknown option '" .. tostring(k) .. "'") end
-    end
+    local o = check.options("shell_session", cmd, SESSION_OPTIONS)
     cmd, t, input, newline = o.command, o.timeout, o.input or o.input_text, o.append_newline
     async, on_chunk, is_cancelled, key = o.async or o.async_mode, o.on_chunk, o.is_cancelled, o.key
   end

@@ -56,12 +56,9 @@ local GREP = { path = true, glob = true, mode = true, case_insensitive = true, c
 -- context, regex, limit).
 function Manager:files_grep(pattern, opts, key)
   check.nonempty("files_grep", "pattern", pattern)
-  opts = check.type("files_grep", "opts", opts, "table", true) or {}
+  opts = check.options("files_grep", opts, GREP)
   local q = { pattern = pattern }
-  for k, v in pairs(opts) do
-    if not GREP[k] then check.fail("files_grep", "opts", "unknown option '" .. tostring(k) .. "'") end
-    q[k] = v
-  end
+  for k, v in pairs(opts) do q[k] = v end
   if q.path then q.path = wpath("files_grep", q.path, true) end
   return files_call(self, "files_grep", key, "GET", "grep", { query = q })
 end
