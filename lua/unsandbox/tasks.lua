@@ -496,9 +496,11 @@ end
 ------------------------------------------------------------------------
 
 -- A Transfer opened by a task (Client:_open, Manager:_open: every
--- stream) belongs to it: cancelling the task closes it even when the task
--- was waiting on something else at that moment. Weak keys: a Transfer
--- the task dropped is not kept alive by this.
+-- stream, the library's and a caller's own) belongs to it: cancelling the
+-- task closes it even when the task was waiting on something else at that
+-- moment. Weak keys: a Transfer the task dropped is not kept alive by
+-- this. (The C openers are wrapped in place: a behaviour of the task
+-- scheduler, not a method of its own.)
 local function adopt(x, ...)
   if x and current then current.transfers[x] = true end
   return x, ...

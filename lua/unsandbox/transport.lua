@@ -370,6 +370,14 @@ function M.cp_call(m, fname, method, path, o)
   return M.call(cp, m, method, path, o)
 end
 
+--- A Control Plane call whose caller wants the document and its
+-- request id: doc, request_id or nil, Error.
+function M.cp_request(m, fname, method, path, o)
+  local doc, resp = M.cp_call(m, fname, method, path, o)
+  if not doc then return nil, resp end
+  return doc, resp.request_id
+end
+
 --- A Control Plane stream (o.mode "sse" or "raw"): transfer, exchange or
 -- nil, Error.
 function M.cp_open(m, fname, method, path, o)

@@ -8,14 +8,9 @@ local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local transport = require "unsandbox.transport"
 
-local Manager = core.Manager
+local Manager = {}   -- the methods this file adds to unsandbox.Manager
 
-local function call(self, fname, method, path, o)
-  o = o or {}
-  local doc, resp = transport.cp_call(self, fname, method, path, o)
-  if not doc then return nil, resp end
-  return doc, resp.request_id
-end
+local call = transport.cp_request
 
 local function tenant(fname, t, arg)
   check.type(fname, arg or "tenant", t, "string")

@@ -8,10 +8,10 @@
 -- program that exited 0); each failure with one line on stderr.
 local unsandbox = require "unsandbox"
 local core = require "unsandbox.core"
-local cli_cp = require "unsandbox.cli_cp"
-local cli_commands = require "unsandbox.cli_commands"
-local cli_exec = require "unsandbox.cli_exec"
-local abandon = require "unsandbox.abandon"
+local cli_cp = require "unsandbox.cli.cp"
+local cli_commands = require "unsandbox.cli.commands"
+local cli_exec = require "unsandbox.cli.exec"
+local abandon = require "unsandbox.exec.abandon"
 
 local M = {}
 

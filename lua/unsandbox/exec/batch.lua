@@ -16,22 +16,21 @@
 -- call's options. Cancelling the task that runs a batch (Ctrl-C cancels
 -- every task) cancels its programs' tasks and their jobs; a program still
 -- running at the batch's deadline has its job cancelled (abandon.note).
--- Internal module: installs the methods on the Client method table; they
--- are documented as the Client's.
+-- Internal module; its methods are documented as the Client's.
 -- @submodule unsandbox
-local abandon = require "unsandbox.abandon"
+local abandon = require "unsandbox.exec.abandon"
 local transport = require "unsandbox.transport"
 local check = require "unsandbox.check"
 local Error = require "unsandbox.errors"
-local execute = require "unsandbox.execute"
+local execute = require "unsandbox.exec.execute"
 local observe = require "unsandbox.observe"
-local poll = require "unsandbox.poll"
-local results = require "unsandbox.results"
+local poll = require "unsandbox.exec.poll"
+local results = require "unsandbox.exec.results"
 local shape = require "unsandbox.shape"
 local tasks = require "unsandbox.tasks"
 local core = require "unsandbox.core"
 
-local M = {}
+local Client = {}   -- the methods this file adds to unsandbox.Client
 
 local MANY_OPTIONS = { timeout = true, on_poll = true }
 
@@ -207,70 +206,68 @@ local function start_map(self, language, inputs, fn, per_call, n, ch)
   return workers
 end
 
-function M.install(Client)
-  --- Runs several programs at once, each job a task: every program is
-  -- submitted, then all are followed together. list: {{language, code
-  -- [, opts]}, ...} (opts as for execute_code, less timeout and on_poll).
-  -- opts.timeout: the overall deadline in seconds (default: the largest
-  -- ttl plus a minute); opts.on_poll(job, attempt, index). Returns two
-  -- tables indexed like list: results[i] (with request_id and timing) for
-  -- each program that ran, errors[i] (an unsandbox.Error) for each that
-  -- could not be submitted or finished: a program still running at the
-  -- deadline has its job cancelled (err.job_id, err.cancelled), as has
-  -- every job on Ctrl-C.
-  -- @function Client:execute_many
-  function Client:execute_many(list, opts)
-    local ts, errors = start_many(self, "execute_many", list, opts)
-    return collect(ts, errors)
-  end
+--- Runs several programs at once, each job a task: every program is
+-- submitted, then all are followed together. list: {{language, code
+-- [, opts]}, ...} (opts as for execute_code, less timeout and on_poll).
+-- opts.timeout: the overall deadline in seconds (default: the largest
+-- ttl plus a minute); opts.on_poll(job, attempt, index). Returns two
+-- tables indexed like list: results[i] (with request_id and timing) for
+-- each program that ran, errors[i] (an unsandbox.Error) for each that
+-- could not be submitted or finished: a program still running at the
+-- deadline has its job cancelled (err.job_id, err.cancelled), as has
+-- every job on Ctrl-C.
+-- @function Client:execute_many
+function Client:execute_many(list, opts)
+  local ts, errors = start_many(self, "execute_many", list, opts)
+  return collect(ts, errors)
+end
 
-  --- As execute_many, an iterator of i, result, err in the order the
-  -- programs finish (errors known before anything ran come first). As a
-  -- module function always the default client (the iterator outlives the
-  -- call).
-  -- @function Client:execute_each
-  function Client:execute_each(list, opts)
-    local ts, errors = start_many(self, "execute_each", list, opts)
-    return each(ts, errors)
-  end
+--- As execute_many, an iterator of i, result, err in the order the
+-- programs finish (errors known before anything ran come first). As a
+-- module function always the default client (the iterator outlives the
+-- call).
+-- @function Client:execute_each
+function Client:execute_each(list, opts)
+  local ts, errors = start_many(self, "execute_each", list, opts)
+  return each(ts, errors)
+end
 
-  --- map(language, inputs, fn, opts) -> results, errors indexed like
-  -- inputs: fn(input, i) returns the code (or code and that call's
-  -- options), run by execute_code, at most opts.concurrency (default 16)
-  -- at once; the other options are execute_code's, for every call.
-  -- @function Client:map
-  function Client:map(language, inputs, fn, opts)
-    local per_call, n = map_inputs("map", language, inputs, fn, opts)
-    local ch = tasks.channel()
-    start_map(self, language, inputs, fn, per_call, n, ch)
-    local out, errors = {}, {}
-    for _ = 1, #inputs do
-      local item, err = ch:pop()
-      if not item then
-        for i = 1, #inputs do
-          if out[i] == nil and errors[i] == nil then errors[i] = err end
-        end
-        break
+--- map(language, inputs, fn, opts) -> results, errors indexed like
+-- inputs: fn(input, i) returns the code (or code and that call's
+-- options), run by execute_code, at most opts.concurrency (default 16)
+-- at once; the other options are execute_code's, for every call.
+-- @function Client:map
+function Client:map(language, inputs, fn, opts)
+  local per_call, n = map_inputs("map", language, inputs, fn, opts)
+  local ch = tasks.channel()
+  start_map(self, language, inputs, fn, per_call, n, ch)
+  local out, errors = {}, {}
+  for _ = 1, #inputs do
+    local item, err = ch:pop()
+    if not item then
+      for i = 1, #inputs do
+        if out[i] == nil and errors[i] == nil then errors[i] = err end
       end
-      if item[2] then out[item[1]] = item[2] else errors[item[1]] = item[3] end
+      break
     end
-    return out, errors
+    if item[2] then out[item[1]] = item[2] else errors[item[1]] = item[3] end
   end
+  return out, errors
+end
 
-  --- As map, an iterator of i, result, err in the order the calls finish.
-  -- As a module function always the default client.
-  -- @function Client:map_each
-  function Client:map_each(language, inputs, fn, opts)
-    local per_call, n = map_inputs("map_each", language, inputs, fn, opts)
-    local ch = tasks.channel()
-    start_map(self, language, inputs, fn, per_call, n, ch)
-    return function()
-      local item, err = ch:pop()
-      if item then return item[1], item[2], item[3] end
-      if err then error(err, 0) end
-      return nil
-    end
+--- As map, an iterator of i, result, err in the order the calls finish.
+-- As a module function always the default client.
+-- @function Client:map_each
+function Client:map_each(language, inputs, fn, opts)
+  local per_call, n = map_inputs("map_each", language, inputs, fn, opts)
+  local ch = tasks.channel()
+  start_map(self, language, inputs, fn, per_call, n, ch)
+  return function()
+    local item, err = ch:pop()
+    if item then return item[1], item[2], item[3] end
+    if err then error(err, 0) end
+    return nil
   end
 end
 
-return M
+return Client

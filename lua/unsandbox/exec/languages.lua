@@ -1,4 +1,5 @@
---- The languages list and its cache file, ~/.unsandbox/languages.json,
+--- Languages: the rule that tells a file's language (no network), and
+-- the list the service runs with its cache file, ~/.unsandbox/languages.json,
 -- fresh for an hour judged by the file's mtime. The file records which
 -- service it came from, so a list fetched from a local unsandboxd never
 -- answers for the real service; and a service on a loopback address (a
@@ -8,10 +9,37 @@
 -- unwritable HOME means no cache, not an error.
 local core = require "unsandbox.core"
 local cjson = require "cjson.safe"
+local check = require "unsandbox.check"
 local transport = require "unsandbox.transport"
 local Error = require "unsandbox.errors"
 
 local M = {}
+
+-- The longest first line read from a file for its shebang: the kernel
+-- reads no more of one either (BINPRM_BUF_SIZE on Linux is 256).
+local SHEBANG_MAX = 256
+
+-- The first line of the regular file at path (at most SHEBANG_MAX bytes
+-- are read), or nil when there is none: no such file, a directory, a FIFO
+-- (never waited on), no permission.
+local function first_line(path)
+  local head = core.file_head(path, SHEBANG_MAX)
+  return head and head:match("^[^\n]*") or nil
+end
+
+--- The language of filename (its extension, by the core's map) or of
+-- content's shebang (with no content: of the file's first line), or nil.
+-- unsandbox.detect_language documents the rule.
+function M.detect(filename, content)
+  check.type("detect_language", "filename", filename, "string", true)
+  check.type("detect_language", "content", content, "string", true)
+  local known = filename ~= nil and filename ~= ""
+  local lang = known and core.detect_language(filename)
+  if lang then return lang end
+  if content == nil and known then content = first_line(filename) end
+  if content == nil then return nil end
+  return core.detect_shebang(content:match("^[^\n]*")) or nil
+end
 
 M.TTL = 3600
 

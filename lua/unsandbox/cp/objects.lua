@@ -9,7 +9,7 @@ local check = require "unsandbox.check"
 local transport = require "unsandbox.transport"
 local observe = require "unsandbox.observe"
 
-local Manager = core.Manager
+local Manager = {}   -- the methods this file adds to unsandbox.Manager
 
 local SCOPES = { upload = { upload_id = true, path = true, owner = true, scope = true },
                  agent = { agent_id = true, run_id = true, path = true, owner = true, scope = true } }
@@ -43,11 +43,6 @@ local function merged(loc, extra)
   return t
 end
 
-local function result(doc, resp)
-  if not doc then return nil, resp end
-  return doc, resp.request_id
-end
-
 local CONTENT_TYPE = "^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$"
 
 local function content_type(fname, ct, default)
@@ -71,8 +66,8 @@ function Manager:issue_object_ticket(loc, operation, max_bytes, ctype, sha256, e
     content_type = content_type(fname, ctype, "application/octet-stream"),
     expires_in = check.int_range(fname, "expires_in", expires_in, 1, 900) or 120,
     sha256 = sha256 ~= "" and sha256 or nil })
-  return result(transport.cp_call(self, fname, "POST", "/v1/storage/tickets",
-    { body = body, owner = loc.owner }))
+  return transport.cp_request(self, fname, "POST", "/v1/storage/tickets",
+    { body = body, owner = loc.owner })
 end
 
 -- A ticket the server issued is usable: a token, and the content route.
@@ -95,10 +90,10 @@ end
 function Manager:upload_with_ticket(ticket, bytes, ctype, owner)
   local path = ticket_path("upload_with_ticket", ticket)
   check.type("upload_with_ticket", "bytes", bytes, "string")
-  return result(transport.cp_call(self, "upload_with_ticket", "PUT", path, { raw = bytes,
+  return transport.cp_request(self, "upload_with_ticket", "PUT", path, { raw = bytes,
     token = ticket.access_token, owner = owner, once = true,
     content_type = content_type("upload_with_ticket", ctype, "application/octet-stream"),
-    timeout = 120 }))
+    timeout = 120 })
 end
 
 --- put_agent_blob(agent_id, run_id, path, content, content_type, owner):
@@ -210,8 +205,8 @@ end
 
 local function query_call(self, fname, method, path, loc, extra)
   loc = locator(fname, loc)
-  return result(transport.cp_call(self, fname, method, path,
-    { query = merged(loc, extra or {}), owner = loc.owner }))
+  return transport.cp_request(self, fname, method, path,
+    { query = merged(loc, extra or {}), owner = loc.owner })
 end
 
 function Manager:stat_object(loc) return query_call(self, "stat_object", "GET", "/v1/storage/objects/stat", loc) end
@@ -239,9 +234,9 @@ end
 function Manager:put_object(loc, content)
   loc = locator("put_object", loc)
   check.type("put_object", "content", content, "string")
-  return result(transport.cp_call(self, "put_object", "POST", "/v1/storage/objects", { body = merged(loc,
+  return transport.cp_request(self, "put_object", "POST", "/v1/storage/objects", { body = merged(loc,
     { content_base64 = core.base64_encode(content), sha256 = core.sha256(content) }),
-    owner = loc.owner }))
+    owner = loc.owner })
 end
 
 --- POST …/objects/import: the object into the workspace (destination
@@ -254,9 +249,9 @@ function Manager:import_object_to_workspace(loc, destination, key)
   if not ws then return nil, err end
   local rt, rerr = self:ensure_runtime(key)
   if not rt then return nil, rerr end
-  return result(transport.cp_call(self, "import_object_to_workspace", "POST",
+  return transport.cp_request(self, "import_object_to_workspace", "POST",
     "/v1/workspaces/" .. ws.workspace_id .. "/objects/import", { body = merged(loc,
-    { destination = destination }), token = ws.access_token, owner = loc.owner }))
+    { destination = destination }), token = ws.access_token, owner = loc.owner })
 end
 
 --- POST …/objects/export: a workspace file (artifacts/<file>) into the
@@ -268,10 +263,10 @@ function Manager:export_workspace_object(workspace_path, loc, key, archive)
   check.type("export_workspace_object", "archive", archive, "boolean", true)
   local ws, err = self:ensure_workspace(key, loc.owner)
   if not ws then return nil, err end
-  return result(transport.cp_call(self, "export_workspace_object", "POST",
+  return transport.cp_request(self, "export_workspace_object", "POST",
     "/v1/workspaces/" .. ws.workspace_id .. "/objects/export", { body = merged(loc,
     { workspace_path = workspace_path, archive = archive or nil }), token = ws.access_token,
-    owner = loc.owner, timeout = archive and 150 or nil }))
+    owner = loc.owner, timeout = archive and 150 or nil })
 end
 
 return Manager

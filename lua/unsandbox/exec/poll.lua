@@ -8,7 +8,7 @@ local core = require "unsandbox.core"
 local transport = require "unsandbox.transport"
 local Error = require "unsandbox.errors"
 local observe = require "unsandbox.observe"
-local results = require "unsandbox.results"
+local results = require "unsandbox.exec.results"
 local shape = require "unsandbox.shape"
 
 local M = {}

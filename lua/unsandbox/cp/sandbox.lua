@@ -1,22 +1,23 @@
---- unsandbox.Sandbox (spec §8 and issue 10): a named sandbox, whose name
--- is its session key on a Manager. The userdata (csrc/lua/sandbox.c)
--- keeps its Manager alive; these are its methods, and Sandbox.create/get/
--- get_or_create. `local sb <close> = Sandbox.create{...}` releases the
+--- unsandbox.Sandbox (spec §8): a named sandbox, whose name is its
+-- session key on a Manager. The userdata (csrc/lua/sandbox.c) keeps its
+-- Manager alive. This module gives the public table (M.class:
+-- Sandbox.create/get/get_or_create) and the userdata's methods
+-- (M.methods, added by cp/init.lua). `local sb <close> = Sandbox.create{...}` releases the
 -- runtime when the block ends, also by an error (then a failed release
 -- does not hide that error). Workspace files stay with the name.
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local context = require "unsandbox.context"
 local Error = require "unsandbox.errors"
-local Shell = require "unsandbox.shell"
+local Shell = require "unsandbox.cp.shell"
 
-local SandboxMT = core.Sandbox
+local SandboxMT = {}   -- the methods of every unsandbox.Sandbox userdata
 local Sandbox = {}
 
 local default_manager
 --- The Manager of Sandbox calls that name none: one from the environment.
 function Sandbox.default_manager()
-  if not default_manager then default_manager = require("unsandbox.manager").new() end
+  if not default_manager then default_manager = require("unsandbox.cp.manager").new() end
   return default_manager
 end
 
@@ -241,4 +242,4 @@ function SandboxMT:last_result() return last[self] end
 --- A PTY shell session in this sandbox (see unsandbox.shell).
 function SandboxMT:shell(opts) return Shell.new(self, opts) end
 
-return Sandbox
+return { class = Sandbox, methods = SandboxMT }

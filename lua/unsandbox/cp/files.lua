@@ -8,7 +8,7 @@ local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local transport = require "unsandbox.transport"
 
-local Manager = core.Manager
+local Manager = {}   -- the methods this file adds to unsandbox.Manager
 
 local function wpath(fname, path, allow_root)
   check.type(fname, "path", path, "string")
@@ -22,9 +22,7 @@ local function files_call(self, fname, key, method, op, o)
   local ws, err = self:ensure_workspace(key)
   if not ws then return nil, err end
   o.token = ws.access_token
-  local doc, resp = transport.cp_call(self, fname, method, "/v1/workspaces/" .. ws.workspace_id .. "/files/" .. op, o)
-  if not doc then return nil, resp end
-  return doc, resp.request_id
+  return transport.cp_request(self, fname, method, "/v1/workspaces/" .. ws.workspace_id .. "/files/" .. op, o)
 end
 
 local function int(fname, arg, v) return check.int_range(fname, arg, v, 0, math.maxinteger) end

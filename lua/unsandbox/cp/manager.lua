@@ -1,16 +1,17 @@
 --- unsandbox.Manager, the Control Plane client (spec §7, §8): its
--- constructor, the acting subject bound per coroutine, session keys, the
--- clock of the leases, and the low-level call. The methods of §8 live in
--- leases.lua, mcp.lua, objects.lua and routes.lua; all of them go through
--- transport.lua. The userdata and its C methods are csrc/lua/manager.c.
+-- constructor (M.new) and its own methods (M.methods: the acting subject
+-- bound per coroutine, session keys, the clock of the leases, and the
+-- low-level call). The methods of §8 live in the other files of cp/, one
+-- per concern; all of them go through transport.lua. The userdata and its
+-- C methods are csrc/lua/manager.c.
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local context = require "unsandbox.context"
 local transport = require "unsandbox.transport"
 local retry = require "unsandbox.retry"
 
-local Manager = core.Manager
-local M = { Manager = Manager }
+local Manager = {}   -- the methods this file adds to unsandbox.Manager
+local M = { methods = Manager }
 
 local OPTIONS = { url = true, token = true, session = true, ca_file = true, timeout = true,
   refresh = true, tenant = true, connect_timeout = true, max_response = true,

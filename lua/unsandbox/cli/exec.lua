@@ -5,8 +5,8 @@
 -- tried first, every other action goes to cli.lua's own table.
 -- Internal module.
 -- text for a person or, with --json, the library's value (issue 13)
-local out = require "unsandbox.cli_commands"
-local cli_attach = require "unsandbox.cli_attach"
+local out = require "unsandbox.cli.commands"
+local cli_attach = require "unsandbox.cli.attach"
 
 local M = {}
 

@@ -3,14 +3,13 @@
 -- (m:_ws_decide / m:_rt_decide copy out what a request needs), makes its
 -- request, then applies the reply to the lease looked up again, so no
 -- lease is held across a network call and a coroutine switch in between
--- cannot leave a half-updated lease. Also the checkpoint routes, which
--- address the session's workspace. Methods of unsandbox.Manager.
-local core = require "unsandbox.core"
+-- cannot leave a half-updated lease. Methods of unsandbox.Manager (the
+-- workspace's checkpoints are checkpoints.lua).
 local check = require "unsandbox.check"
 local transport = require "unsandbox.transport"
 local Error = require "unsandbox.errors"
 
-local Manager = core.Manager
+local Manager = {}   -- the methods this file adds to unsandbox.Manager
 
 local CREATE_TIMEOUT = 130   -- §10: the server may hold a runtime create for ~110 s
 local HEX12 = string.rep("[0-9a-f]", 12)
@@ -166,56 +165,6 @@ end
 function Manager:forget(key)
   local _, lk = self:_session("forget", key)
   return self:_lease_forget(lk)
-end
-
-------------------------------------------------------------------------
--- Checkpoints of the session's workspace
-------------------------------------------------------------------------
-
-local function workspace_path(self, fname, key, suffix)
-  local ws, err = self:ensure_workspace(key)
-  if not ws then return nil, err end
-  return "/v1/workspaces/" .. ws.workspace_id .. suffix
-end
-
-local function checkpoint_id(fname, id)
-  check.type(fname, "checkpoint_id", id, "string")
-  if not id:match("^[a-z0-9][a-z0-9-]*$") or #id > 63 then
-    check.fail(fname, "checkpoint_id", "a checkpoint id ([a-z0-9][a-z0-9-]{0,62}) expected")
-  end
-  return id
-end
-
-local function simple(self, fname, key, method, suffix, o)
-  local path, err = workspace_path(self, fname, key, suffix)
-  if not path then return nil, err end
-  local doc, resp = transport.cp_call(self, fname, method, path, o)
-  if not doc then return nil, resp end
-  return doc, resp.request_id
-end
-
---- POST …/checkpoints {} (needs a running runtime: 400 otherwise).
-function Manager:checkpoint_workspace(key)
-  return simple(self, "checkpoint_workspace", key, "POST", "/checkpoints", { body = {}, timeout = 150 })
-end
-
-function Manager:list_workspace_checkpoints(key)
-  return simple(self, "list_workspace_checkpoints", key, "GET", "/checkpoints", nil)
-end
-
---- POST …/checkpoints/{cp}/restore {sha256} or {}.
-function Manager:restore_workspace(checkpoint_id_, sha256, key)
-  checkpoint_id("restore_workspace", checkpoint_id_)
-  check.type("restore_workspace", "sha256", sha256, "string", true)
-  if sha256 == "" then sha256 = nil end
-  return simple(self, "restore_workspace", key, "POST", "/checkpoints/" .. checkpoint_id_ .. "/restore",
-    { body = { sha256 = sha256 }, timeout = 150 })
-end
-
-function Manager:delete_workspace_checkpoint(checkpoint_id_, key)
-  checkpoint_id("delete_workspace_checkpoint", checkpoint_id_)
-  return simple(self, "delete_workspace_checkpoint", key, "DELETE", "/checkpoints/" .. checkpoint_id_,
-    nil)
 end
 
 --- DELETE /v1/workspaces/{ws}[?purge=1] of the session's workspace, found

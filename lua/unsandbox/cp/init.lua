@@ -1,37 +1,41 @@
 --- The Control Plane part of the public module (spec control-plane.md;
 -- init.lua merges this table into `unsandbox`): the Manager and Sandbox
--- classes with all their methods loaded, the acting-subject derivation,
--- and the trace id bound per coroutine. Internal module.
+-- classes with all their methods, the acting-subject derivation, and the
+-- trace id bound per coroutine. Internal module.
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local context = require "unsandbox.context"
-local manager = require "unsandbox.manager"
--- each adds its methods to core.Manager
-require "unsandbox.leases"
-require "unsandbox.tools"
-require "unsandbox.objects"
-require "unsandbox.routes"
-require "unsandbox.wsfiles"
-require "unsandbox.admin"
-local Sandbox = require "unsandbox.sandbox"
-local Shell = require "unsandbox.shell"
+local methods = require "unsandbox.methods"
+local manager = require "unsandbox.cp.manager"
+local sandbox = require "unsandbox.cp.sandbox"
+local Shell = require "unsandbox.cp.shell"
 local wrap = require "unsandbox.wrap"
 
 -- Every method that talks to the Control Plane runs in the frame of a
 -- public call (wrap.lua: its timing, interrupts as Errors). Left out: the
 -- plumbing, what makes no exchange, and what runs the caller's own code
 -- around its calls (with_subject; lines, whose stream is a call of its own).
-wrap.methods(core.Manager, { url = true, session_id = true, is_configured = true, close = true,
+local MANAGER_FRAME = { skip = { url = true, session_id = true, is_configured = true, close = true,
   on_request = true, bind_subject = true, with_subject = true, acting_subject_context = true,
-  acting_subject = true, status = true, forget = true })
-wrap.methods(core.Sandbox, { name = true, session_id = true, manager = true, is_open = true,
-  status = true, lines = true, last_result = true, shell = true })
-wrap.methods(Sandbox, { default_manager = true })
+  acting_subject = true, status = true, forget = true } }
+local SANDBOX_FRAME = { skip = { name = true, session_id = true, manager = true, is_open = true,
+  status = true, lines = true, last_result = true, shell = true } }
+
+-- the Manager's methods, one file per concern
+methods.add(core.Manager, manager.methods, MANAGER_FRAME, "unsandbox.cp.manager")
+for _, group in ipairs { "leases", "checkpoints", "tools", "objects", "files", "records", "status",
+                         "admin" } do
+  local from = "unsandbox.cp." .. group
+  methods.add(core.Manager, require(from), MANAGER_FRAME, from)
+end
+methods.add(core.Sandbox, sandbox.methods, SANDBOX_FRAME, "unsandbox.cp.sandbox")
+-- the Sandbox constructors and the Shell are Lua tables of their own
+wrap.methods(sandbox.class, { default_manager = true })
 wrap.methods(Shell, { new = true, detach = true, __tostring = true, __close = true })
 
 local M = {
   Manager = core.Manager,
-  Sandbox = Sandbox,
+  Sandbox = sandbox.class,
   manager = manager.new,
 }
 

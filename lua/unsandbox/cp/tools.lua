@@ -7,9 +7,9 @@
 -- the long ones (grep_files, shell_session) also take an options table.
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
-local mcp = require "unsandbox.mcp"
+local mcp = require "unsandbox.cp.mcp"
 
-local Manager = core.Manager
+local Manager = {}   -- the methods this file adds to unsandbox.Manager
 
 local FILE_TIMEOUT = 45
 

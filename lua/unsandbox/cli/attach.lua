@@ -13,7 +13,7 @@
 -- Internal module.
 local core = require "unsandbox.core"
 local Error = require "unsandbox.errors"
-local terminal = require "unsandbox.terminal"
+local terminal = require "unsandbox.exec.terminal"
 
 local M = {}
 

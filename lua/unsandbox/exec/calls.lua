@@ -1,16 +1,16 @@
 --- The shapes of a call that several groups of Client methods share:
 -- one document with its request id, a result with its timing, waiting
 -- for a job the call started, a list, a route by id, a destructive route
--- with the sudo challenge, a created resource's id. Kept out of init.lua
--- so that the groups loaded on first use (resources.lua, execapi.lua)
--- use the same ones. Internal module.
-local abandon = require "unsandbox.abandon"
+-- with the sudo challenge, a created resource's id, list arguments: the
+-- one place for each, so every resource module of the execution API
+-- (exec/*.lua) makes its calls the same way. Internal module.
+local abandon = require "unsandbox.exec.abandon"
 local transport = require "unsandbox.transport"
 local check = require "unsandbox.check"
 local Error = require "unsandbox.errors"
 local observe = require "unsandbox.observe"
-local poll = require "unsandbox.poll"
-local results = require "unsandbox.results"
+local poll = require "unsandbox.exec.poll"
+local results = require "unsandbox.exec.results"
 local shape = require "unsandbox.shape"
 
 local M = {}
@@ -18,6 +18,12 @@ local M = {}
 -- Success is one value: the document with its request id (transport.one).
 local one = transport.one
 M.one = one
+
+--- The client's own timeout in seconds: the longest one request may
+-- take (init.lua keeps the milliseconds it was made with in its state).
+function M.request_limit(client)
+  return (client:_state().timeout_ms or 120000) / 1000
+end
 
 -- A result or an error of a call, with the timing of meter (a batch's
 -- program: its own submission and polls). Success stays one value.
@@ -92,6 +98,23 @@ function M.by_id(method, prefix, fname, suffix)
   end
 end
 
+local SNAPSHOT_OPTIONS = { name = true, hot = true, timeout = true }
+
+--- POST /<kind>s/{id}/snapshot {name?, hot}: a session's or a service's
+-- snapshot, the document with its id. opts: name, hot, timeout.
+function M.snapshot_of(kind)
+  local fname = kind .. "_snapshot"
+  return function(self, id, opts)
+    check.id(fname, "id", id)
+    opts = M.plain(fname, opts, SNAPSHOT_OPTIONS)
+    local body = { name = check.type(fname, "name", opts.name, "string", true),
+                   hot = check.type(fname, "hot", opts.hot, "boolean", true) or false }
+    local doc, rid = transport.request(self, "POST", "/" .. kind .. "s/" .. id .. "/snapshot", body,
+      M.request_opts(opts))
+    return M.with_id(doc, rid, "snapshot_id")
+  end
+end
+
 local SUDO_OPTIONS = { otp = true, challenge_id = true, on_sudo = true, timeout = true }
 
 -- Deletions and unlocks may meet a sudo challenge (428 {challenge_id}).
@@ -121,6 +144,25 @@ function M.destructive(method, prefix, fname, suffix)
     if otp == nil or otp == "" then return nil, err end
     return one(send(err.challenge_id, tostring(otp)))
   end
+end
+
+--- A list argument: of non-empty strings (domains, keys) or, with ports,
+-- of port numbers, checked item by item; sent as a JSON array.
+function M.list_arg(fname, arg, v, ports)
+  if v == nil then return nil end
+  check.type(fname, arg, v, "table")
+  if not shape.is_list(v) then check.fail(fname, arg, "a list expected") end
+  for i, x in ipairs(v) do
+    if ports then check.int_range(fname, arg .. "[" .. i .. "]", x, 1, 65535)
+    else check.nonempty(fname, arg .. "[" .. i .. "]", x) end
+  end
+  return setmetatable(v, require("cjson").array_mt)
+end
+
+--- POST path with body ({} when none) and a plain call's options: one
+-- document with its request id.
+function M.post(self, path, body, opts)
+  return transport.request(self, "POST", path, body or {}, M.request_opts(opts or {}))
 end
 
 -- A created resource's document with `id` filled from its own key; both
