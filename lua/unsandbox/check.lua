@@ -48,7 +48,7 @@ end
 
 function M.id(fname, arg, v)
   M.type(fname, arg, v, "string")
-  if not core.valid_id(v) then
+  if not core.rules.valid_id(v) then
     fail(fname, arg, "invalid id " .. string.format("%q", v:sub(1, 64)) ..
       ": only letters, digits, '.', '_' and '-' are allowed")
   end
@@ -110,26 +110,23 @@ function M.options(fname, opts, allowed, how)
   return opts
 end
 
---- Raises msg (an error the C core raised for the caller's arguments,
--- its position inside this library dropped) at the caller's line.
+--- Raises msg at the caller's line: a misuse that is not about one
+-- argument (a closed object, a call from the wrong place, a variable of
+-- the environment the core refused).
 function M.raise(msg)
-  error((tostring(msg):gsub("^[^\n]-%.lua:%d+: ", "")), user_level())
+  error(tostring(msg), user_level())
 end
 
---- Calls f(...), a core function whose refusals of its arguments are the
--- caller's misuse: such an error is raised again at the caller's line,
--- naming fname instead of the C function and counting arguments as the
--- caller does (a method's self is not one: shift 1). Anything else raised
--- (an error object, out of memory) passes through unchanged.
-function M.protect(fname, shift, f, ...)
-  local res = table.pack(pcall(f, ...))
-  if res[1] then return table.unpack(res, 2, res.n) end
-  local e = res[2]
-  if type(e) ~= "string" then error(e, 0) end
-  e = e:gsub("^[^\n]-%.lua:%d+: ", ""):gsub("^bad argument #(%d+) to '[^']*'", function(n)
-    return "bad argument #" .. (tonumber(n) - shift) .. " to '" .. fname .. "'"
-  end)
-  error(e, user_level())
+--- What the returning form of a core function gave (csrc/lua/binding.h:
+-- the value, or nil, why, arg for a value it refused), with the refusal
+-- raised at the caller's line: arg "env" (a variable of the environment:
+-- why alone), else the argument of fname it was, named by names[arg] (a
+-- list of fname's argument names) or by names itself (a string). The
+-- core says which argument it was; its message is never read for that.
+function M.value(fname, names, v, why, arg)
+  if v ~= nil then return v end
+  if arg == "env" then M.raise(why) end
+  fail(fname, type(names) == "table" and (names[arg] or arg) or names, why)
 end
 
 M.fail = fail

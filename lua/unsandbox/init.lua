@@ -26,7 +26,7 @@ local unsandbox = {
   core = core,
 }
 
-local Client = core.Client   -- the methods table of the C userdata
+local Client = core.exec.Client   -- the methods table of the C userdata
 
 -- The task functions are lua/unsandbox/tasks.lua's, loaded on first use
 -- (public.lua's LAZY_FIELDS); their reference is here.
@@ -60,9 +60,15 @@ local Client = core.Client   -- the methods table of the C userdata
 --- current_task() -> the Task whose code is running, or nil.
 -- @function current_task
 
-local CONNECTION = { public_key = true, secret_key = true, account = true, url = true,
-                     timeout = true, connect_timeout = true, ca_file = true, max_response = true,
-                     max_concurrency = true, retry = true, on_request = true }
+-- The options of a client: the core's (core.exec.CLIENT_OPTIONS: public_key,
+-- secret_key, account, url, timeout, connect_timeout, ca_file,
+-- max_response, max_concurrency), but home, cwd and env (stand-ins of the
+-- environment for the core's own tests), and the facade's retry and
+-- on_request. A module function takes them to make a one-off client.
+local CONNECTION = { retry = true, on_request = true }
+for k in pairs(core.exec.CLIENT_OPTIONS) do
+  if k ~= "home" and k ~= "cwd" and k ~= "env" then CONNECTION[k] = true end
+end
 
 --- unsandbox.client{public_key=, secret_key=, account=, url=, timeout=,
 -- connect_timeout=, ca_file=, max_response=, max_concurrency=, retry=,
@@ -73,22 +79,24 @@ function unsandbox.client(opts)
   opts = check.options("client", opts, CONNECTION)
   local c = {}
   for k, v in pairs(opts) do c[k] = v end
+  for _, k in ipairs { "public_key", "secret_key", "url", "ca_file" } do
+    check.type("client", k, opts[k], "string", true)
+  end
+  check.int_range("client", "account", opts.account, 0, math.maxinteger)
+  check.int_range("client", "max_response", opts.max_response, 1, math.maxinteger)
   check.positive("client", "timeout", opts.timeout)
   check.positive("client", "connect_timeout", opts.connect_timeout)
   check.type("client", "on_request", opts.on_request, "function", true)
-  check.int_range("client", "max_concurrency", opts.max_concurrency, 1, 1024)
+  check.int_range("client", "max_concurrency", opts.max_concurrency, 1,
+    core.rules.MAX_CONCURRENCY)
   local policy = retry.policy("client", opts.retry)
   -- seconds for the user, whole milliseconds for the core, never rounded
   -- down to 0 (which the core would refuse in its own unit)
   if opts.timeout then c.timeout = math.ceil(opts.timeout * 1000) end
   if opts.connect_timeout then c.connect_timeout = math.ceil(opts.connect_timeout * 1000) end
   c.retry, c.on_request = nil, nil
-  -- the core's refusals (a bad URL, UNSANDBOX_URL included) point at the
-  -- caller's line, not at this one
-  local ok, client = pcall(core.client, c)
-  if not ok then
-    check.raise(tostring(client):gsub("bad argument #1 to '[^']*'", "bad argument 'opts' to 'client'"))
-  end
+  -- the core's refusals (a bad URL; UNSANDBOX_URL's) point at the caller's line
+  local client = check.value("client", "opts", core.exec.client(c))
   local state = client:_state()
   -- health() never waits longer than the client would
   state.timeout_ms = c.timeout
@@ -124,9 +132,19 @@ local FRAME = { trace = true, unstamped = { execute_many = true, map = true },
 -- functions too, using the default client).
 -- @section module
 
+-- sign's arguments: name, the types it takes, whether it may be nil
+local SIGN_ARGS = { { "secret", "string" }, { "timestamp", "string or integer" },
+  { "method", "string" }, { "path", "string" }, { "body", "string", true } }
+
 --- Signs a request exactly as the client does (the same C function).
 function unsandbox.sign(secret, timestamp, method, path, body)
-  return check.protect("sign", 0, core.sign, secret, timestamp, method, path, body)
+  local args = { secret, timestamp, method, path, body }
+  for i, a in ipairs(SIGN_ARGS) do
+    local v, t = args[i], type(args[i])
+    local fine = t == a[2] or (a[3] and v == nil) or (i == 2 and (t == "string" or math.type(v) == "integer"))
+    if not fine then check.fail("sign", i, a[1] .. ": " .. a[2] .. " expected, got " .. t) end
+  end
+  return core.exec.sign(secret, timestamp, method, path, body)
 end
 
 -- home, cwd and env stand in for $HOME, the working directory and the
@@ -138,7 +156,7 @@ local CREDENTIAL_OPTIONS = { public_key = true, secret_key = true, account = tru
 -- secret). opts: public_key, secret_key, account, home, cwd, env.
 function unsandbox.credentials(opts)
   opts = check.options("credentials", opts, CREDENTIAL_OPTIONS)
-  local creds, kind, msg = core.credentials(opts)
+  local creds, kind, msg = core.exec.credentials(opts)
   if not creds then return nil, Error.new { kind = kind, message = msg } end
   return creds
 end

@@ -1,5 +1,5 @@
 --- The one way methods are added to a class: the method tables of the C
--- userdata (core.Client, core.Manager, core.Sandbox). A module gives its
+-- userdata (core.exec.Client, core.cp.Manager, core.cp.Sandbox). A module gives its
 -- methods as a table (`local Client = {}; function Client:x() ... end;
 -- return Client`) and add() copies them into the class and runs every
 -- public one in the frame of a public call (wrap.lua: its meter, its

@@ -2,7 +2,7 @@
 -- event loop of the C core. Inside a task every call of the library —
 -- execute_code, wait_for_job, Manager and Sandbox methods, streams —
 -- yields instead of blocking: the binding (csrc/lua/loop.c) yields the
--- sentinel core.YIELD from a registered task thread, with a continuation
+-- sentinel core.loop.YIELD from a registered task thread, with a continuation
 -- that picks the call up when the loop wakes the thread. So a task costs
 -- a coroutine and nothing else while it waits: no thread, no busy loop.
 --
@@ -23,7 +23,7 @@ local check = require "unsandbox.check"
 local context = require "unsandbox.context"
 local Error = require "unsandbox.errors"
 
-local YIELD = core.YIELD
+local YIELD = core.loop.YIELD
 local M = { YIELD = YIELD }
 
 local Task = { __name = "unsandbox.Task" }
@@ -54,12 +54,12 @@ end
 local function register(t, th)
   by_thread[th] = t
   t.threads[th] = true
-  core.task_thread(th, true)
+  core.loop.task_thread(th, true)
 end
 
 local function unregister_all(t)
   for th in pairs(t.threads) do
-    core.task_thread(th, false)
+    core.loop.task_thread(th, false)
     by_thread[th] = nil
   end
 end
@@ -101,12 +101,12 @@ end
 
 -- Resumes the tasks that were ready when it started (those that become
 -- ready meanwhile wait for the next call, so a step stays bounded), and,
--- given a deadline (core.monotonic_us), no more once it has passed: the
+-- given a deadline (core.loop.monotonic_us), no more once it has passed: the
 -- rest stay ready, first in line for the next call.
 local function run_ready(deadline_us)
   local last = ready_tail
   while ready_head <= last do
-    if deadline_us and core.monotonic_us() >= deadline_us then return end
+    if deadline_us and core.loop.monotonic_us() >= deadline_us then return end
     local t = ready[ready_head]
     ready[ready_head] = nil
     ready_head = ready_head + 1
@@ -209,22 +209,22 @@ function Task:wait(timeout)
   end
   if self:done() then return outcome(self) end
   if self == current then check.raise("a task cannot wait for itself") end
-  local deadline = timeout and core.monotonic_ms() + timeout * 1000
+  local deadline = timeout and core.loop.monotonic_ms() + timeout * 1000
   if current then
-    if not core.can_yield() then
+    if not core.loop.can_yield() then
       check.raise("wait: a task can only wait from its own coroutine (not a coroutine of its own making)")
     end
     local me = coroutine.running()
-    self:_on_finish(function() core.unpark(me) end)
+    self:_on_finish(function() core.loop.unpark(me) end)
     while not self:done() do
-      local left = deadline and deadline - core.monotonic_ms()
+      local left = deadline and deadline - core.loop.monotonic_ms()
       if left and left <= 0 then return nil, timed_out(self, timeout) end
-      core.park(left and math.max(1, left))
+      core.loop.park(left and math.max(1, left))
     end
     return outcome(self)
   end
   while not self:done() do
-    local left = deadline and deadline - core.monotonic_ms()
+    local left = deadline and deadline - core.loop.monotonic_ms()
     if left and left <= 0 then return nil, timed_out(self, timeout) end
     local n, err = M.step(left and math.min(left, 100) or 100)
     if not n then return nil, err end
@@ -257,7 +257,7 @@ function Task:cancel(why)
   for child in pairs(self.children) do kids[#kids + 1] = child end
   table.sort(kids, function(a, b) return a.id < b.id end)
   for _, child in ipairs(kids) do child:cancel(why) end
-  for th in pairs(self.threads) do core.loop_abort(th) end
+  for th in pairs(self.threads) do core.loop.loop_abort(th) end
   -- streams it opened and was not waiting on right now (pcall: a
   -- Transfer whose Client was closed raises on nothing, but be sure)
   for x in pairs(self.transfers) do pcall(x.close, x) end
@@ -317,13 +317,13 @@ local function cancel_all(system_too, why)
 end
 M.cancel_all = cancel_all
 
--- core.loop_step, with unlua's Ctrl-C: its signal hook raises
+-- core.loop.loop_step, with unlua's Ctrl-C: its signal hook raises
 -- "interrupted!" in the main thread as the step returns (as lua.c does);
 -- here that is the interrupt the step reports, so the tasks are cancelled
 -- rather than abandoned. Tokens the step took are lost then, which only
 -- matters to tasks about to be cancelled.
 local function loop_step(ms)
-  local ok, woken, intr = pcall(core.loop_step, ms)
+  local ok, woken, intr = pcall(core.loop.loop_step, ms)
   if ok then return woken, intr end
   if type(woken) == "string" and woken:find("interrupted!$") then return {}, true end
   error(woken, 0)
@@ -332,10 +332,10 @@ end
 -- Ctrl-C: every task is cancelled, their cleanups get a few seconds.
 local function interrupted()
   cancel_all(false, "interrupted")
-  local deadline = core.monotonic_ms() + CLEANUP_WAIT_MS
-  while n_live > 0 and core.monotonic_ms() < deadline do
+  local deadline = core.loop.monotonic_ms() + CLEANUP_WAIT_MS
+  while n_live > 0 and core.loop.monotonic_ms() < deadline do
     run_ready()
-    local woken, again = loop_step(math.min(100, math.max(0, deadline - core.monotonic_ms())))
+    local woken, again = loop_step(math.min(100, math.max(0, deadline - core.loop.monotonic_ms())))
     wake(woken)
     if again then break end             -- a second Ctrl-C: no more waiting
   end
@@ -369,11 +369,11 @@ local STEP_BUDGET_US = 1000
 function M.step(timeout_ms)
   local ms = check_ms("step", timeout_ms)
   not_in_task("step")
-  local started = core.monotonic_ms()
-  local deadline = core.monotonic_us() + math.max(STEP_BUDGET_US, ms * 1000)
+  local started = core.loop.monotonic_ms()
+  local deadline = core.loop.monotonic_us() + math.max(STEP_BUDGET_US, ms * 1000)
   run_ready(deadline)
   local wait = 0
-  if n_live > 0 and not has_ready() then wait = math.max(0, ms - (core.monotonic_ms() - started)) end
+  if n_live > 0 and not has_ready() then wait = math.max(0, ms - (core.loop.monotonic_ms() - started)) end
   local woken, intr = loop_step(wait)
   wake(woken)
   if intr then return interrupted() end
@@ -388,9 +388,9 @@ function M.run(timeout)
   if timeout ~= nil and (type(timeout) ~= "number" or timeout <= 0) then
     check.fail("run", 1, "timeout: a positive number of seconds expected")
   end
-  local deadline = timeout and core.monotonic_ms() + timeout * 1000
+  local deadline = timeout and core.loop.monotonic_ms() + timeout * 1000
   while n_live > 0 do
-    local left = deadline and deadline - core.monotonic_ms()
+    local left = deadline and deadline - core.loop.monotonic_ms()
     if left and left <= 0 then
       return nil, Error.new { kind = "timeout", message = string.format(
         "%d task(s) still running after %g s", n_live, timeout) }
@@ -405,7 +405,7 @@ end
 -- host's own loop waits on before calling step(0). timeout_ms is 0 when a
 -- task can go on now, -1 when nothing is scheduled.
 function M.pollfds()
-  local fds, timeout = core.loop_pollfds()
+  local fds, timeout = core.loop.loop_pollfds()
   if has_ready() then timeout = 0 end
   return fds, timeout
 end
@@ -424,13 +424,13 @@ end
 function Channel:push(v)
   self.tail = self.tail + 1
   self.items[self.tail] = v
-  if self.waiter then core.unpark(self.waiter) end
+  if self.waiter then core.loop.unpark(self.waiter) end
 end
 
 --- No more items will come: pop() returns nil once the queue is empty.
 function Channel:close()
   self.closed = true
-  if self.waiter then core.unpark(self.waiter) end
+  if self.waiter then core.loop.unpark(self.waiter) end
 end
 
 --- The next item, or nil once closed and empty, or nil, Error(interrupted).
@@ -438,11 +438,11 @@ function Channel:pop()
   while self.head > self.tail do
     if self.closed then return nil end
     if current then
-      if not core.can_yield() then
+      if not core.loop.can_yield() then
         check.raise("a task can only wait from its own coroutine (not a coroutine of its own making)")
       end
       self.waiter = coroutine.running()
-      core.park()
+      core.loop.park()
       self.waiter = nil
     else
       local n, err = M.step(100)
@@ -506,7 +506,7 @@ local function adopt(x, ...)
   return x, ...
 end
 
-for _, class in ipairs { core.Client, core.Manager } do
+for _, class in ipairs { core.exec.Client, core.cp.Manager } do
   local open = class._open
   class._open = function(self, ...) return adopt(open(self, ...)) end
 end

@@ -85,16 +85,28 @@ function exec.options(_, o, traceparent)
   return copts
 end
 
--- a method, path or header the core refuses is the caller's misuse
 function exec.send(c, method, path, payload, copts)
-  return check.protect("call", 1, c.request, c, method, path, payload, copts)
+  return c:_request(method, path, payload, copts)
 end
 
 function exec.open(c, method, path, payload, copts)
   return c:_open(method, path, payload, copts)
 end
 
-function exec.fail(_, kind, msg)
+-- A value the C client refused before sending (kind validation: a
+-- method, path or header of the caller's) is misuse: raised at the
+-- caller's line as an argument of the public call (o.fname, default
+-- "call": its method #1, path #2, body #3, options #4, as the C client
+-- numbers them in info.arg), or by itself when it names none.
+local function misuse(o, msg, info)
+  local arg = info and info.arg
+  if math.type(arg) == "integer" then check.fail(o.fname or "call", arg, msg) end
+  check.raise(msg)
+end
+
+--- An Error for a failure of the C client (nothing was answered).
+function exec.fail(_, kind, msg, info, o)
+  if kind == "validation" then misuse(o, msg, info) end
   return Error.new { kind = kind, message = msg }
 end
 
@@ -151,7 +163,7 @@ M.cp = cp
 -- raises at the user's line naming fname and the path. Methods that make
 -- several calls check first, under their own name.
 function cp.check_object(m, fname, path, owner)
-  if core.is_object_call(path) and not owner and not context.get(context.subjects, m) then
+  if core.cp.is_object_call(path) and not owner and not context.get(context.subjects, m) then
     check.fail(fname, "locator", (path:match("^[^?]*")) ..
       " is an object call: bind an acting subject (m:with_subject) or pass an owner")
   end
@@ -180,10 +192,10 @@ end
 
 --- An Error for a failure of the C client (nothing was answered): the
 -- spec's 502 for a service that cannot be reached or answers nonsense,
--- 499 for a call cancelled or interrupted. A header value the core
--- refused is the caller's misuse and raises.
-function cp.fail(m, kind, msg)
-  if kind == "validation" then check.raise(msg) end
+-- 499 for a call cancelled or interrupted. A method, path or header value
+-- the core refused is the caller's misuse and raises.
+function cp.fail(m, kind, msg, info, o)
+  if kind == "validation" then misuse(o or {}, msg, info) end
   if kind == "transport" or kind == "timeout" or kind == "protocol" then
     return Error.new { kind = kind, status = 502,
       message = "Sandbox Control Plane unavailable at " .. m:url() .. ": " .. msg }
@@ -205,7 +217,7 @@ function cp.http_error(resp)
   doc = type(doc) == "table" and doc or nil
   local msg
   if doc and type(doc.error) == "string" then msg = doc.error
-  elseif resp.body and resp.body:match("%S") then msg = resp.body
+  elseif resp.body and not core.rules.blank(resp.body) then msg = resp.body
   else msg = "Control Plane returned HTTP " .. resp.status end
   return Error.new {
     kind = "http", status = resp.status, message = msg, request_id = resp.request_id,
@@ -245,9 +257,9 @@ end
 -- Sleeps before a retry (a loop timer inside a task), adding the time to
 -- the meter; nil, Error when interrupted.
 local function backoff(p, meter, wait, n, method, path)
-  local t0 = core.monotonic_us()
-  local slept = core.sleep(math.max(1, math.floor(wait * 1000)))
-  if meter then meter.retry_wait_ms = meter.retry_wait_ms + (core.monotonic_us() - t0) / 1000 end
+  local t0 = core.loop.monotonic_us()
+  local slept = core.loop.sleep(math.max(1, math.floor(wait * 1000)))
+  if meter then meter.retry_wait_ms = meter.retry_wait_ms + (core.loop.monotonic_us() - t0) / 1000 end
   if slept then return true end
   return nil, Error.new { kind = "interrupted", status = p.interrupted_status, attempts = n,
     message = "interrupted while waiting to retry " .. method .. " " .. (path:match("^[^?]*")) }
@@ -256,13 +268,14 @@ end
 -- One attempt: sent, metered, reported to the hooks, decoded. Returns
 -- doc, resp or nil, Error, resp, and the failure's kind and info.
 local function attempt(p, owner, state, method, path, payload, o, n, trace, meter)
-  local tp = core.new_traceparent(trace and trace.trace_id, trace and trace.flags)
+  local tp = core.trace.new_traceparent(trace and trace.trace_id, trace and trace.flags)
   local resp, kind, msg, info = p.send(owner, method, path, payload, p.options(owner, o, tp))
+  if kind == "validation" then p.fail(owner, kind, msg, info, o) end   -- misuse: nothing was sent
   local timing = resp and resp.timing or info and info.timing
   if meter then meter:add(timing) end
   observe.report(state, method, path, n, tp, resp, kind, info)
   local doc, err
-  if not resp then err = p.fail(owner, kind, msg)
+  if not resp then err = p.fail(owner, kind, msg, info, o)
   elseif p.is_error(resp.status) then err = p.http_error(resp)
   else doc, err = p.decode(resp, o) end
   if err then err.timing = meter and meter:timing() or observe.single(timing) end
@@ -278,11 +291,16 @@ end
 -- cp: fname, token, owner, content_type, tool, streaming, capture, text).
 -- Returns the decoded document and the response, or nil, Error (with
 -- timing: the meter's, else this exchange's, and attempts).
+-- path with o.query form-encoded by the core (nil and "" values dropped);
+-- a query it refuses is the caller's misuse.
+local function with_query(path, o)
+  if not o.query then return path end
+  local q = check.value(o.fname or "call", "query", core.cp.form_encode(o.query))
+  return q == "" and path or path .. "?" .. q
+end
+
 function M.call(p, owner, method, path, o)
-  if o.query then
-    local q = core.form_encode(o.query)
-    if q ~= "" then path = path .. "?" .. q end
-  end
+  path = with_query(path, o)
   o.path = path
   local payload = payload_of(o)
   local state = owner:_state()
@@ -308,20 +326,18 @@ end
 -- the caller closes with its block and finishes with M.result. Never
 -- retried. Returns transfer, exchange or nil, Error.
 function M.open(p, owner, method, path, o)
-  if o.query then
-    local q = core.form_encode(o.query)
-    if q ~= "" then path = path .. "?" .. q end
-  end
+  path = with_query(path, o)
   o.path = path
   local trace = M.trace()
-  local copts = p.options(owner, o, core.new_traceparent(trace and trace.trace_id, trace and trace.flags))
+  local copts = p.options(owner, o, core.trace.new_traceparent(trace and trace.trace_id, trace and trace.flags))
   copts.mode = o.mode
   local t, kind, msg, info = p.open(owner, method, path, payload_of(o), copts)
   local meter = observe.current()
   if not t then
+    if kind == "validation" then p.fail(owner, kind, msg, info, o) end
     if meter then meter:add(info and info.timing) end
     observe.report(owner:_state(), method, path, 1, copts.traceparent, nil, kind, info)
-    return nil, p.fail(owner, kind, msg)
+    return nil, p.fail(owner, kind, msg, info, o)
   end
   return t, observe.exchange(owner:_state(), meter, method, path, 1, copts.traceparent, t)
 end

@@ -54,7 +54,7 @@ end
 -- from standard input, with a prompt when that is a terminal. The CLI may
 -- read the terminal; the library never does.
 M.SUDO = { on_sudo = function(err)
-  if core.isatty(0) then
+  if core.term.isatty(0) then
     io.stderr:write("[un] ", err.message, "; one-time password (empty cancels): ")
     io.stderr:flush()
   end

@@ -140,7 +140,7 @@ local function command_line(o, h)
   local c = o.command
   if not c or #c == 0 then h.usage("sandbox run NAME -- CMD: the command is missing") end
   if #c == 1 then return c[1] end
-  return core.shell_quote(c)
+  return core.cp.shell_quote(c)
 end
 
 --- Streams the command's output live; un's exit code is the command's.
@@ -219,7 +219,7 @@ local function as_subject(o, h, m, f)
     if not o.owner then h.usage("object commands need --subject HEX or --owner TENANT/SUBJECT") end
     return f()
   end
-  if not core.valid_subject(o.subject) then h.usage("--subject expects 32 lowercase hex characters") end
+  if not core.cp.valid_subject(o.subject) then h.usage("--subject expects 32 lowercase hex characters") end
   return m:with_subject(o.subject, f)
 end
 

@@ -36,9 +36,9 @@ end
 
 -- The words after position n.
 local function words(o, n)
-  local out = {}
-  for i = n, #o.rest do out[#out + 1] = o.rest[i] end
-  return out
+  local list = {}
+  for i = n, #o.rest do list[#list + 1] = o.rest[i] end
+  return list
 end
 
 local function read_env(h, path)

@@ -83,7 +83,7 @@ local function parse(args)
     elseif a == "-s" then o.language = value(a)
     elseif a == "-e" then
       local k, v = value(a):match("^([^=]*)=(.*)$")
-      if not k or core.env_name_check(k) then usage("-e expects KEY=VALUE, got '" .. args[i] .. "'") end
+      if not k or core.rules.env_name_check(k) then usage("-e expects KEY=VALUE, got '" .. args[i] .. "'") end
       o.env[k] = v
     elseif a == "-f" then o.files[#o.files + 1] = value(a)
     elseif a == "-n" then
@@ -174,27 +174,27 @@ end
 
 -- A one-line "elapsed, status" indicator, only when stderr is a terminal.
 local function progress()
-  if not core.isatty(2) then return nil end
-  local t0 = core.monotonic_ms()
+  if not core.term.isatty(2) then return nil end
+  local t0 = core.loop.monotonic_ms()
   return function(job)
-    io.stderr:write(string.format("\r\27[K[un] %.1fs %s", (core.monotonic_ms() - t0) / 1000, job.status or "?"))
+    io.stderr:write(string.format("\r\27[K[un] %.1fs %s", (core.loop.monotonic_ms() - t0) / 1000, job.status or "?"))
     io.stderr:flush()
   end, function() io.stderr:write("\r\27[K"); io.stderr:flush() end
 end
 
--- Artifacts are written whole or not at all (core.write_file: a fresh
+-- Artifacts are written whole or not at all (core.files.write_file: a fresh
 -- temporary renamed over the name), flattened into dir, which is made
 -- when missing (mkdir -p); their names were checked as relative paths when
 -- the result was read. Returns nil, or the message of the first failure
 -- (with its errno text): the caller still exits with the program's code.
 local function save_artifacts(list, dir)
   dir = (dir or "."):gsub("(.)/+$", "%1")
-  local made, err = core.mkdirs(dir)
+  local made, err = core.files.mkdirs(dir)
   if not made then return "un: cannot save artifacts: " .. err end
   for _, a in ipairs(list) do
     local name = a.filename:gsub("/", "_")
     local path = (dir == "/" and "" or dir) .. "/" .. name
-    local saved, werr = core.write_file(path, a.content or "")
+    local saved, werr = core.files.write_file(path, a.content or "")
     if not saved then return "un: cannot save artifact: " .. werr end
     io.stderr:write("[un] saved " .. path .. "\n")
   end
@@ -326,7 +326,7 @@ function M.main(args)
   end)
   if ok then return math.tointeger(result) or 0 end
   if is_interrupt(result) then
-    if core.isatty(2) then io.stderr:write("\r\27[K") end   -- the progress line
+    if core.term.isatty(2) then io.stderr:write("\r\27[K") end   -- the progress line
     io.stderr:write("un: interrupted\n")
     return EXIT_INTERRUPTED
   end

@@ -14,7 +14,7 @@ local call = transport.cp_request
 
 local function tenant(fname, t, arg)
   check.type(fname, arg or "tenant", t, "string")
-  if not core.valid_tenant(t) then check.fail(fname, arg or "tenant", "a tenant id expected") end
+  if not core.cp.valid_tenant(t) then check.fail(fname, arg or "tenant", "a tenant id expected") end
   return t
 end
 
@@ -138,7 +138,7 @@ end
 --- DELETE /v1/admin/templates/{id}?tenant_id=.
 function Manager:delete_template(template_id, tenant_id)
   check.type("delete_template", "template_id", template_id, "string")
-  if not template_id:match("^[a-z0-9][a-z0-9-]*$") or #template_id > 32 then
+  if not core.cp.valid_template(template_id) then
     check.fail("delete_template", "template_id", "a template id expected")
   end
   if tenant_id ~= nil and tenant_id ~= "*" then tenant("delete_template", tenant_id, "tenant_id") end

@@ -2,6 +2,7 @@
 -- of unsandbox.Manager: made (it needs a running runtime), listed,
 -- restored (optionally checked by sha256) and deleted. The workspace is
 -- the session key's, ensured first (leases.lua).
+local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local transport = require "unsandbox.transport"
 
@@ -15,7 +16,7 @@ end
 
 local function checkpoint_id(fname, id)
   check.type(fname, "checkpoint_id", id, "string")
-  if not id:match("^[a-z0-9][a-z0-9-]*$") or #id > 63 then
+  if not core.cp.valid_checkpoint_id(id) then
     check.fail(fname, "checkpoint_id", "a checkpoint id ([a-z0-9][a-z0-9-]{0,62}) expected")
   end
   return id

@@ -13,9 +13,7 @@ local Manager = {}   -- the methods this file adds to unsandbox.Manager
 local function wpath(fname, path, allow_root)
   check.type(fname, "path", path, "string")
   if allow_root and (path == "" or path == ".") then return path end
-  local ok, p = pcall(core.workspace_path, path)
-  if not ok then check.fail(fname, "path", (tostring(p):gsub("^.-%((.*)%)$", "%1"))) end
-  return p
+  return check.value(fname, "path", core.cp.workspace_path(path))
 end
 
 local function files_call(self, fname, key, method, op, o)

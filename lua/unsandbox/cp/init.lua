@@ -22,19 +22,19 @@ local SANDBOX_FRAME = { skip = { name = true, session_id = true, manager = true,
   status = true, lines = true, last_result = true, shell = true } }
 
 -- the Manager's methods, one file per concern
-methods.add(core.Manager, manager.methods, MANAGER_FRAME, "unsandbox.cp.manager")
+methods.add(core.cp.Manager, manager.methods, MANAGER_FRAME, "unsandbox.cp.manager")
 for _, group in ipairs { "leases", "checkpoints", "tools", "objects", "files", "records", "status",
                          "admin" } do
   local from = "unsandbox.cp." .. group
-  methods.add(core.Manager, require(from), MANAGER_FRAME, from)
+  methods.add(core.cp.Manager, require(from), MANAGER_FRAME, from)
 end
-methods.add(core.Sandbox, sandbox.methods, SANDBOX_FRAME, "unsandbox.cp.sandbox")
+methods.add(core.cp.Sandbox, sandbox.methods, SANDBOX_FRAME, "unsandbox.cp.sandbox")
 -- the Sandbox constructors and the Shell are Lua tables of their own
 wrap.methods(sandbox.class, { default_manager = true })
 wrap.methods(Shell, { new = true, detach = true, __tostring = true, __close = true })
 
 local M = {
-  Manager = core.Manager,
+  Manager = core.cp.Manager,
   Sandbox = sandbox.class,
   manager = manager.new,
 }
@@ -45,20 +45,15 @@ function M.acting_subject(salt, tenant, subject)
   check.type("acting_subject", "salt", salt, "string")
   check.type("acting_subject", "tenant", tenant, "string")
   check.type("acting_subject", "subject", subject, "string")
-  local ok, v = pcall(core.acting_subject, salt, tenant, subject)
-  if not ok then
-    local arg = tostring(v):match("#(%d)") or "1"
-    check.fail("acting_subject", ({ "salt", "tenant", "subject" })[tonumber(arg)] or "salt",
-      (tostring(v):gsub("^.-%((.*)%)$", "%1")))
-  end
-  return v
+  return check.value("acting_subject", { "salt", "tenant", "subject" },
+    core.cp.acting_subject(salt, tenant, subject))
 end
 
 local function parse_trace(fname, id)
   check.type(fname, "trace", id, "string")
-  local tp = core.parse_traceparent(id)
+  local tp = core.trace.parse_traceparent(id)
   if tp then return { trace_id = tp.trace_id, flags = tp.flags } end
-  if pcall(core.new_traceparent, id) then return { trace_id = id, flags = "01" } end
+  if core.trace.new_traceparent(id) then return { trace_id = id, flags = "01" } end
   check.fail(fname, "trace", "a trace id (32 lowercase hex, not all zero) or a traceparent expected")
 end
 
@@ -85,7 +80,7 @@ end
 
 --- A new random trace id (32 lowercase hex), e.g. for unsandbox.trace.
 function M.new_trace_id()
-  return core.new_traceparent():sub(4, 35)
+  return core.trace.new_traceparent():sub(4, 35)
 end
 
 return M

@@ -5,6 +5,7 @@
 -- lease is held across a network call and a coroutine switch in between
 -- cannot leave a half-updated lease. Methods of unsandbox.Manager (the
 -- workspace's checkpoints are checkpoints.lua).
+local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local transport = require "unsandbox.transport"
 local Error = require "unsandbox.errors"
@@ -12,7 +13,6 @@ local Error = require "unsandbox.errors"
 local Manager = {}   -- the methods this file adds to unsandbox.Manager
 
 local CREATE_TIMEOUT = 130   -- §10: the server may hold a runtime create for ~110 s
-local HEX12 = string.rep("[0-9a-f]", 12)
 
 -- Applies a reply to the lease: apply is m:_ws_apply or m:_rt_apply.
 local function applied(self, apply, sid, doc, resp)
@@ -77,10 +77,10 @@ end
 -- forgets it), else POST /v1/sandboxes {workspace_id[, template_id]}. A
 -- cached runtime of another template is a local 409: nothing is sent.
 function Manager:ensure_runtime(key, template)
-  local sid, lk = self:_session("ensure_runtime", key)
+  local _, lk = self:_session("ensure_runtime", key)
   if template ~= nil then
     check.type("ensure_runtime", "template", template, "string")
-    if not template:match("^[a-z0-9][a-z0-9-]*$") or #template > 32 then
+    if not core.cp.valid_template(template) then
       check.fail("ensure_runtime", "template", "a template id ([a-z0-9][a-z0-9-]{0,31}) expected")
     end
   end
@@ -123,11 +123,11 @@ function Manager:resolve_workspace(key)
     { body = { session_id = sid } })
   if not doc then return nil, resp end
   -- the ids go into request paths: only their spec shapes are used
-  if type(doc.workspace_id) ~= "string" or not doc.workspace_id:match("^ws%-" .. HEX12 .. "$") then
+  if type(doc.workspace_id) ~= "string" or not core.cp.valid_workspace_id(doc.workspace_id) then
     return nil, transport.cp.bad_reply("Control Plane response has no workspace_id", resp)
   end
   if doc.sandbox_id ~= nil and (type(doc.sandbox_id) ~= "string" or
-                                not doc.sandbox_id:match("^sb%-" .. HEX12 .. "$")) then
+                                not core.cp.valid_sandbox_id(doc.sandbox_id)) then
     return nil, transport.cp.bad_reply("Control Plane response has an invalid sandbox_id", resp)
   end
   return doc, resp.request_id

@@ -13,10 +13,12 @@ local retry = require "unsandbox.retry"
 local Manager = {}   -- the methods this file adds to unsandbox.Manager
 local M = { methods = Manager }
 
-local OPTIONS = { url = true, token = true, session = true, ca_file = true, timeout = true,
-  refresh = true, tenant = true, connect_timeout = true, max_response = true,
-  lease_capacity = true, env = true, clock = true, max_concurrency = true, retry = true,
-  on_request = true }
+-- The options of a Manager: the core's (core.cp.MANAGER_OPTIONS: url,
+-- token, session, ca_file, timeout, refresh, tenant, connect_timeout,
+-- max_response, lease_capacity, env, max_concurrency) and the facade's
+-- clock, retry and on_request.
+local OPTIONS = { clock = true, retry = true, on_request = true }
+for k in pairs(core.cp.MANAGER_OPTIONS) do OPTIONS[k] = true end
 
 --- unsandbox.manager{url=, token=, session=, ca_file=, timeout=, refresh=,
 -- tenant=, connect_timeout=, max_response=, lease_capacity=, env=, clock=,
@@ -43,13 +45,18 @@ function M.new(opts)
   for _, k in ipairs { "url", "token", "session", "ca_file", "tenant" } do
     check.type("manager", k, opts[k], "string", true)
   end
+  check.int_range("manager", "max_response", opts.max_response, 1, math.maxinteger)
+  check.int_range("manager", "lease_capacity", opts.lease_capacity, 0, math.maxinteger)
+  check.int_range("manager", "max_concurrency", opts.max_concurrency, 1,
+    core.rules.MAX_CONCURRENCY)
+  for k, v in pairs(check.type("manager", "env", opts.env, "table", true) or {}) do
+    check.type("manager", "env." .. tostring(k), v, "string")
+  end
   if opts.timeout then c.timeout = math.ceil(opts.timeout * 1000) end
   if opts.connect_timeout then c.connect_timeout = math.ceil(opts.connect_timeout * 1000) end
   c.clock, c.retry, c.on_request = nil, nil, nil
-  local ok, m = pcall(core.manager, c)
-  if not ok then
-    check.fail("manager", "opts", (tostring(m):gsub("^.-%((.*)%)$", "%1")))
-  end
+  -- the core's refusals (a bad URL or tenant; SANDBOX_* variables) at the caller's line
+  local m = check.value("manager", "opts", core.cp.manager(c))
   local st = m:_state()
   st.clock, st.retry, st.on_request = opts.clock, policy, opts.on_request
   return m
@@ -68,7 +75,7 @@ end
 --- Whole seconds of the Manager's clock (monotonic unless a clock= was given).
 function Manager:_now()
   local clock = self:_state().clock
-  if not clock then return core.monotonic_ms() // 1000 end
+  if not clock then return core.loop.monotonic_ms() // 1000 end
   local t = clock()
   if math.type(t) ~= "integer" then t = math.tointeger(t) or math.floor(t) end
   return t
@@ -82,7 +89,7 @@ end
 local function lease_key(self, sid)
   local subject = context.get(context.subjects, self)
   if not subject then return sid end
-  return core.session_id(sid .. ":" .. subject)
+  return core.cp.session_id(sid .. ":" .. subject)
 end
 
 --- The session id for a key (§5.1): an explicit key, else the Manager's
@@ -98,9 +105,7 @@ function Manager:_session(fname, key)
     end
   else
     check.type(fname, "key", key, "string")
-    local ok
-    ok, sid = pcall(core.session_id, key)
-    if not ok then check.fail(fname, "key", "must be non-empty UTF-8 text") end
+    sid = check.value(fname, "key", core.cp.session_id(key))
   end
   return sid, lease_key(self, sid)
 end
@@ -111,7 +116,7 @@ end
 
 local function check_subject(fname, subject)
   check.type(fname, "subject", subject, "string")
-  if not core.valid_subject(subject) then
+  if not core.cp.valid_subject(subject) then
     check.fail(fname, "subject", "X-Acting-Subject must be 32 lowercase hex characters " ..
       "(derive it with unsandbox.acting_subject(salt, tenant, subject))")
   end

@@ -20,9 +20,9 @@ local function body_of(id, tool, args)
     jsonrpc = "2.0", id = id, method = "tools/call",
     params = { name = tool, arguments = args },
     _meta = {
-      ["io.modelcontextprotocol/protocolVersion"] = core.MCP.protocol_version,
-      ["io.modelcontextprotocol/client"] = { name = core.MCP.client_name,
-        version = core.MCP.client_version },
+      ["io.modelcontextprotocol/protocolVersion"] = core.cp.MCP.protocol_version,
+      ["io.modelcontextprotocol/client"] = { name = core.cp.MCP.client_name,
+        version = core.cp.MCP.client_version },
     },
   }
 end
@@ -54,7 +54,7 @@ local function progress(msg, id)
   local meta = type(p._meta) == "table" and p._meta or {}
   local seq = meta.sequence
   if seq == nil then seq = p.progress end
-  if not core.mcp_progress_ok(p.progressToken, id, meta.channel, seq, p.message) then return nil end
+  if not core.cp.mcp_progress_ok(p.progressToken, id, meta.channel, seq, p.message) then return nil end
   return meta.channel, p.message, seq
 end
 
@@ -68,7 +68,7 @@ end
 --- A buffered body (§7.10): JSON, or SSE scanned for the final message.
 local function buffered_reply(resp, id)
   if (resp.content_type or ""):lower():find("text/event-stream", 1, true) then
-    local p <close> = core.sse_parser()
+    local p <close> = core.cp.sse_parser()
     local events = p:feed(resp.body) or {}
     for _, ev in ipairs(p:finish() or {}) do events[#events + 1] = ev end
     for _, ev in ipairs(events) do

@@ -27,7 +27,7 @@ local function locator(fname, loc)
   if loc.scope == "agent" then
     for _, k in ipairs { "agent_id", "run_id" } do
       check.nonempty(fname, "locator." .. k, loc[k])
-      out[k] = core.object_id(loc[k])
+      out[k] = core.cp.object_id(loc[k])
     end
   else
     check.nonempty(fname, "locator.upload_id", loc.upload_id)

@@ -2,6 +2,7 @@
 -- §8) as methods of unsandbox.Manager, by id rather than by session key:
 -- the lists, one runtime, its deletion and token, and a runtime made for a
 -- workspace with no lease kept (the session-key flows are leases.lua).
+local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local transport = require "unsandbox.transport"
 
@@ -17,12 +18,15 @@ local function send(self, fname, method, path, body, o)
   return transport.cp_request(self, fname, method, path, o)
 end
 
-local function id_arg(fname, arg, v, pattern, what)
+-- an id of the caller's that goes into a path, in its shape (core/lease.h)
+local function id_arg(fname, arg, v, valid, what)
   check.type(fname, arg, v, "string")
-  if not v:match(pattern) then check.fail(fname, arg, what .. " expected") end
+  if not valid(v) then check.fail(fname, arg, what .. " expected") end
   return v
 end
-local function sandbox_id(fname, v) return id_arg(fname, "sandbox_id", v, "^sb%-%x+$", "a sandbox id (sb-<12 hex>)") end
+local function sandbox_id(fname, v)
+  return id_arg(fname, "sandbox_id", v, core.cp.valid_sandbox_id, "a sandbox id (sb-<12 hex>)")
+end
 
 local function list_of(self, fname, path, field)
   local doc, rid = get(self, fname, path)
@@ -59,7 +63,8 @@ end
 -- lease is kept (ensure_runtime is the session-key form). wait = false ⇒
 -- 202 and a pending runtime.
 function Manager:create_runtime(workspace_id, template, wait)
-  id_arg("create_runtime", "workspace_id", workspace_id, "^ws%-%x+$", "a workspace id (ws-<12 hex>)")
+  id_arg("create_runtime", "workspace_id", workspace_id, core.cp.valid_workspace_id,
+    "a workspace id (ws-<12 hex>)")
   check.type("create_runtime", "template", template, "string", true)
   check.type("create_runtime", "wait", wait, "boolean", true)
   return send(self, "create_runtime", "POST", "/v1/sandboxes",

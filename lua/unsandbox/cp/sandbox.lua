@@ -22,7 +22,7 @@ function Sandbox.default_manager()
 end
 
 local function random_name()
-  local tp = core.new_traceparent()              -- 00-<trace>-<span>-01: random hex
+  local tp = core.trace.new_traceparent()              -- 00-<trace>-<span>-01: random hex
   return "sandbox-" .. tp:sub(4, 15)
 end
 
@@ -35,25 +35,23 @@ local function options(fname, opts, allowed)
     m = Sandbox.default_manager()
   else
     local mt = getmetatable(m)
-    if type(mt) ~= "table" or mt.__index ~= core.Manager then
+    if type(mt) ~= "table" or mt.__index ~= core.cp.Manager then
       check.fail(fname, "manager", "an unsandbox.Manager expected")
     end
   end
   local name = opts.name
   if name ~= nil then
     check.type(fname, "name", name, "string")
-    if not name:match("%S") then check.fail(fname, "name", "must not be blank") end
-    if #name > 128 then check.fail(fname, "name", "at most 128 bytes") end
+    local why = core.cp.sandbox_name_check(name)   -- the rule of core/cpids.h
+    if why then check.fail(fname, "name", why) end
   end
   if opts.template ~= nil then check.nonempty(fname, "template", opts.template) end
   check.type(fname, "resume", opts.resume, "boolean", true)
   return opts, m, name
 end
 
-local function new(m, name)
-  local ok, sb = pcall(core.sandbox, m, name)
-  if not ok then check.fail("Sandbox", "name", (tostring(sb):gsub("^.-%((.*)%)$", "%1"))) end
-  return sb
+local function sandbox_of(m, name)
+  return check.value("Sandbox", "name", core.cp.sandbox(m, name))
 end
 
 --- Sandbox.create{name=, template=, manager=}: the named sandbox's live
@@ -63,7 +61,7 @@ function Sandbox.create(opts)
   local m, name
   opts, m, name = options("create", opts, CREATE)
   name = name or random_name()
-  local sb = new(m, name)
+  local sb = sandbox_of(m, name)
   local rt, err = m:lookup_runtime(name)
   if rt then
     if opts.template and opts.template ~= rt.template then
@@ -85,7 +83,7 @@ function Sandbox.get(opts)
   local m, name
   opts, m, name = options("get", opts, CREATE)
   if not name then check.fail("get", "name", "a sandbox name expected") end
-  local sb = new(m, name)
+  local sb = sandbox_of(m, name)
   local rt, err = m:lookup_runtime(name)
   if rt then return sb end
   if not opts.resume or err.status ~= 404 then return nil, err end
@@ -142,8 +140,7 @@ function SandboxMT:run_command(cmd, args, t)
   for _ in pairs(args) do n = n + 1 end
   if n ~= #args then check.fail("run_command", "args", "a list of strings expected") end
   for i, a in ipairs(args) do argv[i + 1] = check.type("run_command", "args[" .. i .. "]", a, "string") end
-  local ok, line = pcall(core.shell_quote, argv, 8192)
-  if not ok then check.fail("run_command", "args", (tostring(line):gsub("^.-%((.*)%)$", "%1"))) end
+  local line = check.value("run_command", "args", core.cp.shell_quote(argv, 8192))
   local r, err = self:manager():shell(line, t, self:name())
   if not r then return nil, err end
   return { exit_code = math.tointeger(r.exit_code) or -1, stdout = r.stdout or "",

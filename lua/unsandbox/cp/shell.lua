@@ -31,8 +31,8 @@ function Shell.new(sandbox, opts)
   opts = check.options("shell", opts, { id = true })
   local id = opts.id
   if id == nil then
-    id = "shell-" .. core.new_traceparent():sub(37, 52)   -- the random span id
-  elseif type(id) ~= "string" or not core.mcp_valid_session_id(id) then
+    id = "shell-" .. core.trace.new_traceparent():sub(37, 52)   -- the random span id
+  elseif type(id) ~= "string" or not core.cp.mcp_valid_session_id(id) then
     check.fail("shell", "id", "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$ expected")
   end
   -- given an id, the session may exist already (made by an earlier Shell)

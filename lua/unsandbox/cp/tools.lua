@@ -16,9 +16,7 @@ local FILE_TIMEOUT = 45
 local function wpath(fname, path, allow_root)
   check.type(fname, "path", path, "string")
   if allow_root and (path == "" or path == ".") then return path end
-  local ok, p = pcall(core.workspace_path, path)
-  if not ok then check.fail(fname, "path", (tostring(p):gsub("^.-%((.*)%)$", "%1"))) end
-  return p
+  return check.value(fname, "path", core.cp.workspace_path(path))
 end
 
 local function count(fname, arg, v, lo, hi)
@@ -134,10 +132,10 @@ local SESSION_OPTIONS = { command = true, timeout = true, input = true, input_te
 -- append_newline=, async=, on_chunk=, is_cancelled=, key=}). action:
 -- exec, wait, input or kill. Streamed when on_chunk is given.
 function Manager:shell_session(action, session_id, cmd, t, input, newline, async, on_chunk, is_cancelled, key)
-  local wire = core.mcp_session_action(check.type("shell_session", "action", action, "string"))
+  local wire = core.cp.mcp_session_action(check.type("shell_session", "action", action, "string"))
   if not wire then check.fail("shell_session", "action", "exec, wait, input or kill expected, got '" .. action .. "'") end
   check.type("shell_session", "session_id", session_id, "string")
-  if not core.mcp_valid_session_id(session_id) then
+  if not core.cp.mcp_valid_session_id(session_id) then
     check.fail("shell_session", "session_id", "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$ expected")
   end
   if type(cmd) == "table" then

@@ -19,7 +19,7 @@ M.CANCEL_WAIT = 5
 -- pending Ctrl-C is consumed first: it asked to stop waiting, and the
 -- cancel that follows must not be cut short by it.
 function M.cancel(client, job_id)
-  core.interrupt_take()
+  core.loop.interrupt_take()
   local ok, doc = pcall(transport.request, client, "DELETE", "/jobs/" .. job_id, nil,
     { timeout = M.CANCEL_WAIT })
   return ok and doc ~= nil

@@ -70,7 +70,7 @@ end
 -- `seconds` in all).
 local function follow(self, job_id, meter, deadline, seconds, on_poll, i, artifacts)
   local cb = on_poll and function(job, attempt) return on_poll(job, attempt, i) end
-  local left = math.max(0.001, (deadline - core.monotonic_ms()) / 1000)
+  local left = math.max(0.001, (deadline - core.loop.monotonic_ms()) / 1000)
   local job, rid = poll.wait(self, job_id, left, cb, meter, { call_timeout = seconds })
   if not job then
     -- the batch's deadline (or an interrupt the wait returned) gives the
@@ -91,7 +91,7 @@ local function start_many(self, fname, list, opts)
   opts = check.options(fname, opts, MANY_OPTIONS)
   local bodies, longest = bodies_of(fname, list, opts)
   local seconds = opts.timeout or execute.default_wait(longest)
-  local deadline = core.monotonic_ms() + seconds * 1000
+  local deadline = core.loop.monotonic_ms() + seconds * 1000
   local subs, errors, followers = {}, {}, {}
   for i, body in ipairs(bodies) do
     if Error.is(body) then errors[i] = body
@@ -121,7 +121,7 @@ end
 
 local function collect(ts, errors)
   local out = {}
-  local ok, stop = tasks.wait_all(ts)
+  local _, stop = tasks.wait_all(ts)
   for i, t in pairs(ts) do
     local r, err
     if t:done() then r, err = outcome(t) else err = stop end

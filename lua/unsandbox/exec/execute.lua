@@ -9,7 +9,7 @@ local M = {}
 local NETWORK = { zerotrust = true, semitrusted = true }
 -- the limits and the rules of names are the core's (core/validate.h), the
 -- same functions unsandboxd runs on the request
-local MAX_FILES = core.LIMITS.input_files
+local MAX_FILES = core.rules.LIMITS.input_files
 
 M.OPTIONS = {
   env = true, input_files = true, network_mode = true, ttl = true, vcpu = true,
@@ -72,7 +72,7 @@ local function encode_files(fname, files)
     else
       check.fail(fname, "input_files[" .. i .. "]", "path or {filename, content} expected, got " .. type(f))
     end
-    local why = core.relpath_check(name)
+    local why = core.rules.relpath_check(name)
     if why then
       check.fail(fname, "input_files[" .. i .. "]", "file name " .. string.format("%q", name:sub(1, 200))
         .. " " .. why .. " (a relative path inside the sandbox is expected)")
@@ -80,7 +80,7 @@ local function encode_files(fname, files)
     names[i] = name
     out[i] = { filename = name, content = core.base64_encode(data) }
   end
-  local why, a, b = core.paths_conflict(names)
+  local why, a, b = core.rules.paths_conflict(names)
   if why then check.fail(fname, "input_files[" .. a .. "] and [" .. b .. "]", why) end
   return out
 end
@@ -96,7 +96,7 @@ local function encode_env(fname, env)
     n = n + 1
     out[k] = tostring(v)
   end
-  local why, name = core.env_check(out)
+  local why, name = core.rules.env_check(out)
   if why then
     check.fail(fname, "env", (name and "variable " .. string.format("%q", name:sub(1, 64)) .. ": " or "") .. why)
   end

@@ -44,8 +44,8 @@ function Client:execute_code(language, code, opts)
   if not body then return nil, err end
   local ttl = body.ttl or 60
   local budget = opts.timeout or default_wait(ttl)
-  local deadline = core.monotonic_ms() + budget * 1000
-  local left = function() return math.max(0.001, (deadline - core.monotonic_ms()) / 1000) end
+  local deadline = core.loop.monotonic_ms() + budget * 1000
+  local left = function() return math.max(0.001, (deadline - core.loop.monotonic_ms()) / 1000) end
   local sync = math.min(budget, request_limit(self)) >= execute.sync_limit(ttl)
   local doc, rid = transport.request(self, "POST", sync and "/execute" or "/execute/async", body,
     { timeout = math.min(budget, request_limit(self)) })

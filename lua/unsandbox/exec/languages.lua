@@ -23,7 +23,7 @@ local SHEBANG_MAX = 256
 -- are read), or nil when there is none: no such file, a directory, a FIFO
 -- (never waited on), no permission.
 local function first_line(path)
-  local head = core.file_head(path, SHEBANG_MAX)
+  local head = core.files.file_head(path, SHEBANG_MAX)
   return head and head:match("^[^\n]*") or nil
 end
 
@@ -34,11 +34,11 @@ function M.detect(filename, content)
   check.type("detect_language", "filename", filename, "string", true)
   check.type("detect_language", "content", content, "string", true)
   local known = filename ~= nil and filename ~= ""
-  local lang = known and core.detect_language(filename)
+  local lang = known and core.exec.detect_language(filename)
   if lang then return lang end
   if content == nil and known then content = first_line(filename) end
   if content == nil then return nil end
-  return core.detect_shebang(content:match("^[^\n]*")) or nil
+  return core.exec.detect_shebang(content:match("^[^\n]*")) or nil
 end
 
 M.TTL = 3600
@@ -67,7 +67,7 @@ local function valid_list(v)
 end
 
 local function read_cache(path, url)
-  local text, state = core.cache_read(path, M.TTL)
+  local text, state = core.files.cache_read(path, M.TTL)
   if state ~= "fresh" then return nil end
   local doc = cjson.decode(text)
   if type(doc) ~= "table" or doc.url ~= url or not valid_list(doc.languages) then return nil end
@@ -91,7 +91,7 @@ function M.get(client, url, opts)
       kind = "protocol", request_id = rid, message = "the service returned no languages" }
   end
   if path then
-    core.cache_write(path, cjson.encode { languages = list, url = url, timestamp = core.now() })
+    core.files.cache_write(path, cjson.encode { languages = list, url = url, timestamp = core.loop.now() })
   end
   return list, "service"
 end

@@ -1,7 +1,7 @@
 --- Waiting for jobs: the spec's fixed schedule and the tolerance for
 -- exactly the transient cases it lists (both from the core's tracker), a
 -- fresh signed request per poll. A Poller follows one job; wait() drives
--- it to the end. Its sleeps are core.sleep: inside a task a timer of the
+-- it to the end. Its sleeps are core.loop.sleep: inside a task a timer of the
 -- event loop (the task yields), elsewhere a blocking, interruptible sleep.
 -- Many jobs at once are many tasks (execute_many, map). Internal module.
 local core = require "unsandbox.core"
@@ -20,7 +20,7 @@ Poller.__index = Poller
 -- successful poll, and returning false from it stops the wait.
 function M.poller(client, job_id, on_poll, meter)
   return setmetatable({ client = client, id = job_id, on_poll = on_poll, meter = meter,
-                        tracker = core.poll_tracker(), attempt = 0 }, Poller)
+                        tracker = core.exec.poll_tracker(), attempt = 0 }, Poller)
 end
 
 --- Milliseconds to sleep before the next poll.
@@ -102,20 +102,20 @@ local function drive(p, deadline, seconds, opts)
   end
   local first = opts.at_once
   while true do
-    local left = deadline - core.monotonic_ms()
+    local left = deadline - core.loop.monotonic_ms()
     if left <= 0 then return over() end
-    local t0 = core.monotonic_us()
-    local slept = first or core.sleep(math.min(p:delay(), left))
+    local t0 = core.loop.monotonic_us()
+    local slept = first or core.loop.sleep(math.min(p:delay(), left))
     first = false
-    if p.meter then p.meter.poll_wait_ms = p.meter.poll_wait_ms + (core.monotonic_us() - t0) / 1000 end
+    if p.meter then p.meter.poll_wait_ms = p.meter.poll_wait_ms + (core.loop.monotonic_us() - t0) / 1000 end
     if not slept then return nil, interrupted("job " .. p.id) end
-    left = deadline - core.monotonic_ms()
+    left = deadline - core.loop.monotonic_ms()
     if left <= 0 then return over() end     -- the sleep took what was left: no poll
     local state, a, b = p:poll(left / 1000)
     if state == "done" then return a, b end
     if state == "failed" then
       -- a poll cut short by the deadline is the wait's end at the deadline
-      if a.kind == "timeout" and core.monotonic_ms() >= deadline then return over() end
+      if a.kind == "timeout" and core.loop.monotonic_ms() >= deadline then return over() end
       return nil, a
     end
   end
@@ -135,7 +135,7 @@ function M.wait(client, job_id, timeout, on_poll, meter, opts)
   -- owned until the wait ends by itself; a task cancelled meanwhile (its
   -- coroutine closed) keeps the cleanup, which cancels the job
   local owned = own_job(client, job_id)
-  local job, rid = drive(p, core.monotonic_ms() + timeout * 1000, opts.call_timeout or timeout, opts)
+  local job, rid = drive(p, core.loop.monotonic_ms() + timeout * 1000, opts.call_timeout or timeout, opts)
   disown(owned)
   return job, rid
 end
