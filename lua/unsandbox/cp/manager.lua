@@ -166,7 +166,6 @@ function Manager:call(method, path, opts)
   check.nonempty("call", "method", method)
   check.nonempty("call", "path", path)
   opts = check.options("call", opts, CALL_OPTIONS, { explain = REFUSED })
-  if path:sub(1, 1) ~= "/" then check.fail("call", "path", "must start with '/'") end
   check.positive("call", "timeout", opts.timeout)
   local doc, resp = transport.cp_call(self, "call", method:upper(), path, opts)
   if not doc then return nil, resp end

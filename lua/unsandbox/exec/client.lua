@@ -66,6 +66,7 @@ function Client:call(method, path, body, opts)
   check.nonempty("call", "path", path)
   opts = check.options("call", opts, CALL_OPTIONS)
   check.positive("call", "timeout", opts.timeout)
+  check.type("call", "headers", opts.headers, "table", true)
   return one(transport.request(self, method:upper(), path, body, opts))
 end
 
