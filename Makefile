@@ -86,7 +86,7 @@ build/host/facade_lua.c: $(FACADE_LUA) scripts/embed_lua.lua
 # What `make install` puts in LUADIR: the facade precompiled by luac5.4
 # (debug information kept, so errors and tracebacks still name the source
 # lines), which `require "unsandbox"` loads several times faster than it
-# compiles the sources (issue 15; `make bench` prints both). A compile
+# compiles the sources (`make bench` prints both). A compile
 # error fails the build here. `make install PRECOMPILE=0` installs the
 # sources instead.
 build/luac/unsandbox/%.lua: lua/unsandbox/%.lua
@@ -129,7 +129,7 @@ $(EMBED): examples/embed/embed_demo.c $(CORE_OBJ) $(BIND_OBJ)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o,$^) $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
 
-# the frame-loop host (issue 11): linked like embed_demo
+# the frame-loop host (examples/embed): linked like embed_demo
 $(FRAME): examples/embed/frame_loop.c $(CORE_OBJ) $(BIND_OBJ)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o,$^) $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl

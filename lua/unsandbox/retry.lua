@@ -1,4 +1,4 @@
---- Opt-in retries (issue 16): `retry = {max = N, on = {429, 503}}` on a
+--- Opt-in retries: `retry = {max = N, on = {429, 503}}` on a
 -- client or a Manager. Off by default. The rules, in the order applied:
 --   * a Manager retries only idempotent calls (GET, HEAD, OPTIONS, PUT,
 --     DELETE, or a call its caller marks idempotent): the Control Plane's

@@ -87,7 +87,7 @@ function M.artifacts(list, request_id)
     end
     local why = core.rules.relpath_check(a.filename)
     if why then return M.fail(request_id, "artifacts[" .. i .. "]: file name " .. why) end
-    local bytes = core.base64_decode(a.content_base64)
+    local bytes = core.codec.base64_decode(a.content_base64)
     if not bytes then return M.fail(request_id, "artifacts[" .. i .. "]: content is not base64") end
     out[i] = { filename = a.filename, content = bytes, size = #bytes }
   end

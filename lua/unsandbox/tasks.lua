@@ -1,4 +1,4 @@
---- The scheduler (issue 11): tasks are coroutines the library runs on the
+--- The scheduler: tasks are coroutines the library runs on the
 -- event loop of the C core. Inside a task every call of the library —
 -- execute_code, wait_for_job, Manager and Sandbox methods, streams —
 -- yields instead of blocking: the binding (csrc/lua/loop.c) yields the

@@ -229,7 +229,7 @@ function object.put(o, h, m)
   local loc = locator(o, h)
   local bytes = read_input(o.rest[4], h)
   as_subject(o, h, m, function()
-    local t = h.check(m:issue_object_ticket(loc, "upload", math.max(1, #bytes), nil, core.sha256(bytes)))
+    local t = h.check(m:issue_object_ticket(loc, "upload", math.max(1, #bytes), nil, core.codec.sha256(bytes)))
     show(h.check(m:upload_with_ticket(t, bytes, nil, loc.owner ~= nil)), o)
   end)
 end

@@ -1,10 +1,10 @@
---- The `un` subcommands of the execution routes added with issue 14:
--- session power, service administration and env vault, snapshot create
--- and clone, and the image commands. Kept apart from cli.lua, which hands
--- its commands table and helpers to extend(); an action named here is
--- tried first, every other action goes to cli.lua's own table.
--- Internal module.
--- text for a person or, with --json, the library's value (issue 13)
+--- The `un` subcommands of the execution API's administration: session
+-- power and attach, service administration and env vault, snapshot create
+-- and clone, and the image commands. Kept apart from cli/init.lua, which
+-- hands its commands table and helpers to extend(); an action named here
+-- is tried first, every other action goes to cli/init.lua's own table.
+-- Output as every subcommand's: text for a person or, with --json, the
+-- library's value. Internal module.
 local out = require "unsandbox.cli.commands"
 local cli_attach = require "unsandbox.cli.attach"
 

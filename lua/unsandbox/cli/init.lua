@@ -280,7 +280,7 @@ local helpers = { usage = usage, exit_with = exit_with, check = check,
   EXIT_USAGE = EXIT_USAGE, EXIT_AUTH = EXIT_AUTH, EXIT_API = EXIT_API, EXIT_TIMEOUT = EXIT_TIMEOUT }
 
 local commands = cli_commands.commands(helpers)
--- the issue 14 actions (cli_exec.lua) layered over these
+-- the administration actions (cli/exec.lua) layered over these
 cli_exec.extend(commands, { usage = usage, check = check, need = cli_commands.needer(helpers),
   list = cli_commands.list, show_table = cli_commands.show_table, SUDO = cli_commands.SUDO })
 

@@ -78,8 +78,8 @@ end
 function Manager:upload_file(path, bytes, key)
   check.type("upload_file", "bytes", bytes, "string")
   return files_call(self, "upload_file", key, "POST", "write-binary", { body = {
-    path = wpath("upload_file", path), content_base64 = core.base64_encode(bytes),
-    sha256 = core.sha256(bytes) } })
+    path = wpath("upload_file", path), content_base64 = core.codec.base64_encode(bytes),
+    sha256 = core.codec.sha256(bytes) } })
 end
 
 --- GET …/files/read-binary?path=: the file's bytes (≤ 4 MiB), checked
@@ -88,9 +88,9 @@ function Manager:download_file(path, key)
   local doc, rid = files_call(self, "download_file", key, "GET", "read-binary",
     { query = { path = wpath("download_file", path) } })
   if not doc then return nil, rid end
-  local bytes = type(doc.content_base64) == "string" and core.base64_decode(doc.content_base64)
+  local bytes = type(doc.content_base64) == "string" and core.codec.base64_decode(doc.content_base64)
   if not bytes then return nil, transport.cp.bad_reply("file content is not valid base64") end
-  if type(doc.sha256) == "string" and doc.sha256:lower() ~= core.sha256(bytes) then
+  if type(doc.sha256) == "string" and doc.sha256:lower() ~= core.codec.sha256(bytes) then
     return nil, transport.cp.bad_reply("file content does not match its sha256")
   end
   doc.content_base64 = nil

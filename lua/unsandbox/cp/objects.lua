@@ -108,7 +108,7 @@ function Manager:put_agent_blob(agent_id, run_id, path, content, ctype, owner)
   ctype = content_type(fname, ctype, "application/octet-stream")
   transport.cp.check_object(self, fname, "/v1/storage/tickets", owner)
   local ticket, err = self:issue_object_ticket(loc, "upload", math.max(1, #content), ctype,
-    core.sha256(content), 120)
+    core.codec.sha256(content), 120)
   if not ticket then return nil, err end
   if not usable_ticket(ticket) then return nil, transport.cp.bad_reply("Control Plane response has no valid object ticket") end
   local doc, rid = self:upload_with_ticket(ticket, content, ctype, owner ~= nil)
@@ -183,7 +183,7 @@ function Manager:download_with_ticket(ticket, opts)
   local meta = { content_type = resp.content_type, etag = h.ETag, version_id = h["X-Object-Version-Id"],
     sha256 = h["X-Content-SHA256"], bytes = math.tointeger(tonumber(h["Content-Length"] or "")) }
   if opts.on_data then return meta, resp.request_id end
-  if meta.sha256 and meta.sha256:lower() ~= core.sha256(resp.body) then
+  if meta.sha256 and meta.sha256:lower() ~= core.codec.sha256(resp.body) then
     return nil, transport.cp.bad_reply("object content does not match its X-Content-SHA256", resp)
   end
   meta.data, meta.pos, meta.bytes = resp.body, 1, #resp.body
@@ -224,7 +224,7 @@ end
 function Manager:get_object(loc)
   local doc, rid = query_call(self, "get_object", "GET", "/v1/storage/objects", loc)
   if not doc then return nil, rid end
-  local bytes = type(doc.content_base64) == "string" and core.base64_decode(doc.content_base64)
+  local bytes = type(doc.content_base64) == "string" and core.codec.base64_decode(doc.content_base64)
   if not bytes then return nil, transport.cp.bad_reply("object content is not valid base64") end
   doc.content = bytes
   return doc, rid
@@ -235,7 +235,7 @@ function Manager:put_object(loc, content)
   loc = locator("put_object", loc)
   check.type("put_object", "content", content, "string")
   return transport.cp_request(self, "put_object", "POST", "/v1/storage/objects", { body = merged(loc,
-    { content_base64 = core.base64_encode(content), sha256 = core.sha256(content) }),
+    { content_base64 = core.codec.base64_encode(content), sha256 = core.codec.sha256(content) }),
     owner = loc.owner })
 end
 

@@ -1,4 +1,4 @@
---- Many programs at once, built on tasks (issue 11). Each program is a
+--- Many programs at once, built on tasks (tasks.lua). Each program is a
 -- task, so they wait for their jobs together on the event loop, and the
 -- whole batch runs inside a task too (then it yields) or blocks its
 -- caller (then it drives the loop). Results come all at once, indexed like

@@ -78,7 +78,7 @@ local function encode_files(fname, files)
         .. " " .. why .. " (a relative path inside the sandbox is expected)")
     end
     names[i] = name
-    out[i] = { filename = name, content = core.base64_encode(data) }
+    out[i] = { filename = name, content = core.codec.base64_encode(data) }
   end
   local why, a, b = core.rules.paths_conflict(names)
   if why then check.fail(fname, "input_files[" .. a .. "] and [" .. b .. "]", why) end
