@@ -189,7 +189,9 @@ void ub_make_groups(lua_State *L, const ub_group_decl *groups) {
   luaL_getsubtable(L, LUA_REGISTRYINDEX, UB_RETURNING);
   int returning = lua_gettop(L);
   for (const ub_group_decl *g = groups; g->group; g++) {
-    lua_newtable(L);
+    int n = 0;
+    while (g->names[n]) n++;
+    lua_createtable(L, 0, n);
     for (const char *const *n = g->names; *n; n++) {
       if (lua_getfield(L, returning, *n) == LUA_TNIL) {
         lua_pop(L, 1);

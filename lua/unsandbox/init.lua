@@ -14,7 +14,6 @@
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local Error = require "unsandbox.errors"
-local languages = require "unsandbox.exec.languages"
 local methods = require "unsandbox.methods"
 local observe = require "unsandbox.observe"
 local public = require "unsandbox.public"
@@ -171,7 +170,7 @@ end
 -- #!/usr/bin/env LC_ALL=C perl); version suffixes are cut (python3.11,
 -- lua5.4). A first line that is no shebang gives nil.
 function unsandbox.detect_language(filename, content)
-  return languages.detect(filename, content)
+  return require("unsandbox.exec.languages").detect(filename, content)
 end
 
 --- on_request(fn): the hook called once after every exchange of every

@@ -21,8 +21,9 @@ local GROUPS = {
     execute_code = 3, execute_async = 3, get_job = 2, wait_for_job = 2,
     cancel_job = 2, list_jobs = 1 } },
   -- (and info, on_request, detect_language: methods, not module functions)
-  { module = "unsandbox.exec.client", eager = true, names = {
-    get_languages = 1, validate_keys = 1, health = 1, call = 4 } },
+  { module = "unsandbox.exec.client", names = {
+    get_languages = 1, validate_keys = 1, health = 1, call = 4 },
+    private = { "info", "on_request", "detect_language" } },
   { module = "unsandbox.exec.sessions", names = {
     create_session = 1, list_sessions = 1, get_session = 2, delete_session = 2, session_execute = 3,
     session_snapshot = 2, freeze_session = 2, unfreeze_session = 2, boost_session = 3,
@@ -58,19 +59,21 @@ M.LAZY_FIELDS = {
   completed = { "unsandbox.tasks", "completed" }, Task = { "unsandbox.tasks", "Task" },
   current_task = { "unsandbox.tasks", "current" },
 }
--- the Control Plane client (lua/unsandbox/cp.lua)
+-- the Control Plane client (lua/unsandbox/cp/init.lua)
 for _, name in ipairs { "manager", "Manager", "Sandbox", "acting_subject", "trace",
                         "current_trace", "new_trace_id" } do
   M.LAZY_FIELDS[name] = { "unsandbox.cp", name }
 end
 
--- name -> the position of its options table; name -> its module
+-- name -> the position of its options table; name -> its module (the
+-- methods that are no module function too)
 M.PUBLIC, M.MODULE_OF = {}, {}
 for _, g in ipairs(GROUPS) do
   for name, pos in pairs(g.names) do
     M.PUBLIC[name] = pos
     M.MODULE_OF[name] = g.module
   end
+  for _, name in ipairs(g.private or {}) do M.MODULE_OF[name] = g.module end
 end
 
 --- The methods of a group's module, as a table.
@@ -121,9 +124,9 @@ local function check_declared(Client)
 end
 
 local function check_present(Client, module)
-  for name in pairs(M.PUBLIC) do
-    if M.MODULE_OF[name] == module then
-      assert(type(rawget(Client, name)) == "function", "PUBLIC names a missing method: " .. name)
+  for name, from in pairs(M.MODULE_OF) do
+    if from == module then
+      assert(type(rawget(Client, name)) == "function", "public.lua names a missing method: " .. name)
     end
   end
 end
