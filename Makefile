@@ -43,7 +43,11 @@ AGENT_LIB  := $(filter-out build/agent/main.o,$(AGENT_OBJ))
 TEST_BIN   := $(TEST_SRC:csrc/tests/%.c=build/tests/%)
 
 MODULE    = lua/unsandbox/core.so
-FACADE_LUA := $(sort $(wildcard lua/unsandbox/*.lua))
+# the facade: lua/unsandbox/ and its folders by concern (exec/, cp/, cli/)
+FACADE_LUA := $(sort $(wildcard lua/unsandbox/*.lua lua/unsandbox/*/*.lua))
+# the same relative to lua/unsandbox/, and the folders, for install
+FACADE_REL := $(FACADE_LUA:lua/unsandbox/%=%)
+FACADE_DIRS := $(sort $(filter-out ./,$(dir $(FACADE_REL))))
 # the facade precompiled, as `make install` installs it (below)
 LUA_BC    := $(FACADE_LUA:lua/%=build/luac/%)
 UNLUA     = bin/unlua
@@ -82,7 +86,7 @@ build/host/facade_lua.c: $(FACADE_LUA) scripts/embed_lua.lua
 # What `make install` puts in LUADIR: the facade precompiled by luac5.4
 # (debug information kept, so errors and tracebacks still name the source
 # lines), which `require "unsandbox"` loads several times faster than it
-# compiles the sources (issue 15; `make bench` prints both). A compile
+# compiles the sources (`make bench` prints both). A compile
 # error fails the build here. `make install PRECOMPILE=0` installs the
 # sources instead.
 build/luac/unsandbox/%.lua: lua/unsandbox/%.lua
@@ -126,7 +130,7 @@ $(EMBED): examples/embed/embed_demo.c $(CORE_OBJ) $(BIND_OBJ)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o,$^) $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
 
-# the frame-loop host (issue 11): linked like embed_demo
+# the frame-loop host (examples/embed): linked like embed_demo
 $(FRAME): examples/embed/frame_loop.c $(CORE_OBJ) $(BIND_OBJ)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o,$^) $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
@@ -246,10 +250,17 @@ $(PC_FILE): FORCE
 # and un; `un --local` then finds unsandboxd on $PATH)
 rock: $(MODULE) $(UNLUA) $(LUA_BC)
 
+# the facade's files keep their folders (unsandbox/exec/jobs.lua is the
+# module unsandbox.exec.jobs)
+FACADE_FROM = $(if $(filter 0,$(PRECOMPILE)),lua/unsandbox,build/luac/unsandbox)
 install-rock: rock
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUADIR)/unsandbox $(DESTDIR)$(LIBDIR)/unsandbox
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUADIR)/unsandbox $(DESTDIR)$(LIBDIR)/unsandbox \
+	  $(addprefix $(DESTDIR)$(LUADIR)/unsandbox/,$(FACADE_DIRS))
 	install -m 0755 $(UNLUA) bin/un $(DESTDIR)$(BINDIR)/
-	install -m 0644 $(if $(filter 0,$(PRECOMPILE)),$(FACADE_LUA),$(LUA_BC)) $(DESTDIR)$(LUADIR)/unsandbox/
+	@for f in $(FACADE_REL); do \
+	  echo "install -m 0644 $(FACADE_FROM)/$$f $(DESTDIR)$(LUADIR)/unsandbox/$$f"; \
+	  install -m 0644 $(FACADE_FROM)/$$f $(DESTDIR)$(LUADIR)/unsandbox/$$f || exit 1; \
+	done
 	install -m 0755 $(MODULE) $(DESTDIR)$(LIBDIR)/unsandbox/
 
 install: install-rock $(UNSANDBOXD) $(AGENT) $(STATIC_LIB) $(PC_FILE)

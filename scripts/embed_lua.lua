@@ -1,6 +1,9 @@
--- Writes a C file that holds the Lua facade (lua/unsandbox/*.lua, given as
--- arguments) as byte arrays, for unlua to load when no facade is found on
--- disk: `unlua` copied anywhere still has `require "unsandbox"`.
+-- Writes a C file that holds the Lua facade (lua/unsandbox/*.lua and
+-- lua/unsandbox/*/*.lua, given as arguments) as byte arrays, for unlua to
+-- load when no facade is found on disk: `unlua` copied anywhere still has
+-- `require "unsandbox"`. A file's module is its path under lua/ with dots
+-- (unsandbox/exec/jobs.lua is unsandbox.exec.jobs; an init.lua is its
+-- folder's module), and its chunk name keeps the path.
 -- Usage: lua5.4 scripts/embed_lua.lua OUT.c lua/unsandbox/a.lua ...
 local out_path = assert(arg[1], "usage: embed_lua.lua OUT.c FILE.lua...")
 local parts = {
@@ -10,14 +13,15 @@ local parts = {
 local entries = {}
 for i = 2, #arg do
   local path = arg[i]
-  local name = path:match("([%w_]+)%.lua$") or error("not a .lua file: " .. path)
-  local module = name == "init" and "unsandbox" or "unsandbox." .. name
+  local name = path:match("unsandbox/([%w_/]+)%.lua$") or error("not a facade .lua file: " .. path)
+  local module = "unsandbox." .. name:gsub("/", ".")
+  module = module:gsub("%.init$", "")
   local f = assert(io.open(path, "rb"))
   local src = f:read("a")
   f:close()
   local bytes = {}
   for j = 1, #src do bytes[j] = string.byte(src, j) end
-  local var = "src_" .. name
+  local var = "src_" .. name:gsub("/", "_")
   parts[#parts + 1] = "static const unsigned char " .. var .. "[] = {\n"
   for j = 1, #bytes, 24 do
     parts[#parts + 1] = "  " .. table.concat(bytes, ",", j, math.min(j + 23, #bytes)) .. ",\n"

@@ -96,6 +96,28 @@ describe("facade #integration", function()
     end)
   end)
 
+  describe("numbers", function()
+    -- cjson decodes every JSON number as a float; the one transport gives
+    -- whole numbers back as integers, for every route alike (no field is
+    -- patched on its own), so they print as 68, not 68.0
+    it("whole numbers are integers in every document", function()
+      local k = assert(c:validate_keys())
+      assert.equal("integer", math.type(k.tier))
+      assert.equal("integer", math.type(k.rate_per_minute))
+      local r = assert(c:execute_code("bash", "exit 3"))
+      assert.equal("integer", math.type(r.exit_code))
+      assert.equal("integer", math.type(r.created_at))
+      local s = assert(c:create_session())
+      local g = assert(c:get_session(s.id))
+      assert.equal("integer", math.type(g.ttl))
+      assert.equal("integer", math.type(g.vcpu))
+      assert.equal("3600", tostring(g.ttl))
+      assert(c:delete_session(s.id))
+      local doc = assert(c:call("GET", "/jobs/" .. r.job_id))
+      assert.equal("integer", math.type(doc.exit_code))
+    end)
+  end)
+
   describe("jobs", function()
     it("list_jobs() lists active jobs only; cancel_job() of a finished job is a 409", function()
       local done = assert(c:execute_async("bash", "echo done"))

@@ -239,4 +239,23 @@ describe("facade #unit", function()
       end
     end)
   end)
+
+  describe("methods", function()
+    -- every Client, Manager and Sandbox method comes from one module by
+    -- one way (methods.lua): a second module defining a name is refused
+    it("a method name is defined by one module only", function()
+      local methods = require "unsandbox.methods"
+      local core = require "unsandbox.core"
+      assert(c.get_session)                  -- the sessions group, loaded on first use
+      local msg = raised(function()
+        methods.add(core.Client, { get_session = function() end }, {}, "a.module")
+      end)
+      assert.matches("'get_session' of a.module is defined by unsandbox.exec.sessions already", msg)
+      msg = raised(function() methods.add(core.Client, { url = function() end }, {}, "a.module") end)
+      assert.matches("'url' of a.module is defined by the C module already", msg)
+      -- the module that defines it may add it again (the facade loaded twice)
+      methods.add(core.Client, require "unsandbox.exec.sessions", { trace = true }, "unsandbox.exec.sessions")
+      assert.equal("function", type(c.get_session))
+    end)
+  end)
 end)

@@ -32,7 +32,7 @@ describe("make install #integration", function()
     local out, code = make("PREFIX=" .. proc.quote(prefix))
     assert.equal(0, code, out)
     for _, f in ipairs { "bin/unlua", "bin/un", "bin/unsandboxd", "bin/unsandboxd-agent",
-        "share/lua/5.4/unsandbox/init.lua", "share/lua/5.4/unsandbox/cli.lua",
+        "share/lua/5.4/unsandbox/init.lua", "share/lua/5.4/unsandbox/cli/init.lua",
         "lib/lua/5.4/unsandbox/core.so", "lib/libunsandbox.a", "lib/pkgconfig/unsandbox.pc",
         "include/unsandbox.h", "share/man/man1/un.1", "share/man/man1/unlua.1",
         "share/man/man1/unsandboxd.1" } do
@@ -101,7 +101,7 @@ describe("make install #integration", function()
       local prefix = dir .. "/" .. form
       local out, code = make("PREFIX=" .. proc.quote(prefix) .. (form == "source" and " PRECOMPILE=0" or ""))
       assert.equal(0, code, out)
-      for _, m in ipairs { "init", "api", "tasks", "cli" } do
+      for _, m in ipairs { "init", "transport", "tasks", "cli/init" } do
         local head = assert(fs.read(prefix .. "/share/lua/5.4/unsandbox/" .. m .. ".lua")):sub(1, 4)
         assert.equal(form == "bytecode", head == "\27Lua", m .. ".lua installed as " .. form)
       end

@@ -26,8 +26,8 @@ describe("get_languages() cache #integration", function()
       if k == "HOME" then return home end
       return real_getenv(k)
     end
-    package.loaded["unsandbox.languages"] = nil
-    langs = require "unsandbox.languages"
+    package.loaded["unsandbox.exec.languages"] = nil
+    langs = require "unsandbox.exec.languages"
   end)
   after_each(function()
     os.getenv = real_getenv

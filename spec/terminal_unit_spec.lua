@@ -6,7 +6,7 @@
 -- (csrc/tests/core_ws_url_test.c).
 local unsandbox = require "unsandbox"
 local core = require "unsandbox.core"
-local terminal = require "unsandbox.terminal"
+local terminal = require "unsandbox.exec.terminal"
 
 describe("unsandbox.terminal #unit", function()
   describe("detach_filter()", function()

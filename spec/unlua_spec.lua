@@ -304,7 +304,7 @@ describe("unlua #unit", function()
     it("loads the Control Plane half on first use of one of its names", function()
       local out, code = unlua("-e " .. q([[
         local u = require "unsandbox"
-        print(package.loaded["unsandbox.cp"] ~= nil, package.loaded["unsandbox.sandbox"] ~= nil)
+        print(package.loaded["unsandbox.cp"] ~= nil, package.loaded["unsandbox.cp.sandbox"] ~= nil)
         print(type(u.manager), type(u.Sandbox), #u.new_trace_id(), u.no_such_name)
         print(package.loaded["unsandbox.cp"] ~= nil, rawget(u, "manager") ~= nil)
       ]]))
@@ -317,8 +317,8 @@ describe("unlua #unit", function()
         local u = require "unsandbox"
         local function loaded()
           return tostring(package.loaded["unsandbox.tasks"] ~= nil) .. " "
-            .. tostring(package.loaded["unsandbox.batch"] ~= nil) .. " "
-            .. tostring(package.loaded["unsandbox.execapi"] ~= nil)
+            .. tostring(package.loaded["unsandbox.exec.batch"] ~= nil) .. " "
+            .. tostring(package.loaded["unsandbox.exec.sessions"] ~= nil)
         end
         print(loaded())
         local c = u.client { public_key = "unsb-pk-a", secret_key = "s", url = "http://127.0.0.1:9" }

@@ -2,6 +2,7 @@
 ** Client state (see client.h).
 */
 #include "core/client.h"
+#include "core/validate.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,24 +31,18 @@ static const char *keep(unsb_client *c, int slot, const char *s, int *oom) {
   return c->strings[slot];
 }
 
-static int check_url(const char *url, unsb_error *err) {
-  if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
-    return unsb_fail(err, UNSB_EVALIDATION, "url must start with http:// or https://, got '%s'", url);
-  for (const char *p = url; *p; p++)
-    if ((unsigned char)*p <= ' ' || *p == 0x7f)
-      return unsb_fail(err, UNSB_EVALIDATION, "url contains a blank or control character");
-  if (strchr(url, '?') || strchr(url, '#'))
-    return unsb_fail(err, UNSB_EVALIDATION, "url must not contain a query or fragment");
-  return 0;
-}
-
 unsb_client *unsb_client_new(const unsb_client_config *cfg, unsb_error *err) {
   const char *url = cfg->url ? cfg->url : getenv("UNSANDBOX_URL");
   unsb_client *c;
   int oom = 0;
+  const char *why;
 
   if (!url || !*url) url = UNSB_DEFAULT_URL;
-  if (check_url(url, err) != 0) return NULL;
+  if ((why = unsb_url_check(url))) {
+    if (cfg->url) unsb_invalid(err, 1, "%s", why);
+    else unsb_invalid(err, UNSB_ARG_ENV, "UNSANDBOX_URL: %s", why);
+    return NULL;
+  }
   c = calloc(1, sizeof *c);
   if (!c) { unsb_fail(err, UNSB_ENOMEM, "out of memory"); return NULL; }
   c->url = strdup(url);

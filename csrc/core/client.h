@@ -31,8 +31,9 @@ typedef struct {
   int max_concurrency;        /* transfers at once; 0 = UNSB_HTTP_DEFAULT_CONCURRENCY */
 } unsb_client_config;
 
-/* Checks the URL (http:// or https://, no blanks; trailing '/' removed)
-** and copies everything. NULL with err (validation or transport). */
+/* Checks the URL (unsb_url_check; trailing '/' removed) and copies
+** everything. NULL with err (validation: err->arg 1 for the URL given,
+** UNSB_ARG_ENV for UNSANDBOX_URL's; or transport). */
 unsb_client *unsb_client_new(const unsb_client_config *cfg, unsb_error *err);
 
 /* Wipes the credentials and frees everything; NULL is fine. */

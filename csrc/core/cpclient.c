@@ -9,6 +9,7 @@
 #include "core/cprequest.h"
 #include "core/lease.h"
 #include "core/trace.h"
+#include "core/validate.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,47 +39,28 @@ void unsb_cp_config_from_environ(unsb_cp_config *cfg) {
 }
 
 static int blank(const char *s) {
-  if (!s) return 1;
-  for (; *s; s++)
-    if (*s != ' ' && (*s < '\t' || *s > '\r')) return 0;
-  return 1;
+  return !s || unsb_blank(s, strlen(s));
 }
 
-static int check_url(const char *url, unsb_error *err) {
-  if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
-    return unsb_fail(err, UNSB_EVALIDATION, "url must start with http:// or https://");
-  for (const char *p = url; *p; p++)
-    if ((unsigned char)*p <= ' ' || *p == 0x7f)
-      return unsb_fail(err, UNSB_EVALIDATION, "url contains a blank or control character");
-  if (strchr(url, '?') || strchr(url, '#'))
-    return unsb_fail(err, UNSB_EVALIDATION, "url must not contain a query or fragment");
-  return 0;
-}
-
-/* The configuration's values, checked; nothing allocated yet. */
+/* The configuration's values, checked; nothing allocated yet. A value of
+** the environment is refused with err->arg UNSB_ARG_ENV, one of cfg with 1. */
 static int pick(const unsb_cp_config *cfg, const char **url, const char **token,
                 const char **session, int64_t *refresh, unsb_error *err) {
+  const char *why;
+  *token = *session = NULL;
   *url = cfg->url ? cfg->url : !blank(cfg->env_url) ? cfg->env_url : UNSB_CP_DEFAULT_URL;
-  if (check_url(*url, err) != 0) {
-    char why[UNSB_ERROR_MAX];
-    snprintf(why, sizeof why, "%s", err->message);
-    return unsb_fail(err, UNSB_EVALIDATION, "%s: %s", cfg->url ? "url" : UNSB_ENV_CP_URL, why);
+  if ((why = unsb_url_check(*url))) {
+    if (cfg->url) return unsb_invalid(err, 1, "url: %s", why);
+    return unsb_invalid(err, UNSB_ARG_ENV, "%s: %s", UNSB_ENV_CP_URL, why);
   }
   *token = cfg->token ? cfg->token : cfg->env_token;
   if (blank(*token)) *token = NULL;
   *session = cfg->session ? cfg->session : cfg->env_session;
   if (blank(*session)) *session = NULL;
   if (cfg->tenant && !unsb_cp_valid_tenant(cfg->tenant))
-    return unsb_fail(err, UNSB_EVALIDATION, "tenant: not a tenant id");
-  if (unsb_lease_refresh_period(cfg->refresh ? cfg->refresh : cfg->env_refresh, refresh, err) != 0) {
-    /* the core's message names the environment variable; an option says so */
-    const char *colon = strchr(err->message, ':');
-    char why[UNSB_ERROR_MAX];
-    if (!cfg->refresh || !colon) return -1;
-    snprintf(why, sizeof why, "%s", colon + 1);
-    return unsb_fail(err, UNSB_EVALIDATION, "refresh:%s", why);
-  }
-  return 0;
+    return unsb_invalid(err, 1, "tenant: not a tenant id");
+  if (cfg->refresh) return unsb_refresh_period_of(cfg->refresh, "refresh", 1, refresh, err);
+  return unsb_lease_refresh_period(cfg->env_refresh, refresh, err);
 }
 
 unsb_cp *unsb_cp_new(const unsb_cp_config *cfg, unsb_error *err) {
@@ -149,13 +131,13 @@ int unsb_cp_check_call(const unsb_cp_call *call, unsb_error *err) {
   const char *m = call->method, *p = call->path;
   size_t n = p ? strlen(p) : 0;
   if (!m || !*m || strspn(m, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(m) || strlen(m) > 16)
-    return unsb_fail(err, UNSB_EVALIDATION, "method must be upper-case letters");
+    return unsb_invalid(err, UNSB_CP_ARG_METHOD, "method must be upper-case letters");
   if (n == 0 || p[0] != '/' || n > PATH_MAX_BYTES)
-    return unsb_fail(err, UNSB_EVALIDATION, "path must start with '/' (at most %d bytes)",
-                     PATH_MAX_BYTES);
+    return unsb_invalid(err, UNSB_CP_ARG_PATH, "path must start with '/' (at most %d bytes)",
+                        PATH_MAX_BYTES);
   for (size_t i = 0; i < n; i++)
     if ((unsigned char)p[i] <= ' ' || (unsigned char)p[i] >= 0x7f)
-      return unsb_fail(err, UNSB_EVALIDATION, "path must be printable ASCII without blanks");
+      return unsb_invalid(err, UNSB_CP_ARG_PATH, "path must be printable ASCII without blanks");
   return unsb_cp_check_object_call(p, call->subject != NULL, call->has_owner, err);
 }
 

@@ -97,9 +97,13 @@ typedef struct {
   size_t n_capture;
 } unsb_cp_call;
 
+/* The inputs of a call, as err->arg names them: the method, the path. */
+enum { UNSB_CP_ARG_METHOD = 1, UNSB_CP_ARG_PATH = 2 };
+
 /* Misuse checks, before anything else: method, path (starts with '/', no
 ** blanks or control characters, at most 8 KiB), the object-call rule.
-** 0, or -1 with a validation err. */
+** 0, or -1 with a validation err (err->arg: UNSB_CP_ARG_*; 0 for the
+** object-call rule, which is about the call's subject as much as its path). */
 int unsb_cp_check_call(const unsb_cp_call *call, unsb_error *err);
 
 /* The call as an open transfer of the client's engine (http.h). The

@@ -6,6 +6,7 @@
 #include "core/cpids.h"
 #include "core/digest.h"
 #include "core/utf8.h"
+#include "core/validate.h"
 
 #include <string.h>
 
@@ -68,4 +69,12 @@ int unsb_object_id(const char *s, size_t len, char out[UNSB_OBJECT_ID_MAX + 1], 
   memcpy(out + 3, hex, 32);
   out[35] = '\0';
   return 0;
+}
+
+const char *unsb_cp_sandbox_name_check(const char *name, size_t len) {
+  if (!name || unsb_blank(name, len)) return "must not be blank";
+  if (len > UNSB_SANDBOX_NAME_MAX) return "at most 128 bytes";
+  if (memchr(name, '\0', len)) return "must not contain a NUL byte";
+  if (!unsb_utf8_valid(name, len)) return "must be valid UTF-8";
+  return NULL;
 }

@@ -24,6 +24,7 @@
 
 #define UNSB_SESSION_ID_LEN 32
 #define UNSB_OBJECT_ID_MAX 63
+#define UNSB_SANDBOX_NAME_MAX 128
 
 /* First 32 hex of SHA-256(key). The key must be non-empty valid UTF-8
 ** (validation error otherwise; the key itself is never quoted). */
@@ -33,5 +34,10 @@ int unsb_session_id(const char *key, size_t len, char out[UNSB_SESSION_ID_LEN + 
 /* The normalised id into out (at most 63 characters + NUL): 0, or -1 if
 ** OpenSSL fails. Any input is accepted. */
 int unsb_object_id(const char *s, size_t len, char out[UNSB_OBJECT_ID_MAX + 1], unsb_error *err);
+
+/* The name of a named sandbox (unsandbox.Sandbox: its session key): not
+** blank, at most UNSB_SANDBOX_NAME_MAX bytes, no NUL, valid UTF-8. NULL or
+** why not (a static reason that never quotes the name). */
+const char *unsb_cp_sandbox_name_check(const char *name, size_t len);
 
 #endif

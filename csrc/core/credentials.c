@@ -4,6 +4,7 @@
 ** other rows do not linger in freed memory.
 */
 #include "core/credentials.h"
+#include "core/validate.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -64,11 +65,11 @@ static int fill(unsb_credentials *out, const char *pk, size_t pk_len,
 ** accounts.csv
 ** ------------------------------------------------------------------- */
 
-static int blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
+/* [*s, *e) without the blanks around it (core/validate.h's rule). */
 static void trim(const char **s, const char **e) {
-  while (*s < *e && blank(**s)) (*s)++;
-  while (*e > *s && blank((*e)[-1])) (*e)--;
+  size_t len = (size_t)(*e - *s);
+  unsb_trim(s, &len);
+  *e = *s + len;
 }
 
 typedef struct { const char *pk, *sk; size_t pk_len, sk_len; } csv_row;

@@ -25,6 +25,18 @@ int unsb_fail(unsb_error *err, unsb_kind kind, const char *fmt, ...) {
   va_list ap;
   if (!err) return -1;
   err->kind = kind;
+  err->arg = 0;
+  va_start(ap, fmt);
+  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+int unsb_invalid(unsb_error *err, int arg, const char *fmt, ...) {
+  va_list ap;
+  if (!err) return -1;
+  err->kind = UNSB_EVALIDATION;
+  err->arg = arg;
   va_start(ap, fmt);
   vsnprintf(err->message, sizeof err->message, fmt, ap);
   va_end(ap);

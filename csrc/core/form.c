@@ -28,7 +28,7 @@ char *unsb_form_encode(const unsb_form_pair *pairs, size_t n, size_t max_len, si
   int rc = UNSB_BUF_OK;
   for (size_t i = 0; i < n; i++) {
     if (!pairs[i].key || pairs[i].key_len == 0) {
-      unsb_fail(err, UNSB_EVALIDATION, "query parameter %zu has an empty name", i + 1);
+      unsb_invalid(err, 1, "query parameter %zu has an empty name", i + 1);
       return NULL;
     }
   }
@@ -44,7 +44,7 @@ char *unsb_form_encode(const unsb_form_pair *pairs, size_t n, size_t max_len, si
   if (rc != UNSB_BUF_OK) {
     unsb_buf_free(&b);
     if (rc == UNSB_BUF_NOMEM) unsb_fail(err, UNSB_ENOMEM, "out of memory");
-    else unsb_fail(err, UNSB_EVALIDATION, "query string is longer than %zu bytes", max_len);
+    else unsb_invalid(err, 2, "query string is longer than %zu bytes", max_len);
     return NULL;
   }
   *out_len = b.len;

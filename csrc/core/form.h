@@ -19,8 +19,8 @@ typedef struct {
 } unsb_form_pair;
 
 /* "k=v&k2=v2" (without '?'), "" when every pair was dropped. Returns a
-** malloc'd string with *out_len, or NULL with err: validation (an empty
-** key; a result over max_len bytes, 0 = no limit) or memory. */
+** malloc'd string with *out_len, or NULL with err: validation (err->arg 1:
+** an empty key; 2: a result over max_len bytes, 0 = no limit) or memory. */
 char *unsb_form_encode(const unsb_form_pair *pairs, size_t n, size_t max_len, size_t *out_len,
                        unsb_error *err);
 

@@ -4,6 +4,7 @@
 ** never leave half a lease behind.
 */
 #include "core/lease.h"
+#include "core/validate.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -47,13 +48,17 @@ static int prefixed_hex12(const char *s, const char *prefix) {
 int unsb_valid_workspace_id(const char *s) { return prefixed_hex12(s, "ws-"); }
 int unsb_valid_sandbox_id(const char *s) { return prefixed_hex12(s, "sb-"); }
 
-int unsb_valid_template(const char *s) {
+/* ^[a-z0-9][a-z0-9-]{0,max-1}$ */
+static int slug(const char *s, size_t max) {
   size_t n = s ? strlen(s) : 0;
-  if (n == 0 || n > 32 || s[0] == '-') return 0;
+  if (n == 0 || n > max || s[0] == '-') return 0;
   for (size_t i = 0; i < n; i++)
     if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-')) return 0;
   return 1;
 }
+
+int unsb_valid_template(const char *s) { return slug(s, 32); }
+int unsb_valid_checkpoint_id(const char *s) { return slug(s, 63); }
 
 /* Printable ASCII without blanks: what may follow "Bearer " in a header. */
 static int valid_token(const char *s) {
@@ -172,14 +177,19 @@ void unsb_lease_get_status(const unsb_lease *l, int64_t now, unsb_lease_status *
 ** ------------------------------------------------------------------- */
 
 int unsb_lease_refresh_period(const char *value, int64_t *out, unsb_error *err) {
+  return unsb_refresh_period_of(value, "SANDBOX_LIFECYCLE_REFRESH_SECONDS", UNSB_ARG_ENV, out, err);
+}
+
+int unsb_refresh_period_of(const char *value, const char *name, int arg, int64_t *out,
+                           unsb_error *err) {
   const char *p = value, *end;
+  size_t len = value ? strlen(value) : 0;
   int neg = 0;
   int64_t v = 0;
   *out = UNSB_REFRESH_DEFAULT_S;
   if (!p) return 0;
-  while (*p == ' ' || (*p >= '\t' && *p <= '\r')) p++;
-  end = p + strlen(p);
-  while (end > p && (end[-1] == ' ' || (end[-1] >= '\t' && end[-1] <= '\r'))) end--;
+  unsb_trim(&p, &len);
+  end = p + len;
   if (p == end) return 0;
   if (*p == '+' || *p == '-') neg = *p++ == '-';
   if (p == end) goto bad;
@@ -187,12 +197,10 @@ int unsb_lease_refresh_period(const char *value, int64_t *out, unsb_error *err) 
     if (*p < '0' || *p > '9') goto bad;
     v = v * 10 + (*p - '0');
     if (v > UNSB_REFRESH_MAX_S)
-      return unsb_fail(err, UNSB_EVALIDATION,
-                       "SANDBOX_LIFECYCLE_REFRESH_SECONDS: at most %d seconds", UNSB_REFRESH_MAX_S);
+      return unsb_invalid(err, arg, "%s: at most %d seconds", name, UNSB_REFRESH_MAX_S);
   }
   *out = neg || v < UNSB_REFRESH_MIN_S ? UNSB_REFRESH_MIN_S : v;
   return 0;
 bad:
-  return unsb_fail(err, UNSB_EVALIDATION,
-                   "SANDBOX_LIFECYCLE_REFRESH_SECONDS: an integer number of seconds expected");
+  return unsb_invalid(err, arg, "%s: an integer number of seconds expected", name);
 }

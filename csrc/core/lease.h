@@ -101,12 +101,21 @@ void unsb_lease_get_status(const unsb_lease *l, int64_t now, unsb_lease_status *
 
 /* SANDBOX_LIFECYCLE_REFRESH_SECONDS: NULL or blank = 60; otherwise an
 ** integer (ASCII blanks around it, an optional sign), raised to the
-** minimum 5; not an integer or above a day is a validation error. */
+** minimum 5; not an integer or above a day is a validation error (err->arg
+** UNSB_ARG_ENV, the message naming the variable). */
 int unsb_lease_refresh_period(const char *value, int64_t *out, unsb_error *err);
+/* The same rule for a value that came from elsewhere: the message names
+** name, err->arg is arg. */
+int unsb_refresh_period_of(const char *value, const char *name, int arg, int64_t *out,
+                           unsb_error *err);
 
-/* Shape checks: ^ws-[a-f0-9]{12}$, ^sb-[a-f0-9]{12}$, ^[a-z0-9][a-z0-9-]{0,31}$. */
+/* Shape checks of the Control Plane's ids, the one copy of each rule
+** (the facade calls them through the binding): ^ws-[a-f0-9]{12}$,
+** ^sb-[a-f0-9]{12}$, a template ^[a-z0-9][a-z0-9-]{0,31}$, a checkpoint
+** ^[a-z0-9][a-z0-9-]{0,62}$. */
 int unsb_valid_workspace_id(const char *s);
 int unsb_valid_sandbox_id(const char *s);
 int unsb_valid_template(const char *s);
+int unsb_valid_checkpoint_id(const char *s);
 
 #endif

@@ -11,12 +11,12 @@
 #include <string.h>
 #include <openssl/crypto.h>
 
-static int check_half(const char *what, const char *s, size_t len, unsb_error *err) {
-  if (!s || len == 0) return unsb_fail(err, UNSB_EVALIDATION, "%s must not be empty", what);
+static int check_half(int arg, const char *what, const char *s, size_t len, unsb_error *err) {
+  if (!s || len == 0) return unsb_invalid(err, arg, "%s must not be empty", what);
   if (memchr(s, '\0', len))
-    return unsb_fail(err, UNSB_EVALIDATION, "%s must not contain a NUL byte", what);
+    return unsb_invalid(err, arg, "%s must not contain a NUL byte", what);
   if (!unsb_utf8_valid(s, len))
-    return unsb_fail(err, UNSB_EVALIDATION, "%s must be valid UTF-8", what);
+    return unsb_invalid(err, arg, "%s must be valid UTF-8", what);
   return 0;
 }
 
@@ -29,13 +29,13 @@ int unsb_acting_subject(const char *salt, size_t salt_len, const char *tenant, s
   int rc;
 
   if (!salt || salt_len < UNSB_SALT_MIN)
-    return unsb_fail(err, UNSB_EVALIDATION, "salt must be at least %d bytes, got %zu",
-                     UNSB_SALT_MIN, salt ? salt_len : 0);
-  if (check_half("tenant", tenant, tenant_len, err) != 0 ||
-      check_half("subject", subject, subject_len, err) != 0)
+    return unsb_invalid(err, 1, "salt must be at least %d bytes, got %zu",
+                        UNSB_SALT_MIN, salt ? salt_len : 0);
+  if (check_half(2, "tenant", tenant, tenant_len, err) != 0 ||
+      check_half(3, "subject", subject, subject_len, err) != 0)
     return -1;
   if (tenant_len > ((size_t)-1) / 2 - subject_len)
-    return unsb_fail(err, UNSB_EVALIDATION, "tenant and subject are too long");
+    return unsb_invalid(err, 3, "tenant and subject are too long");
   len = tenant_len + 1 + subject_len;
   msg = malloc(len);
   if (!msg) return unsb_fail(err, UNSB_ENOMEM, "out of memory");

@@ -21,8 +21,8 @@
 #define UNSB_SALT_MIN 32
 
 /* 0 with out = 32 lowercase hex, or -1 with a validation err (short salt,
-** empty, NUL or invalid UTF-8 in tenant or subject) that never quotes the
-** salt. */
+** empty, NUL or invalid UTF-8 in tenant or subject; err->arg: 1 salt, 2
+** tenant, 3 subject) that never quotes the salt. */
 int unsb_acting_subject(const char *salt, size_t salt_len, const char *tenant, size_t tenant_len,
                         const char *subject, size_t subject_len,
                         char out[UNSB_SUBJECT_LEN + 1], unsb_error *err);

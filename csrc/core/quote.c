@@ -34,12 +34,12 @@ char *unsb_shell_quote(const char *const *args, const size_t *lens, size_t n, si
   unsb_buf b;
   int rc = UNSB_BUF_OK;
   if (n == 0) {
-    unsb_fail(err, UNSB_EVALIDATION, "argv must hold at least the command");
+    unsb_invalid(err, 1, "argv must hold at least the command");
     return NULL;
   }
   for (size_t i = 0; i < n; i++) {
     if (!args[i] || memchr(args[i], '\0', lens[i])) {
-      unsb_fail(err, UNSB_EVALIDATION, "argument %zu contains a NUL byte", i + 1);
+      unsb_invalid(err, 1, "argument %zu contains a NUL byte", i + 1);
       return NULL;
     }
   }
@@ -52,7 +52,7 @@ char *unsb_shell_quote(const char *const *args, const size_t *lens, size_t n, si
   if (rc != UNSB_BUF_OK) {
     unsb_buf_free(&b);
     if (rc == UNSB_BUF_NOMEM) unsb_fail(err, UNSB_ENOMEM, "out of memory");
-    else unsb_fail(err, UNSB_EVALIDATION, "quoted command is longer than %zu bytes", max_len);
+    else unsb_invalid(err, 2, "quoted command is longer than %zu bytes", max_len);
     return NULL;
   }
   *out_len = b.len;

@@ -18,8 +18,8 @@
 
 /* Quotes and joins n >= 1 arguments (args[i] of lens[i] bytes). Returns a
 ** malloc'd NUL-terminated string with *out_len, or NULL with err:
-** validation (no arguments, a NUL byte in argument i, result longer than
-** max_len bytes; max_len 0 = no limit) or memory. */
+** validation (err->arg 1: no arguments, a NUL byte in argument i; 2: the
+** result is longer than max_len bytes, 0 = no limit) or memory. */
 char *unsb_shell_quote(const char *const *args, const size_t *lens, size_t n, size_t max_len,
                        size_t *out_len, unsb_error *err);
 

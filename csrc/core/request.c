@@ -21,29 +21,29 @@ static int header_named(const char *line, const char *name) {
 int unsb_request_check(const unsb_api_request *r, unsb_error *err) {
   const char *p;
   if (!r->method || !*r->method)
-    return unsb_fail(err, UNSB_EVALIDATION, "method: must not be empty");
+    return unsb_invalid(err, UNSB_REQ_METHOD, "method: must not be empty");
   for (p = r->method; *p; p++)
     if (*p < 'A' || *p > 'Z')
-      return unsb_fail(err, UNSB_EVALIDATION, "method: upper-case letters expected, got '%s'", r->method);
+      return unsb_invalid(err, UNSB_REQ_METHOD, "method: upper-case letters expected, got '%s'", r->method);
   if (!r->path || r->path[0] != '/')
-    return unsb_fail(err, UNSB_EVALIDATION, "path: must start with '/'");
+    return unsb_invalid(err, UNSB_REQ_PATH, "path: must start with '/'");
   for (p = r->path; *p; p++)
     if ((unsigned char)*p <= ' ' || *p == 0x7f)
-      return unsb_fail(err, UNSB_EVALIDATION, "path: blank or control character in '%s'", r->path);
+      return unsb_invalid(err, UNSB_REQ_PATH, "path: blank or control character in '%s'", r->path);
   for (size_t i = 0; i < r->n_headers; i++) {
     const char *h = r->headers[i], *colon = strchr(h, ':');
     if (!colon || colon == h || strpbrk(h, "\r\n"))
-      return unsb_fail(err, UNSB_EVALIDATION, "headers: malformed header line");
+      return unsb_invalid(err, UNSB_REQ_HEADERS, "headers: malformed header line");
     for (p = h; p < colon; p++)
       if ((unsigned char)*p <= ' ' || *p == 0x7f)
-        return unsb_fail(err, UNSB_EVALIDATION, "headers: bad header name");
+        return unsb_invalid(err, UNSB_REQ_HEADERS, "headers: bad header name");
     for (size_t k = 0; k < sizeof AUTH_HEADERS / sizeof *AUTH_HEADERS; k++)
       if (header_named(h, AUTH_HEADERS[k]))
-        return unsb_fail(err, UNSB_EVALIDATION, "headers: %s is set by the client itself",
+        return unsb_invalid(err, UNSB_REQ_HEADERS, "headers: %s is set by the client itself",
                          AUTH_HEADERS[k]);
   }
   if (r->timeout_ms <= 0)
-    return unsb_fail(err, UNSB_EVALIDATION, "timeout: must be positive");
+    return unsb_invalid(err, UNSB_REQ_HEADERS, "timeout: must be positive");
   return 0;
 }
 

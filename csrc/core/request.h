@@ -25,10 +25,15 @@ typedef struct {
   const unsb_http_stream *stream;  /* NULL = buffered (see http.h) */
 } unsb_api_request;
 
-/* Misuse checks, so a binding can raise before anything is sent: method of
-** upper-case letters, path starting with '/' without blanks or control
-** characters, header lines "Name: value" without CR/LF, and no extra header
-** that would replace an authentication header. 0, or -1 with validation. */
+/* The inputs of a request, as err->arg names them: the method, the path,
+** the body, and the options (headers, timeout). */
+enum { UNSB_REQ_METHOD = 1, UNSB_REQ_PATH = 2, UNSB_REQ_BODY = 3, UNSB_REQ_HEADERS = 4 };
+
+/* Misuse checks, so a binding can refuse a request before anything is
+** sent: method of upper-case letters, path starting with '/' without
+** blanks or control characters, header lines "Name: value" without CR/LF,
+** and no extra header that would replace an authentication header. 0, or
+** -1 with validation (err->arg: which input, UNSB_REQ_*). */
 int unsb_request_check(const unsb_api_request *r, unsb_error *err);
 
 /* Starts r to base_url + path as a transfer of h (see unsb_http_open):

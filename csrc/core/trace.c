@@ -5,17 +5,12 @@
 */
 #include "core/trace.h"
 #include "core/digest.h"
+#include "core/validate.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static int is_lower_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
-static int is_blank(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
-
-static void trim(const char **s, size_t *len) {
-  while (*len > 0 && is_blank(**s)) { (*s)++; (*len)--; }
-  while (*len > 0 && is_blank((*s)[*len - 1])) (*len)--;
-}
 
 /* n lowercase hex digits (any value) */
 static int hex_run(const char *s, size_t n) {
@@ -34,7 +29,7 @@ int unsb_trace_valid_hex(const char *s, size_t len, size_t n) {
 int unsb_trace_parse(const char *s, size_t len, unsb_traceparent *out) {
   memset(out, 0, sizeof *out);
   if (!s) return 0;
-  trim(&s, &len);
+  unsb_trim(&s, &len);
   /* 00 - trace(32) - span(16) - flags(2) */
   if (len != UNSB_TRACEPARENT_LEN || s[0] != '0' || s[1] != '0' || s[2] != '-' ||
       s[35] != '-' || s[52] != '-')
@@ -52,7 +47,7 @@ int unsb_trace_parse(const char *s, size_t len, unsb_traceparent *out) {
 int unsb_trace_from_request_id(const char *s, size_t len, char out[UNSB_TRACE_ID_LEN + 1]) {
   char hex[UNSB_SHA256_HEX_LEN + 1];
   if (!s) return 0;
-  trim(&s, &len);
+  unsb_trim(&s, &len);
   if (len == 0) return 0;
   if (unsb_sha256_hex(s, len, hex) != 0) return -1;
   memcpy(out, hex, UNSB_TRACE_ID_LEN);     /* 16 bytes = 32 hex digits */
@@ -108,11 +103,10 @@ int unsb_trace_outbound(const char *trace_id, const char *flags,
   char trace[UNSB_TRACE_ID_LEN + 1], span[UNSB_SPAN_ID_LEN + 1];
   if (!flags) flags = "01";
   if (strlen(flags) != UNSB_TRACE_FLAGS_LEN || !hex_run(flags, UNSB_TRACE_FLAGS_LEN))
-    return unsb_fail(err, UNSB_EVALIDATION, "trace flags must be 2 lowercase hex digits");
+    return unsb_invalid(err, 2, "trace flags must be 2 lowercase hex digits");
   if (trace_id) {
     if (!unsb_trace_valid_hex(trace_id, strlen(trace_id), UNSB_TRACE_ID_LEN))
-      return unsb_fail(err, UNSB_EVALIDATION,
-                       "trace id must be 32 lowercase hex digits, not all zero");
+      return unsb_invalid(err, 1, "trace id must be 32 lowercase hex digits, not all zero");
     memcpy(trace, trace_id, sizeof trace);
   } else if (unsb_trace_random_id(trace, err) != 0) {
     return -1;

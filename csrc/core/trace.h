@@ -61,8 +61,8 @@ int unsb_span_random_id(char out[UNSB_SPAN_ID_LEN + 1], unsb_error *err);
 int unsb_trace_valid_hex(const char *s, size_t len, size_t n);
 
 /* The outbound value "00-<trace_id>-<new random span>-<flags>". trace_id
-** NULL = a new random trace; flags NULL = "01". A bad trace id or flags is
-** a validation error. 0, or -1 with err. */
+** NULL = a new random trace; flags NULL = "01". A bad trace id (err->arg
+** 1) or flags (2) is a validation error. 0, or -1 with err. */
 int unsb_trace_outbound(const char *trace_id, const char *flags,
                         char out[UNSB_TRACEPARENT_LEN + 1], unsb_error *err);
 

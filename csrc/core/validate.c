@@ -125,3 +125,27 @@ const char *unsb_paths_conflict(const char *const *names, const size_t *lens, si
     }
   return NULL;
 }
+
+int unsb_blank_char(int c) {
+  return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+int unsb_blank(const char *s, size_t len) {
+  for (size_t i = 0; s && i < len; i++)
+    if (!unsb_blank_char((unsigned char)s[i])) return 0;
+  return 1;
+}
+
+void unsb_trim(const char **s, size_t *len) {
+  while (*len > 0 && unsb_blank_char((unsigned char)**s)) { (*s)++; (*len)--; }
+  while (*len > 0 && unsb_blank_char((unsigned char)(*s)[*len - 1])) (*len)--;
+}
+
+const char *unsb_url_check(const char *url) {
+  if (!url || (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0))
+    return "url must start with http:// or https://";
+  for (const char *p = url; *p; p++)
+    if ((unsigned char)*p <= ' ' || *p == 0x7f) return "url contains a blank or control character";
+  if (strchr(url, '?') || strchr(url, '#')) return "url must not contain a query or fragment";
+  return NULL;
+}

@@ -4,8 +4,10 @@
 ** a 400, the binding exposes them to the facade (which raises, since a bad
 ** name is the caller's misuse), and the runner checks again before it
 ** builds a sandbox; all of them call these functions, so the limits are
-** written down once. Lua-free and allocation-free: each check returns NULL
-** for "fine" or a static reason, so callers word their own messages.
+** written down once. Also the client's own rules of text: what counts as
+** blank (for trimming and for "absent") and a service's base URL. Lua-free
+** and allocation-free: each check returns NULL for "fine" or a static
+** reason, so callers word their own messages.
 */
 #ifndef UNSB_VALIDATE_H
 #define UNSB_VALIDATE_H
@@ -50,5 +52,16 @@ const char *unsb_relpath_check(const char *path, size_t len);
 ** scratch space for n indexes; nothing is allocated. */
 const char *unsb_paths_conflict(const char *const *names, const size_t *lens, size_t n,
                                 size_t *order, size_t *i, size_t *j);
+
+/* Blank: the ASCII white space " \t\n\v\f\r" (never the locale's). */
+int unsb_blank_char(int c);
+/* 1 when s[0..len) is empty or only blanks (s NULL: 1). */
+int unsb_blank(const char *s, size_t len);
+/* *s and *len cut to the text between leading and trailing blanks. */
+void unsb_trim(const char **s, size_t *len);
+
+/* A service's base URL, as both clients take it: http:// or https://,
+** no blank or control character, no query or fragment. NULL or why not. */
+const char *unsb_url_check(const char *url);
 
 #endif

@@ -1,8 +1,17 @@
 /*
 ** Shared helpers of the unsandbox.core binding. The binding marshals only:
 ** argument checks that name the argument, core calls, and results pushed
-** as Lua values. Expected failures are returned as nil, kind, message;
-** misuse raises.
+** as Lua values. Expected failures are returned as nil, kind, message.
+**
+** A value the core refuses (a short salt, a path outside /workspace, a bad
+** URL) is reported two ways by the same code (ub_mode): the flat function
+** (core.acting_subject) raises it as lauxlib does, "bad argument #n to
+** 'f' (reason)", for scripts that call the binding themselves; the form in
+** the function's group (core.cp.acting_subject) returns nil, reason, arg,
+** which the facade raises through check.lua at its caller's line. Which
+** argument it was comes from the core (unsb_error.arg), never from the
+** message. A wrong type raises in both forms: the facade checks types
+** before it calls.
 */
 #ifndef UNSB_BINDING_H
 #define UNSB_BINDING_H
@@ -40,6 +49,39 @@ typedef struct {
   unsb_cp *c;    /* NULL = closed */
 } ub_manager;
 
+/* How a refused value is reported: raised, or returned as nil, why, arg. */
+typedef enum { UB_RAISE = 0, UB_RETURN = 1 } ub_mode;
+
+/* A value refused: UB_RAISE raises "bad argument #arg to 'f' (why)" (arg
+** UNSB_ARG_ENV: why alone, since no argument was wrong); UB_RETURN pushes
+** nil, why, arg (the integer, or "env") and returns 3. Out of memory
+** (UNSB_ENOMEM) raises in both. */
+int ub_bad_value(lua_State *L, ub_mode mode, int arg, const char *why);
+/* The same for a core failure: validation as ub_bad_value(err->arg, or
+** arg when the core named none), memory raises, anything else raises
+** its message. */
+int ub_bad_error(lua_State *L, ub_mode mode, int arg, const unsb_error *err);
+
+/* The two entry points of f(L, mode): l_<f> (UB_RAISE) and r_<f> (UB_RETURN). */
+#define UB_BOTH(f) \
+  static int l_##f(lua_State *L) { return f(L, UB_RAISE); } \
+  static int r_##f(lua_State *L) { return f(L, UB_RETURN); }
+
+/* Registers fns into the module table on top of the stack, and returning
+** (NULL, or the returning forms of some of them, by the same names) where
+** ub_make_groups finds them. */
+void ub_register(lua_State *L, const luaL_Reg *fns, const luaL_Reg *returning);
+/* The module table's groups (module.c declares which names each holds):
+** core[group][name] is the returning form of name when there is one, else
+** core[name]. */
+typedef struct {
+  const char *group;
+  const char *const *names;   /* NULL-terminated */
+} ub_group_decl;
+void ub_make_groups(lua_State *L, const ub_group_decl *groups);
+/* A NULL-terminated list of names as a set {name = true} on the stack. */
+void ub_push_names(lua_State *L, const char *const *names);
+
 /* Raises "bad argument #arg to 'f' (name: <what> expected, got <type>)"
 ** about the value at stack index idx. */
 int ub_type_error(lua_State *L, int arg, int idx, const char *name, const char *what);
@@ -64,8 +106,10 @@ lua_Integer ub_field_count(lua_State *L, int t, int arg, const char *field, lua_
 ** account, home, cwd, env) with the process environment as default. */
 void ub_cred_opts(lua_State *L, int t, int arg, unsb_cred_opts *o);
 
-/* Pushes nil, kind, message; returns 3. Out of memory (UNSB_ENOMEM) is
-** not an expected failure: it raises, as lauxlib does. */
+/* Pushes nil, kind, message; returns 3. A validation error that names an
+** input (err->arg) also pushes {arg = n} (or "env"): returns 4. Out of
+** memory (UNSB_ENOMEM) is not an expected failure: it raises, as lauxlib
+** does. */
 int ub_push_error(lua_State *L, const unsb_error *err);
 
 /* A slot for one malloc'd result of a core call, made BEFORE the call: a
@@ -91,8 +135,10 @@ void ub_open_files(lua_State *L);
 void ub_open_tracker(lua_State *L);
 void ub_open_client(lua_State *L);
 void ub_open_cp_functions(lua_State *L);
-/* core.form_encode(t[, max_len]) (cp_form.c), registered by cp_functions.c */
+/* core.form_encode(t[, max_len]) (cp_form.c) and its returning form,
+** registered by cp_functions.c */
 int ub_form_encode(lua_State *L);
+int ub_form_encode_returning(lua_State *L);
 void ub_open_sse_parser(lua_State *L);
 void ub_open_manager(lua_State *L);
 void ub_open_transfer(lua_State *L);

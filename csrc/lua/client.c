@@ -7,8 +7,11 @@
 ** loop (loop.c), so its calls progress with every other client's.
 **
 ** `request` is one buffered call (exchange.c: yields inside a task,
-** blocks elsewhere); `_open` the same call as a Transfer Lua steps;
-** `_state` the facade's per-client table (user value 1).
+** blocks elsewhere) that raises a refused method, path or header;
+** `_request` the same call returning it as nil, "validation", why, {arg}
+** (the facade's: it raises at its caller's line); `_open` the call as a
+** Transfer Lua steps; `_state` the facade's per-client table (user value 1).
+** core.client raises a refused option, core.exec.client returns it.
 */
 #include "lua/binding.h"
 
@@ -31,7 +34,7 @@ static const char *const CLIENT_OPTIONS[] = {
 };
 
 /* core.client{...} */
-static int l_client(lua_State *L) {
+static int client(lua_State *L, ub_mode mode) {
   unsb_client_config cfg;
   unsb_error err;
   lclient *u;
@@ -56,25 +59,21 @@ static int l_client(lua_State *L) {
     (long)ub_field_ms(L, 1, 1, "connect_timeout", UNSB_DEFAULT_CONNECT_TIMEOUT_MS);
   cfg.ca_file = ub_field_string(L, 1, 1, "ca_file", NULL);
   lua_Integer max = ub_field_count(L, 1, 1, "max_response", (lua_Integer)UNSB_DEFAULT_MAX_RESPONSE);
-  if (max < 1) return luaL_argerror(L, 1, "max_response: must be positive");
+  if (max < 1) return ub_bad_value(L, mode, 1, "max_response: must be positive");
   cfg.max_response = (size_t)max;
   ub_cred_opts(L, 1, 1, &cfg.cred);
   lua_Integer conc = ub_field_count(L, 1, 1, "max_concurrency", UNSB_HTTP_DEFAULT_CONCURRENCY);
   if (conc < 1 || conc > UNSB_HTTP_MAX_CONCURRENCY)
-    return luaL_argerror(L, 1, lua_pushfstring(L, "max_concurrency: from 1 to %d",
-                                               UNSB_HTTP_MAX_CONCURRENCY));
+    return ub_bad_value(L, mode, 1, lua_pushfstring(L, "max_concurrency: from 1 to %d",
+                                                    UNSB_HTTP_MAX_CONCURRENCY));
   cfg.max_concurrency = (int)conc;
   cfg.loop = ub_loop(L);
 
   u->c = unsb_client_new(&cfg, &err);
-  if (!u->c) {
-    if (err.kind == UNSB_ENOMEM) return luaL_error(L, "not enough memory");
-    if (err.kind != UNSB_EVALIDATION) return luaL_error(L, "%s", err.message);
-    if (!cfg.url) return luaL_error(L, "UNSANDBOX_URL: %s", err.message);
-    return luaL_argerror(L, 1, err.message);
-  }
+  if (!u->c) return ub_bad_error(L, mode, 1, &err);   /* the URL, or UNSANDBOX_URL's */
   return 1;
 }
+UB_BOTH(client)
 
 static int l_close(lua_State *L) {
   lclient *u = luaL_checkudata(L, 1, UB_CLIENT);
@@ -119,12 +118,12 @@ static int l_info(lua_State *L) {
 
 static const char *const REQUEST_OPTIONS[] = {"timeout", "auth", "headers", NULL};
 
-/* opts.headers {name = value} as "Name: value" lines; the strings and the
-** pointer array are Lua objects kept on the stack for the call. */
-static const char **header_lines(lua_State *L, int opts, size_t *n) {
+/* opts.headers {name = value} as "Name: value" lines into r; the strings
+** and the pointer array are Lua objects kept on the stack for the call.
+** NULL, or (the lines unset) why the table is refused. */
+static const char *header_lines(lua_State *L, int opts, unsb_api_request *r) {
   const char **lines;
   size_t count = 0, i = 0;
-  *n = 0;
   if (lua_getfield(L, opts, "headers") == LUA_TNIL) {
     lua_pop(L, 1);
     return NULL;
@@ -137,11 +136,9 @@ static const char **header_lines(lua_State *L, int opts, size_t *n) {
   int anchor = lua_gettop(L);
   for (lua_pushnil(L); lua_next(L, h); lua_pop(L, 1)) {
     int vt = lua_type(L, -1);
-    if (lua_type(L, -2) != LUA_TSTRING)
-      luaL_argerror(L, 5, "headers: names must be strings");
+    if (lua_type(L, -2) != LUA_TSTRING) return "headers: names must be strings";
     if (vt != LUA_TSTRING && vt != LUA_TNUMBER)
-      luaL_argerror(L, 5, lua_pushfstring(L, "headers: value of %s must be a string",
-                                          lua_tostring(L, -2)));
+      return lua_pushfstring(L, "headers: value of %s must be a string", lua_tostring(L, -2));
     lua_pushvalue(L, -2);
     lua_pushliteral(L, ": ");
     lua_pushvalue(L, -3);
@@ -150,16 +147,30 @@ static const char **header_lines(lua_State *L, int opts, size_t *n) {
     lines[i] = lua_tostring(L, -1);
     lua_rawseti(L, anchor, (lua_Integer)++i);
   }
-  *n = i;
-  return lines;
+  r->headers = lines;
+  r->n_headers = i;
+  return NULL;
 }
 
-/* (method, path, body, opts) at 2..5 into r; raises on misuse. Returns
-** whether to sign. Every string stays anchored by the arguments. */
-static int request_args(lua_State *L, unsb_client *c, unsb_api_request *r,
-                        const char *const *allowed) {
+/* A refused value of a request (arg as unsb_request_check names the
+** inputs, one more than the Lua position: self is #1): raised, or pushed
+** as nil, "validation", why, {arg = n} (the position without self). */
+static int request_refused(lua_State *L, ub_mode mode, int arg, const char *why) {
+  if (mode == UB_RAISE) return luaL_argerror(L, arg + 1, why);
   unsb_error err;
-  int sign = 1;
+  unsb_invalid(&err, arg, "%s", why);
+  return ub_push_error(L, &err);
+}
+
+/* (method, path, body, opts) at 2..5 into r. Returns 0 with *sign set
+** (whether to sign), or the count of the values a refused request pushed
+** (mode UB_RETURN; UB_RAISE raises). Every string stays anchored by the
+** arguments. */
+static int request_args(lua_State *L, unsb_client *c, unsb_api_request *r,
+                        const char *const *allowed, ub_mode mode, int *sign) {
+  unsb_error err;
+  const char *why;
+  *sign = 1;
   memset(r, 0, sizeof *r);
   r->method = ub_check_string(L, 2, "method", NULL);
   r->path = ub_check_string(L, 3, "path", NULL);
@@ -169,18 +180,14 @@ static int request_args(lua_State *L, unsb_client *c, unsb_api_request *r,
     ub_check_keys(L, 5, 5, allowed);
     r->timeout_ms = (long)ub_field_ms(L, 5, 5, "timeout", 0);
     int at = lua_getfield(L, 5, "auth");
-    if (at == LUA_TBOOLEAN) sign = lua_toboolean(L, -1);
+    if (at == LUA_TBOOLEAN) *sign = lua_toboolean(L, -1);
     else if (at != LUA_TNIL) ub_type_error(L, 5, -1, "auth", "boolean");
     lua_pop(L, 1);
-    r->headers = header_lines(L, 5, &r->n_headers);
+    if ((why = header_lines(L, 5, r))) return request_refused(L, mode, UNSB_REQ_HEADERS, why);
   }
   r->timeout_ms = r->timeout_ms > 0 ? r->timeout_ms : unsb_client_timeout(c);
-  if (unsb_request_check(r, &err) != 0) {
-    int arg = strncmp(err.message, "method", 6) == 0 ? 2
-            : strncmp(err.message, "path", 4) == 0 ? 3 : 5;
-    luaL_argerror(L, arg, err.message);
-  }
-  return sign;
+  if (unsb_request_check(r, &err) != 0) return request_refused(L, mode, err.arg, err.message);
+  return 0;
 }
 
 /* Opens r as the Transfer t (on top of the stack). 0, or pushes the
@@ -196,16 +203,19 @@ static int open_into(lua_State *L, unsb_client *c, unsb_api_request *r, int sign
 }
 
 /* c:request(method, path, body, opts) -> resp | nil, kind, message, info */
-static int l_request(lua_State *L) {
+static int request(lua_State *L, ub_mode mode) {
   unsb_client *c = check_open(L);
   unsb_api_request r;
+  int sign;
   lua_settop(L, 5);
-  int sign = request_args(L, c, &r, REQUEST_OPTIONS);
+  int n = request_args(L, c, &r, REQUEST_OPTIONS, mode, &sign);
+  if (n) return n;
   ub_transfer *t = ub_transfer_new(L, 1, 4, 5, UB_XFER_BUFFER);
-  int n = open_into(L, c, &r, sign, t);
+  n = open_into(L, c, &r, sign, t);
   if (n) return n;
   return ub_transfer_finish(L, lua_gettop(L));
 }
+UB_BOTH(request)
 
 static const char *const OPEN_OPTIONS[] = {"timeout", "auth", "headers", "mode", NULL};
 
@@ -214,8 +224,9 @@ static const char *const OPEN_OPTIONS[] = {"timeout", "auth", "headers", "mode",
 static int l_open(lua_State *L) {
   unsb_client *c = check_open(L);
   unsb_api_request r;
+  int sign;
   lua_settop(L, 5);
-  int sign = request_args(L, c, &r, OPEN_OPTIONS);
+  request_args(L, c, &r, OPEN_OPTIONS, UB_RAISE, &sign);
   const char *mode = lua_istable(L, 5) ? ub_field_string(L, 5, 5, "mode", NULL) : NULL;
   if (mode && strcmp(mode, "sse") != 0 && strcmp(mode, "raw") != 0)
     return luaL_argerror(L, 5, "mode: \"sse\" or \"raw\" expected");
@@ -234,6 +245,7 @@ static int l_state(lua_State *L) {
 
 static const luaL_Reg METHODS[] = {
   {"request", l_request},
+  {"_request", r_request},
   {"_open", l_open},
   {"_state", l_state},
   {"_info", l_info},   /* the facade's c:info() converts units and errors */
@@ -258,6 +270,10 @@ void ub_open_client(lua_State *L) {
   lua_setfield(L, -3, "__index");   /* methods are __index ... */
   lua_setfield(L, -3, "Client");    /* ... and core.Client, for Lua methods */
   lua_pop(L, 1);
-  lua_pushcfunction(L, l_client);
-  lua_setfield(L, -2, "client");
+  static const luaL_Reg FUNCTIONS[] = {{"client", l_client}, {NULL, NULL}};
+  static const luaL_Reg RETURNING[] = {{"client", r_client}, {NULL, NULL}};
+  ub_register(L, FUNCTIONS, RETURNING);
+  /* the options core.client takes, the one list the facade's is made from */
+  ub_push_names(L, CLIENT_OPTIONS);
+  lua_setfield(L, -2, "CLIENT_OPTIONS");
 }

@@ -20,41 +20,41 @@ static int by_key(const void *a, const void *b) {
   return c ? c : (x->key_len > y->key_len) - (x->key_len < y->key_len);
 }
 
-/* Pushes the value at idx as query text, or raises naming the key. */
-static void push_value(lua_State *L, int idx, const char *key) {
+/* Pushes the value at idx as query text; NULL, or (nothing pushed) why
+** not, naming the key. */
+static const char *push_value(lua_State *L, int idx, const char *key) {
   int exact = 0;
   lua_Integer i;
   switch (lua_type(L, idx)) {
-    case LUA_TSTRING: lua_pushvalue(L, idx); return;
-    case LUA_TBOOLEAN: lua_pushstring(L, lua_toboolean(L, idx) ? "true" : "false"); return;
+    case LUA_TSTRING: lua_pushvalue(L, idx); return NULL;
+    case LUA_TBOOLEAN: lua_pushstring(L, lua_toboolean(L, idx) ? "true" : "false"); return NULL;
     case LUA_TNUMBER:
       i = lua_tointegerx(L, idx, &exact);   /* floats only when exactly an integer */
       if (exact) {
         lua_pushfstring(L, "%I", i);
-        return;
+        return NULL;
       }
-      luaL_argerror(L, 1, lua_pushfstring(L, "query.%s: an integer expected, got %f", key,
-                                          lua_tonumber(L, idx)));
-      return;
+      return lua_pushfstring(L, "query.%s: an integer expected, got %f", key, lua_tonumber(L, idx));
     default:
-      luaL_argerror(L, 1, lua_pushfstring(L, "query.%s: string, integer or boolean expected, got %s",
-                                          key, luaL_typename(L, idx)));
+      return lua_pushfstring(L, "query.%s: string, integer or boolean expected, got %s", key,
+                             luaL_typename(L, idx));
   }
 }
 
-int ub_form_encode(lua_State *L) {
+static int form_encode(lua_State *L, ub_mode mode) {
   size_t n = 0, len;
   unsb_error err;
+  const char *why;
   if (!lua_istable(L, 1)) return ub_type_error(L, 1, 1, "query", "table");
   lua_Integer max = luaL_optinteger(L, 2, 0);
-  if (max < 0) return luaL_argerror(L, 2, "max_len: must not be negative");
+  if (max < 0) return ub_bad_value(L, mode, 2, "max_len: must not be negative");
   lua_settop(L, 2);
   lua_newtable(L);                                   /* 3: anchor of names and values */
   for (lua_pushnil(L); lua_next(L, 1); lua_pop(L, 1)) {
-    if (lua_type(L, -2) != LUA_TSTRING) return luaL_argerror(L, 1, "query: names must be strings");
+    if (lua_type(L, -2) != LUA_TSTRING) return ub_bad_value(L, mode, 1, "query: names must be strings");
     lua_pushvalue(L, -2);
     lua_rawseti(L, 3, (lua_Integer)(2 * n + 1));
-    push_value(L, lua_gettop(L), lua_tostring(L, -2));
+    if ((why = push_value(L, lua_gettop(L), lua_tostring(L, -2)))) return ub_bad_value(L, mode, 1, why);
     lua_rawseti(L, 3, (lua_Integer)(2 * n + 2));
     n++;
   }
@@ -69,10 +69,10 @@ int ub_form_encode(lua_State *L) {
   qsort(pairs, n, sizeof *pairs, by_key);
   char **box = ub_box_new(L);
   *box = unsb_form_encode(pairs, n, (size_t)max, &len, &err);
-  if (!*box) {
-    if (err.kind == UNSB_ENOMEM) return luaL_error(L, "not enough memory");
-    return luaL_argerror(L, strstr(err.message, "longer") ? 2 : 1, err.message);
-  }
+  if (!*box) return ub_bad_error(L, mode, 1, &err);
   ub_box_push(L, box, len);
   return 1;
 }
+
+int ub_form_encode(lua_State *L) { return form_encode(L, UB_RAISE); }
+int ub_form_encode_returning(lua_State *L) { return form_encode(L, UB_RETURN); }

@@ -1,16 +1,19 @@
 /*
 ** Pure Control Plane functions of unsandbox.core: the acting subject,
-** identifiers, argv quoting, trace context, workspace paths, query
-** strings and MCP request ids. Marshalling only; every rule is in
-** csrc/core. Misuse (a short salt, a path outside /workspace, an argv that
-** is not a list of strings) raises at the caller's line naming the
-** argument; a header value that does not parse is not misuse and gives nil.
+** identifiers and their shapes, argv quoting, trace context, workspace
+** paths, query strings and MCP request ids. Marshalling only; every rule
+** is in csrc/core. A refused value (a short salt, a path outside
+** /workspace, an argv that is not a list of strings) is raised by the flat
+** function and returned by the grouped one (binding.h: ub_mode), naming
+** the argument the core says it was; a header value that does not parse is
+** not misuse and gives nil.
 */
 #include "lua/binding.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cpclient.h"
 #include "core/cprequest.h"
 #include "core/cpids.h"
 #include "core/digest.h"
@@ -22,27 +25,20 @@
 #include "core/trace.h"
 #include "core/wspath.h"
 
-/* Raises a validation failure as an argument error, or memory as lauxlib. */
-static int arg_fail(lua_State *L, int arg, const unsb_error *err) {
-  if (err->kind == UNSB_ENOMEM) return luaL_error(L, "not enough memory");
-  return luaL_argerror(L, arg, err->message);
-}
-
 /* core.acting_subject(salt, tenant, subject) */
-static int l_acting_subject(lua_State *L) {
+static int acting_subject(lua_State *L, ub_mode mode) {
   size_t sl, tl, jl;
   char out[UNSB_SUBJECT_LEN + 1];
   unsb_error err;
   const char *salt = ub_check_string(L, 1, "salt", &sl);
   const char *tenant = ub_check_string(L, 2, "tenant", &tl);
   const char *subject = ub_check_string(L, 3, "subject", &jl);
-  if (unsb_acting_subject(salt, sl, tenant, tl, subject, jl, out, &err) != 0) {
-    int arg = strncmp(err.message, "salt", 4) == 0 ? 1 : strncmp(err.message, "tenant", 6) == 0 ? 2 : 3;
-    return arg_fail(L, arg, &err);
-  }
+  if (unsb_acting_subject(salt, sl, tenant, tl, subject, jl, out, &err) != 0)
+    return ub_bad_error(L, mode, 1, &err);
   lua_pushstring(L, out);
   return 1;
 }
+UB_BOTH(acting_subject)
 
 static int l_valid_subject(lua_State *L) {
   size_t len;
@@ -51,15 +47,16 @@ static int l_valid_subject(lua_State *L) {
   return 1;
 }
 
-static int l_session_id(lua_State *L) {
+static int session_id(lua_State *L, ub_mode mode) {
   size_t len;
   char out[UNSB_SESSION_ID_LEN + 1];
   unsb_error err;
   const char *key = ub_check_string(L, 1, "key", &len);
-  if (unsb_session_id(key, len, out, &err) != 0) return arg_fail(L, 1, &err);
+  if (unsb_session_id(key, len, out, &err) != 0) return ub_bad_error(L, mode, 1, &err);
   lua_pushstring(L, out);
   return 1;
 }
+UB_BOTH(session_id)
 
 static int l_object_id(lua_State *L) {
   size_t len;
@@ -72,33 +69,34 @@ static int l_object_id(lua_State *L) {
 }
 
 /* core.shell_quote(argv[, max_len]): argv a non-empty list of strings. */
-static int l_shell_quote(lua_State *L) {
+static int shell_quote(lua_State *L, ub_mode mode) {
   unsb_error err;
   size_t len, count = 0;
   if (!lua_istable(L, 1)) return ub_type_error(L, 1, 1, "argv", "table");
   lua_Integer max = luaL_optinteger(L, 2, 0);
-  if (max < 0) return luaL_argerror(L, 2, "max_len: must not be negative");
+  if (max < 0) return ub_bad_value(L, mode, 2, "max_len: must not be negative");
   lua_Unsigned n = lua_rawlen(L, 1);
   for (lua_pushnil(L); lua_next(L, 1); lua_pop(L, 1)) count++;
-  if (n == 0) return luaL_argerror(L, 1, "argv: at least the command expected");
-  if (count != n) return luaL_argerror(L, 1, "argv: a list (1..n) of strings expected");
-  if (n > 65536) return luaL_argerror(L, 1, "argv: too many arguments");
+  if (n == 0) return ub_bad_value(L, mode, 1, "argv: at least the command expected");
+  if (count != n) return ub_bad_value(L, mode, 1, "argv: a list (1..n) of strings expected");
+  if (n > 65536) return ub_bad_value(L, mode, 1, "argv: too many arguments");
   /* pointer arrays as userdata: collected by Lua whatever happens */
   const char **args = lua_newuserdatauv(L, n * sizeof *args, 0);
   size_t *lens = lua_newuserdatauv(L, n * sizeof *lens, 0);
   for (lua_Unsigned i = 1; i <= n; i++) {
     if (lua_rawgeti(L, 1, (lua_Integer)i) != LUA_TSTRING)
-      return luaL_argerror(L, 1, lua_pushfstring(L, "argv[%I]: string expected, got %s",
-                                                 (lua_Integer)i, luaL_typename(L, -1)));
+      return ub_bad_value(L, mode, 1, lua_pushfstring(L, "argv[%I]: string expected, got %s",
+                                                      (lua_Integer)i, luaL_typename(L, -1)));
     args[i - 1] = lua_tolstring(L, -1, &lens[i - 1]);   /* anchored by argv */
     lua_pop(L, 1);
   }
   char **box = ub_box_new(L);
   *box = unsb_shell_quote(args, lens, n, (size_t)max, &len, &err);
-  if (!*box) return arg_fail(L, err.kind == UNSB_EVALIDATION && strstr(err.message, "longer") ? 2 : 1, &err);
+  if (!*box) return ub_bad_error(L, mode, 1, &err);
   ub_box_push(L, box, len);
   return 1;
 }
+UB_BOTH(shell_quote)
 
 static int l_trace_from_request_id(lua_State *L) {
   size_t len;
@@ -147,27 +145,26 @@ static int l_resolve_trace(lua_State *L) {
 }
 
 /* core.new_traceparent([trace_id[, flags]]) */
-static int l_new_traceparent(lua_State *L) {
+static int new_traceparent(lua_State *L, ub_mode mode) {
   char out[UNSB_TRACEPARENT_LEN + 1];
   unsb_error err;
   const char *trace = ub_opt_string(L, 1, "trace_id", NULL);
   const char *flags = ub_opt_string(L, 2, "flags", NULL);
-  if (unsb_trace_outbound(trace, flags, out, &err) != 0) {
-    if (err.kind != UNSB_EVALIDATION) return luaL_error(L, "%s", err.message);
-    return luaL_argerror(L, strncmp(err.message, "trace flags", 11) == 0 ? 2 : 1, err.message);
-  }
+  if (unsb_trace_outbound(trace, flags, out, &err) != 0) return ub_bad_error(L, mode, 1, &err);
   lua_pushstring(L, out);
   return 1;
 }
+UB_BOTH(new_traceparent)
 
-static int l_workspace_path(lua_State *L) {
+static int workspace_path(lua_State *L, ub_mode mode) {
   size_t len, off;
   unsb_error err;
   const char *p = ub_check_string(L, 1, "path", &len);
-  if (unsb_workspace_path(p, len, &off, &err) != 0) return arg_fail(L, 1, &err);
+  if (unsb_workspace_path(p, len, &off, &err) != 0) return ub_bad_error(L, mode, 1, &err);
   lua_pushlstring(L, p + off, len - off);
   return 1;
 }
+UB_BOTH(workspace_path)
 
 static int l_is_object_call(lua_State *L) {
   const char *path = ub_check_string(L, 1, "path", NULL);
@@ -191,7 +188,8 @@ static int l_refresh_period(lua_State *L) {
   int64_t out;
   unsb_error err;
   const char *v = ub_opt_string(L, 1, "value", NULL);
-  if (unsb_lease_refresh_period(v, &out, &err) != 0) return arg_fail(L, 1, &err);
+  if (unsb_refresh_period_of(v, UNSB_ENV_CP_REFRESH, 1, &out, &err) != 0)
+    return ub_bad_error(L, UB_RAISE, 1, &err);
   lua_pushinteger(L, (lua_Integer)out);
   return 1;
 }
@@ -241,6 +239,37 @@ static int l_valid_tenant(lua_State *L) {
   return 1;
 }
 
+/* The shapes of the Control Plane's ids (core/lease.h), true or false:
+** the facade checks the ids a caller passes with them. */
+static int l_valid_workspace_id(lua_State *L) {
+  lua_pushboolean(L, unsb_valid_workspace_id(ub_check_string(L, 1, "id", NULL)));
+  return 1;
+}
+
+static int l_valid_sandbox_id(lua_State *L) {
+  lua_pushboolean(L, unsb_valid_sandbox_id(ub_check_string(L, 1, "id", NULL)));
+  return 1;
+}
+
+static int l_valid_template(lua_State *L) {
+  lua_pushboolean(L, unsb_valid_template(ub_check_string(L, 1, "template", NULL)));
+  return 1;
+}
+
+static int l_valid_checkpoint_id(lua_State *L) {
+  lua_pushboolean(L, unsb_valid_checkpoint_id(ub_check_string(L, 1, "id", NULL)));
+  return 1;
+}
+
+/* core.sandbox_name_check(name) -> nil | reason (core/cpids.h) */
+static int l_sandbox_name_check(lua_State *L) {
+  size_t len;
+  const char *s = ub_check_string(L, 1, "name", &len);
+  const char *why = unsb_cp_sandbox_name_check(s, len);
+  if (why) lua_pushstring(L, why); else lua_pushnil(L);
+  return 1;
+}
+
 static const luaL_Reg FUNCTIONS[] = {
   {"mcp_progress_ok", l_mcp_progress_ok},
   {"mcp_session_action", l_mcp_session_action},
@@ -261,11 +290,27 @@ static const luaL_Reg FUNCTIONS[] = {
   {"mcp_request_id", l_mcp_request_id},
   {"refresh_period", l_refresh_period},
   {"form_encode", ub_form_encode},
+  {"valid_workspace_id", l_valid_workspace_id},
+  {"valid_sandbox_id", l_valid_sandbox_id},
+  {"valid_template", l_valid_template},
+  {"valid_checkpoint_id", l_valid_checkpoint_id},
+  {"sandbox_name_check", l_sandbox_name_check},
+  {NULL, NULL},
+};
+
+/* what the groups hold instead of the raising forms (binding.h) */
+static const luaL_Reg RETURNING[] = {
+  {"acting_subject", r_acting_subject},
+  {"session_id", r_session_id},
+  {"shell_quote", r_shell_quote},
+  {"new_traceparent", r_new_traceparent},
+  {"workspace_path", r_workspace_path},
+  {"form_encode", ub_form_encode_returning},
   {NULL, NULL},
 };
 
 void ub_open_cp_functions(lua_State *L) {
-  luaL_setfuncs(L, FUNCTIONS, 0);
+  ub_register(L, FUNCTIONS, RETURNING);
   lua_createtable(L, 0, 3);
   lua_pushliteral(L, UNSB_MCP_PROTOCOL_VERSION);
   lua_setfield(L, -2, "protocol_version");

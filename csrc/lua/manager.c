@@ -5,6 +5,8 @@
 ** clean up; __gc, __close and close() are one idempotent closer that
 ** wipes the token and the leases.
 **
+** core.manager raises a refused option (or environment variable: then
+** without "bad argument"), core.cp.manager returns it (binding.h).
 ** The C methods are the facade's building blocks and start with '_':
 ** `_request` (one buffered call: exchange.c, yielding inside a task),
 ** `_open` (the call as a Transfer Lua steps), the lease operations
@@ -51,7 +53,9 @@ static void env_opts(lua_State *L, int t, unsb_cp_config *cfg) {
   lua_pop(L, 1);     /* the options table keeps env alive */
 }
 
-static void read_options(lua_State *L, unsb_cp_config *cfg) {
+/* The options at 1 into cfg: NULL, or why a value is refused (a wrong
+** type raises). */
+static const char *read_options(lua_State *L, unsb_cp_config *cfg) {
   unsb_cp_config_from_environ(cfg);
   env_opts(L, 1, cfg);
   cfg->url = ub_field_string(L, 1, 1, "url", NULL);
@@ -62,13 +66,12 @@ static void read_options(lua_State *L, unsb_cp_config *cfg) {
   cfg->timeout_ms = (long)ub_field_ms(L, 1, 1, "timeout", UNSB_CP_DEFAULT_TIMEOUT_MS);
   cfg->connect_timeout_ms = (long)ub_field_ms(L, 1, 1, "connect_timeout", 10000);
   lua_Integer max = ub_field_count(L, 1, 1, "max_response", (lua_Integer)UNSB_CP_DEFAULT_MAX_RESPONSE);
-  if (max < 1) luaL_argerror(L, 1, "max_response: must be positive");
+  if (max < 1) return "max_response: must be positive";
   cfg->max_response = (size_t)max;
   cfg->lease_capacity = (size_t)ub_field_count(L, 1, 1, "lease_capacity", 0);
   lua_Integer conc = ub_field_count(L, 1, 1, "max_concurrency", UNSB_HTTP_DEFAULT_CONCURRENCY);
   if (conc < 1 || conc > UNSB_HTTP_MAX_CONCURRENCY)
-    luaL_argerror(L, 1, lua_pushfstring(L, "max_concurrency: from 1 to %d",
-                                        UNSB_HTTP_MAX_CONCURRENCY));
+    return lua_pushfstring(L, "max_concurrency: from 1 to %d", UNSB_HTTP_MAX_CONCURRENCY);
   cfg->max_concurrency = (int)conc;
   cfg->loop = ub_loop(L);
   /* refresh: whole seconds, through the same rule as the environment's;
@@ -77,13 +80,15 @@ static void read_options(lua_State *L, unsb_cp_config *cfg) {
     if (!lua_isinteger(L, -1)) ub_type_error(L, 1, -1, "refresh", "integer");
     cfg->refresh = lua_pushfstring(L, "%I", lua_tointeger(L, -1));
   }
+  return NULL;
 }
 
 /* core.manager{...} (the facade copies the caller's table first) */
-static int l_manager(lua_State *L) {
+static int manager(lua_State *L, ub_mode mode) {
   unsb_cp_config cfg;
   unsb_error err;
   ub_manager *u;
+  const char *why;
   if (!lua_isnoneornil(L, 1)) {
     if (!lua_istable(L, 1)) return ub_type_error(L, 1, 1, "opts", "table");
     ub_check_keys(L, 1, 1, OPTIONS);
@@ -97,14 +102,13 @@ static int l_manager(lua_State *L) {
   luaL_setmetatable(L, UB_MANAGER);
   lua_newtable(L);
   lua_setiuservalue(L, -2, 1);
-  read_options(L, &cfg);
-  if (!(u->c = unsb_cp_new(&cfg, &err))) {
-    if (err.kind == UNSB_ENOMEM) return luaL_error(L, "not enough memory");
-    return luaL_argerror(L, 1, err.message);
-  }
+  if ((why = read_options(L, &cfg))) return ub_bad_value(L, mode, 1, why);
+  /* a refused option, or a variable of the environment (err.arg) */
+  if (!(u->c = unsb_cp_new(&cfg, &err))) return ub_bad_error(L, mode, 1, &err);
   lua_pushvalue(L, 2);
   return 1;
 }
+UB_BOTH(manager)
 
 static int l_close(lua_State *L) {
   ub_manager *u = luaL_checkudata(L, 1, UB_MANAGER);
@@ -235,6 +239,10 @@ void ub_open_manager(lua_State *L) {
   lua_setfield(L, -3, "__index");
   lua_setfield(L, -3, "Manager");    /* core.Manager, for the facade's methods */
   lua_pop(L, 1);
-  lua_pushcfunction(L, l_manager);
-  lua_setfield(L, -2, "manager");
+  static const luaL_Reg FUNCTIONS[] = {{"manager", l_manager}, {NULL, NULL}};
+  static const luaL_Reg RETURNING[] = {{"manager", r_manager}, {NULL, NULL}};
+  ub_register(L, FUNCTIONS, RETURNING);
+  /* the options core.manager takes, the one list the facade's is made from */
+  ub_push_names(L, OPTIONS);
+  lua_setfield(L, -2, "MANAGER_OPTIONS");
 }

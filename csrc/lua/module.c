@@ -4,10 +4,62 @@
 ** Lua states in one process never interfere. libcurl is initialised by
 ** the first client (unsb_http_new), not here: requiring the module does
 ** not load the network stack (csrc/lazy/lazy.h).
+**
+** Every function and constant is in one group by concern (GROUPS below,
+** the one list of them): core.exec, core.cp, core.trace, core.rules,
+** core.files, core.codec, core.loop, core.term. A group holds a function's
+** returning form where it has one (a refused value is nil, why, arg;
+** binding.h), which is what the facade calls. Each is also a field of the
+** module itself under its own name, raising as lauxlib does: the flat
+** names scripts and the specs of the binding call.
 */
 #include "lua/binding.h"
 
 #include "core/version.h"
+
+/* the execution API's client, its signing, credentials, polls, languages */
+static const char *const EXEC[] = {
+  "client", "Client", "CLIENT_OPTIONS", "sign", "credentials", "poll_delay", "poll_tracker",
+  "detect_language", "detect_shebang", "extensions", NULL,
+};
+/* the Control Plane's client, its identifiers and their shapes, MCP */
+static const char *const CP[] = {
+  "manager", "Manager", "MANAGER_OPTIONS", "sandbox", "Sandbox", "sse_parser",
+  "acting_subject", "valid_subject", "session_id", "object_id", "shell_quote",
+  "workspace_path", "form_encode", "is_object_call", "refresh_period", "valid_tenant",
+  "valid_workspace_id", "valid_sandbox_id", "valid_template", "valid_checkpoint_id",
+  "sandbox_name_check", "mcp_request_id", "mcp_progress_ok", "mcp_session_action",
+  "mcp_valid_session_id", "MCP", NULL,
+};
+/* W3C trace context, shared by both clients */
+static const char *const TRACE[] = {
+  "new_traceparent", "parse_traceparent", "resolve_trace", "trace_from_request_id", NULL,
+};
+/* the shared request rules (core/validate.h) and the id rule */
+static const char *const RULES[] = {
+  "valid_id", "env_name_check", "env_check", "relpath_check", "paths_conflict", "url_check",
+  "blank", "LIMITS", "MAX_CONCURRENCY", NULL,
+};
+static const char *const FILES[] = {
+  "file_head", "cache_read", "cache_write", "write_file", "mkdirs", NULL,
+};
+static const char *const CODEC[] = {"base64_encode", "base64_decode", "sha256", NULL};
+/* the event loop, tasks, clocks and the interrupt flag */
+static const char *const LOOP[] = {
+  "task_thread", "loop_step", "loop_pollfds", "loop_abort", "loop_stats", "park", "unpark",
+  "can_yield", "YIELD", "sleep", "now", "monotonic_ms", "monotonic_us", "interrupt",
+  "interrupt_take", NULL,
+};
+/* a session's terminal and the tty helpers of `un session attach` */
+static const char *const TERM[] = {
+  "terminal_open", "Terminal", "TERMINAL_MAX_SIZE", "tty_size", "tty_raw", "tty_restore",
+  "tty_signals", "tty_signal_take", "fd_read", "isatty", NULL,
+};
+
+static const ub_group_decl GROUPS[] = {
+  {"exec", EXEC}, {"cp", CP}, {"trace", TRACE}, {"rules", RULES}, {"files", FILES},
+  {"codec", CODEC}, {"loop", LOOP}, {"term", TERM}, {NULL, NULL},
+};
 
 LUAMOD_API int luaopen_unsandbox_core(lua_State *L) {
   luaL_checkversion(L);
@@ -27,5 +79,6 @@ LUAMOD_API int luaopen_unsandbox_core(lua_State *L) {
   ub_open_tty(L);
   lua_pushliteral(L, UNSB_VERSION);
   lua_setfield(L, -2, "VERSION");
+  ub_make_groups(L, GROUPS);
   return 1;
 }

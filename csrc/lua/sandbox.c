@@ -10,7 +10,8 @@
 ** marks the object closed, because a finalizer may run at any point,
 ** even while another call of the same Manager is in flight, and must
 ** never do I/O. Using a closed Sandbox raises "attempt to use a closed
-** Sandbox".
+** Sandbox". core.sandbox raises a refused name, core.cp.sandbox returns
+** it (binding.h).
 */
 #include "lua/binding.h"
 
@@ -18,11 +19,9 @@
 
 #include "core/cpids.h"
 
-#define NAME_MAX_BYTES 128
-
 typedef struct {
   int open;
-  char name[NAME_MAX_BYTES + 1];
+  char name[UNSB_SANDBOX_NAME_MAX + 1];
   char session_id[UNSB_SESSION_ID_LEN + 1];
 } lsandbox;
 
@@ -32,32 +31,26 @@ static lsandbox *check_open(lua_State *L) {
   return s;
 }
 
-static int blank(const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (s[i] != ' ' && (s[i] < '\t' || s[i] > '\r')) return 0;
-  return 1;
-}
-
-/* core.sandbox(manager, name) */
-static int l_new(lua_State *L) {
+/* core.sandbox(manager, name): the name's rule is core/cpids.h's */
+static int sandbox(lua_State *L, ub_mode mode) {
   size_t len;
   unsb_error err;
   ub_manager_check(L, 1);
   const char *name = ub_check_string(L, 2, "name", &len);
-  if (len == 0 || blank(name, len)) return luaL_argerror(L, 2, "name: must not be blank");
-  if (len > NAME_MAX_BYTES)
-    return luaL_argerror(L, 2, lua_pushfstring(L, "name: at most %d bytes", NAME_MAX_BYTES));
+  const char *why = unsb_cp_sandbox_name_check(name, len);
+  if (why) return ub_bad_value(L, mode, 2, lua_pushfstring(L, "name: %s", why));
   lsandbox *s = lua_newuserdatauv(L, sizeof *s, 1);
   memset(s, 0, sizeof *s);
   luaL_setmetatable(L, UB_SANDBOX);
-  if (unsb_session_id(name, len, s->session_id, &err) != 0)   /* NUL or invalid UTF-8 */
-    return luaL_argerror(L, 2, lua_pushfstring(L, "name: %s", err.message));
+  if (unsb_session_id(name, len, s->session_id, &err) != 0)   /* the name was checked */
+    return ub_bad_error(L, mode, 2, &err);
   memcpy(s->name, name, len);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
   s->open = 1;
   return 1;
 }
+UB_BOTH(sandbox)
 
 static int l_name(lua_State *L) {
   lua_pushstring(L, check_open(L)->name);
@@ -137,6 +130,7 @@ void ub_open_sandbox(lua_State *L) {
   lua_setfield(L, -3, "__index");
   lua_setfield(L, -3, "Sandbox");
   lua_pop(L, 1);
-  lua_pushcfunction(L, l_new);
-  lua_setfield(L, -2, "sandbox");
+  static const luaL_Reg FUNCTIONS[] = {{"sandbox", l_sandbox}, {NULL, NULL}};
+  static const luaL_Reg RETURNING[] = {{"sandbox", r_sandbox}, {NULL, NULL}};
+  ub_register(L, FUNCTIONS, RETURNING);
 }

@@ -136,12 +136,81 @@ void ub_cred_opts(lua_State *L, int t, int arg, unsb_cred_opts *o) {
   lua_pop(L, 1);   /* the options table keeps env and its strings alive */
 }
 
+static void push_arg(lua_State *L, int arg) {
+  if (arg == UNSB_ARG_ENV) lua_pushliteral(L, "env");
+  else lua_pushinteger(L, arg);
+}
+
 int ub_push_error(lua_State *L, const unsb_error *err) {
   if (err->kind == UNSB_ENOMEM) return luaL_error(L, "not enough memory");
   lua_pushnil(L);
   lua_pushstring(L, unsb_kind_name(err->kind));
   lua_pushstring(L, err->message);
+  if (err->kind != UNSB_EVALIDATION || err->arg == 0) return 3;
+  lua_createtable(L, 0, 1);
+  push_arg(L, err->arg);
+  lua_setfield(L, -2, "arg");
+  return 4;
+}
+
+int ub_bad_value(lua_State *L, ub_mode mode, int arg, const char *why) {
+  if (mode == UB_RAISE) {
+    if (arg == UNSB_ARG_ENV) return luaL_error(L, "%s", why);
+    return luaL_argerror(L, arg, why);
+  }
+  lua_pushnil(L);
+  lua_pushstring(L, why);
+  push_arg(L, arg);
   return 3;
+}
+
+int ub_bad_error(lua_State *L, ub_mode mode, int arg, const unsb_error *err) {
+  if (err->kind == UNSB_ENOMEM) return luaL_error(L, "not enough memory");
+  if (err->kind != UNSB_EVALIDATION) return luaL_error(L, "%s", err->message);
+  return ub_bad_value(L, mode, err->arg ? err->arg : arg, err->message);
+}
+
+/* ---------------------------------------------------------------------
+** registration into the module and its groups
+** ------------------------------------------------------------------- */
+
+#define UB_RETURNING "unsandbox.returning"   /* registry: name -> returning form */
+
+void ub_register(lua_State *L, const luaL_Reg *fns, const luaL_Reg *returning) {
+  luaL_setfuncs(L, fns, 0);
+  if (!returning) return;
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, UB_RETURNING);
+  luaL_setfuncs(L, returning, 0);
+  lua_pop(L, 1);
+}
+
+void ub_make_groups(lua_State *L, const ub_group_decl *groups) {
+  int module = lua_gettop(L);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, UB_RETURNING);
+  int returning = lua_gettop(L);
+  for (const ub_group_decl *g = groups; g->group; g++) {
+    int n = 0;
+    while (g->names[n]) n++;
+    lua_createtable(L, 0, n);
+    for (const char *const *n = g->names; *n; n++) {
+      if (lua_getfield(L, returning, *n) == LUA_TNIL) {
+        lua_pop(L, 1);
+        if (lua_getfield(L, module, *n) == LUA_TNIL)
+          luaL_error(L, "unsandbox.core: group %s names '%s', which no part registered", g->group, *n);
+      }
+      lua_setfield(L, -2, *n);
+    }
+    lua_setfield(L, module, g->group);
+  }
+  lua_settop(L, module);
+}
+
+void ub_push_names(lua_State *L, const char *const *names) {
+  lua_newtable(L);
+  for (; *names; names++) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, *names);
+  }
 }
 
 /* ---------------------------------------------------------------------

@@ -111,7 +111,22 @@ static int l_mkdirs(lua_State *L) {
   return 1;
 }
 
+/* core.url_check(url) -> nil | reason: a service's base URL (both clients' rule) */
+static int l_url_check(lua_State *L) {
+  return push_reason(L, unsb_url_check(ub_check_string(L, 1, "url", NULL)));
+}
+
+/* core.blank(s) -> true when s is empty or only ASCII white space */
+static int l_blank(lua_State *L) {
+  size_t len;
+  const char *s = ub_check_string(L, 1, "s", &len);
+  lua_pushboolean(L, unsb_blank(s, len));
+  return 1;
+}
+
 static const luaL_Reg FUNCTIONS[] = {
+  {"url_check", l_url_check},
+  {"blank", l_blank},
   {"env_name_check", l_env_name_check},
   {"env_check", l_env_check},
   {"relpath_check", l_relpath_check},
@@ -137,4 +152,7 @@ void ub_open_validate(lua_State *L) {
   lua_pushinteger(L, UNSB_RETRY_AFTER_MAX);
   lua_setfield(L, -2, "retry_after");
   lua_setfield(L, -2, "LIMITS");
+  /* the most transfers a Client or Manager runs at once (core/http.h) */
+  lua_pushinteger(L, UNSB_HTTP_MAX_CONCURRENCY);
+  lua_setfield(L, -2, "MAX_CONCURRENCY");
 }

@@ -49,7 +49,7 @@ static void good(void) {
 
 static void bad(const char *base, const char *id, const char *what) {
   unsb_ws_target t;
-  unsb_error err = { UNSB_OK, "" };
+  unsb_error err = {0};
   int rc = make(&t, base, id, &err);
   ok(rc == -1 && err.kind == UNSB_EVALIDATION && t.path == NULL && t.url == NULL && t.route == NULL,
      "refused: %s (%s)", what, err.message);

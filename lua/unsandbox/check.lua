@@ -9,18 +9,27 @@ local M = {}
 -- own files, so it points at the user's line however deep the check is
 -- (C frames between, such as the pcall of a public call's frame, are
 -- passed over).
+local function library_file(source)
+  return source:find("unsandbox[/\\][%w_]+%.lua$") ~= nil
+    or source:find("unsandbox[/\\][%w_]+[/\\][%w_]+%.lua$") ~= nil
+end
+
 local function user_level()
   local level = 3
   while true do
     local info = debug.getinfo(level, "S")
     if not info then return 1 end
-    if info.what ~= "C" and not info.source:find("unsandbox[/\\][%w_]+%.lua$") then return level - 1 end
+    if info.what ~= "C" and not library_file(info.source) then return level - 1 end
     level = level + 1
   end
 end
 
+--- The one message of a misuse: "bad argument 'name' to 'fname' (msg)",
+-- or with arg a position "bad argument #n to 'fname' (msg)" (as lauxlib
+-- says it), raised at the caller's line.
 local function fail(fname, arg, msg)
-  error(string.format("bad argument '%s' to '%s' (%s)", arg, fname, msg), user_level())
+  local what = math.type(arg) == "integer" and "#" .. arg or "'" .. tostring(arg) .. "'"
+  error(string.format("bad argument %s to '%s' (%s)", what, fname, msg), user_level())
 end
 
 function M.type(fname, arg, v, want, optional)
@@ -39,7 +48,7 @@ end
 
 function M.id(fname, arg, v)
   M.type(fname, arg, v, "string")
-  if not core.valid_id(v) then
+  if not core.rules.valid_id(v) then
     fail(fname, arg, "invalid id " .. string.format("%q", v:sub(1, 64)) ..
       ": only letters, digits, '.', '_' and '-' are allowed")
   end
@@ -81,36 +90,43 @@ end
 --- The options table of a public function, checked in one place: nil is
 -- an empty table (unless required), anything but a table raises, and so
 -- does a key the function does not take (a misspelt option would
--- otherwise be silently ignored). allowed: {name = true, ...}.
-function M.options(fname, opts, allowed, required)
-  if opts == nil and not required then return {} end
-  M.type(fname, "opts", opts, "table")
+-- otherwise be silently ignored). allowed: {name = true, ...}, the one
+-- declared list of the function. how: true (the table is required), or a
+-- table {required =, arg = the argument's name (default "opts"), unknown =
+-- the message for a key not allowed ("%s" is the key; default "unknown
+-- option '%s'"), explain = {key = message} for keys refused with a
+-- reason of their own}.
+function M.options(fname, opts, allowed, how)
+  how = how == true and { required = true } or how or {}
+  local arg = how.arg or "opts"
+  if opts == nil and not how.required then return {} end
+  M.type(fname, arg, opts, "table")
   for k in pairs(opts) do
-    if not allowed[k] then fail(fname, "opts", "unknown option '" .. tostring(k) .. "'") end
+    if not allowed[k] then
+      local why = how.explain and how.explain[k]
+      fail(fname, arg, why or string.format(how.unknown or "unknown option '%s'", tostring(k)))
+    end
   end
   return opts
 end
 
---- Raises msg (an error the C core raised for the caller's arguments,
--- its position inside this library dropped) at the caller's line.
+--- Raises msg at the caller's line: a misuse that is not about one
+-- argument (a closed object, a call from the wrong place, a variable of
+-- the environment the core refused).
 function M.raise(msg)
-  error((tostring(msg):gsub("^[^\n]-%.lua:%d+: ", "")), user_level())
+  error(tostring(msg), user_level())
 end
 
---- Calls f(...), a core function whose refusals of its arguments are the
--- caller's misuse: such an error is raised again at the caller's line,
--- naming fname instead of the C function and counting arguments as the
--- caller does (a method's self is not one: shift 1). Anything else raised
--- (an error object, out of memory) passes through unchanged.
-function M.protect(fname, shift, f, ...)
-  local res = table.pack(pcall(f, ...))
-  if res[1] then return table.unpack(res, 2, res.n) end
-  local e = res[2]
-  if type(e) ~= "string" then error(e, 0) end
-  e = e:gsub("^[^\n]-%.lua:%d+: ", ""):gsub("^bad argument #(%d+) to '[^']*'", function(n)
-    return "bad argument #" .. (tonumber(n) - shift) .. " to '" .. fname .. "'"
-  end)
-  error(e, user_level())
+--- What the returning form of a core function gave (csrc/lua/binding.h:
+-- the value, or nil, why, arg for a value it refused), with the refusal
+-- raised at the caller's line: arg "env" (a variable of the environment:
+-- why alone), else the argument of fname it was, named by names[arg] (a
+-- list of fname's argument names) or by names itself (a string). The
+-- core says which argument it was; its message is never read for that.
+function M.value(fname, names, v, why, arg)
+  if v ~= nil then return v end
+  if arg == "env" then M.raise(why) end
+  fail(fname, type(names) == "table" and (names[arg] or arg) or names, why)
 end
 
 M.fail = fail

@@ -103,4 +103,8 @@ end
 M.traces = M.store()
 M.TRACE_OWNER = M.traces
 
+-- The Control Plane's acting subject, bound per Manager and coroutine:
+-- Manager -> coroutine -> X-Acting-Subject.
+M.subjects = M.store()
+
 return M

@@ -4,7 +4,7 @@
 -- Every HTTP exchange of either client ends in exactly one event
 -- {method, path, status, request_id, traceparent, ms, bytes_out,
 -- bytes_in, attempt, error_kind}, built by the one request path of each
--- API (api.lua, cpapi.lua: plain calls, MCP calls, streams, tickets) or by
+-- API (transport.lua: plain calls, MCP calls, streams, tickets) or by
 -- the terminal's handshake (terminal.lua), and handed to: the global hook
 -- (unsandbox.on_request), the client's or Manager's own hook, and the
 -- debug printer (UNSANDBOX_DEBUG=1, `un -v`). A stream's event comes when
@@ -29,13 +29,12 @@ local Error = require "unsandbox.errors"
 local M = {}
 
 local global_hook
-local debug_on = false
 local reported = setmetatable({}, { __mode = "k" })   -- hooks whose failure was reported
 
 local function truthy_env(v)
   return v ~= nil and v ~= "" and v ~= "0" and v:lower() ~= "false" and v:lower() ~= "no"
 end
-debug_on = truthy_env(os.getenv("UNSANDBOX_DEBUG"))
+local debug_on = truthy_env(os.getenv("UNSANDBOX_DEBUG"))
 
 --- Sets the global hook (nil removes it); returns the previous one.
 function M.set_global(fn)
@@ -130,7 +129,7 @@ Exchange.__index = Exchange
 function M.exchange(state, meter, method, path, attempt, traceparent, transfer)
   return setmetatable({ state = state, meter = meter, method = method, path = path,
     attempt = attempt, traceparent = traceparent, transfer = transfer,
-    t0 = core.monotonic_us() }, Exchange)
+    t0 = core.loop.monotonic_us() }, Exchange)
 end
 
 function Exchange:finish(resp, kind, info)
@@ -143,7 +142,7 @@ end
 function Exchange:__close()
   if self.ended then return end
   local ok, t = pcall(self.transfer.timing, self.transfer)   -- nil once the transfer is closed
-  if not (ok and t) then t = { total_ms = (core.monotonic_us() - self.t0) / 1000 } end
+  if not (ok and t) then t = { total_ms = (core.loop.monotonic_us() - self.t0) / 1000 } end
   self:finish(nil, "cancelled", { timing = t })
 end
 
@@ -158,7 +157,7 @@ Meter.__index = Meter
 
 --- A meter started now.
 function M.meter()
-  local m = setmetatable({ started = core.monotonic_us(), exchanges = 0, polls = 0,
+  local m = setmetatable({ started = core.loop.monotonic_us(), exchanges = 0, polls = 0,
                            poll_wait_ms = 0, retry_wait_ms = 0, new_connections = 0 }, Meter)
   for _, k in ipairs(PARTS) do m[k] = 0 end
   return m
@@ -171,7 +170,7 @@ function Meter:add(t)
   self.new_connections = self.new_connections + (t.new_connections or 0)
   for _, k in ipairs(PARTS) do self[k] = self[k] + (t[k] or 0) end
   if t.stream_first_byte_ms and not self.stream_first_byte_ms then
-    self.stream_first_byte_ms = (core.monotonic_us() - self.started) / 1000 - t.total_ms +
+    self.stream_first_byte_ms = (core.loop.monotonic_us() - self.started) / 1000 - t.total_ms +
       t.stream_first_byte_ms
   end
 end
@@ -181,7 +180,7 @@ end
 -- and total_ms, the wall time from the start (>= the parts, the waits and
 -- the sleeps together).
 function Meter:timing()
-  local t = { total_ms = (core.monotonic_us() - self.started) / 1000, exchanges = self.exchanges,
+  local t = { total_ms = (core.loop.monotonic_us() - self.started) / 1000, exchanges = self.exchanges,
               polls = self.polls, poll_wait_ms = self.poll_wait_ms,
               retry_wait_ms = self.retry_wait_ms, new_connections = self.new_connections,
               stream_first_byte_ms = self.stream_first_byte_ms }

@@ -11,36 +11,44 @@
 -- init.lua installs it.
 local M = {}
 
--- Groups of methods: those of init.lua, and those whose module is loaded
+-- The Client's methods by module, one module per resource of the
+-- execution API: those loaded with the module (eager), and those loaded
 -- on first use of one of them (a script that only runs code does not
--- compile the other modules when it requires unsandbox).
+-- compile the others when it requires unsandbox). Each module returns its
+-- methods as a table (methods.lua adds them to the Client).
 local GROUPS = {
-  { module = false, names = {
+  { module = "unsandbox.exec.jobs", eager = true, names = {
     execute_code = 3, execute_async = 3, get_job = 2, wait_for_job = 2,
-    cancel_job = 2, list_jobs = 1,
-    get_languages = 1, validate_keys = 1, health = 1, call = 4 } },
-  { module = "unsandbox.resources", names = {
+    cancel_job = 2, list_jobs = 1 } },
+  -- (and info, on_request, detect_language: methods, not module functions)
+  { module = "unsandbox.exec.client", names = {
+    get_languages = 1, validate_keys = 1, health = 1, call = 4 },
+    private = { "info", "on_request", "detect_language" } },
+  { module = "unsandbox.exec.sessions", names = {
     create_session = 1, list_sessions = 1, get_session = 2, delete_session = 2, session_execute = 3,
+    session_snapshot = 2, freeze_session = 2, unfreeze_session = 2, boost_session = 3,
+    unboost_session = 2 } },
+  { module = "unsandbox.exec.services", names = {
     create_service = 1, list_services = 1, get_service = 2, delete_service = 2, service_logs = 2,
-    service_execute = 3,
-    session_snapshot = 2, service_snapshot = 2, list_snapshots = 1, get_snapshot = 2,
-    delete_snapshot = 2, restore_snapshot = 2, lock_snapshot = 2, unlock_snapshot = 2 } },
-  -- execute_each and map_each return iterators that outlive the call, so
-  -- they always use the default client, never a one-off one
-  { module = "unsandbox.batch", names = {
-    execute_many = 2, map = 4, execute_each = -2, map_each = -4 } },
-  { module = "unsandbox.execapi", names = {
-    freeze_session = 2, unfreeze_session = 2, boost_session = 3, unboost_session = 2,
+    service_execute = 3, service_snapshot = 2,
     freeze_service = 2, unfreeze_service = 2, lock_service = 2, unlock_service = 2,
     update_service = 2, resize_service = 3, set_service_domains = 2, redeploy_service = 2,
-    get_service_env = 2, set_service_env = 3, export_service_env = 2, delete_service_env = 2,
-    create_snapshot = 1, clone_snapshot = 2,
+    get_service_env = 2, set_service_env = 3, export_service_env = 2, delete_service_env = 2 } },
+  { module = "unsandbox.exec.snapshots", names = {
+    list_snapshots = 1, get_snapshot = 2, delete_snapshot = 2, restore_snapshot = 2,
+    lock_snapshot = 2, unlock_snapshot = 2, create_snapshot = 1, clone_snapshot = 2 } },
+  { module = "unsandbox.exec.images", names = {
     publish_image = 1, list_images = 2, get_image = 2, delete_image = 2, lock_image = 2,
     unlock_image = 2, set_image_visibility = 3, grant_image_access = 3, revoke_image_access = 3,
     transfer_image = 3, image_trusted = 2, spawn_image = 2, clone_image = 2 } },
-  -- the session terminal (terminal.lua): a one-off client is fine for
-  -- attach too, since a Terminal copies what it needs when it connects
-  { module = "unsandbox.terminal", names = { session_attach = 2, session_shell = 3 } },
+  -- execute_each and map_each return iterators that outlive the call, so
+  -- they always use the default client, never a one-off one
+  { module = "unsandbox.exec.batch", names = {
+    execute_many = 2, map = 4, execute_each = -2, map_each = -4 } },
+  -- the session terminal (exec/terminal.lua, whose install fills the
+  -- table it is given): a one-off client is fine for attach too, since a
+  -- Terminal copies what it needs when it connects
+  { module = "unsandbox.exec.terminal", names = { session_attach = 2, session_shell = 3 } },
 }
 
 -- Functions of the module itself that live in other modules, loaded on
@@ -51,19 +59,30 @@ M.LAZY_FIELDS = {
   completed = { "unsandbox.tasks", "completed" }, Task = { "unsandbox.tasks", "Task" },
   current_task = { "unsandbox.tasks", "current" },
 }
--- the Control Plane client (lua/unsandbox/cp.lua)
+-- the Control Plane client (lua/unsandbox/cp/init.lua)
 for _, name in ipairs { "manager", "Manager", "Sandbox", "acting_subject", "trace",
                         "current_trace", "new_trace_id" } do
   M.LAZY_FIELDS[name] = { "unsandbox.cp", name }
 end
 
--- name -> the position of its options table; name -> its lazy module
+-- name -> the position of its options table; name -> its module (the
+-- methods that are no module function too)
 M.PUBLIC, M.MODULE_OF = {}, {}
 for _, g in ipairs(GROUPS) do
   for name, pos in pairs(g.names) do
     M.PUBLIC[name] = pos
-    M.MODULE_OF[name] = g.module or nil
+    M.MODULE_OF[name] = g.module
   end
+  for _, name in ipairs(g.private or {}) do M.MODULE_OF[name] = g.module end
+end
+
+--- The methods of a group's module, as a table.
+function M.group(module)
+  local mod = require(module)
+  if type(mod.install) ~= "function" then return mod end
+  local t = {}
+  mod.install(t)
+  return t
 end
 
 -- Methods of a Client that are not module functions: plumbing, and
@@ -105,22 +124,21 @@ local function check_declared(Client)
 end
 
 local function check_present(Client, module)
-  for name in pairs(M.PUBLIC) do
-    if M.MODULE_OF[name] == module then
-      assert(type(rawget(Client, name)) == "function", "PUBLIC names a missing method: " .. name)
+  for name, from in pairs(M.MODULE_OF) do
+    if from == module then
+      assert(type(rawget(Client, name)) == "function", "public.lua names a missing method: " .. name)
     end
   end
 end
 
--- Client's lazy methods: the first lookup of one loads its module through
--- load(module), which adds the group's methods to Client.
-local function lazy_methods(Client, load)
-  local loaded = {}
+-- Client's lazy methods: the first lookup of one loads its module and
+-- add(methods) adds the group's methods to Client.
+local function lazy_methods(Client, add, loaded)
   setmetatable(Client, { __index = function(_, name)
     local module = M.MODULE_OF[name]
     if not module or loaded[module] then return nil end
     loaded[module] = true
-    load(module)
+    add(M.group(module), module)
     check_declared(Client)
     check_present(Client, module)
     return rawget(Client, name)
@@ -138,13 +156,22 @@ local function lazy_fields(unsandbox)
   end })
 end
 
---- Adds unsandbox[name] for every public name and the lazy fields.
+--- Adds the eager groups' methods to Client (add(methods, module): methods.add
+-- with the Client's frame), readies the others for their first use, and
+-- adds unsandbox[name] for every public name and the lazy fields.
 -- connection: the set of option names that make a client (init.lua's
--- CONNECTION); load(module): installs a lazy group's methods into Client.
-function M.install(unsandbox, Client, connection, load)
+-- CONNECTION).
+function M.install(unsandbox, Client, connection, add)
+  local loaded = {}
+  for _, g in ipairs(GROUPS) do
+    if g.eager then
+      add(M.group(g.module), g.module)
+      loaded[g.module] = true
+    end
+  end
   check_declared(Client)
-  check_present(Client, nil)
-  lazy_methods(Client, load)
+  for module in pairs(loaded) do check_present(Client, module) end
+  lazy_methods(Client, add, loaded)
   lazy_fields(unsandbox)
   for name, pos in pairs(M.PUBLIC) do
     unsandbox[name] = function(...)

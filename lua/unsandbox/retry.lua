@@ -1,4 +1,4 @@
---- Opt-in retries (issue 16): `retry = {max = N, on = {429, 503}}` on a
+--- Opt-in retries: `retry = {max = N, on = {429, 503}}` on a
 -- client or a Manager. Off by default. The rules, in the order applied:
 --   * a Manager retries only idempotent calls (GET, HEAD, OPTIONS, PUT,
 --     DELETE, or a call its caller marks idempotent): the Control Plane's
@@ -29,10 +29,7 @@ local MAX_ATTEMPTS = 10
 -- cp: a Manager's (idempotent calls only).
 function M.policy(fname, spec, cp)
   if spec == nil or spec == false then return nil end
-  check.type(fname, "retry", spec, "table")
-  for k in pairs(spec) do
-    if not KEYS[k] then check.fail(fname, "retry", "unknown field '" .. tostring(k) .. "'") end
-  end
+  check.options(fname, spec, KEYS, { required = true, arg = "retry", unknown = "unknown field '%s'" })
   local p = { max = check.int_range(fname, "retry.max", spec.max, 0, MAX_ATTEMPTS) or 3,
               max_wait = check.positive(fname, "retry.max_wait", spec.max_wait) or 60,
               base = check.positive(fname, "retry.base", spec.base) or 0.5,

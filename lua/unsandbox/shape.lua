@@ -3,7 +3,7 @@
 -- returned as a list) before its type and form are checked here, and a
 -- value of the wrong shape is a `protocol` error, never a Lua error.
 -- Ids from the server pass the same validator as ids from the user
--- (core.valid_id), so a server cannot steer a poll to another route.
+-- (core.rules.valid_id), so a server cannot steer a poll to another route.
 -- Internal module.
 local core = require "unsandbox.core"
 local Error = require "unsandbox.errors"
@@ -27,7 +27,7 @@ function M.is_list(t)
 end
 
 function M.valid_id(v)
-  return type(v) == "string" and core.valid_id(v)
+  return type(v) == "string" and core.rules.valid_id(v)
 end
 
 --- doc[key] as an id, or nil, Error. optional: absent is fine (nil).
@@ -85,9 +85,9 @@ function M.artifacts(list, request_id)
     if type(a) ~= "table" or type(a.filename) ~= "string" or type(a.content_base64) ~= "string" then
       return M.fail(request_id, "artifacts[" .. i .. "] needs string filename and content_base64")
     end
-    local why = core.relpath_check(a.filename)
+    local why = core.rules.relpath_check(a.filename)
     if why then return M.fail(request_id, "artifacts[" .. i .. "]: file name " .. why) end
-    local bytes = core.base64_decode(a.content_base64)
+    local bytes = core.codec.base64_decode(a.content_base64)
     if not bytes then return M.fail(request_id, "artifacts[" .. i .. "]: content is not base64") end
     out[i] = { filename = a.filename, content = bytes, size = #bytes }
   end
@@ -99,7 +99,7 @@ end
 function M.retry_after(v)
   if type(v) ~= "number" or v ~= v then return nil end
   if v <= 0 then return 0 end
-  if v >= core.LIMITS.retry_after then return core.LIMITS.retry_after end
+  if v >= core.rules.LIMITS.retry_after then return core.rules.LIMITS.retry_after end
   return math.tointeger(v) or math.tointeger(math.ceil(v))
 end
 

@@ -1,8 +1,8 @@
---- The scheduler (issue 11): tasks are coroutines the library runs on the
+--- The scheduler: tasks are coroutines the library runs on the
 -- event loop of the C core. Inside a task every call of the library —
 -- execute_code, wait_for_job, Manager and Sandbox methods, streams —
 -- yields instead of blocking: the binding (csrc/lua/loop.c) yields the
--- sentinel core.YIELD from a registered task thread, with a continuation
+-- sentinel core.loop.YIELD from a registered task thread, with a continuation
 -- that picks the call up when the loop wakes the thread. So a task costs
 -- a coroutine and nothing else while it waits: no thread, no busy loop.
 --
@@ -19,10 +19,11 @@
 -- tasks of their own, each bounded by its own timeout. Internal module;
 -- init.lua exports spawn, step, run, pollfds and completed.
 local core = require "unsandbox.core"
+local check = require "unsandbox.check"
 local context = require "unsandbox.context"
 local Error = require "unsandbox.errors"
 
-local YIELD = core.YIELD
+local YIELD = core.loop.YIELD
 local M = { YIELD = YIELD }
 
 local Task = { __name = "unsandbox.Task" }
@@ -53,12 +54,12 @@ end
 local function register(t, th)
   by_thread[th] = t
   t.threads[th] = true
-  core.task_thread(th, true)
+  core.loop.task_thread(th, true)
 end
 
 local function unregister_all(t)
   for th in pairs(t.threads) do
-    core.task_thread(th, false)
+    core.loop.task_thread(th, false)
     by_thread[th] = nil
   end
 end
@@ -100,12 +101,12 @@ end
 
 -- Resumes the tasks that were ready when it started (those that become
 -- ready meanwhile wait for the next call, so a step stays bounded), and,
--- given a deadline (core.monotonic_us), no more once it has passed: the
+-- given a deadline (core.loop.monotonic_us), no more once it has passed: the
 -- rest stay ready, first in line for the next call.
 local function run_ready(deadline_us)
   local last = ready_tail
   while ready_head <= last do
-    if deadline_us and core.monotonic_us() >= deadline_us then return end
+    if deadline_us and core.loop.monotonic_us() >= deadline_us then return end
     local t = ready[ready_head]
     ready[ready_head] = nil
     ready_head = ready_head + 1
@@ -138,7 +139,7 @@ end
 -- fn that cannot be called raises here, at the caller's line.
 function M.spawn(fn, ...)
   if not callable(fn) then
-    error("bad argument #1 to 'spawn' (function expected, got " .. type(fn) .. ")", 2)
+    check.fail("spawn", 1, "function expected, got " .. type(fn))
   end
   local args = table.pack(...)
   next_id = next_id + 1
@@ -185,7 +186,7 @@ end
 
 --- The outcome of an ended task (as wait() returns it); raises while it runs.
 function Task:result()
-  if not self:done() then error("task " .. self.id .. " has not ended yet: wait() for it or check done()", 2) end
+  if not self:done() then check.raise("task " .. self.id .. " has not ended yet: wait() for it or check done()") end
   return outcome(self)
 end
 
@@ -204,26 +205,26 @@ end
 -- and returns nil, Error(timeout).
 function Task:wait(timeout)
   if timeout ~= nil and (type(timeout) ~= "number" or timeout <= 0 or timeout ~= timeout) then
-    error("bad argument #1 to 'wait' (timeout: a positive number of seconds expected)", 2)
+    check.fail("wait", 1, "timeout: a positive number of seconds expected")
   end
   if self:done() then return outcome(self) end
-  if self == current then error("a task cannot wait for itself", 2) end
-  local deadline = timeout and core.monotonic_ms() + timeout * 1000
+  if self == current then check.raise("a task cannot wait for itself") end
+  local deadline = timeout and core.loop.monotonic_ms() + timeout * 1000
   if current then
-    if not core.can_yield() then
-      error("wait: a task can only wait from its own coroutine (not a coroutine of its own making)", 2)
+    if not core.loop.can_yield() then
+      check.raise("wait: a task can only wait from its own coroutine (not a coroutine of its own making)")
     end
     local me = coroutine.running()
-    self:_on_finish(function() core.unpark(me) end)
+    self:_on_finish(function() core.loop.unpark(me) end)
     while not self:done() do
-      local left = deadline and deadline - core.monotonic_ms()
+      local left = deadline and deadline - core.loop.monotonic_ms()
       if left and left <= 0 then return nil, timed_out(self, timeout) end
-      core.park(left and math.max(1, left))
+      core.loop.park(left and math.max(1, left))
     end
     return outcome(self)
   end
   while not self:done() do
-    local left = deadline and deadline - core.monotonic_ms()
+    local left = deadline and deadline - core.loop.monotonic_ms()
     if left and left <= 0 then return nil, timed_out(self, timeout) end
     local n, err = M.step(left and math.min(left, 100) or 100)
     if not n then return nil, err end
@@ -250,13 +251,13 @@ end
 function Task:cancel(why)
   if self:done() then return false end
   if current and by_thread[coroutine.running()] == self then
-    error("a task cannot cancel itself: return from it instead", 2)
+    check.raise("a task cannot cancel itself: return from it instead")
   end
   local kids = {}
   for child in pairs(self.children) do kids[#kids + 1] = child end
   table.sort(kids, function(a, b) return a.id < b.id end)
   for _, child in ipairs(kids) do child:cancel(why) end
-  for th in pairs(self.threads) do core.loop_abort(th) end
+  for th in pairs(self.threads) do core.loop.loop_abort(th) end
   -- streams it opened and was not waiting on right now (pcall: a
   -- Transfer whose Client was closed raises on nothing, but be sure)
   for x in pairs(self.transfers) do pcall(x.close, x) end
@@ -316,13 +317,13 @@ local function cancel_all(system_too, why)
 end
 M.cancel_all = cancel_all
 
--- core.loop_step, with unlua's Ctrl-C: its signal hook raises
+-- core.loop.loop_step, with unlua's Ctrl-C: its signal hook raises
 -- "interrupted!" in the main thread as the step returns (as lua.c does);
 -- here that is the interrupt the step reports, so the tasks are cancelled
 -- rather than abandoned. Tokens the step took are lost then, which only
 -- matters to tasks about to be cancelled.
 local function loop_step(ms)
-  local ok, woken, intr = pcall(core.loop_step, ms)
+  local ok, woken, intr = pcall(core.loop.loop_step, ms)
   if ok then return woken, intr end
   if type(woken) == "string" and woken:find("interrupted!$") then return {}, true end
   error(woken, 0)
@@ -331,10 +332,10 @@ end
 -- Ctrl-C: every task is cancelled, their cleanups get a few seconds.
 local function interrupted()
   cancel_all(false, "interrupted")
-  local deadline = core.monotonic_ms() + CLEANUP_WAIT_MS
-  while n_live > 0 and core.monotonic_ms() < deadline do
+  local deadline = core.loop.monotonic_ms() + CLEANUP_WAIT_MS
+  while n_live > 0 and core.loop.monotonic_ms() < deadline do
     run_ready()
-    local woken, again = loop_step(math.min(100, math.max(0, deadline - core.monotonic_ms())))
+    local woken, again = loop_step(math.min(100, math.max(0, deadline - core.loop.monotonic_ms())))
     wake(woken)
     if again then break end             -- a second Ctrl-C: no more waiting
   end
@@ -345,13 +346,13 @@ end
 local function check_ms(fname, ms)
   if ms == nil then return 0 end
   if type(ms) ~= "number" or ms ~= ms or ms < 0 then
-    error("bad argument #1 to '" .. fname .. "' (timeout_ms: a number >= 0 expected)", 3)
+    check.fail(fname, 1, "timeout_ms: a number >= 0 expected")
   end
   return math.min(math.ceil(ms), 86400000)
 end
 
 local function not_in_task(fname)
-  if current then error(fname .. ": called from inside a task (it drives the tasks)", 3) end
+  if current then check.raise(fname .. ": called from inside a task (it drives the tasks)") end
 end
 
 -- How long one step resumes tasks, at least: a frame loop's step(0)
@@ -368,11 +369,11 @@ local STEP_BUDGET_US = 1000
 function M.step(timeout_ms)
   local ms = check_ms("step", timeout_ms)
   not_in_task("step")
-  local started = core.monotonic_ms()
-  local deadline = core.monotonic_us() + math.max(STEP_BUDGET_US, ms * 1000)
+  local started = core.loop.monotonic_ms()
+  local deadline = core.loop.monotonic_us() + math.max(STEP_BUDGET_US, ms * 1000)
   run_ready(deadline)
   local wait = 0
-  if n_live > 0 and not has_ready() then wait = math.max(0, ms - (core.monotonic_ms() - started)) end
+  if n_live > 0 and not has_ready() then wait = math.max(0, ms - (core.loop.monotonic_ms() - started)) end
   local woken, intr = loop_step(wait)
   wake(woken)
   if intr then return interrupted() end
@@ -385,11 +386,11 @@ end
 function M.run(timeout)
   not_in_task("run")
   if timeout ~= nil and (type(timeout) ~= "number" or timeout <= 0) then
-    error("bad argument #1 to 'run' (timeout: a positive number of seconds expected)", 2)
+    check.fail("run", 1, "timeout: a positive number of seconds expected")
   end
-  local deadline = timeout and core.monotonic_ms() + timeout * 1000
+  local deadline = timeout and core.loop.monotonic_ms() + timeout * 1000
   while n_live > 0 do
-    local left = deadline and deadline - core.monotonic_ms()
+    local left = deadline and deadline - core.loop.monotonic_ms()
     if left and left <= 0 then
       return nil, Error.new { kind = "timeout", message = string.format(
         "%d task(s) still running after %g s", n_live, timeout) }
@@ -404,7 +405,7 @@ end
 -- host's own loop waits on before calling step(0). timeout_ms is 0 when a
 -- task can go on now, -1 when nothing is scheduled.
 function M.pollfds()
-  local fds, timeout = core.loop_pollfds()
+  local fds, timeout = core.loop.loop_pollfds()
   if has_ready() then timeout = 0 end
   return fds, timeout
 end
@@ -423,13 +424,13 @@ end
 function Channel:push(v)
   self.tail = self.tail + 1
   self.items[self.tail] = v
-  if self.waiter then core.unpark(self.waiter) end
+  if self.waiter then core.loop.unpark(self.waiter) end
 end
 
 --- No more items will come: pop() returns nil once the queue is empty.
 function Channel:close()
   self.closed = true
-  if self.waiter then core.unpark(self.waiter) end
+  if self.waiter then core.loop.unpark(self.waiter) end
 end
 
 --- The next item, or nil once closed and empty, or nil, Error(interrupted).
@@ -437,11 +438,11 @@ function Channel:pop()
   while self.head > self.tail do
     if self.closed then return nil end
     if current then
-      if not core.can_yield() then
-        error("a task can only wait from its own coroutine (not a coroutine of its own making)", 2)
+      if not core.loop.can_yield() then
+        check.raise("a task can only wait from its own coroutine (not a coroutine of its own making)")
       end
       self.waiter = coroutine.running()
-      core.park()
+      core.loop.park()
       self.waiter = nil
     else
       local n, err = M.step(100)
@@ -460,7 +461,7 @@ end
 -- are cancelled and the iteration ends).
 function M.completed(list)
   if type(list) ~= "table" then
-    error("bad argument #1 to 'completed' (table of tasks expected, got " .. type(list) .. ")", 2)
+    check.fail("completed", 1, "table of tasks expected, got " .. type(list))
   end
   local ch, pending = M.channel(), 0
   for i, t in pairs(list) do
@@ -495,15 +496,17 @@ end
 ------------------------------------------------------------------------
 
 -- A Transfer opened by a task (Client:_open, Manager:_open: every
--- stream) belongs to it: cancelling the task closes it even when the task
--- was waiting on something else at that moment. Weak keys: a Transfer
--- the task dropped is not kept alive by this.
+-- stream, the library's and a caller's own) belongs to it: cancelling the
+-- task closes it even when the task was waiting on something else at that
+-- moment. Weak keys: a Transfer the task dropped is not kept alive by
+-- this. (The C openers are wrapped in place: a behaviour of the task
+-- scheduler, not a method of its own.)
 local function adopt(x, ...)
   if x and current then current.transfers[x] = true end
   return x, ...
 end
 
-for _, class in ipairs { core.Client, core.Manager } do
+for _, class in ipairs { core.exec.Client, core.cp.Manager } do
   local open = class._open
   class._open = function(self, ...) return adopt(open(self, ...)) end
 end

@@ -48,7 +48,7 @@ local function outcome(ok, ...)
 end
 
 local function new_trace()
-  return { trace_id = core.new_traceparent():sub(4, 35), flags = "01" }
+  return { trace_id = core.trace.new_traceparent():sub(4, 35), flags = "01" }
 end
 
 -- The frame of one call of method (a nested call just runs).

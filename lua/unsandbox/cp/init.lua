@@ -1,0 +1,86 @@
+--- The Control Plane part of the public module (spec control-plane.md;
+-- init.lua merges this table into `unsandbox`): the Manager and Sandbox
+-- classes with all their methods, the acting-subject derivation, and the
+-- trace id bound per coroutine. Internal module.
+local core = require "unsandbox.core"
+local check = require "unsandbox.check"
+local context = require "unsandbox.context"
+local methods = require "unsandbox.methods"
+local manager = require "unsandbox.cp.manager"
+local sandbox = require "unsandbox.cp.sandbox"
+local Shell = require "unsandbox.cp.shell"
+local wrap = require "unsandbox.wrap"
+
+-- Every method that talks to the Control Plane runs in the frame of a
+-- public call (wrap.lua: its timing, interrupts as Errors). Left out: the
+-- plumbing, what makes no exchange, and what runs the caller's own code
+-- around its calls (with_subject; lines, whose stream is a call of its own).
+local MANAGER_FRAME = { skip = { url = true, session_id = true, is_configured = true, close = true,
+  on_request = true, bind_subject = true, with_subject = true, acting_subject_context = true,
+  acting_subject = true, status = true, forget = true } }
+local SANDBOX_FRAME = { skip = { name = true, session_id = true, manager = true, is_open = true,
+  status = true, lines = true, last_result = true, shell = true } }
+
+-- the Manager's methods, one file per concern
+methods.add(core.cp.Manager, manager.methods, MANAGER_FRAME, "unsandbox.cp.manager")
+for _, group in ipairs { "leases", "checkpoints", "tools", "objects", "files", "records", "status",
+                         "admin" } do
+  local from = "unsandbox.cp." .. group
+  methods.add(core.cp.Manager, require(from), MANAGER_FRAME, from)
+end
+methods.add(core.cp.Sandbox, sandbox.methods, SANDBOX_FRAME, "unsandbox.cp.sandbox")
+-- the Sandbox constructors and the Shell are Lua tables of their own
+wrap.methods(sandbox.class, { default_manager = true })
+wrap.methods(Shell, { new = true, detach = true, __tostring = true, __close = true })
+
+local M = {
+  Manager = core.cp.Manager,
+  Sandbox = sandbox.class,
+  manager = manager.new,
+}
+
+--- X-Acting-Subject for (tenant, subject): hex of the first 16 bytes of
+-- HMAC-SHA256(salt, tenant ‖ U+0000 ‖ subject) (§3). salt ≥ 32 bytes.
+function M.acting_subject(salt, tenant, subject)
+  check.type("acting_subject", "salt", salt, "string")
+  check.type("acting_subject", "tenant", tenant, "string")
+  check.type("acting_subject", "subject", subject, "string")
+  return check.value("acting_subject", { "salt", "tenant", "subject" },
+    core.cp.acting_subject(salt, tenant, subject))
+end
+
+local function parse_trace(fname, id)
+  check.type(fname, "trace", id, "string")
+  local tp = core.trace.parse_traceparent(id)
+  if tp then return { trace_id = tp.trace_id, flags = tp.flags } end
+  if core.trace.new_traceparent(id) then return { trace_id = id, flags = "01" } end
+  check.fail(fname, "trace", "a trace id (32 lowercase hex, not all zero) or a traceparent expected")
+end
+
+--- Binds a trace for the Control Plane requests of the running coroutine:
+-- each request then sends traceparent 00-<trace>-<new span>-<flags>, and
+-- the server answers X-Request-Id: <trace>. id: 32 lowercase hex, or an
+-- inbound traceparent (its trace id and flags are adopted). With fn,
+-- runs fn(...) so bound and returns its results; without, returns a
+-- Binding to close (`local t <close> = unsandbox.trace(id)`). Unbound
+-- requests get a random trace each.
+function M.trace(id, fn, ...)
+  local value = parse_trace("trace", id)
+  if fn == nil then return context.bind(context.traces, context.TRACE_OWNER, value) end
+  check.type("trace", "fn", fn, "function")
+  return context.with(context.traces, context.TRACE_OWNER, value, fn, ...)
+end
+
+--- The trace id and flags bound for the running coroutine, or nil.
+function M.current_trace()
+  local v = context.get(context.traces, context.TRACE_OWNER)
+  if v then return v.trace_id, v.flags end
+  return nil
+end
+
+--- A new random trace id (32 lowercase hex), e.g. for unsandbox.trace.
+function M.new_trace_id()
+  return core.trace.new_traceparent():sub(4, 35)
+end
+
+return M

@@ -1,0 +1,272 @@
+--- Object storage of the Control Plane (spec §4.3, §5.3, §8): locators,
+-- tickets, blobs moved through the content route with a ticket, the
+-- object routes, and import/export between the store and a workspace.
+-- Every path here is an object call (§7.4): it needs an acting subject
+-- bound for the coroutine or an explicit owner, else it raises before
+-- anything is sent (transport.cp.check_object). Methods of unsandbox.Manager.
+local core = require "unsandbox.core"
+local check = require "unsandbox.check"
+local transport = require "unsandbox.transport"
+local observe = require "unsandbox.observe"
+
+local Manager = {}   -- the methods this file adds to unsandbox.Manager
+
+local SCOPES = { upload = { upload_id = true, path = true, owner = true, scope = true },
+                 agent = { agent_id = true, run_id = true, path = true, owner = true, scope = true } }
+
+--- A checked copy of a locator: scope "upload" {upload_id, path} or
+-- "agent" {agent_id, run_id, path} (+ owner, for admin identities); the
+-- agent ids normalised by the core's rule (§5.1). The server checks the rest.
+local function locator(fname, loc)
+  check.type(fname, "locator", loc, "table")
+  local fields = SCOPES[loc.scope]
+  if not fields then check.fail(fname, "locator", "scope must be \"upload\" or \"agent\"") end
+  check.options(fname, loc, fields, { arg = "locator", unknown = "unknown field '%s' for scope " .. loc.scope })
+  local out = {}
+  for k, v in pairs(loc) do out[k] = check.type(fname, "locator." .. k, v, "string") end
+  if loc.scope == "agent" then
+    for _, k in ipairs { "agent_id", "run_id" } do
+      check.nonempty(fname, "locator." .. k, loc[k])
+      out[k] = core.cp.object_id(loc[k])
+    end
+  else
+    check.nonempty(fname, "locator.upload_id", loc.upload_id)
+  end
+  if out.path == "" then out.path = nil end
+  return out
+end
+
+local function merged(loc, extra)
+  local t = {}
+  for k, v in pairs(loc) do t[k] = v end
+  for k, v in pairs(extra) do t[k] = v end
+  return t
+end
+
+local CONTENT_TYPE = "^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$"
+
+local function content_type(fname, ct, default)
+  ct = check.type(fname, "content_type", ct, "string", true) or default
+  if not ct:match(CONTENT_TYPE) then
+    check.fail(fname, "content_type", "a simple lower-case MIME type expected, got '" .. ct .. "'")
+  end
+  return ct
+end
+
+--- POST /v1/storage/tickets: locator ∪ {operation, max_bytes, content_type,
+-- expires_in[, sha256]}. Returns the ObjectTicket.
+function Manager:issue_object_ticket(loc, operation, max_bytes, ctype, sha256, expires_in)
+  local fname = "issue_object_ticket"
+  loc = locator(fname, loc)
+  check.oneof(fname, "operation", check.type(fname, "operation", operation, "string"),
+    { upload = true, download = true })
+  max_bytes = check.int_range(fname, "max_bytes", max_bytes, 1, 64 * 1024 * 1024) or 64 * 1024 * 1024
+  check.type(fname, "sha256", sha256, "string", true)
+  local body = merged(loc, { operation = operation, max_bytes = max_bytes,
+    content_type = content_type(fname, ctype, "application/octet-stream"),
+    expires_in = check.int_range(fname, "expires_in", expires_in, 1, 900) or 120,
+    sha256 = sha256 ~= "" and sha256 or nil })
+  return transport.cp_request(self, fname, "POST", "/v1/storage/tickets",
+    { body = body, owner = loc.owner })
+end
+
+-- A ticket the server issued is usable: a token, and the content route.
+local function usable_ticket(t)
+  return type(t) == "table" and type(t.access_token) == "string" and t.url == "/v1/storage/content"
+end
+
+--- A ticket's content route, checked: the path the server named.
+local function ticket_path(fname, ticket)
+  check.type(fname, "ticket", ticket, "table")
+  -- the url comes from the server's answer: only the content route is
+  -- accepted (a ticket is a bearer credential and goes nowhere else)
+  if type(ticket.access_token) ~= "string" or ticket.url ~= "/v1/storage/content" then
+    check.fail(fname, "ticket", "an ObjectTicket (access_token, url /v1/storage/content) expected")
+  end
+  return ticket.url
+end
+
+--- PUT /v1/storage/content with an upload ticket: the raw bytes.
+function Manager:upload_with_ticket(ticket, bytes, ctype, owner)
+  local path = ticket_path("upload_with_ticket", ticket)
+  check.type("upload_with_ticket", "bytes", bytes, "string")
+  return transport.cp_request(self, "upload_with_ticket", "PUT", path, { raw = bytes,
+    token = ticket.access_token, owner = owner, once = true,
+    content_type = content_type("upload_with_ticket", ctype, "application/octet-stream"),
+    timeout = 120 })
+end
+
+--- put_agent_blob(agent_id, run_id, path, content, content_type, owner):
+-- an upload ticket for exactly these bytes (sha256 and max_bytes bound),
+-- then PUT /v1/storage/content. Returns the locator ∪ the stored object.
+function Manager:put_agent_blob(agent_id, run_id, path, content, ctype, owner)
+  local fname = "put_agent_blob"
+  check.type(fname, "content", content, "string")
+  check.type(fname, "owner", owner, "string", true)
+  local loc = locator(fname, { scope = "agent", agent_id = agent_id, run_id = run_id,
+    path = check.nonempty(fname, "path", path), owner = owner })
+  ctype = content_type(fname, ctype, "application/octet-stream")
+  transport.cp.check_object(self, fname, "/v1/storage/tickets", owner)
+  local ticket, err = self:issue_object_ticket(loc, "upload", math.max(1, #content), ctype,
+    core.codec.sha256(content), 120)
+  if not ticket then return nil, err end
+  if not usable_ticket(ticket) then return nil, transport.cp.bad_reply("Control Plane response has no valid object ticket") end
+  local doc, rid = self:upload_with_ticket(ticket, content, ctype, owner ~= nil)
+  if not doc then return nil, rid end
+  return merged(loc, doc), rid
+end
+
+local Reader = { __name = "unsandbox.ObjectReader" }
+Reader.__index = Reader
+
+--- reader:read(n) (bytes), read("a") (the rest), read("l") (a line); nil at the end.
+function Reader:read(what)
+  if self.pos > #self.data then return nil end
+  local s
+  if what == "a" or what == nil then s = self.data:sub(self.pos)
+  elseif what == "l" then
+    local e = self.data:find("\n", self.pos, true)
+    s = self.data:sub(self.pos, e and e - 1 or -1)
+    self.pos = (e or #self.data) + 1
+    return s
+  else
+    check.int_range("read", "n", what, 0, math.maxinteger)
+    s = self.data:sub(self.pos, self.pos + what - 1)
+  end
+  self.pos = self.pos + #s
+  return s
+end
+function Reader:close() self.data, self.pos = "", 1 end
+Reader.__close = Reader.close
+
+local CAPTURE = { "ETag", "X-Object-Version-Id", "X-Content-SHA256", "Content-Length" }
+
+-- The content streamed to on_data (the caller's own code) as it comes:
+-- resp, or nil, Error.
+local function stream_download(self, fname, path, co, on_data)
+  co.mode = "raw"
+  local t, ex = transport.cp_open(self, fname, "GET", path, co)
+  if not t then return nil, ex end
+  local transfer <close> = t
+  local exchange <close> = ex
+  repeat
+    local pieces, done = t:step(100)
+    if not pieces then return nil, transport.cp.fail(self, done, "download interrupted") end
+    for _, p in ipairs(pieces) do observe.outside(on_data, p) end
+  until done
+  local resp, kind, msg = transport.result(t, ex)
+  if not resp then return nil, transport.cp.fail(self, kind, msg) end
+  if resp.status >= 400 then return nil, transport.cp.http_error(resp) end
+  return resp
+end
+
+--- GET /v1/storage/content with a download ticket. opts.on_data(bytes):
+-- the body streams to it as it arrives; else an ObjectReader over it,
+-- checked against X-Content-SHA256.
+function Manager:download_with_ticket(ticket, opts)
+  local fname = "download_with_ticket"
+  local path = ticket_path(fname, ticket)
+  opts = check.options(fname, opts, { on_data = true, owner = true })
+  check.type(fname, "on_data", opts.on_data, "function", true)
+  local co = { token = ticket.access_token, owner = opts.owner, timeout = 30, capture = CAPTURE,
+    once = true }
+  local body, resp
+  if opts.on_data then
+    resp, body = stream_download(self, fname, path, co, opts.on_data)
+    if not resp then return nil, body end
+  else
+    co.text = true
+    body, resp = transport.cp_call(self, fname, "GET", path, co)
+    if not body then return nil, resp end
+  end
+  local h = resp.headers
+  local meta = { content_type = resp.content_type, etag = h.ETag, version_id = h["X-Object-Version-Id"],
+    sha256 = h["X-Content-SHA256"], bytes = math.tointeger(tonumber(h["Content-Length"] or "")) }
+  if opts.on_data then return meta, resp.request_id end
+  if meta.sha256 and meta.sha256:lower() ~= core.codec.sha256(resp.body) then
+    return nil, transport.cp.bad_reply("object content does not match its X-Content-SHA256", resp)
+  end
+  meta.data, meta.pos, meta.bytes = resp.body, 1, #resp.body
+  return setmetatable(meta, Reader), resp.request_id
+end
+
+--- open_object(locator, max_bytes, content_type, expires_in[, opts]): a
+-- download ticket, then the content (see download_with_ticket).
+function Manager:open_object(loc, max_bytes, ctype, expires_in, opts)
+  loc = locator("open_object", loc)
+  opts = check.options("open_object", opts, { on_data = true })
+  check.type("open_object", "on_data", opts.on_data, "function", true)
+  transport.cp.check_object(self, "open_object", "/v1/storage/tickets", loc.owner)
+  local ticket, err = self:issue_object_ticket(loc, "download", max_bytes, ctype, nil, expires_in)
+  if not ticket then return nil, err end
+  if not usable_ticket(ticket) then return nil, transport.cp.bad_reply("Control Plane response has no valid object ticket") end
+  return self:download_with_ticket(ticket, { on_data = opts.on_data, owner = loc.owner ~= nil })
+end
+
+local function query_call(self, fname, method, path, loc, extra)
+  loc = locator(fname, loc)
+  return transport.cp_request(self, fname, method, path,
+    { query = merged(loc, extra or {}), owner = loc.owner })
+end
+
+function Manager:stat_object(loc) return query_call(self, "stat_object", "GET", "/v1/storage/objects/stat", loc) end
+function Manager:list_objects(loc) return query_call(self, "list_objects", "GET", "/v1/storage/objects/list", loc) end
+function Manager:object_versions(loc) return query_call(self, "object_versions", "GET", "/v1/storage/objects/versions", loc) end
+
+--- DELETE /v1/storage/objects (purge_versions: history too). May 404.
+function Manager:delete_object(loc, purge_versions)
+  check.type("delete_object", "purge_versions", purge_versions, "boolean", true)
+  return query_call(self, "delete_object", "DELETE", "/v1/storage/objects", loc,
+    { purge_versions = purge_versions and "true" or nil })
+end
+
+--- GET /v1/storage/objects: the object with its bytes decoded (≤ 4 MiB).
+function Manager:get_object(loc)
+  local doc, rid = query_call(self, "get_object", "GET", "/v1/storage/objects", loc)
+  if not doc then return nil, rid end
+  local bytes = type(doc.content_base64) == "string" and core.codec.base64_decode(doc.content_base64)
+  if not bytes then return nil, transport.cp.bad_reply("object content is not valid base64") end
+  doc.content = bytes
+  return doc, rid
+end
+
+--- POST /v1/storage/objects: locator ∪ {content_base64, sha256} (≤ 4 MiB).
+function Manager:put_object(loc, content)
+  loc = locator("put_object", loc)
+  check.type("put_object", "content", content, "string")
+  return transport.cp_request(self, "put_object", "POST", "/v1/storage/objects", { body = merged(loc,
+    { content_base64 = core.codec.base64_encode(content), sha256 = core.codec.sha256(content) }),
+    owner = loc.owner })
+end
+
+--- POST …/objects/import: the object into the workspace (destination
+-- under data/uploads/), with the workspace token; needs a runtime.
+function Manager:import_object_to_workspace(loc, destination, key)
+  loc = locator("import_object_to_workspace", loc)
+  transport.cp.check_object(self, "import_object_to_workspace", "/objects/import", loc.owner)
+  check.nonempty("import_object_to_workspace", "destination", destination)
+  local ws, err = self:ensure_workspace(key, loc.owner)
+  if not ws then return nil, err end
+  local rt, rerr = self:ensure_runtime(key)
+  if not rt then return nil, rerr end
+  return transport.cp_request(self, "import_object_to_workspace", "POST",
+    "/v1/workspaces/" .. ws.workspace_id .. "/objects/import", { body = merged(loc,
+    { destination = destination }), token = ws.access_token, owner = loc.owner })
+end
+
+--- POST …/objects/export: a workspace file (artifacts/<file>) into the
+-- store; archive = true sends exactly "artifacts" as a gzip tar.
+function Manager:export_workspace_object(workspace_path, loc, key, archive)
+  loc = locator("export_workspace_object", loc)
+  transport.cp.check_object(self, "export_workspace_object", "/objects/export", loc.owner)
+  check.nonempty("export_workspace_object", "workspace_path", workspace_path)
+  check.type("export_workspace_object", "archive", archive, "boolean", true)
+  local ws, err = self:ensure_workspace(key, loc.owner)
+  if not ws then return nil, err end
+  return transport.cp_request(self, "export_workspace_object", "POST",
+    "/v1/workspaces/" .. ws.workspace_id .. "/objects/export", { body = merged(loc,
+    { workspace_path = workspace_path, archive = archive or nil }), token = ws.access_token,
+    owner = loc.owner, timeout = archive and 150 or nil })
+end
+
+return Manager

@@ -1,0 +1,161 @@
+--- The MCP tool methods of unsandbox.Manager (spec §8): files through
+-- file_read/_write/_edit/_glob/_grep and commands through shell (exec,
+-- exec_stream, the PTY session actions). Arguments are checked here,
+-- before anything is sent; paths as a program in the runtime sees them
+-- (/workspace/...) are made relative by the core's rule (§7.5). Each
+-- method takes the session key last (default: the Manager's session);
+-- the long ones (grep_files, shell_session) also take an options table.
+local core = require "unsandbox.core"
+local check = require "unsandbox.check"
+local mcp = require "unsandbox.cp.mcp"
+
+local Manager = {}   -- the methods this file adds to unsandbox.Manager
+
+local FILE_TIMEOUT = 45
+
+local function wpath(fname, path, allow_root)
+  check.type(fname, "path", path, "string")
+  if allow_root and (path == "" or path == ".") then return path end
+  return check.value(fname, "path", core.cp.workspace_path(path))
+end
+
+local function count(fname, arg, v, lo, hi)
+  return check.int_range(fname, arg, v, lo, hi)
+end
+
+--- file_read {path[, offset > 1][, limit > 0]}.
+function Manager:read_file(path, offset, limit, key)
+  local args = { path = wpath("read_file", path) }
+  offset = count("read_file", "offset", offset, 1, math.maxinteger) or 1
+  limit = count("read_file", "limit", limit, 0, math.maxinteger) or 0
+  if offset > 1 then args.offset = offset end
+  if limit > 0 then args.limit = limit end
+  return mcp.call(self, "read_file", "file_read", args, { key = key, timeout = FILE_TIMEOUT })
+end
+
+--- file_write {path, content} (UTF-8 text; binary files: upload_file).
+function Manager:write_file(path, content, key)
+  local args = { path = wpath("write_file", path),
+    content = check.type("write_file", "content", content, "string") }
+  return mcp.call(self, "write_file", "file_write", args, { key = key, timeout = FILE_TIMEOUT })
+end
+
+--- file_edit {path, old, new}: old must occur exactly once.
+function Manager:edit_file(path, old, new, key)
+  check.nonempty("edit_file", "old", old)
+  local args = { path = wpath("edit_file", path), old = old,
+    new = check.type("edit_file", "new", new, "string") }
+  return mcp.call(self, "edit_file", "file_edit", args, { key = key, timeout = FILE_TIMEOUT })
+end
+
+--- file_glob {path, pattern[, limit]}.
+function Manager:glob_files(pattern, path, limit, key)
+  check.nonempty("glob_files", "pattern", pattern)
+  local args = { pattern = pattern, path = wpath("glob_files", path or "", true) }
+  limit = count("glob_files", "limit", limit, 0, math.maxinteger) or 0
+  if limit > 0 then args.limit = limit end
+  return mcp.call(self, "glob_files", "file_glob", args, { key = key, timeout = FILE_TIMEOUT })
+end
+
+local GREP_MODES = { files_with_matches = true, content = true, count = true }
+local GREP_OPTIONS = { path = true, glob = true, file_glob = true, mode = true,
+  case_insensitive = true, context = true, regex = true, use_regex = true, limit = true, key = true }
+
+--- grep_files(pattern, path, file_glob, mode, case_insensitive, context,
+-- use_regex, limit, key), or grep_files(pattern, {path=, glob=, mode=,
+-- case_insensitive=, context=, regex=, limit=, key=}).
+function Manager:grep_files(pattern, path, file_glob, mode, ci, context, use_regex, limit, key)
+  check.nonempty("grep_files", "pattern", pattern)
+  if type(path) == "table" then
+    local o = check.options("grep_files", path, GREP_OPTIONS)
+    path, file_glob, mode, ci = o.path, o.glob or o.file_glob, o.mode, o.case_insensitive
+    context, use_regex, limit, key = o.context, o.regex or o.use_regex, o.limit, o.key
+  end
+  local args = { pattern = pattern, path = wpath("grep_files", path or "", true),
+    mode = check.oneof("grep_files", "mode", mode, GREP_MODES) or "files_with_matches" }
+  check.type("grep_files", "file_glob", file_glob, "string", true)
+  if file_glob and file_glob ~= "" then args.glob = file_glob end
+  if check.type("grep_files", "case_insensitive", ci, "boolean", true) then args.case_insensitive = true end
+  context = count("grep_files", "context", context, 0, 5) or 0
+  if context > 0 then args.context = context end
+  if check.type("grep_files", "use_regex", use_regex, "boolean", true) then args.regex = true end
+  limit = count("grep_files", "limit", limit, 0, math.maxinteger) or 0
+  if limit > 0 then args.limit = limit end
+  return mcp.call(self, "grep_files", "file_grep", args, { key = key, timeout = FILE_TIMEOUT })
+end
+
+------------------------------------------------------------------------
+-- shell
+------------------------------------------------------------------------
+
+local function seconds(fname, t, hi)
+  return count(fname, "timeout", t, 1, hi) or 30
+end
+
+local function command(fname, cmd)
+  check.type(fname, "command", cmd, "string")
+  if #cmd > 8192 then check.fail(fname, "command", "at most 8192 bytes") end
+  if cmd:find("\0", 1, true) then check.fail(fname, "command", "contains a NUL byte") end
+  return cmd
+end
+
+--- shell exec: {exit_code, stdout, stderr, timed_out, output_truncated, ...}.
+function Manager:shell(cmd, t, key)
+  t = seconds("shell", t, 30)
+  local args = { action = "exec", command = command("shell", cmd), timeout_seconds = t }
+  return mcp.call(self, "shell", "shell", args, { key = key, timeout = t + 15 })
+end
+
+local function callbacks(fname, on_chunk, is_cancelled)
+  check.type(fname, "on_chunk", on_chunk, "function", true)
+  check.type(fname, "is_cancelled", is_cancelled, "function", true)
+end
+
+--- shell exec_stream, streamed: on_chunk(channel, chunk, sequence) as the
+-- command writes; is_cancelled() (asked every 100 ms at most) or Ctrl-C
+-- closes the connection: 499 "Sandbox command cancelled".
+function Manager:shell_stream(cmd, t, on_chunk, is_cancelled, key)
+  t = seconds("shell_stream", t, 30)
+  callbacks("shell_stream", on_chunk, is_cancelled)
+  local args = { action = "exec_stream", command = command("shell_stream", cmd), timeout_seconds = t }
+  return mcp.call(self, "shell_stream", "shell", args, { key = key, timeout = t + 15,
+    on_chunk = on_chunk or function() end, is_cancelled = is_cancelled })
+end
+
+local SESSION_OPTIONS = { command = true, timeout = true, input = true, input_text = true,
+  append_newline = true, async = true, async_mode = true, on_chunk = true, is_cancelled = true,
+  key = true }
+
+--- shell_session(action, session_id, command, t, input_text,
+-- append_newline, async_mode, on_chunk, is_cancelled, key), or
+-- shell_session(action, session_id, {command=, timeout=, input=,
+-- append_newline=, async=, on_chunk=, is_cancelled=, key=}). action:
+-- exec, wait, input or kill. Streamed when on_chunk is given.
+function Manager:shell_session(action, session_id, cmd, t, input, newline, async, on_chunk, is_cancelled, key)
+  local wire = core.cp.mcp_session_action(check.type("shell_session", "action", action, "string"))
+  if not wire then check.fail("shell_session", "action", "exec, wait, input or kill expected, got '" .. action .. "'") end
+  check.type("shell_session", "session_id", session_id, "string")
+  if not core.cp.mcp_valid_session_id(session_id) then
+    check.fail("shell_session", "session_id", "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$ expected")
+  end
+  if type(cmd) == "table" then
+    local o = check.options("shell_session", cmd, SESSION_OPTIONS)
+    cmd, t, input, newline = o.command, o.timeout, o.input or o.input_text, o.append_newline
+    async, on_chunk, is_cancelled, key = o.async or o.async_mode, o.on_chunk, o.is_cancelled, o.key
+  end
+  t = seconds("shell_session", t, action == "wait" and 120 or 30)
+  callbacks("shell_session", on_chunk, is_cancelled)
+  local args = { action = wire, session_id = session_id, timeout_seconds = t }
+  if action == "exec" then
+    args.command = command("shell_session", cmd or "")
+    args.async = check.type("shell_session", "async", async, "boolean", true) or false
+  elseif action == "input" then
+    args.input = check.type("shell_session", "input", input or "", "string")
+    if #args.input > 8192 then check.fail("shell_session", "input", "at most 8192 bytes") end
+    args.append_newline = check.type("shell_session", "append_newline", newline, "boolean", true) ~= false
+  end
+  return mcp.call(self, "shell_session", "shell", args, { key = key, timeout = t + 15,
+    on_chunk = on_chunk, is_cancelled = is_cancelled })
+end
+
+return Manager
