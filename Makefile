@@ -162,12 +162,15 @@ build/tests/agent_%: csrc/tests/agent_%.c csrc/tests/agent_util.h $(AGENT_LIB) $
 	$(call say,LD,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(AGENT_LIB) $(AGENT_CORE) $(AGENT_LIBS)
 
+# the Debian packages of each target (scripts/deps.sh's groups)
+DEPS = @scripts/deps.sh
 deps:
-	@scripts/deps.sh
+	$(DEPS) build run test doc fuzz coverage
 
 # The README's test command: installs what is missing, builds, runs the C
 # unit tests and every busted spec, ends with "N passed, N failed".
-test: deps
+test:
+	$(DEPS) build run test
 	@$(MAKE) -s --no-print-directory all
 	@scripts/run-tests.sh
 
@@ -179,17 +182,21 @@ check-c: all
 # the sanitizers, and C line coverage of both, each in its own copy of the
 # tree under build/ (scripts/variant.sh), so the ordinary build is untouched.
 FUZZ_TIME ?= 20
-fuzz: deps
+fuzz:
+	$(DEPS) build fuzz
 	@FUZZ_TIME=$(FUZZ_TIME) scripts/fuzz.sh
 
-sanitize: deps
+sanitize:
+	$(DEPS) build run test
 	@scripts/sanitize.sh
 
-coverage: deps
+coverage:
+	$(DEPS) build run test coverage
 	@scripts/coverage.sh
 
 # The README's first command: the quickstart on a private local backend.
-demo: deps
+demo:
+	$(DEPS) build run
 	@$(MAKE) -s --no-print-directory all
 	$(UNLUA) --local examples/quickstart.lua
 
@@ -200,20 +207,23 @@ $(BENCH_TOOL): bench/tool.c
 	$(call say,LD,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -lcurl
 
-bench: deps
+bench:
+	$(DEPS) build run test
 	@$(MAKE) -s --no-print-directory all $(BENCH_TOOL)
 	@bench/run.sh
 
 # The reference of the public module (LDoc, docs/config.ld) in build/doc/;
 # the man pages are docs/man/*.1, written by hand and installed as they are.
-doc: deps
+doc:
+	$(DEPS) doc
 	@rm -rf build/doc
 	@cd docs && ldoc -q .
 	@echo "reference: build/doc/index.html; man pages: docs/man/"
 
 # Proves the rockspec: builds and installs into a temporary tree, then
 # stock lua5.4 requires the module from that tree.
-rock-check: deps
+rock-check:
+	$(DEPS) build test
 	@scripts/rock-check.sh
 
 # `make install PREFIX=/usr/local DESTDIR=/tmp/stage`: the module (Lua

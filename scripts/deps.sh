@@ -1,19 +1,34 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build and the tests need, when missing.
-# As root it runs apt-get; otherwise it prints the exact command and fails.
+# Installs the Debian packages a make target needs, when missing:
+#   scripts/deps.sh GROUP...   (build, run, test, doc, fuzz, coverage)
+# Each target asks for its own groups (`make doc` only LDoc), and
+# dpkg-query is asked first: apt-get runs only for packages that are
+# really absent, so a target whose packages are all there never waits for
+# another process's dpkg lock. As root it runs apt-get; otherwise it
+# prints the exact command and fails.
 set -euo pipefail
 
-packages=(
-  gcc g++ make pkg-config util-linux procps openssl
-  liblua5.4-dev lua5.4 lua-cjson lua-cjson-dev lua-busted lua-socket luarocks lua-luv libreadline-dev
-  libcurl4-openssl-dev libssl-dev
-  libmicrohttpd-dev libjansson-dev libsqlite3-dev libarchive-dev
-  bubblewrap slirp4netns faketime sqlite3
-  nghttp2-proxy
-  python3 perl nodejs
-  clang-14 libclang-rt-14-dev lcov
-  lua-ldoc
-)
+# the C build of the module, the programs and the C tests
+build=(gcc g++ make pkg-config liblua5.4-dev lua5.4 lua-cjson lua-cjson-dev libreadline-dev
+       libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libjansson-dev libsqlite3-dev
+       libarchive-dev)
+# what unsandboxd needs to run sandboxes (make demo)
+run=(bubblewrap slirp4netns util-linux procps e2fsprogs openssl)
+# the specs: busted, their helpers, and the peers they talk to
+test=(lua-busted lua-socket luarocks lua-luv faketime sqlite3 nghttp2-proxy python3 perl nodejs
+      lua-ldoc)
+doc=(lua-ldoc)
+fuzz=(clang-14 libclang-rt-14-dev)
+coverage=(lcov)
+
+packages=()
+for group in "$@"; do
+  case $group in
+    build|run|test|doc|fuzz|coverage) eval 'packages+=("${'"$group"'[@]}")' ;;
+    *) echo "deps.sh: unknown group '$group'" >&2; exit 2 ;;
+  esac
+done
+[ ${#packages[@]} -gt 0 ] || { echo "usage: scripts/deps.sh GROUP..." >&2; exit 2; }
 
 missing=()
 for p in "${packages[@]}"; do
