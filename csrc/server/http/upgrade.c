@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +40,11 @@ static void on_upgrade(void *cls, struct MHD_Connection *c, void *con_cls, const
   if (copy && extra_len) memcpy(copy, extra, extra_len);
   int flags = fcntl(sock, F_GETFL);
   int nb = flags >= 0 && fcntl(sock, F_SETFL, flags | O_NONBLOCK) == 0;
+  /* A terminal sends keystrokes and echoes as small frames: without
+  ** TCP_NODELAY, Nagle holds each one until the previous is acknowledged
+  ** (a delayed ACK of up to 40 ms on every round trip). */
+  int one = 1;
+  (void)setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   pthread_mutex_lock(&x->h->mu);
   x->urh = urh;
   x->up_fd = sock;
