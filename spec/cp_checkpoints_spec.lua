@@ -135,12 +135,21 @@ open(%q, "wb").write(z + b"\0" * (%d - len(z)))
     mcp.sh(srv, sb, "rm -rf /workspace/odd")
   end)
 
-  it("deletes a checkpoint once, keeping its history unless purged", function()
+  it("deletes a checkpoint once, with its history (the platform's schema: history_retained false)", function()
+    local function blobs()
+      local p = io.popen("ls " .. fs.quote(srv.data .. "/objects/blobs") .. " | wc -l")
+      local n = p:read("n")
+      p:close()
+      return n
+    end
     local _, c = cp.request(srv, "POST", path("/checkpoints"), { token = srv.token })
+    local kept = blobs()
     local st, doc = cp.request(srv, "DELETE", path("/checkpoints/" .. c.checkpoint_id), { token = srv.token })
     assert.are.equal(200, st)
     assert.same({ workspace_id = ws.workspace_id, checkpoint_id = c.checkpoint_id, deleted = true,
-                  history_retained = true }, doc)
+                  history_retained = false }, doc)
+    -- its one version's content is gone from the store, not hidden by a marker
+    assert.are.equal(kept - 1, blobs())
     assert.are.equal(404, (cp.request(srv, "DELETE", path("/checkpoints/" .. c.checkpoint_id), { token = srv.token })))
     assert.are.equal(404, (cp.request(srv, "POST", path("/checkpoints/" .. c.checkpoint_id .. "/restore"),
       { token = srv.token, body = {} })))

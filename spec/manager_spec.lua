@@ -82,7 +82,14 @@ describe("unsandbox.manager #integration", function()
       assert.is_table(me.capabilities)
       local t = assert(m:templates())
       assert.is_truthy(table.concat(t.templates, ","):find("default", 1, true))
-      assert.is_table((assert(m:monitoring())))
+      -- the platform's closed MonitoringSnapshot: metrics count nodes and
+      -- runtimes, and every node has a status
+      local mon = assert(m:monitoring())
+      assert.same({ "cluster", true }, { mon.scope, mon.nodes_visible })
+      assert.equal(#mon.nodes, mon.metrics.nodes)
+      assert.equal(#mon.runtimes, mon.metrics.runtimes)
+      assert.is_true(#mon.nodes >= 1)
+      for _, n in ipairs(mon.nodes) do assert.equal("ready", n.status) end
     end)
 
     it("maps HTTP errors: status, the server's text, the request id", function()

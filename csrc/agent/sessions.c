@@ -6,8 +6,10 @@
 ** until the marker or its timeout (wait_timed_out); session_input until the
 ** marker, or the output has been quiet for 0.5 s after the input was
 ** written (an interactive program answered), or its timeout. A timeout
-** never kills: the command keeps running (timed_out / wait_timed_out,
-** running true) and session_wait collects it. session_kill kills the shell's
+** never kills: the command keeps running (running true) and session_wait
+** collects it. A sync session_exec or a session_wait that runs out says
+** wait_timed_out (the platform's own session tests read it so), a
+** session_input that runs out says timed_out. session_kill kills the shell's
 ** process group, answers exit_code -9 and starts a fresh shell. One call at
 ** a time per session; session_kill preempts the attached call (which then
 ** answers with exit_code -9).
@@ -400,7 +402,8 @@ static void tick(ag_session *s, double now) {
       now - (s->last_output_at > s->input_done_at ? s->last_output_at : s->input_done_at) >= SETTLE_SECONDS)
     finish(s, 1, 0, 0, now);                   /* answered, now quiet */
   else if (now >= s->deadline)
-    finish(s, 1, s->action == ACT_EXEC ? !s->async : s->action == ACT_INPUT, s->action == ACT_WAIT, now);
+    finish(s, 1, s->action == ACT_INPUT,
+           s->action == ACT_WAIT || (s->action == ACT_EXEC && !s->async), now);
 }
 
 void ag_sessions_after_poll(struct pollfd *pf, size_t n, double now) {

@@ -46,7 +46,7 @@ static void child(const ag_fs *fs, const char *pts, int cmd_r) {
   if (s > 2) close(s);
   ag_exec_child_signals();
   if (!getenv("TERM")) setenv("TERM", "dumb", 1);
-  execlp("bash", "bash", "--noprofile", "--norc", (char *)NULL);
+  execlp("bash", "bash", "--noprofile", "--norc", "-o", "pipefail", (char *)NULL);
   _exit(127);
 }
 

@@ -46,6 +46,9 @@ static void test_sync_and_state(void) {
   res = call(&A, "{\"op\":\"session_exec\",\"session_id\":\"main\",\"command\":\"echo $(pwd) $v\"}", &r);
   ok(res && !strcmp(rs(res, "stdout"), want) && ri(res, "exit_code") == 0, "cwd and variables persist between commands");
   rt_free(&r);
+  res = call(&A, "{\"op\":\"session_exec\",\"session_id\":\"main\",\"command\":\"(exit 9) | head -1\"}", &r);
+  ok(res && ri(res, "exit_code") == 9, "a session's shell has pipefail, as exec has");
+  rt_free(&r);
   res = call(&A, "{\"op\":\"session_exec\",\"session_id\":\"main\",\"command\":\"if then\"}", &r);
   ok(res && ri(res, "exit_code") == 2 && strstr(rs(res, "stdout"), "syntax error"), "a syntax error is status 2, the session goes on");
   rt_free(&r);
@@ -105,7 +108,8 @@ static void test_async_wait_input(void) {
     rt_free(&r);
   }
   res = call(&A, "{\"op\":\"session_exec\",\"session_id\":\"main\",\"command\":\"sleep 2; echo late\",\"timeout_seconds\":1}", &r);
-  ok(res && is_true(res, "timed_out") && is_true(res, "running") && is_null(res, "exit_code"), "a sync timeout does not kill the command");
+  ok(res && is_true(res, "wait_timed_out") && is_false(res, "timed_out") && is_true(res, "running") &&
+     is_null(res, "exit_code"), "a sync timeout does not kill the command, and says wait_timed_out");
   rt_free(&r);
   /* the first wait may or may not see the end; together they see it once */
   char got[64] = "";

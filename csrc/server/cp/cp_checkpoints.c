@@ -145,15 +145,16 @@ int ux_cp_checkpoint_restore(ux_cp_call *c) {
   return ux_cp_ok(c, 200, report);
 }
 
+/* A checkpoint's delete takes its history with it: the platform's
+** closed CheckpointDeleted schema has history_retained fixed to false. */
 int ux_cp_checkpoint_delete(ux_cp_call *c) {
   char key[256];
-  int purge = ux_cp_flag(c->r, "purge_versions") || ux_cp_flag(c->r, "purge");
   key_of(c->param[0], c->param[1], key, sizeof key);
-  int rc = ux_objstore_delete(c->cp->objects, BUCKET, key, purge);
+  int rc = ux_objstore_delete(c->cp->objects, BUCKET, key, 1);
   if (rc == UX_OBJ_ENOENT) return ux_cp_fail(c, 404, "object not found");
   if (rc != UX_OBJ_OK) return ux_cp_store_failed(c, "checkpoint delete failed");
   return ux_cp_ok(c, 200, json_pack("{s:s,s:s,s:b,s:b}", "workspace_id", c->param[0],
-    "checkpoint_id", c->param[1], "deleted", 1, "history_retained", !purge));
+    "checkpoint_id", c->param[1], "deleted", 1, "history_retained", 0));
 }
 
 long long ux_cp_checkpoints_purge(ux_cp *cp, const char *ws) {

@@ -170,10 +170,12 @@ int ux_cp_monitoring(ux_cp_call *c) {
   if (cluster) {
     char host[256] = "localhost";
     gethostname(host, sizeof host - 1);
-    json_array_append_new(nodes, json_pack("{s:s,s:i,s:s}", "name", host,
+    json_array_append_new(nodes, json_pack("{s:s,s:s,s:i,s:s}", "name", host, "status", "ready",
       "cpus", (int)sysconf(_SC_NPROCESSORS_ONLN), "runtime", "bubblewrap"));
   }
-  json_t *metrics = json_pack("{s:I}", "runtimes_live", (json_int_t)json_array_size(runtimes));
+  /* the platform's MonitoringSnapshot counts nodes and runtimes in metrics */
+  json_t *metrics = json_pack("{s:I,s:I,s:I}", "nodes", (json_int_t)json_array_size(nodes),
+    "runtimes", (json_int_t)json_array_size(runtimes), "runtimes_live", (json_int_t)json_array_size(runtimes));
   /* storage: a tenant's own against its quota; the cluster's against the budget */
   char party[UX_LEDGER_PARTY_MAX];
   ux_ledger_usage u;

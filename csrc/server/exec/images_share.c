@@ -135,7 +135,12 @@ int ux_h_image_trusted(ux_req *r, const char *id) {
   if (!doc) return ux_reply_error(r, 404, "not_found", "no such image");
   json_t *j = json_object(), *acc = json_object_get(doc, "access");
   json_object_set_new(j, "count", json_integer((json_int_t)json_array_size(acc)));
-  json_object_set(j, "trusted_api_keys", json_is_array(acc) ? acc : json_array());
+  /* the SDKs read three names for the same list: all three are given */
+  json_t *keys = json_is_array(acc) ? json_incref(acc) : json_array();
+  json_object_set(j, "trusted_api_keys", keys);
+  json_object_set(j, "trusted", keys);
+  json_object_set(j, "trusted_keys", keys);
+  json_decref(keys);
   json_decref(doc);
   return ux_reply_json(r, 200, j);
 }

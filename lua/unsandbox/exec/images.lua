@@ -83,18 +83,25 @@ Client.revoke_image_access = key_route("revoke_image_access", "/revoke", "truste
 --- Gives the image to another public key.
 -- @function Client:transfer_image
 Client.transfer_image = key_route("transfer_image", "/transfer", "to_api_key")
+-- the names the service's SDKs read for the trusted list, in that order
+local TRUSTED_FIELDS = { "trusted_api_keys", "trusted_keys", "trusted" }
+
 --- The public keys trusted with the image (a list).
 function Client:image_trusted(id, opts)
   check.id("image_trusted", "id", id)
   opts = calls.plain("image_trusted", opts)
   local doc, rid = transport.request(self, "GET", "/images/" .. id .. "/trusted", nil, calls.request_opts(opts))
   if not doc then return nil, rid end
-  local keys = doc.trusted_api_keys
+  local field = TRUSTED_FIELDS[1]
+  for _, name in ipairs(TRUSTED_FIELDS) do
+    if doc[name] ~= nil then field = name break end
+  end
+  local keys = doc[field]
   if type(keys) ~= "table" or not shape.is_list(keys) then
-    return shape.fail(rid, "'trusted_api_keys' is not a list")
+    return shape.fail(rid, "'" .. field .. "' is not a list")
   end
   for _, k in ipairs(keys) do
-    if type(k) ~= "string" then return shape.fail(rid, "'trusted_api_keys' holds a non-string") end
+    if type(k) ~= "string" then return shape.fail(rid, "'" .. field .. "' holds a non-string") end
   end
   return keys
 end
