@@ -30,6 +30,13 @@
 
 #include "server/sandbox/run.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 void ux_plan_limit(ux_child_plan *p, int res, rlim_t soft, rlim_t hard) {
   if (p->nlim >= UX_MAX_LIMITS) return;
   p->res[p->nlim] = res;
@@ -208,6 +215,11 @@ pid_t ux_spawn(int (*fn)(void *), void *arg, int *pidfd) {
     pid = clone(fn, top, flags, arg);
   }
   int e = errno;
+  /* the child ran instrumented frames on this buffer and exec'd without
+  ** returning from them: under AddressSanitizer their redzones stay marked
+  ** in the shadow it shares with us (CLONE_VM), and would be reported
+  ** against whatever later reuses this thread's memory */
+  UNPOISON(child_stack, sizeof child_stack);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
 #ifdef SYS_pidfd_open
   if (pid > 0 && *pidfd < 0) *pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
