@@ -125,9 +125,10 @@ static ssize_t inline_read(void *ctx, unsigned long long pos, char *buf, size_t 
   if (o >= s->b64) {                          /* the tail: "} */
     size_t n = o - s->b64 < 2 ? (size_t)(2 - (o - s->b64)) : 0;
     if (n > max) n = max;
+    if (!n) return -1;
     static const char tail[] = "\"}";
     memcpy(buf, &tail[o - s->b64], n);
-    return n ? (ssize_t)n : -1;
+    return (ssize_t)n;
   }
   unsigned char in[UX_HTTP_SOURCE_BLOCK / 4 * 3];
   size_t groups = (max - 1) / 4;              /* room for the encoder's NUL */
