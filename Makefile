@@ -6,6 +6,10 @@ CC       ?= cc
 CFLAGS   ?= -O2 -g
 # required flags stay even when a user sets CFLAGS on the command line
 override CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fPIC -MMD -MP
+# LPeg's warning set: shadowed names, functions without a prototype, and
+# string literals written through a non-const pointer (exec argument
+# vectors are const arrays, cast once at the exec call as POSIX intends)
+override CFLAGS   += -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wwrite-strings
 override CPPFLAGS += -Icsrc -I/usr/include/lua5.4 -I/usr/include/x86_64-linux-gnu
 LUA_LIBS  = -llua5.4
 CJSON_LIB = -llua5.4-cjson
@@ -134,6 +138,9 @@ $(EMBED): examples/embed/embed_demo.c $(CORE_OBJ) $(BIND_OBJ)
 $(FRAME): examples/embed/frame_loop.c $(CORE_OBJ) $(BIND_OBJ)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o,$^) $(LUA_LIBS) $(CJSON_LIB) $(NET_LIBS) -lm -ldl
+
+# the C tests build their fixtures' argument vectors from literals
+build/tests/%: override CFLAGS += -Wno-write-strings
 
 build/tests/core_%: csrc/tests/core_%.c $(CORE_OBJ) csrc/tests/tap.h
 	@mkdir -p build/tests

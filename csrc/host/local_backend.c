@@ -50,7 +50,7 @@ static struct {
   char top[PATH_MAX - 32];    /* temp directory holding data/ and the log */
   char data[PATH_MAX];
   char log[PATH_MAX];
-  char *rm_argv[5];           /* "rm -rf -- top", prepared for the signal path */
+  const char *rm_argv[5];           /* "rm -rf -- top", prepared for the signal path */
 } lb = { 0, 0, -1, 0, 0, "unlua", 1, "", "", "", { NULL } };
 
 static const int fatal_signals[] = { SIGINT, SIGTERM, SIGHUP };
@@ -197,7 +197,7 @@ static void remove_tree_async(void) {
   if (lb.rm_argv[0] == NULL) return;
   pid = fork();
   if (pid == 0) {
-    execv("/bin/rm", lb.rm_argv);
+    execv("/bin/rm", (char *const *)lb.rm_argv);
     _exit(127);
   }
   if (pid > 0)
@@ -330,7 +330,7 @@ static int make_dirs(const char *progname) {
 /* In the child: a new process group, death with the parent, plain signal
 ** state, stdin from /dev/null, stdout to the pipe, stderr to the log. */
 static void exec_server(const char *path, int out_fd, pid_t parent) {
-  char *argv[] = { (char *)path, "--listen", "127.0.0.1:0", "--data", lb.data,
+  const char *argv[] = { path, "--listen", "127.0.0.1:0", "--data", lb.data,
                    "--dev-keys", NULL };
   sigset_t none;
   int fd, i;
@@ -346,7 +346,7 @@ static void exec_server(const char *path, int out_fd, pid_t parent) {
   fd = open("/dev/null", O_RDONLY);
   if (fd >= 0 && fd != STDIN_FILENO) { dup2(fd, STDIN_FILENO); close(fd); }
   dup2(out_fd, STDOUT_FILENO);  /* clears close-on-exec */
-  execv(path, argv);
+  execv(path, (char *const *)argv);
   dprintf(STDERR_FILENO, "cannot run %s: %s\n", path, strerror(errno));
   _exit(127);
 }

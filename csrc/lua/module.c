@@ -61,6 +61,9 @@ static const ub_group_decl GROUPS[] = {
   {"codec", CODEC}, {"loop", LOOP}, {"term", TERM}, {NULL, NULL},
 };
 
+/* the one exported symbol; its caller is require, which has no header */
+LUAMOD_API int luaopen_unsandbox_core(lua_State *L);
+
 LUAMOD_API int luaopen_unsandbox_core(lua_State *L) {
   luaL_checkversion(L);
   lua_newtable(L);

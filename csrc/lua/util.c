@@ -192,13 +192,13 @@ void ub_make_groups(lua_State *L, const ub_group_decl *groups) {
     int n = 0;
     while (g->names[n]) n++;
     lua_createtable(L, 0, n);
-    for (const char *const *n = g->names; *n; n++) {
-      if (lua_getfield(L, returning, *n) == LUA_TNIL) {
+    for (const char *const *name = g->names; *name; name++) {
+      if (lua_getfield(L, returning, *name) == LUA_TNIL) {
         lua_pop(L, 1);
-        if (lua_getfield(L, module, *n) == LUA_TNIL)
-          luaL_error(L, "unsandbox.core: group %s names '%s', which no part registered", g->group, *n);
+        if (lua_getfield(L, module, *name) == LUA_TNIL)
+          luaL_error(L, "unsandbox.core: group %s names '%s', which no part registered", g->group, *name);
       }
-      lua_setfield(L, -2, *n);
+      lua_setfield(L, -2, *name);
     }
     lua_setfield(L, module, g->group);
   }

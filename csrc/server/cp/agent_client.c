@@ -67,7 +67,7 @@ int ux_agent_open(int control, int data_fd, long deadline_ms, char *err, size_t 
   size_t nfd = data_fd > 0 ? 2 : 1;
   char cbuf[CMSG_SPACE(2 * sizeof(int))];
   memset(cbuf, 0, sizeof cbuf);
-  struct iovec iov = { "r", 1 };
+  struct iovec iov = { (char[]){ 'r' }, 1 };
   struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
                       .msg_controllen = CMSG_SPACE(nfd * sizeof(int)) };
   struct cmsghdr *c = CMSG_FIRSTHDR(&m);

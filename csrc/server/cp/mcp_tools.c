@@ -166,7 +166,7 @@ static int shell(const json_t *args, int sse, json_t **req, int *stream, int *ti
   static const char *const actions[] = { "exec", "exec_stream", "session_exec", "session_wait",
                                          "session_input", "session_kill", NULL };
   int known = 0;
-  for (const char *const *a = actions; *a && !known; a++) known = !strcmp(*a, action);
+  for (const char *const *k = actions; *k && !known; k++) known = !strcmp(*k, action);
   if (!known) {
     snprintf(err, errlen, "action must be one of exec, exec_stream, session_exec, session_wait, "
              "session_input, session_kill");

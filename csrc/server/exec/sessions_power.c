@@ -59,10 +59,10 @@ static int power(ux_req *r, const char *id, int frozen) {
     ux_reply_clear(&r->reply);
     fprintf(stderr, "unsandboxd: cannot %s the runs of %s\n", frozen ? "freeze" : "thaw", id);
     if (frozen) {                 /* nothing stays frozen: say so, and let commands in */
-      json_t *doc = NULL, *v = json_string("running");
-      ux_store_set_field(r->srv->store, "sessions", id, r->owner, "status", v, &doc);
+      json_t *after = NULL, *v = json_string("running");
+      ux_store_set_field(r->srv->store, "sessions", id, r->owner, "status", v, &after);
       json_decref(v);
-      json_decref(doc);
+      json_decref(after);
     }
     return ux_reply_error(r, 500, "internal_error", "cannot %s the session's processes",
                           frozen ? "freeze" : "thaw");

@@ -37,7 +37,7 @@ int ux_net_available(void) { return access(UX_NET_SLIRP, X_OK) == 0; }
 typedef struct slirp_plan {
   const ux_net_how *how;
   const int *fds;
-  char **argv;
+  const char *const *argv;
   int mntns;                  /* ux_child_mntns, -1: ours */
 } slirp_plan;
 
@@ -45,11 +45,11 @@ typedef struct slirp_plan {
 ** cgroup, gets a /dev/net/tun it can open as the slot uid, drops to it,
 ** execs slirp4netns. Never returns. */
 static int slirp_child(void *arg) {
-  static char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
+  static const char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
   const slirp_plan *plan = arg;
   const ux_net_how *how = plan->how;
   const int *fds = plan->fds;
-  char **argv = plan->argv;
+  const char *const *argv = plan->argv;
   if (ux_cg_join(how->cg_fds, how->n_cg) != 0 || setsid() < 0) _exit(120);
   struct sigaction dfl;
   memset(&dfl, 0, sizeof dfl);
@@ -75,7 +75,7 @@ static int slirp_child(void *arg) {
         syscall(SYS_setresuid, how->uid, how->uid, how->uid) != 0) _exit(123);
   }
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) _exit(124);
-  execve(argv[0], argv, envp);
+  execve(argv[0], (char *const *)argv, (char *const *)envp);
   _exit(127);
 }
 
@@ -136,7 +136,7 @@ int ux_net_start(ux_net *n, const ux_net_how *how, char *err, size_t errlen) {
     snprintf(err, errlen, "cannot set up slirp4netns: %s", strerror(errno));
     goto out;
   }
-  char *argv[] = { UX_NET_SLIRP, "--configure", "--mtu=65520", "--disable-host-loopback",
+  const char *argv[] = { UX_NET_SLIRP, "--configure", "--mtu=65520", "--disable-host-loopback",
                    "--enable-seccomp", "--ready-fd=3", "--exit-fd=4", "--netns-type=path",
                    "--userns-path=/proc/self/fd/6", "/proc/self/fd/5", "tap0", NULL };
   int fds[NFD_COUNT] = { devnull, devnull, devnull, ready[1], ex[0], netfd, userfd };

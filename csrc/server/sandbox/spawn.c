@@ -132,7 +132,7 @@ static int mount_dirs(const ux_child_plan *p, int *step) {
 
 static int spawn_child(void *arg) {
   const ux_child_plan *p = arg;
-  static char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
+  static const char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
   int err[2] = { 0, 0 }, placed = 0;
 
   /* first, as root: every process of the run is counted from here on */
@@ -175,7 +175,7 @@ static int spawn_child(void *arg) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) goto fail;
   if (getppid() != p->parent) _exit(127);
   err[0] = 7;
-  execve(p->argv[0], p->argv, envp);
+  execve(p->argv[0], p->argv, (char *const *)envp);
 fail:
   err[1] = errno;
   /* before the fds are placed, fd UX_FD_EXECERR is not ours to write:

@@ -73,12 +73,12 @@ static int mkfs(const char *image, char *err, size_t errlen) {
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
-  char *const argv[] = { "mkfs.ext4", "-q", "-F", "-m", "0", "-L", "unsandbox",
+  const char *const argv[] = { "mkfs.ext4", "-q", "-F", "-m", "0", "-L", "unsandbox",
     "-E", "root_owner=0:0,lazy_itable_init=1,lazy_journal_init=1,nodiscard",
-    (char *)image, NULL };
-  char *const envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL };
+    image, NULL };
+  const char *const envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL };
   pid_t pid;
-  int rc = posix_spawn(&pid, MKFS, &fa, NULL, argv, envp);
+  int rc = posix_spawn(&pid, MKFS, &fa, NULL, (char *const *)argv, (char *const *)envp);
   posix_spawn_file_actions_destroy(&fa);
   close(pipefd[1]);
   if (rc != 0) {
