@@ -4,6 +4,7 @@
 ** never leave half a lease behind.
 */
 #include "core/lease.h"
+#include "core/cpshapes.h"
 #include "core/validate.h"
 
 #include <stdlib.h>
@@ -33,32 +34,6 @@ void unsb_lease_clear(unsb_lease *l) {
   free(l->ws_owner);
   unsb_lease_init(l);
 }
-
-/* ---------------------------------------------------------------------
-** shapes
-** ------------------------------------------------------------------- */
-
-static int prefixed_hex12(const char *s, const char *prefix) {
-  if (!s || strncmp(s, prefix, 3) != 0 || strlen(s) != 15) return 0;
-  for (int i = 3; i < 15; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
-  return 1;
-}
-
-int unsb_valid_workspace_id(const char *s) { return prefixed_hex12(s, "ws-"); }
-int unsb_valid_sandbox_id(const char *s) { return prefixed_hex12(s, "sb-"); }
-
-/* ^[a-z0-9][a-z0-9-]{0,max-1}$ */
-static int slug(const char *s, size_t max) {
-  size_t n = s ? strlen(s) : 0;
-  if (n == 0 || n > max || s[0] == '-') return 0;
-  for (size_t i = 0; i < n; i++)
-    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-')) return 0;
-  return 1;
-}
-
-int unsb_valid_template(const char *s) { return slug(s, 32); }
-int unsb_valid_checkpoint_id(const char *s) { return slug(s, 63); }
 
 /* Printable ASCII without blanks: what may follow "Bearer " in a header. */
 static int valid_token(const char *s) {

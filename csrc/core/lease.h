@@ -109,13 +109,4 @@ int unsb_lease_refresh_period(const char *value, int64_t *out, unsb_error *err);
 int unsb_refresh_period_of(const char *value, const char *name, int arg, int64_t *out,
                            unsb_error *err);
 
-/* Shape checks of the Control Plane's ids, the one copy of each rule
-** (the facade calls them through the binding): ^ws-[a-f0-9]{12}$,
-** ^sb-[a-f0-9]{12}$, a template ^[a-z0-9][a-z0-9-]{0,31}$, a checkpoint
-** ^[a-z0-9][a-z0-9-]{0,62}$. */
-int unsb_valid_workspace_id(const char *s);
-int unsb_valid_sandbox_id(const char *s);
-int unsb_valid_template(const char *s);
-int unsb_valid_checkpoint_id(const char *s);
-
 #endif

@@ -16,6 +16,7 @@
 #include "core/cpclient.h"
 #include "core/cprequest.h"
 #include "core/cpids.h"
+#include "core/cpshapes.h"
 #include "core/digest.h"
 #include "core/form.h"
 #include "core/lease.h"

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/cpshapes.h"
 #include "core/lease.h"
 #include "core/leasecache.h"
 #include "tests/tap.h"
