@@ -1,5 +1,5 @@
 /*
-** The terminal URL of a session (core/ws_url.h) from any base URL and id:
+** The terminal URL of a session (core/ws/url.h) from any base URL and id:
 ** the input is "<base>\0<id>". On success the pieces must agree with each
 ** other (a port in range, a non-empty host, the signed route exactly
 ** "/sessions/<id>/shell" and the end of the path, a ws:// or wss:// URL
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ws_url.h"
+#include "core/ws/url.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *buf = malloc(size + 2), *id;

@@ -12,7 +12,7 @@ struct unsb_client {
   char *url;
   long timeout_ms;
   long connect_timeout_ms;
-  char *ca_file;              /* a copy, for the terminal's own TLS (ws_client.h) */
+  char *ca_file;              /* a copy, for the terminal's own TLS (ws/client.h) */
   unsb_http *http;
   /* credential options, deep copies; the secret wiped on free */
   unsb_cred_opts cred_opts;

@@ -41,7 +41,7 @@ void unsb_client_free(unsb_client *c);
 
 const char *unsb_client_url(const unsb_client *c);
 long unsb_client_timeout(const unsb_client *c);
-/* What the terminal (ws_client.h) connects with: the same CA file (NULL =
+/* What the terminal (ws/client.h) connects with: the same CA file (NULL =
 ** the system store) and connect timeout as the client's HTTP engine. */
 const char *unsb_client_ca_file(const unsb_client *c);
 long unsb_client_connect_timeout(const unsb_client *c);

@@ -25,7 +25,7 @@
 ** A connect_only transfer stops once connected (TCP, then TLS for https,
 ** verified as every request): its caller speaks its own protocol on the
 ** connection with unsb_http_send / unsb_http_recv, watching the socket on
-** the loop itself (the session terminal's WebSocket, ws_client.h). The
+** the loop itself (the session terminal's WebSocket, ws/client.h). The
 ** connection is the transfer's alone, never reused, and closed with it.
 **
 ** A transfer may stream instead of buffering (SSE, large downloads): the

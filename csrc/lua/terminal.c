@@ -1,6 +1,6 @@
 /*
 ** unsandbox.Terminal: the userdata around a session's terminal
-** connection (core/ws_client.h). Shaped like client.c: created closed
+** connection (core/ws/client.h). Shaped like client.c: created closed
 ** (NULL), then given its connection, so an error in between leaves
 ** nothing behind; __gc, __close and close() are one idempotent closer.
 ** The connection copies what it needs from the Client at open (URL,
@@ -24,7 +24,7 @@
 
 #include "core/clock.h"
 #include "core/interrupt.h"
-#include "core/ws_client.h"
+#include "core/ws/client.h"
 
 #define UB_TERMINAL "unsandbox.Terminal"
 

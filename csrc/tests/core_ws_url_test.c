@@ -1,12 +1,12 @@
 /*
-** The terminal URL of a session (core/ws_url.h): scheme mapping, host and
+** The terminal URL of a session (core/ws/url.h): scheme mapping, host and
 ** port (IPv6 literals, defaults, bounds), the base URL's path prefix, the
 ** signed route, and every refusal (bad id, bad scheme, user information,
 ** bad ports, blanks) leaving nothing to free.
 */
 #include <string.h>
 
-#include "core/ws_url.h"
+#include "core/ws/url.h"
 #include "tests/tap.h"
 
 static int make(unsb_ws_target *t, const char *base, const char *id, unsb_error *err) {

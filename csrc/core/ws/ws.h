@@ -1,7 +1,7 @@
 /*
 ** RFC 6455 (WebSocket) as pure functions over bytes, for both ends the
 ** project has: unsandboxd's terminal relay (csrc/server/http/ws_relay.c,
-** the server side) and the session terminal's client (core/ws_client.c).
+** the server side) and the session terminal's client (core/ws/client.c).
 ** The opening handshake's checks and keys on both sides, an incremental
 ** parser of the peer's frames, and the headers of our own frames. No
 ** sockets and no threads, so every hostile input (masked or unmasked

@@ -1,5 +1,5 @@
 /*
-** The terminal client (see ws_client.h): opening (the signed upgrade
+** The terminal client (see ws/client.h): opening (the signed upgrade
 ** request queued, a private engine's connect_only transfer started) and
 ** what the caller asks of an open terminal. The object is a state
 ** machine on the shared loop: CONNECTING while the transfer connects;
@@ -7,9 +7,9 @@
 ** OPEN while frames flow; ENDED for good. The step from CONNECTING to
 ** UPGRADING is taken here by whoever looks (connected, ready), woken by
 ** the transfer's own token; the rest happens in the loop's callbacks
-** (ws_conn.c).
+** (ws/conn.c).
 */
-#include "core/ws_conn.h"
+#include "core/ws/conn.h"
 
 #include <errno.h>
 #include <poll.h>

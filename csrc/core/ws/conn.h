@@ -1,7 +1,7 @@
 /*
-** Inside the terminal client (ws_client.c, ws_conn.c): the object and
-** its queues, shared by the two files and by nothing else. ws_client.c
-** opens it and answers the caller; ws_conn.c is what the loop runs when
+** Inside the terminal client (ws/client.c, ws/conn.c): the object and
+** its queues, shared by the two files and by nothing else. ws/client.c
+** opens it and answers the caller; ws/conn.c is what the loop runs when
 ** its socket is ready or its time is due (reading, writing, the end).
 */
 #ifndef UNSB_WS_CONN_H
@@ -13,8 +13,8 @@
 
 #include "core/http.h"
 #include "core/ws/ws.h"
-#include "core/ws_client.h"
-#include "core/ws_url.h"
+#include "core/ws/client.h"
+#include "core/ws/url.h"
 
 typedef struct msg {
   struct msg *next;
@@ -98,7 +98,7 @@ static inline void q_free(queue *q) {
 }
 
 /* ---------------------------------------------------------------------
-** ws_conn.c
+** ws/conn.c
 ** ------------------------------------------------------------------- */
 
 /* Queues tok's wake-up (the waiter looks again). */

@@ -1,5 +1,5 @@
 /*
-** The terminal's connection as the loop runs it (see ws_conn.h): its
+** The terminal's connection as the loop runs it (see ws/conn.h): its
 ** socket watched for what the state wants (input unless the received
 ** queue is full, output while bytes wait), the reply to the upgrade read
 ** and checked (core/ws/ws.h), frames parsed and queued, ours written, and
@@ -9,7 +9,7 @@
 ** back into the caller: these callbacks fill the object's state and queue
 ** the waiter's token.
 */
-#include "core/ws_conn.h"
+#include "core/ws/conn.h"
 
 #include <poll.h>
 #include <stdarg.h>

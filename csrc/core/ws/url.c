@@ -1,10 +1,10 @@
 /*
-** The terminal URL of a session (see ws_url.h). The base URL was checked
+** The terminal URL of a session (see ws/url.h). The base URL was checked
 ** by unsb_client_new (scheme, no blanks, no query); this still refuses
 ** anything it cannot split into host, port and path, since the pieces are
 ** used apart: the connection's URL, the Host header, the request line.
 */
-#include "core/ws_url.h"
+#include "core/ws/url.h"
 
 #include <stdio.h>
 #include <stdlib.h>
