@@ -30,7 +30,7 @@ CORE_SRC   := $(wildcard csrc/core/*.c csrc/core/*/*.c)
 BIND_SRC   := $(wildcard csrc/lua/*.c)
 LAZY_SRC   := $(wildcard csrc/lazy/*.c)
 HOST_SRC   := $(wildcard csrc/host/*.c)
-SERVER_SRC := $(wildcard csrc/server/*.c csrc/server/*/*.c)
+SERVER_SRC := $(wildcard csrc/server/*.c csrc/server/*/*.c csrc/server/*/*/*.c)
 AGENT_SRC  := $(wildcard csrc/agent/*.c)
 TEST_SRC   := $(wildcard csrc/tests/*_test.c)
 
@@ -108,12 +108,13 @@ $(UNLUA): $(HOST_OBJ) build/host/facade_lua.o $(CORE_OBJ) $(BIND_OBJ) $(LAZY_OBJ
 	$(Q)$(CC) $(LDFLAGS) -Wl,-E -o $@ $^ $(LUA_LIBS) $(CJSON_LIB) -lreadline -lm -ldl
 
 # the server shares signing, base64, the id rule, trace context, the
-# pseudonym, the MCP rules (session ids, tool names) and WebSocket's
-# framing and handshake with the client core
+# pseudonym, the MCP rules (session ids, tool names), the shapes of the
+# Control Plane's ids and WebSocket's framing and handshake with the
+# client core
 SERVER_CORE := build/core/sign.o build/core/base64.o build/core/ids.o build/core/trace.o \
                build/core/clock.o build/core/interrupt.o build/core/validate.o build/core/file.o \
                build/core/digest.o build/core/error.o build/core/pseudonym.o build/core/utf8.o \
-               build/core/mcp.o build/core/ws/frames.o build/core/ws/handshake.o
+               build/core/mcp.o build/core/cpshapes.o build/core/ws/frames.o build/core/ws/handshake.o
 
 $(UNSANDBOXD): $(SERVER_OBJ) $(SERVER_CORE)
 	@mkdir -p bin

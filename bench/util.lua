@@ -106,7 +106,7 @@ function M.bwrap_argv()
       a[#a + 1] = "--symlink"; a[#a + 1] = target; a[#a + 1] = "/" .. top
     end
   end
-  -- as sandbox_argv.c: the files copied in (--file, from fds the tool
+  -- as sandbox/bwrap_argv.c: the files copied in (--file, from fds the tool
   -- opens), the directories bound
   local opens, fd = {}, 20
   local function copy(path, dest)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/cp/tokens.h"
+#include "server/cp/auth/tokens.h"
 #include "server/mem.h"
 
 static const unsigned char KEY[32] = "0123456789abcdef0123456789abcdef";

@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "server/cp/cp.h"
-#include "server/cp/cp_keys.h"
-#include "server/cp/cp_router.h"
-#include "server/cp/cp_store.h"
+#include "server/cp/auth/keys.h"
+#include "core/cpshapes.h"
+#include "server/cp/store.h"
 #include "server/fsutil.h"
 #include "server/store/db.h"
 #include "server/store/keys.h"
@@ -133,7 +133,7 @@ static int tenants_add(int argc, char **argv) {
   ux_server srv;
   memset(&srv, 0, sizeof srv);
   parse(argc, argv, &o, "tenants add");
-  if (!o.id || !ux_cp_valid_tenant_id(o.id) || !strcmp(o.id, "management"))
+  if (!o.id || !unsb_valid_tenant_id(o.id) || !strcmp(o.id, "management"))
     ux_die_usage("tenants add: a tenant id ([a-z0-9-], at most 32, not 'management') is needed, got '%s'",
                  o.id ? o.id : "");
   if (!open_store(&o, &srv)) return 1;

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <jansson.h>
 
-#include "server/cp/tokens.h"
-#include "server/cp/workspace_ids.h"
+#include "server/cp/auth/tokens.h"
+#include "server/cp/workspaces/ids.h"
 #include "tests/tap.h"
 
 static void vectors(void) {

@@ -1,6 +1,6 @@
 /*
-** The MCP endpoint's protocol (cp/mcp.c, cp/mcp_tools.c) and the file
-** operations' mapping (cp/files.c) as pure functions: every check of
+** The MCP endpoint's protocol (cp/mcp/mcp.c, cp/mcp/tools.c) and the file
+** operations' mapping (cp/workspaces/files.c) as pure functions: every check of
 ** §5.4 in its order, the messages of §5.5, the shell tool's argument
 ** rules, and how REST query strings and bodies become agent requests.
 ** The same functions answer real requests in the Control Plane specs.
@@ -9,8 +9,8 @@
 #include <string.h>
 #include <jansson.h>
 
-#include "server/cp/files.h"
-#include "server/cp/mcp.h"
+#include "server/cp/workspaces/files.h"
+#include "server/cp/mcp/mcp.h"
 #include "tests/tap.h"
 
 static const ux_mcp_headers good = { "2026-07-28", "tools/call", "shell",

@@ -1,5 +1,5 @@
 /*
-** Unit tests of the object locator rules (cp/objloc.h, spec §5.3, §5.1):
+** Unit tests of the object locator rules (cp/objects/locator.h, spec §5.3, §5.1):
 ** every rule with inputs on both sides of it, including bytes a JSON
 ** string or a query can carry (NUL, invalid UTF-8, oversized).
 */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/cp/objloc.h"
+#include "server/cp/objects/locator.h"
 #include "tests/tap.h"
 
 static char err[256];

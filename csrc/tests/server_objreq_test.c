@@ -1,5 +1,5 @@
 /*
-** Unit tests of the object request rules (cp/objreq.h): locators from a
+** Unit tests of the object request rules (cp/objects/request.h): locators from a
 ** JSON body and from query arguments (the same parser), wrong types, and
 ** the owner rules for tenant and admin credentials with their statuses
 ** and texts.
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <jansson.h>
 
-#include "server/cp/objreq.h"
+#include "server/cp/objects/request.h"
 #include "server/http/reply.h"
 #include "tests/tap.h"
 

@@ -1,5 +1,5 @@
 /*
-** Unit tests of the object store (cp/objstore.h) on a real SQLite store
+** Unit tests of the object store (cp/objects/store.h) on a real SQLite store
 ** and real files in a temporary data directory: round trips with
 ** versions, hashes and delete markers; what refused or aborted uploads
 ** leave (nothing); leftovers of a crash; parallel puts of one key (every
@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 
-#include "server/cp/objstore.h"
+#include "server/cp/objects/store.h"
 #include "server/fsutil.h"
 #include "server/store/db.h"
 #include "tests/tap.h"

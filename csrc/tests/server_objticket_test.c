@@ -1,5 +1,5 @@
 /*
-** Unit tests of object tickets (cp/objticket.h): a minted ticket verifies
+** Unit tests of object tickets (cp/objects/tickets.h): a minted ticket verifies
 ** to its claims for its operation only, until its expiry, under its key
 ** only; other token kinds, tampered claims and claims of the wrong type
 ** or size are refused.
@@ -9,8 +9,8 @@
 #include <string.h>
 #include <jansson.h>
 
-#include "server/cp/objticket.h"
-#include "server/cp/tokens.h"
+#include "server/cp/objects/tickets.h"
+#include "server/cp/auth/tokens.h"
 #include "tests/tap.h"
 
 static const unsigned char KEY[] = "0123456789abcdef0123456789abcdef";

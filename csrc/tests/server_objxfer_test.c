@@ -1,5 +1,5 @@
 /*
-** Object content over HTTP (cp/objxfer.h) on a real listener of the
+** Object content over HTTP (cp/objects/transfer.h) on a real listener of the
 ** transport, driven by plain sockets on 127.0.0.1: a streamed upload and
 ** download with their headers, and what refused uploads leave behind
 ** (nothing): no Content-Length, a declared length over max_bytes
@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 
-#include "server/cp/objxfer.h"
+#include "server/cp/objects/transfer.h"
 #include "server/fsutil.h"
 #include "server/http/http.h"
 #include "tests/tap.h"

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/sandbox/run.h"
+#include "server/sandbox/run_object.h"
 #include "tests/tap.h"
 
 static void nap_ms(long ms) {

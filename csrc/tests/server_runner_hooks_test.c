@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "server/sandbox/cgroup.h"
-#include "server/sandbox/run.h"         /* ux_child_mntns */
+#include "server/sandbox/run_object.h"         /* ux_child_mntns */
 #include "server/sandbox/runner.h"
 #include "tests/tap.h"
 

@@ -1,13 +1,13 @@
 /*
 ** The sandbox platform Control Plane inside unsandboxd: a second listener
-** with its own router (cp_router.c), credentials and the spec's auth
-** order (cp_auth.c), its tables in the server's SQLite store
-** (cp_store.c), and handlers grouped by resource. Everything the handlers
+** with its own router (cp/router.c), credentials and the spec's auth
+** order (cp/auth/auth.c), its tables in the server's SQLite store
+** (cp/store.c), and handlers grouped by resource. Everything the handlers
 ** share is here: the Control Plane's state, the identity a request acts
 ** as, the call a handler receives, and the reply helpers with the spec's
 ** error shape {"error": text}.
 **
-** Adding a route: one line in the table of cp_router.c (method, pattern
+** Adding a route: one line in the table of cp/router.c (method, pattern
 ** with {params}, credential kind, body kind, handler). The handler gets a
 ** ux_cp_call with the identity already established, ownership already
 ** checked (for +ownership routes) and the JSON body already parsed (for
@@ -41,7 +41,7 @@ typedef struct ux_cp {
   char break_glass[80];             /* this start's break-glass token: bg_ + 64 hex */
   ux_runtimes *rts;
   ux_counters *metrics;
-  ux_objstore *objects;             /* object storage (objstore.h) */
+  ux_objstore *objects;             /* object storage (cp/objects/store.h) */
   struct ux_shares *agent_calls;    /* requests at runtimes' agents, per tenant
                                        (share.h): a stopped agent holds
                                        handler threads of its tenant only */

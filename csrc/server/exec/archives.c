@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "server/fsutil.h"
-#include "server/http/routes.h"
+#include "server/exec/routes.h"
 #include "server/ids.h"
 #include "server/sandbox/archive.h"
 #include "server/sandbox/runner.h"

@@ -14,7 +14,7 @@
 
 #include "server/exec/vault.h"
 #include "server/fsutil.h"
-#include "server/http/routes.h"
+#include "server/exec/routes.h"
 #include "server/store/store.h"
 
 /* The plaintext of doc's vault: malloc'd, NULL when there is none (*has

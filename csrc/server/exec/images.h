@@ -8,7 +8,7 @@
 #ifndef UX_IMAGES_H
 #define UX_IMAGES_H
 
-#include "server/http/routes.h"
+#include "server/exec/routes.h"
 
 /* DATA/images/<id>.tar.gz. */
 int ux_image_path(ux_req *r, const char *id, char *out, size_t len);

@@ -10,7 +10,7 @@
 #ifndef UX_EXEC_METRICS_H
 #define UX_EXEC_METRICS_H
 
-#include "server/http/routes.h"
+#include "server/exec/routes.h"
 
 /* Counts one answered request of the execution API's route table. */
 void ux_exec_metrics_request(const char *route, int status);

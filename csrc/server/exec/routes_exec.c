@@ -7,7 +7,7 @@
 
 #include "server/fsutil.h"
 #include "server/exec/jobs.h"
-#include "server/http/routes.h"
+#include "server/exec/routes.h"
 #include "server/sandbox/membudget.h"
 #include "server/sandbox/volume.h"
 #include "server/store/ledger.h"

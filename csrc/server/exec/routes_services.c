@@ -11,7 +11,7 @@
 #include "server/fsutil.h"
 #include "server/ids.h"
 #include "server/exec/jobs.h"
-#include "server/http/routes.h"
+#include "server/exec/routes.h"
 #include "server/store/store.h"
 #include "server/exec/svc.h"
 

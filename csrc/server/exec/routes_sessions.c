@@ -17,7 +17,7 @@
 #include "server/fsutil.h"
 #include "server/ids.h"
 #include "server/exec/jobs.h"
-#include "server/http/routes.h"
+#include "server/exec/routes.h"
 #include "server/sandbox/tree.h"
 #include "server/exec/svc.h"
 #include "server/sandbox/volume.h"

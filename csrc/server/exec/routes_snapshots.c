@@ -20,7 +20,7 @@
 #include "server/exec/svc.h"
 #include "server/fsutil.h"
 #include "server/ids.h"
-#include "server/http/routes.h"
+#include "server/exec/routes.h"
 #include "server/sandbox/archive.h"
 #include "server/sandbox/runner.h"
 #include "server/sandbox/volume.h"

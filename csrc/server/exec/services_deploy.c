@@ -12,7 +12,7 @@
 
 #include "server/exec/svc.h"
 #include "server/fsutil.h"
-#include "server/http/routes.h"
+#include "server/exec/routes.h"
 #include "server/sandbox/tree.h"
 #include "server/sandbox/volume.h"
 #include "server/store/store.h"

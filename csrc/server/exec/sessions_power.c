@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "server/http/routes.h"
+#include "server/exec/routes.h"
 #include "server/sandbox/runner.h"
 #include "server/sandbox/volume.h"
 #include "server/store/store.h"

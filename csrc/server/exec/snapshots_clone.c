@@ -12,7 +12,7 @@
 
 #include "server/exec/archives.h"
 #include "server/ids.h"
-#include "server/http/routes.h"
+#include "server/exec/routes.h"
 #include "server/store/store.h"
 
 int ux_h_snapshot_create(ux_req *r, const char *unused) {

@@ -29,7 +29,7 @@
 
 #include "server/exec/exec_spec.h"
 #include "server/fsutil.h"
-#include "server/http/routes.h"
+#include "server/exec/routes.h"
 #include "server/http/upgrade.h"
 #include "core/ws/ws.h"
 #include "server/http/ws_relay.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "server/sandbox/membudget.h"
-#include "server/sandbox/run.h"
+#include "server/sandbox/run_object.h"
 
 static struct {
   pthread_mutex_t lock;

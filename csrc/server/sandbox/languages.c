@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "server/sandbox/sandbox.h"
+#include "server/sandbox/bwrap_argv.h"
 #include "server/mem.h"
 
 /* Compiled programs are built in the sandbox's private /tmp, never in the

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/sandbox/sandbox.h"
+#include "server/sandbox/limits.h"
 
 static struct {
   pthread_mutex_t mu;

@@ -1,5 +1,5 @@
 /*
-** The mount namespace a sandbox's child starts from (see run.h,
+** The mount namespace a sandbox's child starts from (see run_object.h,
 ** ux_child_mntns). A copy of the server's holds the host's mounts (a
 ** dozen cgroup v1 hierarchies under /sys among them), every volume and
 ** the scratch volume of every run in flight or waiting in the pool.
@@ -37,7 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "server/sandbox/run.h"
+#include "server/sandbox/run_object.h"
 
 #define MAX_DETACH 256
 

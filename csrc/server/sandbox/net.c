@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "server/fsutil.h"
-#include "server/sandbox/run.h"
+#include "server/sandbox/run_object.h"
 
 enum { NFD_READY = 3, NFD_EXIT = 4, NFD_NET = 5, NFD_USER = 6, NFD_COUNT = 7 };
 

@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "server/fsutil.h"
-#include "server/sandbox/run.h"
+#include "server/sandbox/run_object.h"
 #include "server/sandbox/slots.h"
 
 #define PIPELINE     2        /* sandboxes being prepared at once */

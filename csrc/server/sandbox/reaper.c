@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "server/sandbox/run.h"
+#include "server/sandbox/run_object.h"
 
 static struct {
   pthread_mutex_t lock;

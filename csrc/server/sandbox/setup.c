@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "server/fsutil.h"
-#include "server/sandbox/run.h"
+#include "server/sandbox/run_object.h"
 #include "server/sandbox/slots.h"
 #include "server/sandbox/tree.h"
 #include "server/sandbox/volume.h"

@@ -20,7 +20,8 @@
 #include <unistd.h>
 
 #include "server/fsutil.h"
-#include "server/sandbox/sandbox.h"
+#include "server/sandbox/limits.h"
+#include "server/sandbox/runner.h"
 #include "server/sandbox/slots.h"
 
 /* ---------------------------------------------------------------------

@@ -25,7 +25,7 @@
 #include "core/validate.h"
 #include "server/ids.h"
 #include "server/mem.h"
-#include "server/sandbox/sandbox.h"
+#include "server/sandbox/limits.h"
 
 int ux_tree_openat(int dirfd, const char *rel, int flags, mode_t mode) {
   struct open_how how;

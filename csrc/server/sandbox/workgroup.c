@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "server/fsutil.h"
-#include "server/sandbox/run.h"
+#include "server/sandbox/run_object.h"
 #include "server/sandbox/slots.h"
 #include "server/mem.h"
 

@@ -1,0 +1,118 @@
+/*
+** Templates: the runtime shapes a sandbox can be created from. The
+** built-in `default` always exists; administrators may add templates
+** (globally with tenant_id "*", or for one tenant) whose image comes from
+** one of the configured registries (--image-registries, the platform's
+** SANDBOX_IMAGE_REGISTRIES). Every template runs the same bubblewrap
+** runtime here: the image is recorded, not pulled (docs/internals.md).
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/cp/audit.h"
+#include "server/cp/admin/admin.h"
+#include "core/cpshapes.h"
+#include "server/fsutil.h"
+#include "server/store/db.h"
+
+#define BUILTIN_ID "default"
+#define BUILTIN_IMAGE "unsandboxd/bubblewrap:debian-12"
+#define DISABLED "template management is disabled: SANDBOX_IMAGE_REGISTRIES is not configured"
+
+/* 1 when image starts with one of the comma-separated registry prefixes. */
+static int image_allowed(const ux_cp *cp, const char *image) {
+  const char *p = cp->registries;
+  while (p && *p) {
+    size_t n = strcspn(p, ",");
+    if (n > 0 && !strncmp(image, p, n)) return 1;
+    p += n + (p[n] == ',');
+  }
+  return 0;
+}
+
+static int by_string(const void *a, const void *b) {
+  return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
+}
+
+json_t *ux_cp_template_ids(ux_cp *cp, const char *tenant) {
+  json_t *rows = ux_db_rows(cp->srv->store,
+    "SELECT DISTINCT template_id, image FROM cp_templates WHERE tenant_id = '*' OR tenant_id = ?1",
+    "s", tenant ? tenant : "");
+  if (!rows) return NULL;
+  json_t *v[512], *row;
+  size_t n = 0, i;
+  v[n++] = json_string(BUILTIN_ID);
+  json_array_foreach(rows, i, row) {
+    const char *id = json_string_value(json_object_get(row, "template_id"));
+    int dup = 0;
+    for (size_t k = 0; k < n && !dup; k++) dup = !strcmp(json_string_value(v[k]), id);
+    if (!dup && n < 512 && image_allowed(cp, json_string_value(json_object_get(row, "image"))))
+      v[n++] = json_string(id);
+  }
+  json_decref(rows);
+  qsort(v, n, sizeof v[0], by_string);
+  json_t *out = json_array();
+  for (i = 0; i < n; i++) json_array_append_new(out, v[i]);
+  return out;
+}
+
+int ux_cp_template_allowed(ux_cp *cp, const char *tenant, const char *template_id) {
+  json_t *ids = ux_cp_template_ids(cp, tenant);
+  json_t *v;
+  size_t i;
+  int found = 0;
+  json_array_foreach(ids, i, v) found |= !strcmp(json_string_value(v), template_id);
+  json_decref(ids);
+  return found;
+}
+
+int ux_cp_admin_templates_list(ux_cp_call *c) {
+  json_t *rows = ux_db_rows(c->cp->srv->store, "SELECT tenant_id, template_id, image, created_at,"
+                            " created_by FROM cp_templates ORDER BY tenant_id, template_id", "");
+  if (!rows) return ux_cp_store_failed(c, "template list failed");
+  json_t *row;
+  size_t i;
+  json_array_foreach(rows, i, row) {
+    json_object_set_new(row, "created_at", ux_cp_time(json_integer_value(json_object_get(row, "created_at"))));
+    json_object_set_new(row, "allowed",
+      json_boolean(image_allowed(c->cp, json_string_value(json_object_get(row, "image")))));
+  }
+  return ux_cp_ok(c, 200, json_pack("{s:o,s:{s:s}}", "templates", rows, "builtin",
+                                    BUILTIN_ID, BUILTIN_IMAGE));
+}
+
+int ux_cp_admin_templates_put(ux_cp_call *c) {
+  const char *tenant, *tid, *image;
+  if (!c->cp->registries) return ux_cp_fail(c, 409, DISABLED);
+  if (ux_cp_str(c, "tenant_id", 0, "*", 64, &tenant) || ux_cp_str(c, "template_id", 1, NULL, 64, &tid) ||
+      ux_cp_str(c, "image", 1, NULL, 512, &image))
+    return -1;
+  if (!unsb_valid_template(tid)) return ux_cp_fail(c, 400, "invalid template_id: %s", tid);
+  if (!strcmp(tid, BUILTIN_ID)) return ux_cp_fail(c, 409, "template %s is built in", tid);
+  if (strcmp(tenant, "*") != 0) {
+    json_t *t = ux_db_row(c->cp->srv->store, "SELECT id FROM cp_tenants WHERE id = ?1", "s", tenant);
+    json_decref(t);
+    if (!t) return ux_cp_fail(c, 404, "unknown tenant: %s", tenant);
+  }
+  if (!image_allowed(c->cp, image)) return ux_cp_fail(c, 400, "image not allowed: %s", image);
+  const char *by = c->id.kind == UX_ID_BREAK_GLASS ? "break-glass" : c->id.key_id;
+  if (ux_db_exec(c->cp->srv->store, "INSERT OR REPLACE INTO cp_templates(tenant_id, template_id,"
+                 " image, created_at, created_by) VALUES(?1, ?2, ?3, ?4, ?5)", "sssis", tenant, tid,
+                 image, (long long)ux_now(), by) != 1)
+    return ux_cp_store_failed(c, "template write failed");
+  ux_cp_audit(c->cp, &c->id, "template.put", tid, "ok");
+  return ux_cp_ok(c, 201, json_pack("{s:s,s:s,s:s,s:s}", "tenant_id", tenant, "template_id", tid,
+                                    "image", image, "created_by", by));
+}
+
+int ux_cp_admin_templates_delete(ux_cp_call *c) {
+  if (!c->cp->registries) return ux_cp_fail(c, 409, DISABLED);
+  const char *tenant = ux_req_query(c->r, "tenant_id");
+  if (!tenant || !*tenant) tenant = "*";
+  int n = ux_db_exec(c->cp->srv->store, "DELETE FROM cp_templates WHERE tenant_id = ?1 AND"
+                     " template_id = ?2", "ss", tenant, c->param[0]);
+  if (n < 0) return ux_cp_store_failed(c, "template delete failed");
+  ux_cp_audit(c->cp, &c->id, "template.delete", c->param[0], n ? "ok" : "noop");
+  return ux_cp_ok(c, 200, json_pack("{s:s,s:s,s:b}", "tenant_id", tenant, "template_id", c->param[0],
+                                    "deleted", n > 0));
+}
