@@ -118,7 +118,7 @@ return {
     summary = "Control Plane sandboxes: named, with a persistent /workspace",
     actions = {
       action("list", nil, "list the running sandboxes (runtimes)", cp.sandbox.list),
-      action("create", "[NAME]", "create (or start) a sandbox; prints its name", cp.sandbox.create,
+      action("create", "[NAME]", "create (or start) a sandbox; prints its name and sandbox id", cp.sandbox.create,
         { "template" }),
       action("run", "NAME CMD...", "run a command, its output streamed as it comes; one CMD is a "
         .. "shell line, several words an argv (each stays one word); exits with its code",

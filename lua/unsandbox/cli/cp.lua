@@ -38,7 +38,8 @@ end
 
 function sandbox.create(o, m)
   local sb = check(call(o, unsandbox.Sandbox.create, { name = o.words[1], template = o.template, manager = m }))
-  out.id(o, sb:status(), sb:name())
+  local st = sb:status()
+  out.id(o, st, sb:name() .. "\t" .. tostring(st.sandbox_id))
 end
 
 function sandbox.list(o, m)

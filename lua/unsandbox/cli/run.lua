@@ -106,6 +106,12 @@ function M.main(o, c)
   opts.on_poll = show
   local res, err = fail.guard("un", c.execute_code, c, lang, code, opts)
   if clear then clear() end
+  if not res and err.kind == "interrupted" and err.job_id == nil then
+    -- Ctrl-C while POST /execute waited for its synchronous answer: the
+    -- service had not named the job yet, so nothing could cancel it
+    fail.exit_with(CODES.interrupted, "un: interrupted before the service named the job; "
+      .. "it may run on until its time limit")
+  end
   local r = fail.check(res, err)
   if o.json then json_result(r) else
     io.stdout:write(r.stdout or "")
