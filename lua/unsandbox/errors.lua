@@ -31,7 +31,7 @@
 -- the service's root; no credentials: how to run with none), or the
 -- Control Plane's own hint (file routes' 409)
 -- @field timing the call's timing: exchanges, parts, waits, total_ms (see
--- the README's "Seeing what happens")
+-- docs/guide/observability.md)
 local Error = { __name = "unsandbox.Error" }
 Error.__index = Error
 
