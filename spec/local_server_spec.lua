@@ -101,7 +101,14 @@ describe("un local #integration", function()
   end)
 
   it("ignores an env file whose server is gone, and refuses one others may read", function()
-    local dir = home .. "/.unsandbox/local"
+    -- a home of its own: this file must never hide a server another test started
+    local home2 = fs.tmpdir("unsb-localsrv2")
+    finally(function()
+      proc.run(proc.quote(UN) .. " local stop", bare(home2))
+      fs.rm_rf(home2)
+    end)
+    local function un(args) return proc.run(proc.quote(UN) .. " " .. args, bare(home2)) end
+    local dir = home2 .. "/.unsandbox/local"
     assert(require("unsandbox.core").files.mkdirs(dir))
     -- a killed server's file: pid 1 is not an unsandboxd of this file
     fs.write(dir .. "/env", "UNSANDBOX_URL=http://127.0.0.1:9\nUNSANDBOX_PUBLIC_KEY=pk\n"

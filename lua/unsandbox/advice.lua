@@ -57,7 +57,7 @@ function cp.credentials()
   return "set SANDBOX_TOKEN (and SANDBOX_CONTROL_PLANE_URL); " .. NO_ACCOUNT
 end
 
-function cp.http(err, url, route)
+function cp.http(err, url)
   local path = path_of(url)
   if (err.status == 404 or err.status == 401) and path:match("/v1/?$") then
     return "the Control Plane URL is its root: the client adds /v1 to every route; use "

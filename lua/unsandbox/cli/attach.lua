@@ -157,10 +157,11 @@ function M.run(c, id, h)
 end
 
 --- `un session attach ID` (the command table's function): the shell's
--- exit code, a program's own.
+-- exit code, or un's own for a local failure (so it is not marked as the
+-- program's: the two cannot be told apart here).
 function M.command(o, c)
   local fail = require "unsandbox.cli.fail"
-  return fail.guard(o.where, M.run, c, o.words[1], fail), true
+  return fail.guard(o.where, M.run, c, o.words[1], fail)
 end
 
 return M

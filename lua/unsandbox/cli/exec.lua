@@ -216,7 +216,8 @@ function snapshot.clone(o, c)
 end
 for name, s in pairs {
   restore = { "restore_snapshot", "restored snapshot %s" }, lock = { "lock_snapshot", "locked snapshot %s" },
-  unlock = { "unlock_snapshot", "unlocked snapshot %s", SUDO }, delete = { "delete_snapshot", "deleted snapshot %s", SUDO },
+  unlock = { "unlock_snapshot", "unlocked snapshot %s", SUDO },
+  delete = { "delete_snapshot", "deleted snapshot %s", SUDO },
 } do
   snapshot[name] = function(o, c)
     out.did(o, check(call(o, c[s[1]], c, o.words[1], s[3])), string.format(s[2], o.words[1]))
@@ -246,7 +247,8 @@ function image.trusted(o, c) out.lines(o, check(call(o, c.image_trusted, c, o.wo
 function image.spawn(o, c) out.id(o, check(call(o, c.spawn_image, c, o.words[1], { name = o.words[2] }))) end
 function image.clone(o, c) out.id(o, check(call(o, c.clone_image, c, o.words[1], { name = o.words[2] }))) end
 for name, s in pairs {
-  grant = { "grant_image_access", "granted image %s to %s" }, revoke = { "revoke_image_access", "revoked image %s from %s" },
+  grant = { "grant_image_access", "granted image %s to %s" },
+  revoke = { "revoke_image_access", "revoked image %s from %s" },
   transfer = { "transfer_image", "transferred image %s to %s" },
   lock = { "lock_image", "locked image %s" }, unlock = { "unlock_image", "unlocked image %s", SUDO },
   delete = { "delete_image", "deleted image %s", SUDO },
