@@ -23,6 +23,10 @@ description = {
     platform's Control Plane: Manager and Sandbox objects, workspaces and
     runtimes with leases, MCP file and shell tools with streamed output,
     PTY sessions, checkpoints, object storage with tickets, administration.
+    The rock installs the module, unlua and un; it has no unsandboxd, the
+    local backend that `unlua --local` and `un --local` start (it needs
+    libmicrohttpd, jansson, SQLite, libarchive and bubblewrap): build it
+    with `make` from the source tree, or set UNSANDBOXD to one.
   ]],
   homepage = "https://unsandbox.com",
   license = "MIT",

@@ -51,6 +51,11 @@ describe("make doc #integration", function()
         "exit_code", "execution_time_ms", "stdout_truncated", "request_id" } do
       assert.matches(word, html, 1, true)
     end
+    local exits = assert(fs.read(ROOT .. "/build/doc/modules/unsandbox.cli.exits.html"))
+    for name, code in pairs(require("unsandbox.cli.exits").codes) do
+      assert.matches("<span class=\"parameter\">" .. name .. "</span>", exits, 1, true)
+      assert.matches(tostring(code), exits, 1, true)
+    end
     local errors = assert(fs.read(ROOT .. "/build/doc/modules/unsandbox.errors.html"))
     for _, kind in ipairs { "credentials", "http", "transport", "timeout", "protocol", "validation",
         "interrupted", "cancelled", "rpc" } do
@@ -92,7 +97,7 @@ describe("man pages #unit", function()
 
   it("un.1 and unlua.1 name every option of the usage texts", function()
     local un = page_text("un")
-    for _, opt in ipairs(options_of(proc.quote(ROOT .. "/bin/un") .. " --help 2>&1 | sed -n '/^options:/,$p'")) do
+    for _, opt in ipairs(options_of(proc.quote(ROOT .. "/bin/un") .. " --help 2>&1 | sed -n '/^options of a run:/,/^exit codes/p'")) do
       assert.matches(opt, un, 1, true)
     end
     local unlua = page_text("unlua")

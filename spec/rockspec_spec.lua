@@ -38,6 +38,12 @@ describe("rockspec", function()
     assert.matches("busted", spec.test.command)
   end)
 
+  it("says what it lacks: unsandboxd, and how to get it #unit", function()
+    local spec = rockspec()
+    assert.matches("has no unsandboxd", spec.description.detailed)
+    assert.matches("build it%s+with `make`", spec.description.detailed)
+  end)
+
   it("the files luarocks make leaves behind are ignored #unit", function()
     local ignore = assert(io.open(".gitignore")):read("a")
     for _, pattern in ipairs { "*.rock", "/lua_modules/", "/.luarocks/" } do

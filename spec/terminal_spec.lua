@@ -342,19 +342,19 @@ describe("session terminal #integration", function()
       assert.are.equal(0, code, err)
     end)
 
-    it("exits 4 with the status for an unknown session, 3 for bad keys", function()
+    it("exits 69 with the status for an unknown session, 77 for bad keys", function()
       local _, err, code = un("session attach unsb-session-none")
-      assert.are.equal(4, code)
+      assert.are.equal(69, code)
       assert.matches("404", err)
       local saved = env.UNSANDBOX_SECRET_KEY
       env.UNSANDBOX_SECRET_KEY = "wrong"
       _, err, code = un("session attach " .. sid)
       env.UNSANDBOX_SECRET_KEY = saved
-      assert.are.equal(3, code)
+      assert.are.equal(77, code)
       assert.matches("401", err)
       _, err, code = un("session attach")
-      assert.are.equal(2, code)
-      assert.matches("session id", err)
+      assert.are.equal(64, code)
+      assert.matches("un session attach: ID expected", err)
     end)
 
     -- Under a real PTY (script(1)) whose typescript is flushed to a file:
@@ -435,7 +435,7 @@ describe("session terminal #integration", function()
       assert.are.equal(fs.read(b2), fs.read(a2))
 
       -- `un ... | head`: endless output into a pipe that closes (SIGPIPE
-      -- ignored: a write error, exit 6, the terminal restored)
+      -- ignored: a write error, exit 74, the terminal restored)
       out, code = under_pty(function()
         return "stty -g > " .. b3 .. "; { " .. UN .. sid .. " </dev/tty; echo rc=$? >&2; } | " ..
           "head -c 100 >/dev/null; stty -g > " .. a3
@@ -443,8 +443,9 @@ describe("session terminal #integration", function()
         return wait_for(ts, "[attached") .. "; printf 'yes\\r'; " .. wait_for(ts, "rc=")
       end)
       assert.are.equal(0, code, out)
-      assert.matches("rc=6", out)
+      assert.matches("rc=74", out)
       assert.matches("standard output", out)
+      assert.not_matches("the program's own", out)
       assert.matches("^%x+:", fs.read(b3))
       assert.are.equal(fs.read(b3), fs.read(a3))
     end)

@@ -1,7 +1,7 @@
 -- #integration specs of the `un` subcommands for the execution routes of
 -- issue 14 (cli_exec.lua), run as a process against a real unsandboxd:
--- the happy paths print ids and values, bad arguments exit 2 with one
--- line, API refusals exit 4.
+-- the happy paths print ids and say what they did, bad arguments exit 64
+-- with one line, API refusals exit 69.
 local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
 
@@ -36,15 +36,16 @@ describe("un execution subcommands #integration", function()
 
   it("session freeze, unfreeze, boost and unboost", function()
     local sid = ok("session create"):match("%S+")
-    ok("session freeze " .. sid)
+    assert.are.equal("froze session " .. sid .. "\n", ok("session freeze " .. sid))
     local _, err, code = un("session exec " .. sid .. " true")
-    assert.are.equal(4, code)
+    assert.are.equal(69, code)
     assert.matches("frozen", err)
     ok("session unfreeze " .. sid)
-    assert.are.equal("3\n", ok("session boost " .. sid .. " 3"))
-    ok("session unboost " .. sid)
+    assert.are.equal("session " .. sid .. " now runs its commands with 3 vcpu\n", ok("session boost " .. sid .. " 3"))
+    assert.are.equal(3, require("cjson").decode(ok("session boost " .. sid .. " 3 --json")).result.vcpu)
+    assert.are.equal("session " .. sid .. " is back to 1 vcpu\n", ok("session unboost " .. sid))
     _, err, code = un("session boost " .. sid .. " lots")
-    assert.are.equal(2, code)
+    assert.are.equal(64, code)
     assert.matches("integer", err)
     ok("session delete " .. sid)
   end)
@@ -55,22 +56,25 @@ describe("un execution subcommands #integration", function()
     ok("service unfreeze " .. id)
     ok("service lock " .. id)
     local _, _, code = un("service delete " .. id)
-    assert.are.equal(4, code)
+    assert.are.equal(69, code)
     ok("service unlock " .. id)
-    assert.are.equal("2\n", ok("service resize " .. id .. " 2"))
-    assert.matches("unfreeze_on_demand%s+true", ok("service update " .. id .. " unfreeze_on_demand=true"))
-    assert.are.equal(2, select(3, un("service update " .. id .. " unfreeze_on_demand=maybe")))
-    assert.are.equal("a.example.com\nb.example.com\n",
+    assert.are.equal("service " .. id .. " now has 2 vcpu\n", ok("service resize " .. id .. " 2"))
+    assert.are.equal("updated service " .. id .. ": unfreeze_on_demand=true\n",
+      ok("service update " .. id .. " unfreeze_on_demand=true"))
+    assert.is_true(require("cjson").decode(ok("service get " .. id .. " --json")).unfreeze_on_demand)
+    assert.are.equal(64, select(3, un("service update " .. id .. " unfreeze_on_demand=maybe")))
+    assert.are.equal("service " .. id .. " domains: a.example.com, b.example.com\n",
       ok("service domains " .. id .. " add a.example.com b.example.com"))
     local f = assert(io.open(dir .. "/.env", "w"))
     f:write("K=v1\n")
     f:close()
-    assert.are.equal("1\n", ok("service env-set " .. id .. " " .. proc.quote(dir .. "/.env")))
-    assert.are.equal(2, select(3, un("service env-set " .. id .. " " .. proc.quote(dir .. "/missing"))))
+    assert.are.equal("stored 1 variable(s) in the env vault of service " .. id .. "\n",
+      ok("service env-set " .. id .. " " .. proc.quote(dir .. "/.env")))
+    assert.are.equal(64, select(3, un("service env-set " .. id .. " " .. proc.quote(dir .. "/missing"))))
     assert.matches("has_vault%s+true", ok("service env " .. id))
     assert.are.equal("K=v1\n", ok("service env-export " .. id))
     ok("service env-delete " .. id)
-    assert.are.equal(4, select(3, un("service env-export " .. id)))
+    assert.are.equal(69, select(3, un("service env-export " .. id)))
     ok("service redeploy " .. id .. " 'echo again; sleep 60'")
     local out
     for _ = 1, 100 do
@@ -96,14 +100,14 @@ describe("un execution subcommands #integration", function()
     local svc = ok("image spawn " .. img .. " fromimg"):match("%S+")
     assert.are.equal("img\n", ok("service exec " .. svc .. " 'cat i.txt'"))
     ok("image lock " .. img)
-    assert.are.equal(4, select(3, un("image delete " .. img)))
+    assert.are.equal(69, select(3, un("image delete " .. img)))
     ok("image unlock " .. img)
     ok("image delete " .. img)
     local _, err, code = un("image visibility " .. img .. " everyone")
-    assert.are.equal(2, code)
+    assert.are.equal(64, code)
     assert.matches("visibility", err)
-    assert.are.equal(2, select(3, un("image frobnicate x")))
-    assert.are.equal(2, select(3, un("snapshot clone " .. snap .. " vm")))
+    assert.are.equal(64, select(3, un("image frobnicate x")))
+    assert.are.equal(64, select(3, un("snapshot clone " .. snap .. " vm")))
     for _, cmd in ipairs { "service delete " .. svc, "session delete " .. clone, "session delete " .. sid } do
       ok(cmd)
     end

@@ -68,10 +68,10 @@ describe("un, a new user's commands #integration", function()
 
     it("'-' needs -s, and cannot share standard input with -k -", function()
       local _, err, code = un("-", nil, "print(1)")
-      assert.equal(2, code)
+      assert.equal(64, code)
       assert.matches("needs its language: %-s LANG %-", err)
       _, err, code = un("-p pk -k - -s python -", nil, "sk\n")
-      assert.equal(2, code)
+      assert.equal(64, code)
       assert.matches("both the code %(%-%) and the key", err)
     end)
 
@@ -79,11 +79,11 @@ describe("un, a new user's commands #integration", function()
       local prog = dir .. "/args.py"
       fs.write(prog, "print('ran')\n")
       local out, err, code = un(proc.quote(prog) .. " a b")
-      assert.equal(2, code)
+      assert.equal(64, code)
       assert.equal("", out)
       assert.matches("not passed to it %(the service has no argv%)", err)
       _, err, code = un("-s bash 'echo x' extra")
-      assert.equal(2, code)
+      assert.equal(64, code)
       assert.matches("no argv", err)
     end)
   end)
@@ -98,7 +98,8 @@ describe("un, a new user's commands #integration", function()
     assert.equal(0, code, out)
     assert.equal("after\n", out)
     out, code = proc.run(proc.quote(UN) .. " -s bash 'echo no'", bare)
-    assert.equal(3, code, out)                       -- without it: no credentials
+    assert.equal(77, code, out)                      -- without it: no credentials
+    assert.matches("un %-%-local", out)              -- and how to do without
   end)
 
   describe("output", function()
@@ -109,8 +110,9 @@ describe("un, a new user's commands #integration", function()
       assert.equal(0, code)
       assert.matches("^un %d+%.%d+%.%d+ %(unsandbox for Lua%)\n$", out)
       out = un("--help")
-      assert.matches("exit codes:.*2 bad arguments.*3 authentication.*4 API error.*5 timeout.*6 local I/O", out)
-      for _, cmd in ipairs { "session", "service", "snapshot", "jobs", "languages", "key" } do
+      assert.matches("exit codes:.*64 +bad arguments.*69 +the service.*74 +a local I/O.*75 +timeout.*77 +authentication", out)
+      for _, cmd in ipairs { "session", "service", "snapshot", "image", "sandbox", "object", "admin", "local",
+          "jobs", "languages", "key" } do
         out, _, code = un(cmd .. " --help")
         assert.equal(0, code)
         assert.matches("^usage: un " .. cmd, out)
@@ -158,7 +160,8 @@ describe("un, a new user's commands #integration", function()
       assert.equal("froze session " .. s .. "\n", (un("session freeze " .. s)))
       assert.equal("unfroze session " .. s .. "\n", (un("session unfreeze " .. s)))
       local boosted = cjson.decode((un("--json session boost " .. s .. " 2")))
-      assert.equal(2, boosted.vcpu)
+      assert.equal(2, boosted.result.vcpu)
+      assert.is_true(boosted.ok)
       local svc = assert(un("service create web 'sleep 600'"):match("^(%S+)\n$"))
       assert.equal("locked service " .. svc .. "\n", (un("service lock " .. svc)))
       assert.equal("table", type(cjson.decode((un("--json service unlock " .. svc)))))
@@ -177,12 +180,18 @@ describe("un, a new user's commands #integration", function()
     return pred()
   end
 
-  it("Ctrl-C cancels the job un started, says so and exits 130", function()
+  it("Ctrl-C cancels the job un is polling, says so and exits 130", function()
+    -- the job is pending at once (--sync-ms 0), so un polls it and holds its id
+    local slow = server.start { args = { "--sync-ms", "0" } }
+    finally(slow.stop)
+    local e = {}
+    for k, v in pairs(env) do e[k] = v end
+    e.UNSANDBOX_URL, e.UNSANDBOX_PUBLIC_KEY, e.UNSANDBOX_SECRET_KEY = slow.url, slow.public_key, slow.secret_key
     local out, errf, status = dir .. "/bg.out", dir .. "/bg.err", dir .. "/bg.status"
     local pidf = dir .. "/bg.pid"
     os.execute(string.format("(%s%s -s bash 'sleep 600' >%s 2>%s & echo $! >%s; wait $!; echo $? >%s) >/dev/null 2>&1 &",
-      proc.env_prefix(env), proc.quote(UN), proc.quote(out), proc.quote(errf), proc.quote(pidf), proc.quote(status)))
-    local c = require("unsandbox").client(srv.client_opts())
+      proc.env_prefix(e), proc.quote(UN), proc.quote(out), proc.quote(errf), proc.quote(pidf), proc.quote(status)))
+    local c = require("unsandbox").client(slow.client_opts())
     local id
     assert.is_true(wait_for(function()
       for _, job in ipairs(assert(c:list_jobs())) do
@@ -224,11 +233,11 @@ describe("un, a new user's commands #integration", function()
       assert.matches("un: cannot save artifacts: .*blocker/sub: cannot create directory: Not a directory", err)
     end)
 
-    it("a failure to save after a successful program exits 6 (a local I/O error)", function()
+    it("a failure to save after a successful program exits 74 (a local I/O error)", function()
       local blocker = dir .. "/blocker2"
       assert(io.open(blocker, "w")):close()
       local _, err, code = un("-a -o " .. proc.quote(blocker) .. " -s bash 'echo x > f.txt'")
-      assert.equal(6, code, err)
+      assert.equal(74, code, err)
       assert.matches("Not a directory", err)
     end)
   end)

@@ -57,10 +57,8 @@ describe("un #integration", function()
     local out, err, code = un("-v -s bash 'echo v'")
     assert.are.equal(0, code)
     assert.are.equal("v\n", out)
-    -- un submits a job and follows it (issue 13: Ctrl-C can cancel it), so
-    -- the exchanges are the submission and at least one poll, one line each
-    assert.matches("unsandbox: method=POST path=/execute/async status=202 ", err)
-    assert.matches("unsandbox: method=GET path=/jobs/job_%S+ status=200 ", err)
+    -- a quick run is answered synchronously: one exchange, no poll
+    assert.matches("^unsandbox: method=POST path=/execute status=200 [^\n]*\n$", err)
     for line in err:gmatch("[^\n]+") do
       assert.matches("^unsandbox: method=%u+ path=/%S* status=%d+ ", line)
     end
@@ -69,6 +67,18 @@ describe("un #integration", function()
     out, err = un("-s bash 'echo q'")
     assert.are.equal("q\n", out)
     assert.is_nil(err:find("method=", 1, true))
+  end)
+
+  it("polls only when the service answers that the job is pending", function()
+    -- the server answers POST /execute with a pending job after --sync-ms
+    local slow = server.start { args = { "--sync-ms", "100" } }
+    local out, err, code = un("-v -s bash 'sleep 1; echo late'", { UNSANDBOX_URL = slow.url,
+      UNSANDBOX_PUBLIC_KEY = slow.public_key, UNSANDBOX_SECRET_KEY = slow.secret_key })
+    slow.stop()
+    assert.are.equal(0, code, err)
+    assert.are.equal("late\n", out)
+    assert.matches("method=POST path=/execute status=200 ", err)
+    assert.matches("method=GET path=/jobs/job_%S+ status=200 ", err)
   end)
 
   it("detects the language from a shebang line", function()
@@ -85,6 +95,26 @@ describe("un #integration", function()
     assert.are.equal("Ada payload\n", out)
   end)
 
+  it("saves artifacts at their relative paths, making the directories", function()
+    local outdir = dir .. "/tree"
+    local _, err, code = un("-o " .. proc.quote(outdir) .. " -s bash 'mkdir -p sub/deep; echo z > sub/deep/z.txt'")
+    assert.are.equal(0, code, err)
+    local f = assert(io.open(outdir .. "/sub/deep/z.txt"))
+    assert.are.equal("z\n", f:read("a"))
+    f:close()
+    assert.matches("saved " .. outdir:gsub("%p", "%%%0") .. "/sub/deep/z.txt", err)
+  end)
+
+  it("refuses an artifact name that is absolute or climbs out", function()
+    local run = require "unsandbox.cli.run"
+    local outdir = dir .. "/guarded"
+    for _, name in ipairs { "../escape.txt", "/etc/evil", "a/../../b" } do
+      local msg = run.save_artifacts({ { filename = name, content = "x" } }, outdir)
+      assert.matches("not saved", msg, 1, true)
+    end
+    assert.is_nil(io.open(dir .. "/escape.txt"))
+  end)
+
   it("saves artifacts with -a -o", function()
     local outdir = dir .. "/art"
     os.execute("mkdir -p " .. outdir)
@@ -95,13 +125,23 @@ describe("un #integration", function()
     f:close()
   end)
 
-  it("exits 5 when the program hits its time limit", function()
+  it("exits 75 when the program hits its time limit", function()
     local _, err, code = un("--ttl 1 -s bash 'sleep 10'")
-    assert.are.equal(5, code)
+    assert.are.equal(75, code)
     assert.matches("time limit", err)
   end)
 
-  it("exits 2 with one line for bad arguments", function()
+  it("names a program's own exit code that is also one of un's", function()
+    local _, err, code = un("-s bash 'exit 69'")
+    assert.are.equal(69, code)
+    assert.are.equal("[un] exit code 69 is the program's own\n", err)
+    local out
+    out, err, code = un("--json -s bash 'exit 69'")
+    assert.are.equal(69, code)
+    assert.are.equal(69, require("cjson").decode(out).exit_code)
+  end)
+
+  it("exits 64 with one line for bad arguments", function()
     local bad = {
       "--bogus x.py", "-s", "-s python", "--ttl 0 -s bash true", "--ttl abc -s bash true",
       "-n open -s bash true", "-e NOEQUALS -s bash true", "/nonexistent/file.py",
@@ -109,18 +149,18 @@ describe("un #integration", function()
     }
     for _, args in ipairs(bad) do
       local _, err, code = un(args)
-      assert.are.equal(2, code, args .. ": " .. err)
-      assert.matches("^un: [^\n]+\n$", err, nil, args)
+      assert.are.equal(64, code, args .. ": " .. err)
+      assert.matches("^un[ :][^\n]+\n$", err, nil, args)
     end
   end)
 
-  it("exits 3 for an authentication failure", function()
+  it("exits 77 for an authentication failure", function()
     local _, err, code = un("-s bash true", { UNSANDBOX_SECRET_KEY = "unsb-sk-wrong" })
-    assert.are.equal(3, code)
+    assert.are.equal(77, code)
     assert.matches("401", err)
     assert.not_matches("unsb%-sk", err)
     _, err, code = un("-s bash true -p only-public", {})
-    assert.are.equal(2, code, err)
+    assert.are.equal(64, code, err)
   end)
 
   it("takes keys from --account N and the service from --url", function()
@@ -131,9 +171,9 @@ describe("un #integration", function()
     assert.are.equal(0, code, err)
     assert.are.equal("from-account\n", out)
     _, err, code = un("--account 0 --url " .. srv.url .. " -s bash true", bare)
-    assert.are.equal(3, code)
+    assert.are.equal(77, code)
     _, err, code = un("--account 5 --url " .. srv.url .. " -s bash true", bare)
-    assert.are.equal(3, code)
+    assert.are.equal(77, code)
     assert.matches("5", err)
     os.remove(dir .. "/.unsandbox/accounts.csv")
   end)
@@ -172,7 +212,7 @@ describe("un #integration", function()
     -- a wrong key from the file is an authentication failure, not shown
     local wrong = write("wrong.key", "unsb-sk-wrong-key\n")
     _, err, code = un("-p " .. pk .. " --secret-key-file " .. proc.quote(wrong) .. " -s bash true", bare)
-    assert.are.equal(3, code)
+    assert.are.equal(77, code)
     assert.is_nil(err:find("unsb-sk-wrong-key", 1, true))
   end)
 
@@ -192,14 +232,14 @@ describe("un #integration", function()
     }
     for _, c in ipairs(cases) do
       local _, err, code = un(c[1], bare)
-      assert.are.equal(2, code, c[1] .. ": " .. err)
+      assert.are.equal(64, code, c[1] .. ": " .. err)
       assert.matches("^un: [^\n]*" .. c[2]:gsub("%-", "%%-") .. "[^\n]*\n$", err, nil, c[1])
     end
   end)
 
-  it("exits 4 for an API error", function()
+  it("exits 69 for an API error", function()
     local _, err, code = un("jobs --get job_missing")
-    assert.are.equal(4, code)
+    assert.are.equal(69, code)
     assert.matches("404", err)
   end)
 
@@ -233,7 +273,7 @@ describe("un #integration", function()
     local snap = assert(c:session_snapshot(s.id)).id
     assert(c:call("POST", "/_faults", { mode = "sudo", otp = "424242", count = 1, path = "/snapshots/" }))
     local _, err, code = un("snapshot delete " .. snap)  -- stdin is empty: cancelled
-    assert.are.equal(4, code)
+    assert.are.equal(69, code)
     assert.matches("428", err)
     local out
     out, code = proc.run("sh -c " .. proc.quote("echo 424242 | bin/un snapshot delete " .. snap), env)
@@ -252,9 +292,13 @@ describe("un #integration", function()
   it("shows progress only on a terminal", function()
     local _, err = un("-s bash 'sleep 1; echo done'")
     assert.are.equal("", err)
-    -- script(1) gives the command a pseudo-terminal
+    -- script(1) gives the command a pseudo-terminal; progress is shown
+    -- while the job is polled, so the server answers "pending" at once
+    local slow = server.start { args = { "--sync-ms", "0" } }
     local e = {}
     for k, v in pairs(env) do e[k] = v end
+    e.UNSANDBOX_URL, e.UNSANDBOX_PUBLIC_KEY, e.UNSANDBOX_SECRET_KEY = slow.url, slow.public_key, slow.secret_key
+    finally(slow.stop)
     local out = proc.run("script -qec " .. proc.quote("bin/un -s bash 'sleep 1.5; echo done'") .. " /dev/null", e)
     assert.matches("%[un%] %d+%.%ds", out)
     assert.matches("done", out)

@@ -402,6 +402,18 @@ describe("unlua #unit", function()
       assert.matches("unlua: UNSANDBOXD=/nonexistent/unsandboxd is not an executable file", out)
     end)
 
+    it("names how to get unsandboxd when there is none (a LuaRocks install has none)", function()
+      -- an unlua with no unsandboxd next to it, nor on PATH
+      local copy = tmp .. "/unlua"
+      os.execute("cp " .. q(UNLUA) .. " " .. q(copy))
+      local out, code = sh("env -u UNSANDBOXD HOME=" .. q(tmp) .. " PATH=/usr/bin:/bin " .. q(copy)
+        .. " --local -e 'print(1)'")
+      assert.equal(1, code, out)
+      assert.matches("unlua: %-%-local needs unsandboxd, which was not found", out)
+      assert.matches("the LuaRocks package has no unsandboxd", out)
+      assert.matches("build it with `make`", out)
+    end)
+
     it("shows the server's log and cleans up when it exits at start", function()
       local fake = write(tmp .. "/fake", "#!/bin/sh\necho \"cannot bind: $*\" >&2\nexit 3\n")
       os.execute("chmod +x " .. q(fake))

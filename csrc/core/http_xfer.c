@@ -276,6 +276,15 @@ int unsb_xfer_fail(const unsb_http_xfer *x, int rc, unsb_error *err) {
     case CURLE_UNSUPPORTED_PROTOCOL:
     case CURLE_WEIRD_SERVER_REPLY:
       return unsb_fail(err, UNSB_EPROTOCOL, "malformed response from %s: %s", x->host, detail);
+    /* what a new user meets first, with what to do about it */
+    case CURLE_SSL_CONNECT_ERROR:
+      return unsb_fail(err, UNSB_ETRANSPORT, "TLS handshake with %s failed (%s); if that server "
+                       "speaks plain HTTP (a local unsandboxd does), use an http:// URL",
+                       x->host, detail);
+    case CURLE_COULDNT_CONNECT:
+      return unsb_fail(err, UNSB_ETRANSPORT, "nothing accepted the connection to %s (%s): is the "
+                       "server running, and is this its port? (a local one: un local status)",
+                       x->host, detail);
     default:
       return unsb_fail(err, UNSB_ETRANSPORT, "transport error talking to %s: %s (%s)",
                        x->host, curl_easy_strerror((CURLcode)rc), detail);

@@ -21,6 +21,7 @@
 ** backend, and neither signal handlers nor atexit() take arguments.
 */
 #include "host/local_backend.h"
+#include "host/local_server.h"
 #include "core/clock.h"
 
 #include <errno.h>
@@ -129,13 +130,12 @@ static void restore_fatal_signals(void) {
     }
 }
 
-/* Prints the last lines of the server's log, indented, to stderr. */
-static void print_log_tail(void) {
+void local_print_log_tail(const char *log) {
   char buf[2048 + 1];
   long start;
   size_t n;
   char *text;
-  FILE *f = fopen(lb.log, "rb");
+  FILE *f = fopen(log, "rb");
   if (f == NULL) return;
   fseek(f, 0, SEEK_END);
   start = ftell(f) - (long)(sizeof buf - 1);
@@ -146,7 +146,7 @@ static void print_log_tail(void) {
   text = buf;
   if (start > 0 && (text = strchr(buf, '\n')) != NULL) text++;  /* whole lines */
   if (text == NULL || *text == '\0') {
-    fprintf(stderr, "  (its log %s is empty)\n", lb.log);
+    fprintf(stderr, "  (its log %s is empty)\n", log);
     return;
   }
   fprintf(stderr, "  last lines of its log:\n");
@@ -249,7 +249,7 @@ void local_stop(void) {
       fprintf(stderr, "%s: warning: the local unsandboxd (pid %d) exited "
               "before the script ended (%s %d)\n", lb.progname, (int)lb.pid,
               si.si_code == CLD_EXITED ? "status" : "signal", si.si_status);
-      print_log_tail();
+      local_print_log_tail(lb.log);
     }
     terminate_server();
     if (lb.out_fd >= 0) { close(lb.out_fd); lb.out_fd = -1; }
@@ -268,9 +268,8 @@ void local_stop(void) {
 ** ===================================================================
 */
 
-/* Finds unsandboxd: $UNSANDBOXD, then next to unlua, then $PATH. */
-static int find_server(const char *progname, const char *exedir,
-                       char *out, size_t outlen) {
+int local_find_server(const char *progname, const char *exedir,
+                      char *out, size_t outlen) {
   const char *env = getenv("UNSANDBOXD");
   if (env != NULL && *env != '\0') {
     if (is_executable(env) && strlen(env) < outlen) {
@@ -289,8 +288,10 @@ static int find_server(const char *progname, const char *exedir,
   fprintf(stderr,
           "%s: --local needs unsandboxd, which was not found\n"
           "  (looked at $UNSANDBOXD, %s%sunsandboxd and $PATH)\n"
-          "  build it with `make` in the unsandbox source tree, or set "
-          "UNSANDBOXD=/path/to/unsandboxd\n",
+          "  the LuaRocks package has no unsandboxd (it needs libmicrohttpd,\n"
+          "  jansson, SQLite, libarchive and bubblewrap): build it with `make`\n"
+          "  in the unsandbox source tree (`make install` puts it on $PATH),\n"
+          "  or set UNSANDBOXD=/path/to/unsandboxd\n",
           progname, exedir, exedir[0] ? "/" : "");
   return 0;
 }
@@ -351,23 +352,15 @@ static void exec_server(const char *path, int out_fd, pid_t parent) {
   _exit(127);
 }
 
-/* What the server announces on its stdout: the execution API's URL and
-** dev keys, and (a server with the Control Plane) its URL and this
-** start's break-glass token. */
-typedef struct {
-  char url[512], pub[512], sec[512], cp_url[512], cp_token[1024];
-} announcement;
-
-/* Stores the value of one "KEY=value" line if KEY is one we want. */
-static void take_line(const char *line, announcement *a) {
+void local_take_line(const char *line, local_announcement *a) {
   static const char *const keys[] = { "UNSANDBOX_URL=", "UNSANDBOX_PUBLIC_KEY=",
                                       "UNSANDBOX_SECRET_KEY=", "SANDBOX_CONTROL_PLANE_URL=",
-                                      "SANDBOX_TOKEN=" };
-  char *dest[5] = { a->url, a->pub, a->sec, a->cp_url, a->cp_token };
-  size_t size[5] = { sizeof a->url, sizeof a->pub, sizeof a->sec, sizeof a->cp_url,
-                     sizeof a->cp_token };
+                                      "SANDBOX_TOKEN=", "UNSANDBOXD_PID=" };
+  char *dest[6] = { a->url, a->pub, a->sec, a->cp_url, a->cp_token, a->pid };
+  size_t size[6] = { sizeof a->url, sizeof a->pub, sizeof a->sec, sizeof a->cp_url,
+                     sizeof a->cp_token, sizeof a->pid };
   int i;
-  for (i = 0; i < 5; i++) {
+  for (i = 0; i < 6; i++) {
     size_t klen = strlen(keys[i]);
     if (strncmp(line, keys[i], klen) == 0) {
       snprintf(dest[i], size[i], "%s", line + klen);
@@ -379,7 +372,7 @@ static void take_line(const char *line, announcement *a) {
 /* Complete: the three execution API values, and either both Control
 ** Plane values or a quiet pipe once the rest is in (a server without a
 ** Control Plane announces none: `quiet` says nothing more came). */
-static int complete(const announcement *a, int quiet) {
+static int complete(const local_announcement *a, int quiet) {
   if (!(a->url[0] && a->pub[0] && a->sec[0])) return 0;
   return (a->cp_url[0] && a->cp_token[0]) || quiet;
 }
@@ -387,7 +380,7 @@ static int complete(const announcement *a, int quiet) {
 /* Reads the announcement until it is complete, EOF or the deadline.
 ** Returns 1, or 0 with a reason in why. The server writes all its lines
 ** at once, so the quiet wait for Control Plane lines is short. */
-static int read_announcement(announcement *a, const char **why) {
+static int read_announcement(local_announcement *a, const char **why) {
   char buf[4096];
   size_t len = 0;
   long deadline = (long)unsb_monotonic_ms() + LOCAL_START_TIMEOUT_S * 1000L;
@@ -417,7 +410,7 @@ static int read_announcement(announcement *a, const char **why) {
     while ((nl = strchr(buf, '\n')) != NULL) {  /* whole lines only */
       *nl = '\0';
       if (nl > buf && nl[-1] == '\r') nl[-1] = '\0';
-      take_line(buf, a);
+      local_take_line(buf, a);
       len -= (size_t)(nl + 1 - buf);
       memmove(buf, nl + 1, len + 1);
     }
@@ -426,10 +419,9 @@ static int read_announcement(announcement *a, const char **why) {
   return 1;
 }
 
-/* The environment of the script: both services' URLs and credentials. */
-static void export_config(const announcement *a) {
+void local_export_config(const local_announcement *a, long pid) {
   char pidbuf[32];
-  snprintf(pidbuf, sizeof pidbuf, "%d", (int)lb.pid);
+  snprintf(pidbuf, sizeof pidbuf, "%ld", pid);
   setenv("UNSANDBOX_URL", a->url, 1);
   setenv("UNSANDBOX_PUBLIC_KEY", a->pub, 1);
   setenv("UNSANDBOX_SECRET_KEY", a->sec, 1);
@@ -443,19 +435,20 @@ static void export_config(const announcement *a) {
 
 int local_start(const char *progname, const char *exedir) {
   char path[PATH_MAX];
-  announcement a;
+  local_announcement a;
   const char *why = NULL;
   int fds[2];
   sigset_t old;
   pid_t parent = getpid();
   lb.progname = progname;
+  if (local_server_reuse(progname)) return 0;
   if (!have_bwrap()) {
     fprintf(stderr, "%s: --local runs code under bubblewrap, but bwrap was not "
             "found (/usr/bin/bwrap or $PATH)\n"
             "  install it with `apt-get install bubblewrap`\n", progname);
     return -1;
   }
-  if (!find_server(progname, exedir, path, sizeof path)) return -1;
+  if (!local_find_server(progname, exedir, path, sizeof path)) return -1;
   if (!make_dirs(progname)) return -1;
   if (pipe2(fds, O_CLOEXEC) != 0) {
     fprintf(stderr, "%s: pipe: %s\n", progname, strerror(errno));
@@ -480,16 +473,19 @@ int local_start(const char *progname, const char *exedir) {
   sigprocmask(SIG_SETMASK, &old, NULL);
   /* a Ctrl-C from here on stops the server through local_fatal_signal */
   if (lb.pid > 0 && read_announcement(&a, &why)) {
-    export_config(&a);
+    local_export_config(&a, (long)lb.pid);
     explicit_bzero(&a, sizeof a);   /* the keys live on in the environment only */
     lb.announced = 1;
+    if (isatty(STDERR_FILENO))
+      fprintf(stderr, "%s: a private unsandboxd for this run (pid %d; `un local start` keeps "
+              "one running between runs)\n", progname, (int)lb.pid);
     return 0;
   }
   explicit_bzero(&a, sizeof a);
   if (why != NULL) {
     fprintf(stderr, "%s: the local unsandboxd (%s) did not start: %s\n",
             progname, path, why);
-    print_log_tail();
+    local_print_log_tail(lb.log);
   }
   local_stop();
   restore_fatal_signals();

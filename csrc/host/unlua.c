@@ -15,8 +15,10 @@
 **     hold an unsandbox/ directory;
 **   - SIGINT also raises the core's interrupt flag, so a script blocked in
 **     a C wait (core.sleep, an HTTP request, a poll) stops too;
-**   - `--local`: the script runs against a private unsandboxd that unlua
-**     starts and always stops (local_backend.c).
+**   - `--local`: the script runs against the user's lasting unsandboxd
+**     when one runs (`un local start`, local_server.c), else a private one
+**     that unlua starts and always stops (local_backend.c); `unlua.local`
+**     in package.preload manages the lasting one (local_lua.c).
 **
 ** The structure follows lua.c: main() runs everything in a protected
 ** pmain(), so even a memory error at start-up is reported properly.
@@ -40,6 +42,7 @@
 #include "host/facade.h"
 #include "host/lineedit.h"
 #include "host/local_backend.h"
+#include "host/local_lua.h"
 
 
 #ifndef LUA_IGMARK  /* luaconf.h has it only from 5.4.5 on */
@@ -262,6 +265,9 @@ static void preload_modules(lua_State *L) {
     lua_pushcfunction(L, m->func);
     lua_setfield(L, -2, m->name);
   }
+  lua_pushstring(L, exedir);  /* where a build tree keeps unsandboxd */
+  lua_pushcclosure(L, luaopen_unlua_local, 1);
+  lua_setfield(L, -2, "unlua.local");
   lua_pop(L, 1);
 }
 

@@ -7,10 +7,12 @@
 #include "server/cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/cp/cp.h"
 #include "server/cp/auth/keys.h"
@@ -53,6 +55,51 @@ void ux_set_data_dir(ux_config *cfg, const char *dir) {
     exit(1);
   }
   snprintf(cfg->data, sizeof cfg->data, "%s", abs);
+}
+
+int ux_env_file_path(const char *arg, char *out, size_t outlen) {
+  char cwd[PATH_MAX];
+  int n;
+  if (arg[0] == '\0') return -1;
+  if (arg[0] == '/') n = snprintf(out, outlen, "%s", arg);
+  else if (getcwd(cwd, sizeof cwd)) n = snprintf(out, outlen, "%s/%s", cwd, arg);
+  else return -1;
+  return n > 0 && (size_t)n < outlen ? 0 : -1;
+}
+
+int ux_env_file_write(const char *path, const char *text, char *err, size_t errlen) {
+  char tmp[PATH_MAX + 32];
+  size_t len = strlen(text), done = 0;
+  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    snprintf(err, errlen, "--env-file: cannot create %s: %s", tmp, strerror(errno));
+    return -1;
+  }
+  while (done < len) {
+    ssize_t w = write(fd, text + done, len - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    done += (size_t)w;
+  }
+  int ok = done == len && fsync(fd) == 0;
+  if (close(fd) != 0) ok = 0;
+  if (!ok || rename(tmp, path) != 0) {
+    snprintf(err, errlen, "--env-file: cannot write %s: %s", path, strerror(errno));
+    unlink(tmp);
+    return -1;
+  }
+  return 0;
+}
+
+void ux_env_file_remove(const char *path, const char *text) {
+  char buf[4096];
+  size_t len = strlen(text);
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t n = len < sizeof buf ? read(fd, buf, sizeof buf) : -1;
+  close(fd);
+  if (n == (ssize_t)len && memcmp(buf, text, len) == 0) unlink(path);
 }
 
 typedef struct opts {

@@ -51,6 +51,9 @@
 /* The one process-global: the signal handler can reach nothing else. */
 static int signal_pipe[2] = { -1, -1 };
 
+/* --env-file, made absolute (the server runs in "/"); "" when not given */
+static char env_file[PATH_MAX];
+
 static void on_signal(int sig) {
   int saved = errno;
   char c = (char)sig;
@@ -119,6 +122,10 @@ static void usage(FILE *f) {
     "                       most 4096); past 7/8 of them idle ones are closed,\n"
     "                       unauthenticated first\n"
 
+    "  --env-file FILE      also write what is printed at start-up (and\n"
+    "                       UNSANDBOXD_PID) to FILE, 0600, once listening; removed\n"
+    "                       at shutdown: start in the background, then\n"
+    "                       `set -a; . FILE; set +a`\n"
     "  --version, --help\n"
     "\n"
     "Prints UNSANDBOX_URL=... and SANDBOX_CONTROL_PLANE_URL=... (and with --dev-keys\n"
@@ -159,7 +166,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
   enum { OPT_LISTEN = 256, OPT_DATA, OPT_DEV, OPT_SYNC, OPT_WORKERS, OPT_QUEUE, OPT_BODY,
          OPT_DISK, OPT_BUDGET, OPT_KEY_QUOTA, OPT_TENANT_QUOTA, OPT_RETENTION, OPT_MEM_BUDGET, OPT_AGENT, OPT_FAULTS, OPT_LENIENT, OPT_CGROUPS, OPT_POOL, OPT_POOL_SHAPES,
          OPT_CP_LISTEN, OPT_REGISTRIES, OPT_TOKEN_TTL, OPT_IDLE_TTL, OPT_HARD_TTL, OPT_AUDIT_ROWS, OPT_MAX_RT,
-         OPT_OBJ_XFERS, OPT_SHARE, OPT_VERSION, OPT_HELP };
+         OPT_OBJ_XFERS, OPT_SHARE, OPT_ENV_FILE, OPT_VERSION, OPT_HELP };
   static const struct option opts[] = {
     { "listen", required_argument, NULL, OPT_LISTEN },
     { "data", required_argument, NULL, OPT_DATA },
@@ -193,6 +200,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     { "cp-tenant-transfers", required_argument, NULL, OPT_SHARE },
     { "cp-tenant-calls", required_argument, NULL, OPT_SHARE },
     { "max-connections", required_argument, NULL, OPT_SHARE },
+    { "env-file", required_argument, NULL, OPT_ENV_FILE },
     { "version", no_argument, NULL, OPT_VERSION },
     { "help", no_argument, NULL, OPT_HELP },
     { NULL, 0, NULL, 0 },
@@ -258,6 +266,10 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
       if (!strcmp(optarg, "auto")) cfg->cgroups = 1;
       else if (!strcmp(optarg, "off")) cfg->cgroups = 0;
       else ux_die_usage("--cgroups wants auto or off, got '%s'", optarg);
+      break;
+    case OPT_ENV_FILE:
+      if (ux_env_file_path(optarg, env_file, sizeof env_file) != 0)
+        ux_die_usage("--env-file: cannot use '%s'", optarg);
       break;
     case OPT_VERSION: printf("unsandboxd %s\n", UNSB_VERSION); exit(0);
     case OPT_HELP: usage(stdout); exit(0);
@@ -425,6 +437,25 @@ static int open_ledger(ux_server *srv, char *desc, size_t desclen) {
   return 0;
 }
 
+/* The start-up lines on stdout, and with --env-file the same lines and
+** UNSANDBOXD_PID in that file (in text, which holds keys: the caller wipes
+** it). 0, or -1 (logged). */
+static int announce(ux_server *srv, listeners *l, const char *pk, const char *sk,
+                    char *text, size_t len) {
+  int n = snprintf(text, len, "UNSANDBOX_URL=%s\nSANDBOX_CONTROL_PLANE_URL=%s\n", l->exec_url, l->cp_url);
+  if (srv->cfg.dev_keys)
+    n += snprintf(text + n, len - (size_t)n, "UNSANDBOX_PUBLIC_KEY=%s\nUNSANDBOX_SECRET_KEY=%s\n"
+                  "SANDBOX_TOKEN=%s\n", pk, sk, ux_cp_break_glass(srv->cp));
+  fputs(text, stdout);
+  fflush(stdout);
+  if (!env_file[0]) return 0;
+  char err[PATH_MAX + 100];
+  snprintf(text + n, len - (size_t)n, "UNSANDBOXD_PID=%ld\n", (long)getpid());
+  if (ux_env_file_write(env_file, text, err, sizeof err) == 0) return 0;
+  fprintf(stderr, "unsandboxd: %s\n", err);
+  return -1;
+}
+
 int main(int argc, char **argv) {
   char err[512];
   ux_mem_init();                       /* before any JSON value: mem.h's policy */
@@ -467,11 +498,8 @@ int main(int argc, char **argv) {
   listeners l;
   memset(&l, 0, sizeof l);
   if (start_listeners(&srv, &l, err, sizeof err) != 0) { fprintf(stderr, "unsandboxd: %s\n", err); return 1; }
-  printf("UNSANDBOX_URL=%s\nSANDBOX_CONTROL_PLANE_URL=%s\n", l.exec_url, l.cp_url);
-  if (srv.cfg.dev_keys)
-    printf("UNSANDBOX_PUBLIC_KEY=%s\nUNSANDBOX_SECRET_KEY=%s\nSANDBOX_TOKEN=%s\n", pk, sk,
-           ux_cp_break_glass(srv.cp));
-  fflush(stdout);
+  char said[4096];
+  if (announce(&srv, &l, pk, sk, said, sizeof said) != 0) return 1;
   memset(sk, 0, sizeof sk);
   fprintf(stderr, "unsandboxd %s listening on %s, Control Plane on %s (data %s, %d workers,"
           " queue %d%s); isolation: %s\n", UNSB_VERSION, l.exec_url, l.cp_url, srv.cfg.data, srv.cfg.workers, srv.cfg.queue,
@@ -486,6 +514,8 @@ int main(int argc, char **argv) {
   while (read(signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {}
   fprintf(stderr, "unsandboxd: signal %d, shutting down\n", sig);
 
+  if (env_file[0]) ux_env_file_remove(env_file, said);
+  explicit_bzero(said, sizeof said);
   shut_down(&srv, &l, expiry);
   fprintf(stderr, "unsandboxd: stopped\n");
   return 0;

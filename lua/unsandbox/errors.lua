@@ -26,8 +26,12 @@
 -- @field job_id the job a call gave up on (timeout, interrupted: a
 -- deadline, Ctrl-C or a cancelled task), when it had one
 -- @field cancelled whether a job the call started was cancelled when it gave up
+-- @field hint what to do about it, where the client can tell (the language
+-- is not one the service runs, and the nearest names; a URL that is not
+-- the service's root; no credentials: how to run with none), or the
+-- Control Plane's own hint (file routes' 409)
 -- @field timing the call's timing: exchanges, parts, waits, total_ms (see
--- the README's "Seeing what happens")
+-- docs/guide/observability.md)
 local Error = { __name = "unsandbox.Error" }
 Error.__index = Error
 
@@ -50,6 +54,7 @@ function Error:__tostring()
   if self.status then head = head .. " " .. self.status end
   local text = head .. ": " .. (self.message or "no message")
   if self.retry_after then text = text .. " (retry after " .. self.retry_after .. " s)" end
+  if self.hint then text = text .. "; " .. self.hint end
   if self.request_id then text = text .. " [request " .. self.request_id .. "]" end
   return text
 end

@@ -21,6 +21,7 @@
 -- Control Plane's {raw = text}). Internal module.
 local cjson = require "cjson.safe"
 local core = require "unsandbox.core"
+local advice = require "unsandbox.advice"
 local check = require "unsandbox.check"
 local context = require "unsandbox.context"
 local Error = require "unsandbox.errors"
@@ -73,7 +74,7 @@ end
 -- the execution API's policy
 ------------------------------------------------------------------------
 
-local exec = {}
+local exec = { name = "exec" }
 M.exec = exec
 
 -- The C client's options for one attempt: its traceparent joins the
@@ -156,7 +157,7 @@ end
 -- the Control Plane's policy (spec §6, §7.1-§7.4)
 ------------------------------------------------------------------------
 
-local cp = {}
+local cp = { name = "cp" }
 M.cp = cp
 
 --- §7.4: an object call needs the coroutine's subject or an owner; else
@@ -278,7 +279,10 @@ local function attempt(p, owner, state, method, path, payload, o, n, trace, mete
   if not resp then err = p.fail(owner, kind, msg, info, o)
   elseif p.is_error(resp.status) then err = p.http_error(resp)
   else doc, err = p.decode(resp, o) end
-  if err then err.timing = meter and meter:timing() or observe.single(timing) end
+  if err then
+    err.timing = meter and meter:timing() or observe.single(timing)
+    advice.add(p.name, err, owner:url(), method, path)
+  end
   return doc, err, resp, kind, info
 end
 

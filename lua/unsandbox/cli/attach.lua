@@ -17,8 +17,6 @@ local terminal = require "unsandbox.exec.terminal"
 
 local M = {}
 
-M.USAGE = "       un session attach ID   the session's shell here (detach: Ctrl-] then d)\n"
-
 local STDIN = 0
 local READ_MAX = 4096
 -- standard input is read only while less than this waits to be sent, so
@@ -26,7 +24,7 @@ local READ_MAX = 4096
 local INPUT_HIGH = 64 * 1024
 local WAIT_MS = 1000
 local EXIT_SIGNAL = { term = 128 + 15, hup = 128 + 1 }
-local EXIT_LOCAL = 6   -- un's "local I/O error"
+local EXIT_LOCAL = require("unsandbox.cli.exits").codes.io
 
 -- Restores the terminal and the signal dispositions when closed.
 local function guard(saved)
@@ -156,6 +154,14 @@ function M.run(c, id, h)
   local code = loop(t, state, h)
   if tty and state.detached then io.stderr:write("\r\n[detached from ", id, "]\r\n") end
   return code
+end
+
+--- `un session attach ID` (the command table's function): the shell's
+-- exit code, or un's own for a local failure (so it is not marked as the
+-- program's: the two cannot be told apart here).
+function M.command(o, c)
+  local fail = require "unsandbox.cli.fail"
+  return fail.guard(o.where, M.run, c, o.words[1], fail)
 end
 
 return M

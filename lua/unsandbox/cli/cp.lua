@@ -1,193 +1,109 @@
---- The Control Plane commands of `un` (cli.lua hands them over):
---   un sandbox create [NAME] [--template T] | list | run NAME [--timeout S] -- CMD...
---              | read NAME PATH | write NAME PATH [FILE|-] | stop NAME
---              | checkpoint NAME | restore NAME CHECKPOINT | checkpoints NAME
---   un object put LOCATOR [FILE|-] | get LOCATOR | ls LOCATOR | rm LOCATOR [--purge]
---   un admin tenants [list | create ID | suspend ID]
---            | keys [list [TENANT] | issue TENANT [--act-as-subjects] [--label L]
---                    | issue-admin | revoke KEY_ID]
---            | audit [--limit N]
--- LOCATOR: upload:UPLOAD_ID[/PATH] or agent:AGENT_ID/RUN_ID/PATH. Object
--- commands need --subject HEX (the X-Acting-Subject) or --owner T/S.
--- Connection: SANDBOX_CONTROL_PLANE_URL and SANDBOX_TOKEN (or --url and
--- --token-file FILE); -v prints one line per exchange on stderr, as for
--- every `un` command. Exit codes as every `un` command: the command's own
--- (sandbox run), 2 bad arguments, 3 authentication, 4 API error, 5 timeout.
+--- The `un` commands of the Control Plane (sandbox, object, admin): each
+-- function(o, m) takes the parsed command line and a Manager (made from
+-- SANDBOX_CONTROL_PLANE_URL and SANDBOX_TOKEN, or --url and
+-- --token-file) and prints through cli/output.lua. Internal module.
 local unsandbox = require "unsandbox"
 local core = require "unsandbox.core"
-local cjson = require "cjson"
+local exec = require "unsandbox.cli.exec"
+local exits = require "unsandbox.cli.exits"
+local fail = require "unsandbox.cli.fail"
+local out = require "unsandbox.cli.output"
 
 local M = {}
 
-M.USAGE = [[
-       un sandbox create [NAME] [--template T] | list | run NAME [--timeout S] -- CMD...
-       un sandbox read NAME PATH | write NAME PATH [FILE|-] | stop NAME
-       un sandbox checkpoint NAME | checkpoints NAME | restore NAME CHECKPOINT
-       un object put LOCATOR [FILE|-] | get LOCATOR | ls LOCATOR | rm LOCATOR [--purge]
-       un admin tenants [list | create ID | suspend ID] | audit [--limit N]
-       un admin keys [list [TENANT] | issue TENANT [--act-as-subjects] | issue-admin | revoke ID]
-Control Plane options: --url URL  --token-file FILE  --subject HEX  --owner T/S
-  --template T  --timeout S  --json  -v  (LOCATOR: upload:ID[/PATH] or agent:AGENT/RUN/PATH)
-]]
+local check, usage = fail.check, fail.usage
 
-local FLAGS = { ["--url"] = "url", ["--token-file"] = "token_file", ["--subject"] = "subject",
-  ["--owner"] = "owner", ["--template"] = "template", ["--timeout"] = "timeout",
-  ["--limit"] = "limit", ["--label"] = "label", ["--tenant"] = "tenant" }
-local SWITCHES = { ["--json"] = "json", ["--purge"] = "purge", ["--act-as-subjects"] = "act_as",
-  ["-v"] = "verbose" }
-
-local function parse(args, h)
-  local o, rest, i = {}, {}, 1
-  while i <= #args do
-    local a = args[i]
-    if a == "--" then
-      o.command = table.move(args, i + 1, #args, 1, {})
-      break
-    elseif FLAGS[a] then
-      i = i + 1
-      o[FLAGS[a]] = args[i] or h.usage("option " .. a .. " needs a value")
-    elseif SWITCHES[a] then o[SWITCHES[a]] = true
-    elseif a:sub(1, 2) == "--" then h.usage("unknown option " .. a)
-    else rest[#rest + 1] = a end
-    i = i + 1
-  end
-  o.rest = rest
-  if o.timeout then
-    o.timeout = math.tointeger(tonumber(o.timeout))
-    if not o.timeout or o.timeout < 1 or o.timeout > 30 then h.usage("--timeout expects 1 to 30 seconds") end
-  end
-  if o.limit then
-    o.limit = math.tointeger(tonumber(o.limit))
-    if not o.limit or o.limit < 1 then h.usage("--limit expects a positive integer") end
-  end
-  return o
-end
-
-local function manager(o, h)
-  local token
-  if o.token_file then
-    local f, err = io.open(o.token_file, "rb")
-    if not f then h.usage("cannot read the token file: " .. tostring(err)) end
-    token = (f:read("l") or ""):match("^%s*(.-)%s*$")
-    f:close()
-  end
-  local ok, m = pcall(unsandbox.manager, { url = o.url, token = token, tenant = o.tenant })
-  if not ok then h.usage(tostring(m)) end
-  if not m:is_configured() then
-    h.exit_with(h.EXIT_AUTH, "un: no Control Plane token: set SANDBOX_TOKEN or use --token-file FILE")
-  end
-  return m
-end
-
-local function need(o, n, what, h)
-  return o.rest[n] or h.usage(what .. " expected")
-end
-
-local function read_input(path, h)
+local function read_input(path)
   if path == nil or path == "-" then return io.stdin:read("a") or "" end
   local f, err = io.open(path, "rb")
-  if not f then h.usage("cannot read " .. tostring(err)) end
+  if not f then usage("cannot read " .. tostring(err)) end
   local s = f:read("a")
   f:close()
   return s
 end
 
-local function show(v, o)
-  if o.json then print(cjson.encode(v)) return end
-  if type(v) ~= "table" then print(tostring(v)) return end
-  local keys = {}
-  for k in pairs(v) do keys[#keys + 1] = k end
-  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-  for _, k in ipairs(keys) do
-    local x = v[k]
-    print(string.format("%-18s %s", k, type(x) == "table" and cjson.encode(x) or tostring(x)))
-  end
-end
-
-local function rows(list, fields, o)
-  if o.json then print(cjson.encode(list)) return end
-  for _, it in ipairs(list) do
-    local cols = {}
-    for i, f in ipairs(fields) do cols[i] = tostring(it[f] == nil and "-" or it[f]) end
-    print(table.concat(cols, "\t"))
-  end
-end
+local function call(o, f, ...) return fail.guard(o.where, f, ...) end
 
 ------------------------------------------------------------------------
 -- un sandbox
 ------------------------------------------------------------------------
 
 local sandbox = {}
+M.sandbox = sandbox
 
-local function open(o, h, m, n)
-  local name = need(o, n or 3, "sandbox name", h)
-  return h.check(unsandbox.Sandbox.get { name = name, manager = m, resume = true })
+-- The named sandbox, started if it is not running.
+local function open(o, m)
+  return check(call(o, unsandbox.Sandbox.get, { name = o.words[1], manager = m, resume = true }))
 end
 
-function sandbox.create(o, h, m)
-  local sb = h.check(unsandbox.Sandbox.create { name = o.rest[3], template = o.template, manager = m })
+function sandbox.create(o, m)
+  local sb = check(call(o, unsandbox.Sandbox.create, { name = o.words[1], template = o.template, manager = m }))
   local st = sb:status()
-  print(sb:name() .. "\t" .. tostring(st.sandbox_id))
+  out.id(o, st, sb:name() .. "\t" .. tostring(st.sandbox_id))
 end
 
-function sandbox.list(o, h, m)
-  rows(h.check(m:list_runtimes()), { "id", "workspace_id", "status", "template" }, o)
+function sandbox.list(o, m)
+  out.list(o, check(m:list_runtimes()), { "id", "workspace_id", "status", "template" }, "running sandboxes")
 end
 
--- The command: one argument is a shell command line, several an argv
--- (quoted for the shell, so each stays one word).
-local function command_line(o, h)
-  local c = o.command
-  if not c or #c == 0 then h.usage("sandbox run NAME -- CMD: the command is missing") end
-  if #c == 1 then return c[1] end
-  return core.cp.shell_quote(c)
-end
-
---- Streams the command's output live; un's exit code is the command's.
-function sandbox.run(o, h, m)
-  local sb = open(o, h, m)
-  local cmd = command_line(o, h)
-  local r = h.check(sb:stream(cmd, function(channel, chunk)
+--- Streams the command's output live (with --json: collected, then one
+-- document); un's exit code is the command's.
+function sandbox.run(o, m)
+  local sb = open(o, m)
+  local cmd = exec.command_line(o.words, 2)
+  local got = { stdout = {}, stderr = {} }
+  local r = check(call(o, sb.stream, sb, cmd, function(channel, chunk)
+    if o.json then
+      local list = got[channel] or got.stdout
+      list[#list + 1] = chunk
+      return
+    end
     local f = channel == "stderr" and io.stderr or io.stdout
     f:write(chunk)
     f:flush()
   end, o.timeout))
-  if r.output_truncated then io.stderr:write("[un] output truncated\n") end
-  if r.timed_out then h.exit_with(h.EXIT_TIMEOUT, "un: the command exceeded its time limit") end
-  return r.exit_code or 1
+  if o.json then
+    out.json { exit_code = r.exit_code, stdout = table.concat(got.stdout), stderr = table.concat(got.stderr),
+      timed_out = r.timed_out, output_truncated = r.output_truncated }
+  end
+  if r.output_truncated and not o.json then io.stderr:write("[un] output truncated\n") end
+  if r.timed_out then fail.exit_with(exits.codes.timeout, "un: the command exceeded its time limit") end
+  return r.exit_code or 1, true
 end
 
-function sandbox.read(o, h, m)
-  local sb = open(o, h, m)
-  io.stdout:write((h.check(sb:download(need(o, 4, "path", h)))))
+function sandbox.read(o, m)
+  local sb = open(o, m)
+  local bytes = check(call(o, sb.download, sb, o.words[2]))
+  if o.json then return out.json { path = o.words[2], content = bytes } end
+  io.stdout:write(bytes)
 end
 
-function sandbox.write(o, h, m)
-  local sb = open(o, h, m)
-  local path = need(o, 4, "path", h)
-  local r = h.check(sb:upload(path, read_input(o.rest[5], h)))
-  io.stderr:write(string.format("[un] wrote %s (%d bytes)\n", r.path or path, r.bytes or 0))
+function sandbox.write(o, m)
+  local sb = open(o, m)
+  local r = check(call(o, sb.upload, sb, o.words[2], read_input(o.words[3])))
+  out.did(o, r, string.format("wrote %s in sandbox %s (%d bytes)", r.path or o.words[2], o.words[1], r.bytes or 0))
 end
 
-function sandbox.stop(o, h, m)
-  local name = need(o, 3, "sandbox name", h)
-  local sb = h.check(unsandbox.Sandbox.get { name = name, manager = m })
-  h.check(sb:stop())
+function sandbox.stop(o, m)
+  local sb = check(call(o, unsandbox.Sandbox.get, { name = o.words[1], manager = m }))
+  out.did(o, check(sb:stop()), "stopped sandbox " .. o.words[1] .. " (its files stay)")
 end
 
-function sandbox.checkpoint(o, h, m)
-  local r = h.check(open(o, h, m):checkpoint())
-  if o.json then show(r, o) else print(r.checkpoint_id .. "\t" .. tostring(r.sha256)) end
+function sandbox.checkpoint(o, m)
+  local r = check(open(o, m):checkpoint())
+  if o.json then return out.json(r) end
+  print(r.checkpoint_id .. "\t" .. tostring(r.sha256))
 end
 
-function sandbox.checkpoints(o, h, m)
-  local r = h.check(open(o, h, m):list_checkpoints())
-  rows(r.checkpoints or {}, { "checkpoint_id", "bytes", "last_modified" }, o)
+function sandbox.checkpoints(o, m)
+  local r = check(open(o, m):list_checkpoints())
+  out.list(o, r.checkpoints or {}, { "checkpoint_id", "bytes", "last_modified" }, "checkpoints")
 end
 
-function sandbox.restore(o, h, m)
-  local r = h.check(open(o, h, m):restore(need(o, 4, "checkpoint id", h)))
-  if o.json then show(r, o) end
+function sandbox.restore(o, m)
+  local sb = open(o, m)
+  local r = check(call(o, sb.restore, sb, o.words[2]))
+  out.did(o, r, "restored sandbox " .. o.words[1] .. " to checkpoint " .. o.words[2])
 end
 
 ------------------------------------------------------------------------
@@ -195,8 +111,8 @@ end
 ------------------------------------------------------------------------
 
 --- upload:ID[/PATH] or agent:AGENT/RUN/PATH as a locator (+ --owner).
-local function locator(o, h)
-  local text = need(o, 3, "locator", h)
+local function locator(o)
+  local text = o.words[1]
   local scope, rest = text:match("^(%a+):(.+)$")
   local loc
   if scope == "upload" then
@@ -204,53 +120,62 @@ local function locator(o, h)
     loc = { scope = "upload", upload_id = id, path = path ~= "" and path or nil }
   elseif scope == "agent" then
     local a, r, path = rest:match("^([^/]+)/([^/]+)/?(.*)$")
-    if not a then h.usage("agent locator: agent:AGENT_ID/RUN_ID/PATH") end
+    if not a then usage(o.where .. ": an agent locator is agent:AGENT_ID/RUN_ID/PATH, got '" .. text .. "'") end
     loc = { scope = "agent", agent_id = a, run_id = r, path = path ~= "" and path or nil }
   else
-    h.usage("locator: upload:UPLOAD_ID[/PATH] or agent:AGENT_ID/RUN_ID/PATH")
+    usage(o.where .. ": LOCATOR is upload:UPLOAD_ID[/PATH] or agent:AGENT_ID/RUN_ID/PATH, got '" .. text .. "'")
   end
   loc.owner = o.owner
   return loc
 end
 
 -- Runs f with the --subject bound (object calls need a subject or an owner).
-local function as_subject(o, h, m, f)
+local function as_subject(o, m, f)
   if not o.subject then
-    if not o.owner then h.usage("object commands need --subject HEX or --owner TENANT/SUBJECT") end
+    if not o.owner then
+      usage(o.where .. ": objects belong to a subject: give --subject HEX (a tenant key with "
+        .. "act_as_subjects) or --owner TENANT/SUBJECT (admin credentials)")
+    end
     return f()
   end
-  if not core.cp.valid_subject(o.subject) then h.usage("--subject expects 32 lowercase hex characters") end
   return m:with_subject(o.subject, f)
 end
 
 local object = {}
+M.object = object
 
-function object.put(o, h, m)
-  local loc = locator(o, h)
-  local bytes = read_input(o.rest[4], h)
-  as_subject(o, h, m, function()
-    local t = h.check(m:issue_object_ticket(loc, "upload", math.max(1, #bytes), nil, core.codec.sha256(bytes)))
-    show(h.check(m:upload_with_ticket(t, bytes, nil, loc.owner ~= nil)), o)
+function object.put(o, m)
+  local loc = locator(o)
+  local bytes = read_input(o.words[2])
+  as_subject(o, m, function()
+    local t = check(call(o, m.issue_object_ticket, m, loc, "upload", math.max(1, #bytes), nil,
+      core.codec.sha256(bytes)))
+    local r = check(m:upload_with_ticket(t, bytes, nil, loc.owner ~= nil))
+    out.did(o, r, "stored " .. o.words[1] .. " (" .. #bytes .. " bytes"
+      .. (r.version_id and ", version " .. tostring(r.version_id) or "") .. ")")
   end)
 end
 
-function object.get(o, h, m)
-  local loc = locator(o, h)
-  as_subject(o, h, m, function()
-    h.check(m:open_object(loc, nil, nil, nil, { on_data = function(b) io.stdout:write(b) end }))
+function object.get(o, m)
+  local loc = locator(o)
+  as_subject(o, m, function()
+    check(call(o, m.open_object, m, loc, nil, nil, nil, { on_data = function(b) io.stdout:write(b) end }))
   end)
 end
 
-function object.ls(o, h, m)
-  local loc = locator(o, h)
-  as_subject(o, h, m, function()
-    rows(h.check(m:list_objects(loc)).objects or {}, { "key", "bytes", "last_modified" }, o)
+function object.ls(o, m)
+  local loc = locator(o)
+  as_subject(o, m, function()
+    out.list(o, check(call(o, m.list_objects, m, loc)).objects or {}, { "key", "bytes", "last_modified" }, "objects")
   end)
 end
 
-function object.rm(o, h, m)
-  local loc = locator(o, h)
-  as_subject(o, h, m, function() show(h.check(m:delete_object(loc, o.purge)), o) end)
+function object.rm(o, m)
+  local loc = locator(o)
+  as_subject(o, m, function()
+    out.did(o, check(call(o, m.delete_object, m, loc, o.purge)),
+      "deleted " .. o.words[1] .. (o.purge and " and all its versions" or ""))
+  end)
 end
 
 ------------------------------------------------------------------------
@@ -258,68 +183,51 @@ end
 ------------------------------------------------------------------------
 
 local admin = {}
+M.admin = admin
 
-function admin.tenants(o, h, m)
-  local action = o.rest[3] or "list"
-  if action == "list" then
-    rows(h.check(m:list_tenants()).tenants or {}, { "id", "status", "display_name", "workspaces_in_use" }, o)
-  elseif action == "create" then show(h.check(m:create_tenant(need(o, 4, "tenant id", h))), o)
-  elseif action == "suspend" then show(h.check(m:suspend_tenant(need(o, 4, "tenant id", h))), o)
-  else h.usage("unknown admin tenants action '" .. action .. "'") end
+local function need(o, n, what)
+  return o.words[n] or usage(o.where .. " " .. o.words[1] .. ": " .. what .. " expected")
 end
 
-function admin.keys(o, h, m)
-  local action = o.rest[3] or "list"
-  local KEYS = { "id", "tenant_id", "key_prefix", "label", "permissions", "revoked_at" }
-  if action == "list" then
-    local r = o.rest[4] and h.check(m:list_tenant_keys(o.rest[4])) or h.check(m:list_admin_keys())
-    local list = r.keys or {}
-    for _, k in ipairs(list) do
-      if type(k.permissions) == "table" then k.permissions = table.concat(k.permissions, ",") end
-    end
-    rows(list, KEYS, o)
-  elseif action == "issue" then
-    show(h.check(m:issue_tenant_key(need(o, 4, "tenant id", h), { label = o.label,
-      permissions = o.act_as and { "act_as_subjects" } or nil })), o)
-  elseif action == "issue-admin" then show(h.check(m:issue_admin_key { label = o.label }), o)
-  elseif action == "revoke" then show(h.check(m:revoke_key(need(o, 4, "key id", h))), o)
-  else h.usage("unknown admin keys action '" .. action .. "'") end
-end
-
-function admin.audit(o, h, m)
-  rows(h.check(m:audit(o.limit)).events or {},
-    { "created_at", "actor_kind", "actor_id", "action", "target", "outcome" }, o)
-end
-
-local GROUPS = { sandbox = sandbox, object = object, admin = admin }
-local DEFAULT = { sandbox = "list", admin = "tenants" }
-
---- The index of the group word (sandbox, object, admin) when args are a
--- Control Plane command: the first word that is not one of its options,
--- so options may come before it (`un --subject HEX object ls ...`).
-function M.group_index(args)
-  local i = 1
-  while args[i] do
-    local a = args[i]
-    if FLAGS[a] then i = i + 2
-    elseif SWITCHES[a] then i = i + 1
-    else return GROUPS[a] and i or nil end
+function admin.tenants(o, m)
+  local what = o.words[1] or "list"
+  if what == "list" then
+    return out.list(o, check(m:list_tenants()).tenants or {},
+      { "id", "status", "display_name", "workspaces_in_use" }, "tenants")
   end
-  return nil
+  local id = need(o, 2, "ID")
+  if what == "create" then out.did(o, check(call(o, m.create_tenant, m, id)), "created tenant " .. id)
+  elseif what == "suspend" then out.did(o, check(call(o, m.suspend_tenant, m, id)), "suspended tenant " .. id)
+  else usage("admin tenants: list, create or suspend expected, got '" .. what .. "'") end
 end
 
---- Runs `un <group> ...`; h: cli.lua's helpers (usage, exit_with, check,
--- EXIT_*). Returns the exit code.
-function M.main(args, h)
-  local o = parse(args, h)          -- o.rest[1] is the group, [2] the action
-  if o.verbose then unsandbox.debug(true) end   -- one line per exchange, MCP and streams too
-  local name = o.rest[1]
-  local group = GROUPS[name]
-  local action = o.rest[2] or DEFAULT[name] or h.usage(name .. ": an action is expected")
-  local f = group[action]
-  if not f then h.usage("unknown " .. name .. " action '" .. action .. "'") end
-  local m <close> = manager(o, h)
-  return f(o, h, m) or 0
+-- A key just issued: its secret is shown once, so it goes to stdout alone
+-- on its line after what was done.
+local function issued(o, r, what)
+  if o.json then return out.json(r) end
+  print("issued " .. what .. " " .. tostring(r.id) .. " (its token is shown once, below)")
+  print(r.api_key)
+end
+
+function admin.keys(o, m)
+  local what = o.words[1] or "list"
+  if what == "list" then
+    local r = o.words[2] and check(call(o, m.list_tenant_keys, m, o.words[2])) or check(m:list_admin_keys())
+    return out.list(o, r.keys or {}, { "id", "tenant_id", "key_prefix", "label", "permissions", "revoked_at" }, "keys")
+  elseif what == "issue" then
+    local t = need(o, 2, "TENANT")
+    issued(o, check(call(o, m.issue_tenant_key, m, t, { label = o.label,
+      permissions = o.act_as and { "act_as_subjects" } or nil })), "a key of tenant " .. t .. ":")
+  elseif what == "issue-admin" then issued(o, check(m:issue_admin_key { label = o.label }), "an admin key:")
+  elseif what == "revoke" then
+    local id = need(o, 2, "KEY_ID")
+    out.did(o, check(call(o, m.revoke_key, m, id)), "revoked key " .. id)
+  else usage("admin keys: list, issue, issue-admin or revoke expected, got '" .. what .. "'") end
+end
+
+function admin.audit(o, m)
+  out.list(o, check(m:audit(o.limit)).events or {},
+    { "created_at", "actor_kind", "actor_id", "action", "target", "outcome" }, "audit rows")
 end
 
 return M

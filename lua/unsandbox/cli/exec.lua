@@ -1,175 +1,261 @@
---- The `un` subcommands of the execution API's administration: session
--- power and attach, service administration and env vault, snapshot create
--- and clone, and the image commands. Kept apart from cli/init.lua, which
--- hands its commands table and helpers to extend(); an action named here
--- is tried first, every other action goes to cli/init.lua's own table.
--- Output as every subcommand's: text for a person or, with --json, the
--- library's value. Internal module.
-local out = require "unsandbox.cli.commands"
-local cli_attach = require "unsandbox.cli.attach"
+--- The `un` commands of the execution API (languages, jobs, key,
+-- session, service, snapshot, image): each function(o, c) takes the
+-- parsed command line (o.words: its arguments, counted by the parser
+-- against the table's `args`) and a Client, and prints through
+-- cli/output.lua. Internal module.
+local core = require "unsandbox.core"
+local fail = require "unsandbox.cli.fail"
+local out = require "unsandbox.cli.output"
 
 local M = {}
 
-M.USAGE = [[
-       un session freeze ID | unfreeze ID | boost ID [VCPU] | unboost ID
-]] .. cli_attach.USAGE .. [[
-       un service freeze ID | unfreeze ID | lock ID | unlock ID | resize ID VCPU | logs ID [--all]
-       un service update ID vcpu=N|unfreeze_on_demand=BOOL|show_freeze_page=BOOL ...
-       un service domains ID add|remove|replace NAME... | redeploy ID [BOOTSTRAP]
-       un service env ID | env-set ID FILE|- | env-export ID | env-delete ID
-       un snapshot create session|service ID [NAME] | clone ID session|service [NAME]
-       un image list [all|owned|shared|public] | get ID | publish service|snapshot ID [NAME]
-       un image delete|lock|unlock|trusted ID | visibility ID private|unlisted|public
-       un image grant|revoke|transfer ID KEY | spawn ID [NAME] | clone ID [NAME]
-]]
+local check, usage = fail.check, fail.usage
+
+-- A sudo challenge's one-time password (the service mails it), read from
+-- standard input, with a prompt when that is a terminal. The CLI may read
+-- the terminal; the library never does.
+local SUDO = { on_sudo = function(err)
+  if core.term.isatty(0) then
+    io.stderr:write("[un] ", err.message, "; one-time password (empty cancels): ")
+    io.stderr:flush()
+  end
+  local line = io.stdin:read("l")
+  return line and line:match("^%s*(.-)%s*$") or nil
+end }
+
+--- The command of `exec ID CMD...`: one word is a shell line, several an
+-- argv (each quoted for the shell, so it stays one word).
+function M.command_line(words, from)
+  if #words == from then return words[from] end
+  return core.cp.shell_quote(table.move(words, from, #words, 1, {}))
+end
+
+-- A command's output passed through; its exit code becomes un's.
+local function relay(o, r)
+  if o.json then out.json(r) else
+    io.stdout:write(r.stdout or "")
+    io.stderr:write(r.stderr or "")
+  end
+  return r.exit_code, true
+end
+
+local function vcpu(v)
+  local n = math.tointeger(tonumber(v))
+  if not n then usage("VCPU expects an integer, got '" .. v .. "'") end
+  return n
+end
+
+-- A library call on the user's words: its misuse is a usage error of o.where.
+local function call(o, f, ...) return fail.guard(o.where, f, ...) end
+
+function M.languages(o, c) out.lines(o, check(c:get_languages()), "languages") end
+
+function M.jobs(o, c)
+  if o.get and o.cancel then usage("jobs: --get and --cancel exclude each other") end
+  if o.get then return out.document(o, check(call(o, c.get_job, c, o.get))) end
+  if o.cancel then
+    return out.did(o, check(call(o, c.cancel_job, c, o.cancel)), "cancelled job " .. o.cancel)
+  end
+  out.list(o, check(c:list_jobs()), { "job_id", "status", "language" }, "active jobs")
+end
+
+function M.key(o, c) out.document(o, check(c:validate_keys())) end
+
+------------------------------------------------------------------------
+-- sessions
+------------------------------------------------------------------------
+
+local session = {}
+M.session = session
+
+function session.list(o, c)
+  out.list(o, check(c:list_sessions()), { "id", "status", "shell", "network_mode" }, "sessions")
+end
+function session.create(o, c)
+  out.id(o, check(c:create_session { shell = o.shell, network_mode = o.network, ttl = o.ttl }))
+end
+function session.get(o, c) out.document(o, check(call(o, c.get_session, c, o.words[1]))) end
+function session.exec(o, c)
+  return relay(o, check(call(o, c.session_execute, c, o.words[1], M.command_line(o.words, 2))))
+end
+function session.snapshot(o, c)
+  out.id(o, check(call(o, c.session_snapshot, c, o.words[1], { name = o.words[2] })))
+end
+function session.freeze(o, c)
+  out.did(o, check(call(o, c.freeze_session, c, o.words[1])), "froze session " .. o.words[1])
+end
+function session.unfreeze(o, c)
+  out.did(o, check(call(o, c.unfreeze_session, c, o.words[1])), "unfroze session " .. o.words[1])
+end
+function session.boost(o, c)
+  local n = o.words[2] and vcpu(o.words[2])
+  local r = check(call(o, c.boost_session, c, o.words[1], n))
+  out.did(o, r, "session " .. o.words[1] .. " now runs its commands with " .. tostring(r.vcpu or n) .. " vcpu")
+end
+function session.unboost(o, c)
+  out.did(o, check(call(o, c.unboost_session, c, o.words[1])), "session " .. o.words[1] .. " is back to 1 vcpu")
+end
+function session.delete(o, c)
+  out.did(o, check(call(o, c.delete_session, c, o.words[1], SUDO)), "deleted session " .. o.words[1])
+end
+
+------------------------------------------------------------------------
+-- services
+------------------------------------------------------------------------
+
+local service = {}
+M.service = service
+
+function service.list(o, c) out.list(o, check(c:list_services()), { "id", "name", "status" }, "services") end
+function service.create(o, c)
+  out.id(o, check(call(o, c.create_service, c, { name = o.words[1], bootstrap = o.words[2],
+    network_mode = o.network })))
+end
+function service.get(o, c) out.document(o, check(call(o, c.get_service, c, o.words[1]))) end
+function service.exec(o, c)
+  return relay(o, check(call(o, c.service_execute, c, o.words[1], M.command_line(o.words, 2))))
+end
+function service.logs(o, c)
+  out.raw(o, check(call(o, c.service_logs, c, o.words[1], { all = o.all or nil })))
+end
+function service.snapshot(o, c)
+  out.id(o, check(call(o, c.service_snapshot, c, o.words[1], { name = o.words[2] })))
+end
+
+-- The actions that change a service and say so: name -> {method, message}.
+local SAID = {
+  freeze = { "freeze_service", "froze service %s" }, unfreeze = { "unfreeze_service", "unfroze service %s" },
+  lock = { "lock_service", "locked service %s" }, unlock = { "unlock_service", "unlocked service %s", SUDO },
+  delete = { "delete_service", "deleted service %s", SUDO },
+  env_delete = { "delete_service_env", "emptied the env vault of service %s" },
+}
+for name, s in pairs(SAID) do
+  service[name] = function(o, c)
+    out.did(o, check(call(o, c[s[1]], c, o.words[1], s[3])), string.format(s[2], o.words[1]))
+  end
+end
+
+function service.resize(o, c)
+  local r = check(call(o, c.resize_service, c, o.words[1], vcpu(o.words[2])))
+  out.did(o, r, "service " .. o.words[1] .. " now has " .. tostring(r.vcpu or o.words[2]) .. " vcpu")
+end
 
 -- "true"/"false" and integers from KEY=VALUE arguments.
-local function scalar(h, key, v)
-  if key == "vcpu" then
-    local n = math.tointeger(tonumber(v))
-    if not n then h.usage("vcpu expects an integer, got '" .. v .. "'") end
-    return n
-  end
+local function scalar(key, v)
+  if key == "vcpu" then return vcpu(v) end
   if v == "true" then return true elseif v == "false" then return false end
-  h.usage(key .. " expects true or false, got '" .. v .. "'")
+  usage("service update: " .. key .. " expects true or false, got '" .. v .. "'")
 end
 
--- The words after position n.
-local function words(o, n)
-  local list = {}
-  for i = n, #o.rest do list[#list + 1] = o.rest[i] end
-  return list
+function service.update(o, c)
+  local opts, said = {}, {}
+  for i = 2, #o.words do
+    local k, v = o.words[i]:match("^([%w_]+)=(.*)$")
+    if not k then usage("service update expects KEY=VALUE, got '" .. o.words[i] .. "'") end
+    opts[k] = scalar(k, v)
+    said[#said + 1] = k .. "=" .. v
+  end
+  out.did(o, check(call(o, c.update_service, c, o.words[1], opts)),
+    "updated service " .. o.words[1] .. ": " .. table.concat(said, ", "))
 end
 
-local function read_env(h, path)
+function service.domains(o, c)
+  local how = o.words[2]
+  if how ~= "add" and how ~= "remove" and how ~= "replace" then
+    usage("service domains: add, remove or replace expected, got '" .. how .. "'")
+  end
+  local r = check(call(o, c.set_service_domains, c, o.words[1], { [how] = table.move(o.words, 3, #o.words, 1, {}) }))
+  local list = r.domains or {}
+  out.did(o, r, "service " .. o.words[1] .. " domains: " .. (#list > 0 and table.concat(list, ", ") or "none"))
+end
+
+function service.redeploy(o, c)
+  out.did(o, check(call(o, c.redeploy_service, c, o.words[1], { bootstrap = o.words[2] })),
+    "redeployed service " .. o.words[1])
+end
+function service.env(o, c) out.document(o, check(call(o, c.get_service_env, c, o.words[1]))) end
+
+local function read_env(path)
   local f, err
   if path == "-" then f = io.stdin else f, err = io.open(path, "rb") end
-  if not f then h.usage("cannot read " .. path .. ": " .. tostring(err)) end
+  if not f then usage("cannot read " .. path .. ": " .. tostring(err)) end
   local text = f:read("a")
   if f ~= io.stdin then f:close() end
   return text
 end
 
-local function session_actions(h)
-  local check, need = h.check, h.need
-  local function id(o) return need(o, 3, "session id") end
-  return {
-    freeze = function(o, c) out.did(o, check(c:freeze_session(id(o))), "froze session " .. id(o)) end,
-    unfreeze = function(o, c) out.did(o, check(c:unfreeze_session(id(o))), "unfroze session " .. id(o)) end,
-    boost = function(o, c)
-      local n = o.rest[4] and math.tointeger(tonumber(o.rest[4]))
-      if o.rest[4] and not n then h.usage("boost expects an integer vcpu") end
-      out.emit(o, check(c:boost_session(id(o), n)), function(r) print(r.vcpu) end)
-    end,
-    unboost = function(o, c) out.did(o, check(c:unboost_session(id(o))), "unboosted session " .. id(o)) end,
-    attach = function(o, c) return cli_attach.run(c, id(o), h) end,
-  }
+function service.env_set(o, c)
+  local r = check(call(o, c.set_service_env, c, o.words[1], read_env(o.words[2])))
+  out.did(o, r, "stored " .. tostring(r.count or "the") .. " variable(s) in the env vault of service " .. o.words[1])
+end
+function service.env_export(o, c) out.raw(o, check(call(o, c.export_service_env, c, o.words[1]))) end
+
+------------------------------------------------------------------------
+-- snapshots and images
+------------------------------------------------------------------------
+
+local snapshot = {}
+M.snapshot = snapshot
+
+local function source_type(word, a, b)
+  if word ~= a and word ~= b then usage(a .. " or " .. b .. " expected, got '" .. word .. "'") end
+  return word
 end
 
-local function service_actions(h)
-  local check, need = h.check, h.need
-  local function id(o) return need(o, 3, "service id") end
-  return {
-    freeze = function(o, c) out.did(o, check(c:freeze_service(id(o))), "froze service " .. id(o)) end,
-    unfreeze = function(o, c) out.did(o, check(c:unfreeze_service(id(o))), "unfroze service " .. id(o)) end,
-    lock = function(o, c) out.did(o, check(c:lock_service(id(o))), "locked service " .. id(o)) end,
-    unlock = function(o, c) out.did(o, check(c:unlock_service(id(o), h.SUDO)), "unlocked service " .. id(o)) end,
-    resize = function(o, c)
-      out.emit(o, check(c:resize_service(id(o), scalar(h, "vcpu", need(o, 4, "vcpu")))),
-        function(r) print(r.vcpu) end)
-    end,
-    logs = function(o, c)
-      out.emit(o, check(c:service_logs(id(o), { all = o.all or nil })), function(log) io.stdout:write(log) end)
-    end,
-    update = function(o, c)
-      local opts = {}
-      for _, w in ipairs(words(o, 4)) do
-        local k, v = w:match("^([%w_]+)=(.*)$")
-        if not k then h.usage("update expects KEY=VALUE, got '" .. w .. "'") end
-        opts[k] = scalar(h, k, v)
-      end
-      out.table_of(o, check(c:update_service(id(o), opts)))
-    end,
-    domains = function(o, c)
-      local how = need(o, 4, "add, remove or replace")
-      out.emit(o, check(c:set_service_domains(id(o), { [how] = words(o, 5) })),
-        function(r) print(table.concat(r.domains or {}, "\n")) end)
-    end,
-    redeploy = function(o, c) out.did(o, check(c:redeploy_service(id(o), { bootstrap = o.rest[4] })), "redeployed service " .. id(o)) end,
-    env = function(o, c) out.table_of(o, check(c:get_service_env(id(o)))) end,
-    ["env-set"] = function(o, c)
-      out.emit(o, check(c:set_service_env(id(o), read_env(h, need(o, 4, "env file or -")))),
-        function(r) print(r.count) end)
-    end,
-    ["env-export"] = function(o, c)
-      out.emit(o, check(c:export_service_env(id(o))), function(text) io.stdout:write(text) end)
-    end,
-    ["env-delete"] = function(o, c) out.did(o, check(c:delete_service_env(id(o))), "deleted the env vault of service " .. id(o)) end,
-  }
+function snapshot.list(o, c)
+  out.list(o, check(c:list_snapshots()), { "id", "name", "source_type", "source_id", "size_bytes" }, "snapshots")
 end
-
-local function snapshot_actions(h)
-  local check, need = h.check, h.need
-  return {
-    create = function(o, c)
-      out.id_of(o, check(c:create_snapshot { source_type = need(o, 3, "session or service"),
-        source_id = need(o, 4, "source id"), name = o.rest[5] }))
-    end,
-    clone = function(o, c)
-      out.id_of(o, check(c:clone_snapshot(need(o, 3, "snapshot id"), { type = need(o, 4, "session or service"),
-        name = o.rest[5] })))
-    end,
-  }
+function snapshot.get(o, c) out.document(o, check(call(o, c.get_snapshot, c, o.words[1]))) end
+function snapshot.create(o, c)
+  out.id(o, check(call(o, c.create_snapshot, c, { source_type = source_type(o.words[1], "session", "service"),
+    source_id = o.words[2], name = o.words[3] })))
 end
-
-local function image_actions(h)
-  local check, need = h.check, h.need
-  local function id(o) return need(o, 3, "image id") end
-  local function key(o) return need(o, 4, "public key") end
-  return {
-    list = function(o, c)
-      out.list_of(o, check(c:list_images(o.rest[3])), { "id", "name", "visibility", "source_type", "owner_api_key" })
-    end,
-    get = function(o, c) out.table_of(o, check(c:get_image(id(o)))) end,
-    publish = function(o, c)
-      out.id_of(o, check(c:publish_image { source_type = need(o, 3, "service or snapshot"),
-        source_id = need(o, 4, "source id"), name = o.rest[5] }))
-    end,
-    delete = function(o, c) out.did(o, check(c:delete_image(id(o), h.SUDO)), "deleted image " .. id(o)) end,
-    lock = function(o, c) out.did(o, check(c:lock_image(id(o))), "locked image " .. id(o)) end,
-    unlock = function(o, c) out.did(o, check(c:unlock_image(id(o), h.SUDO)), "unlocked image " .. id(o)) end,
-    visibility = function(o, c) out.did(o, check(c:set_image_visibility(id(o), need(o, 4, "visibility"))), "image " .. id(o) .. " is now " .. o.rest[4]) end,
-    grant = function(o, c) out.did(o, check(c:grant_image_access(id(o), key(o))), "granted image " .. id(o) .. " to " .. key(o)) end,
-    revoke = function(o, c) out.did(o, check(c:revoke_image_access(id(o), key(o))), "revoked image " .. id(o) .. " from " .. key(o)) end,
-    transfer = function(o, c) out.did(o, check(c:transfer_image(id(o), key(o))), "transferred image " .. id(o) .. " to " .. key(o)) end,
-    trusted = function(o, c)
-      out.emit(o, check(c:image_trusted(id(o))), function(keys) print(table.concat(keys, "\n")) end)
-    end,
-    spawn = function(o, c) out.id_of(o, check(c:spawn_image(id(o), { name = o.rest[4] }))) end,
-    clone = function(o, c) out.id_of(o, check(c:clone_image(id(o), { name = o.rest[4] }))) end,
-  }
+function snapshot.clone(o, c)
+  out.id(o, check(call(o, c.clone_snapshot, c, o.words[1], { type = source_type(o.words[2], "session", "service"),
+    name = o.words[3] })))
 end
-
--- Actions of kind tried first, then the base command (cli.lua's own).
-local function layered(kind, actions, base, h)
-  return function(o, c)
-    local f = actions[o.rest[2] or ""]
-    if f then return f(o, c) end
-    if base then return base(o, c) end
-    h.usage("unknown " .. kind .. " action '" .. tostring(o.rest[2]) .. "'")
+for name, s in pairs {
+  restore = { "restore_snapshot", "restored snapshot %s" }, lock = { "lock_snapshot", "locked snapshot %s" },
+  unlock = { "unlock_snapshot", "unlocked snapshot %s", SUDO },
+  delete = { "delete_snapshot", "deleted snapshot %s", SUDO },
+} do
+  snapshot[name] = function(o, c)
+    out.did(o, check(call(o, c[s[1]], c, o.words[1], s[3])), string.format(s[2], o.words[1]))
   end
 end
 
---- Adds the subcommands to commands. h: usage, check, need, list,
--- show_table, SUDO (cli.lua's helpers).
-function M.extend(commands, h)
-  commands.session = layered("session", session_actions(h), commands.session, h)
-  commands.service = layered("service", service_actions(h), commands.service, h)
-  commands.snapshot = layered("snapshot", snapshot_actions(h), commands.snapshot, h)
-  local images = image_actions(h)
-  commands.image = function(o, c)
-    if not o.rest[2] then return images.list(o, c) end
-    return layered("image", images, nil, h)(o, c)
+local image = {}
+M.image = image
+
+function image.list(o, c)
+  local filter = o.words[1]
+  if filter and not ({ all = true, owned = true, shared = true, public = true })[filter] then
+    usage("image list: all, owned, shared or public expected, got '" .. filter .. "'")
+  end
+  out.list(o, check(c:list_images(filter)), { "id", "name", "visibility", "source_type", "owner_api_key" }, "images")
+end
+function image.get(o, c) out.document(o, check(call(o, c.get_image, c, o.words[1]))) end
+function image.publish(o, c)
+  out.id(o, check(call(o, c.publish_image, c, { source_type = source_type(o.words[1], "service", "snapshot"),
+    source_id = o.words[2], name = o.words[3] })))
+end
+function image.visibility(o, c)
+  out.did(o, check(call(o, c.set_image_visibility, c, o.words[1], o.words[2])),
+    "image " .. o.words[1] .. " is now " .. o.words[2])
+end
+function image.trusted(o, c) out.lines(o, check(call(o, c.image_trusted, c, o.words[1])), "trusted keys") end
+function image.spawn(o, c) out.id(o, check(call(o, c.spawn_image, c, o.words[1], { name = o.words[2] }))) end
+function image.clone(o, c) out.id(o, check(call(o, c.clone_image, c, o.words[1], { name = o.words[2] }))) end
+for name, s in pairs {
+  grant = { "grant_image_access", "granted image %s to %s" },
+  revoke = { "revoke_image_access", "revoked image %s from %s" },
+  transfer = { "transfer_image", "transferred image %s to %s" },
+  lock = { "lock_image", "locked image %s" }, unlock = { "unlock_image", "unlocked image %s", SUDO },
+  delete = { "delete_image", "deleted image %s", SUDO },
+} do
+  image[name] = function(o, c)
+    local second = s[3] or o.words[2]
+    out.did(o, check(call(o, c[s[1]], c, o.words[1], second)), string.format(s[2], o.words[1], o.words[2]))
   end
 end
 

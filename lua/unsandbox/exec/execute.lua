@@ -3,6 +3,7 @@
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local Error = require "unsandbox.errors"
+local languages = require "unsandbox.exec.languages"
 
 local M = {}
 
@@ -122,7 +123,7 @@ end
 --- The JSON body of POST /execute and /execute/async, or nil, Error when
 -- an input file cannot be read.
 function M.body(fname, language, code, opts)
-  local body = { language = language, code = code }
+  local body = { language = languages.canonical(language), code = code }
   if opts.env ~= nil then body.env = encode_env(fname, opts.env) end
   local _, err = M.sandbox_fields(fname, opts, body)
   if err then return nil, err end

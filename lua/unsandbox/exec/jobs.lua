@@ -10,6 +10,7 @@ local transport = require "unsandbox.transport"
 local calls = require "unsandbox.exec.calls"
 local check = require "unsandbox.check"
 local execute = require "unsandbox.exec.execute"
+local languages = require "unsandbox.exec.languages"
 local results = require "unsandbox.exec.results"
 local shape = require "unsandbox.shape"
 
@@ -49,7 +50,7 @@ function Client:execute_code(language, code, opts)
   local sync = math.min(budget, request_limit(self)) >= execute.sync_limit(ttl)
   local doc, rid = transport.request(self, "POST", sync and "/execute" or "/execute/async", body,
     { timeout = math.min(budget, request_limit(self)) })
-  if not doc then return nil, rid end
+  if not doc then return nil, languages.explain(self, body.language, rid) end
   if sync and not results.is_pending(doc) then
     return results.normalise(doc, rid, opts.return_artifacts)
   end
@@ -66,7 +67,7 @@ function Client:execute_async(language, code, opts)
   opts, body, err = execute_args("execute_async", language, code, opts)
   if not body then return nil, err end
   local doc, rid = transport.request(self, "POST", "/execute/async", body, { timeout = opts.timeout })
-  if not doc then return nil, rid end
+  if not doc then return nil, languages.explain(self, body.language, rid) end
   local id, bad = shape.id(doc, "job_id", rid)
   if not id then return nil, bad end
   return id

@@ -96,4 +96,34 @@ function M.get(client, url, opts)
   return list, "service"
 end
 
+-- The names people use for a language, and the service's name of it.
+local ALIASES = {
+  python3 = "python", py = "python", node = "javascript", nodejs = "javascript",
+  js = "javascript", ["c++"] = "cpp", cxx = "cpp", golang = "go", rb = "ruby",
+  ts = "typescript", rs = "rust", pl = "perl", kt = "kotlin", ["c#"] = "csharp",
+  cs = "csharp", ["f#"] = "fsharp", ["objective-c"] = "objc", shell = "bash",
+}
+
+--- The service's name of a language: without case, and an alias
+-- (python3, py, node, js, c++, ...) as the language it names.
+function M.canonical(name)
+  local lower = name:lower()
+  return ALIASES[lower] or lower
+end
+
+--- After the service refused a run (an http error), when the language is
+-- not one of its list (cached, else fetched with a short timeout), says
+-- so in err.hint, with the nearest names. Returns err.
+function M.explain(client, language, err)
+  if err.kind ~= "http" or (err.status ~= 400 and err.status ~= 404 and err.status ~= 422) then return err end
+  local list = M.get(client, client:url(), { timeout = 5 })
+  if type(list) ~= "table" then return err end
+  for _, name in ipairs(list) do
+    if name == language then return err end
+  end
+  err.hint = "language '" .. language .. "' is not one the service runs"
+    .. require("unsandbox.suggest").phrase(language, list) .. "; get_languages() lists them"
+  return err
+end
+
 return M
