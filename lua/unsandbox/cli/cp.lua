@@ -165,7 +165,7 @@ end
 function sandbox.write(o, h, m)
   local sb = open(o, h, m)
   local path = need(o, 4, "path", h)
-  local r = h.check(sb:upload(path, read_input(o.rest[5], h)))
+  local r = h.check(sb:upload(read_input(o.rest[5], h), path))
   io.stderr:write(string.format("[un] wrote %s (%d bytes)\n", r.path or path, r.bytes or 0))
 end
 
