@@ -17,11 +17,41 @@ local helper = require "unsandbox.agent.helper"
 local Manager = {}   -- the methods this file adds to unsandbox.Manager
 local M = { methods = Manager }
 
+-- Is s valid UTF-8 (no overlong forms, surrogates or code points past
+-- U+10FFFF)? Every route carries paths in JSON, which holds nothing else.
+local function utf8_valid(s)
+  local i, n = 1, #s
+  while i <= n do
+    local c = s:byte(i)
+    local len, lo, hi = 1, 0x80, 0xBF
+    if c < 0x80 then len = 1
+    elseif c >= 0xC2 and c <= 0xDF then len = 2
+    elseif c >= 0xE0 and c <= 0xEF then
+      len = 3
+      if c == 0xE0 then lo = 0xA0 elseif c == 0xED then hi = 0x9F end
+    elseif c >= 0xF0 and c <= 0xF4 then
+      len = 4
+      if c == 0xF0 then lo = 0x90 elseif c == 0xF4 then hi = 0x8F end
+    else return false end
+    for k = 1, len - 1 do
+      local b = s:byte(i + k)
+      if not b or b < (k == 1 and lo or 0x80) or b > (k == 1 and hi or 0xBF) then return false end
+    end
+    i = i + len
+  end
+  return true
+end
+M.utf8_valid = utf8_valid
+
 --- A workspace path, normalised: /workspace/x → x, '.' and empty
 -- segments dropped; the root is "." (allowed only with allow_root).
--- '..', .sandbox and other absolute paths raise at the caller's line.
+-- '..', .sandbox, other absolute paths and bytes that are not UTF-8
+-- raise at the caller's line.
 function M.path(fname, arg, p, allow_root)
   check.type(fname, arg, p, "string")
+  if not utf8_valid(p) then
+    check.fail(fname, arg, "not valid UTF-8 (the protocol carries paths as JSON text)")
+  end
   if p == "/workspace" or p == "/workspace/" then p = "." end
   if p ~= "." then p = check.value(fname, arg, core.cp.workspace_path(p)) end
   local segs = {}

@@ -267,18 +267,24 @@ local function read_once(self, ms, watch)
   return out, errs
 end
 
-local function read_pty(self, ms)
-  if self.pty_buf then
-    local s = self.pty_buf
-    self.pty_buf = nil
-    return s, ""
-  end
-  if self.exit_code ~= nil then self.ended = true; return "", "" end
+-- One session_wait of a PTY process: its output joins the buffer that
+-- read hands out.
+local function pty_poll(self, ms)
   local r, err = self.m:shell_session("wait", self.id, { timeout = math.max(1, math.ceil(ms / 1000)),
     key = self.key })
   if not r then return nil, err end
-  if r.running == false then self.exit_code = r.exit_code end
-  local s = r.stdout or ""
+  self:_pty_output(r)
+  if r.running == false then self.exit_code = r.exit_code or self.exit_code end
+  return true
+end
+
+local function read_pty(self, ms)
+  if not self.pty_buf and self.exit_code == nil then
+    local ok, err = pty_poll(self, ms)
+    if not ok then return nil, err end
+  end
+  local s = self.pty_buf or ""
+  self.pty_buf = nil
   if s == "" and self.exit_code ~= nil then self.ended = true end
   return s, ""
 end
@@ -381,19 +387,23 @@ function Process:wait(timeout)
   open(self, "wait")
   check.positive("wait", "timeout", timeout)
   local deadline = deadline_of(timeout)
-  local pump = self.pty or self.on_stdout or self.on_stderr
+  local pump = self.on_stdout or self.on_stderr
   while not (self.exit_code ~= nil and (not pump or self.ended)) do
     if deadline and core.loop.monotonic_ms() >= deadline then
       return nil, helper.fail("timeout", "wait: process " .. self.id .. " still runs after " ..
         timeout .. " s")
     end
     local ms = left_ms(deadline)
-    local out, err
-    if self.pty then out, err = read_pty(self, ms)
+    local out, err = "", ""
+    if self.pty then
+      out, err = pty_poll(self, ms)
+      if out and (self.on_stdout or self.on_stderr) then out, err = read_pty(self, 0) end
+      if out == true then out, err = "", "" end
     elseif pump then out, err = read_once(self, ms, "oe")
     else out, err = read_once(self, ms, "-") end
     if not out then return nil, err end
     deliver(self, out, err)
+    if self.pty and self.exit_code ~= nil then break end
   end
   return self.exit_code
 end
