@@ -162,17 +162,17 @@ local function send_pieces(self, key, read, total, opts, part, stem, state)
     local name = stem .. "." .. n
     pending[#pending + 1] = name
     local r, err = self:upload_file(name, piece, key)
-    if not r then return nil, err, done, pending end
+    if not r then return nil, err, done end
     done = done + #piece
     state.done = done
     if #pending >= APPEND_EVERY then
       local fok, ferr = flush(self, key, part, pending)
-      if not fok then return nil, ferr, done, pending end
+      if not fok then return nil, ferr, done end
     end
     progress(opts, done, total)
   end
   local fok, ferr = flush(self, key, part, pending)
-  if not fok then return nil, ferr, done, pending end
+  if not fok then return nil, ferr, done end
   return done, hash:hex()
 end
 
@@ -200,7 +200,7 @@ function Manager:upload(source, dest, opts, key)
     for _, p in ipairs(state.pending or {}) do leftovers[#leftovers + 1] = p end
     helper.run(self, key, "cleanup", leftovers, { fname = "upload" })
   end
-  local bytes, sha, offset, pending = guarded(cleanup, function()
+  local bytes, sha, offset = guarded(cleanup, function()
     progress(opts, 0, total)
     return send_pieces(self, key, read, total, opts, part, stem, state)
   end)
@@ -218,7 +218,7 @@ function Manager:upload(source, dest, opts, key)
     err, offset = cerr, bytes
   end
   local leftovers = { part }
-  for _, p in ipairs(pending or {}) do leftovers[#leftovers + 1] = p end
+  for _, p in ipairs(state.pending or {}) do leftovers[#leftovers + 1] = p end
   helper.run(self, key, "cleanup", leftovers, { fname = "upload" })
   return nil, wrap_error(err, "upload", dest, offset or 0)
 end
