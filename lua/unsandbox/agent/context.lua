@@ -18,6 +18,7 @@
 --
 -- Like every resource a Context is closed by close() or a `<close>`
 -- variable, which ends its interpreter.
+-- @module unsandbox.Context
 local check = require "unsandbox.check"
 local core = require "unsandbox.core"
 local transport = require "unsandbox.transport"

@@ -10,6 +10,7 @@
 -- not under .sandbox; the client refuses a bad one before sending (a
 -- raise at the caller's line) and the helper refuses it again, also when
 -- a symlinked parent leads out of the workspace.
+-- @module unsandbox.agent.files
 local check = require "unsandbox.check"
 local core = require "unsandbox.core"
 local helper = require "unsandbox.agent.helper"
@@ -24,7 +25,7 @@ local function utf8_valid(s)
   while i <= n do
     local c = s:byte(i)
     local len, lo, hi = 1, 0x80, 0xBF
-    if c < 0x80 then len = 1
+    if c < 0x80 then lo = 0x80
     elseif c >= 0xC2 and c <= 0xDF then len = 2
     elseif c >= 0xE0 and c <= 0xEF then
       len = 3

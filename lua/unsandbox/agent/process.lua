@@ -26,6 +26,7 @@
 -- variable: a process still running is killed and its state removed,
 -- unless detach() closed the handle first. Inside a task every wait
 -- yields (each exec does); outside it blocks as every call does.
+-- @module unsandbox.Process
 local check = require "unsandbox.check"
 local core = require "unsandbox.core"
 local observe = require "unsandbox.observe"
@@ -167,9 +168,9 @@ function M.list(m, key)
   return list
 end
 
-------------------------------------------------------------------------
+-- ----------------------------------------------------------------------
 -- methods
-------------------------------------------------------------------------
+-- ----------------------------------------------------------------------
 
 local function open(self, fname)
   if self.closed then check.raise("attempt to use a closed Process (" .. fname .. ")") end
@@ -394,7 +395,7 @@ function Process:wait(timeout)
         timeout .. " s")
     end
     local ms = left_ms(deadline)
-    local out, err = "", ""
+    local out, err
     if self.pty then
       out, err = pty_poll(self, ms)
       if out and (self.on_stdout or self.on_stderr) then out, err = read_pty(self, 0) end

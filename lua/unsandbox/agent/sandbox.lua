@@ -1,6 +1,7 @@
 --- The agent tools as methods of unsandbox.Sandbox (added by
 -- cp/init.lua): each calls the Manager's method of the same concern with
 -- the sandbox's name as its session key. Internal module.
+-- @module unsandbox.agent.sandbox
 local files = require "unsandbox.agent.files"
 local Process = require "unsandbox.agent.process"
 local Context = require "unsandbox.agent.context"

@@ -26,6 +26,7 @@
 -- error names the file and the byte the transfer had reached (err.path,
 -- err.offset). Directories go file by file, so each file keeps its own
 -- checksum and the progress counts bytes of the whole directory.
+-- @module unsandbox.agent.transfer
 local check = require "unsandbox.check"
 local core = require "unsandbox.core"
 local observe = require "unsandbox.observe"
@@ -40,9 +41,9 @@ local UP_PIECE = 1000000        -- write-binary's limit (§5.6)
 local DOWN_PIECE = 4 * 1048576  -- read-binary's limit (§4.2)
 local APPEND_EVERY = 8          -- pieces joined per helper call
 
-------------------------------------------------------------------------
+-- ----------------------------------------------------------------------
 -- sources and sinks
-------------------------------------------------------------------------
+-- ----------------------------------------------------------------------
 
 local function is_file(v) return io.type(v) == "file" end
 
@@ -133,9 +134,9 @@ local function guarded(cleanup, fn, ...)
   error(res[2], 0)
 end
 
-------------------------------------------------------------------------
+-- ----------------------------------------------------------------------
 -- upload
-------------------------------------------------------------------------
+-- ----------------------------------------------------------------------
 
 local function flush(self, key, part, pending)
   if #pending == 0 then return true end
@@ -223,9 +224,9 @@ function Manager:upload(source, dest, opts, key)
   return nil, wrap_error(err, "upload", dest, offset or 0)
 end
 
-------------------------------------------------------------------------
+-- ----------------------------------------------------------------------
 -- download
-------------------------------------------------------------------------
+-- ----------------------------------------------------------------------
 
 -- A sink for the bytes: nil (collected: returned as a string), a local
 -- path (a temporary renamed at the end), {path =}, a file handle, or a
@@ -344,9 +345,9 @@ function Manager:download(src, dest, opts, key)
   return result, { path = src, bytes = size, sha256 = sha }
 end
 
-------------------------------------------------------------------------
+-- ----------------------------------------------------------------------
 -- directories
-------------------------------------------------------------------------
+-- ----------------------------------------------------------------------
 
 local DIR = { on_progress = true }
 
