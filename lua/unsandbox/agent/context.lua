@@ -91,16 +91,22 @@ local function open(self, fname)
   if self.closed then check.raise("attempt to use a closed Context (" .. fname .. ")") end
 end
 
--- One exec of the cell op; returns the state and the parsed answer.
+-- One exec of the cell op: "pending", "exited", status, or "done" and the
+-- cell's {stdout, stderr, res = the driver's result}.
 local function cell_call(self, n, tms, wait_ms, code)
   local out, err = helper.run(self.m, self.key, "cell", { self.process.id, tostring(n), tostring(tms),
     tostring(wait_ms), code }, { timeout = math.ceil(wait_ms / 1000) + 5, fname = "run", needs = self.need })
   if not out then return nil, err end
-  local state, no, ne, nr, rest = out:match("^(%S+) (%d+) (%d+) (%d+)\n(.*)$")
-  if not state then return nil, helper.fail("protocol", "run: a malformed answer") end
-  no, ne, nr = tonumber(no), tonumber(ne), tonumber(nr)
-  return state, { stdout = rest:sub(1, no), stderr = rest:sub(no + 1, no + ne),
-    res = rest:sub(no + ne + 1, no + ne + nr) }
+  local state, rest = out:match("^(%S+) ?([^\n]*)")
+  if state == "pending" then return state end
+  if state == "exited" then return state, tonumber(rest) end
+  local res = state == "done" and transport.decode_json(rest)
+  if type(res) ~= "table" or type(res.nout) ~= "number" or type(res.nerr) ~= "number" then
+    return nil, helper.fail("protocol", "run: a malformed answer from the " .. self.language .. " driver")
+  end
+  local body = out:sub(#state + #rest + 3)
+  return state, { stdout = body:sub(1, res.nout), stderr = body:sub(res.nout + 1, res.nout + res.nerr),
+    res = res }
 end
 
 local function code_arg(self, code)
@@ -112,8 +118,7 @@ local function code_arg(self, code)
 end
 
 local function result_of(a)
-  local doc = transport.decode_json(a.res)
-  if type(doc) ~= "table" then return nil, helper.fail("protocol", "run: the cell's result is not JSON") end
+  local doc = a.res
   return { stdout = a.stdout, stderr = a.stderr, error = doc.error, value = doc.value, exit = doc.exit }
 end
 
@@ -174,11 +179,9 @@ function Context:run(code, opts)
     end
   end
   if not state then return nil, a end
-  local r, err
-  local status = state:match("^exited:(.*)$")
-  if status then r = dead(self, tonumber(status))
-  else r, err = result_of(a) end
-  if not r then return nil, err end
+  local r
+  if state == "exited" then r = dead(self, a)
+  else r = result_of(a) end
   r.restarted = restarted
   return r
 end

@@ -5,10 +5,12 @@
 -- code is DIR/N.code. While a cell runs, its stdout and stderr go to
 -- DIR/N.out and DIR/N.err (fd 1 and 2 themselves where the language can
 -- redirect them, so a cell's output can never reach another cell's
--- files), its stdin is /dev/null; then DIR/N.res gets a JSON object
--- {error = null | {name, message, traceback}, value = repr of a last
--- expression | null, exit = status (bash)}, written to a temporary and
--- renamed, so it is complete when it appears. The driver's own timeout
+-- files), its stdin is /dev/null; then DIR/N.res gets a one-line JSON
+-- object {error = null | {name, message, traceback}, value = repr of a
+-- last expression | null, exit = status (bash), nout, nerr = the sizes of
+-- N.out and N.err}, written to a temporary and renamed, so it is complete
+-- when it appears. The files of cell N-1 (read by then) are removed when
+-- cell N starts. The driver's own timeout
 -- interrupts a cell where the language allows it (python: SIGALRM; node:
 -- vm's timeout; lua: a count hook); an exception is a result, never the
 -- end of the interpreter. Internal module.
@@ -56,11 +58,19 @@ def run(code, n):
             return repr(v)
     return None
 
+prev = None
 while True:
     line = readline()
     if line is None:
         break
     n, ms = line.split()
+    for ext in (".out", ".err", ".res", ".code"):
+        if prev is not None:
+            try:
+                os.remove(os.path.join(D, prev + ext))
+            except OSError:
+                pass
+    prev = n
     with open(os.path.join(D, n + ".code"), "rb") as f:
         code = f.read().decode("utf-8", "replace")
     res = {"error": None, "value": None}
@@ -82,6 +92,7 @@ while True:
         res["error"] = {"name": type(e).__name__, "message": str(e),
                         "traceback": "".join(traceback.format_exception(type(e), e, tb))}
     flush()
+    res["nout"], res["nerr"] = os.fstat(1).st_size, os.fstat(2).st_size
     os.dup2(saved_out, 1)
     os.dup2(saved_err, 2)
     tmp = os.path.join(D, "." + n + ".res")
@@ -118,10 +129,14 @@ function readline() {
     s += c;
   }
 }
+let prev = null;
 for (;;) {
   const line = readline();
   if (line === null) break;
   const [n, ms] = line.split(" ");
+  if (prev !== null)
+    for (const ext of [".out", ".err", ".res", ".code"]) fs.rmSync(path.join(D, prev + ext), { force: true });
+  prev = n;
   const code = fs.readFileSync(path.join(D, n + ".code"), "utf8");
   const res = { error: null, value: null };
   fd1 = fs.openSync(path.join(D, n + ".out"), "w", 0o600);
@@ -133,6 +148,7 @@ for (;;) {
     if (e instanceof Error) res.error = { name: e.name, message: e.message, traceback: String(e.stack) };
     else res.error = { name: "Error", message: String(e), traceback: "" };
   }
+  res.nout = fs.fstatSync(fd1).size; res.nerr = fs.fstatSync(fd2).size;
   fs.closeSync(fd1); fs.closeSync(fd2); fd1 = 1; fd2 = 2;
   const tmp = path.join(D, "." + n + ".res");
   fs.writeFileSync(tmp, JSON.stringify(res));
@@ -174,10 +190,15 @@ local function show(n, ...)
   return table.concat(parts, "\t")
 end
 
+local prev
 while true do
   local line = proto:read("*l")
   if not line then break end
   local n, ms = line:match("^(%d+) (%d+)")
+  if prev then
+    for _, ext in ipairs { ".out", ".err", ".res", ".code" } do os.remove(D .. "/" .. prev .. ext) end
+  end
+  prev = n
   local f = io.open(D .. "/" .. n .. ".code", "rb")
   local code = f:read("*a")
   f:close()
@@ -214,10 +235,11 @@ while true do
   print = real.print
   io.stdout, io.stderr = real.stdout, real.stderr
   io.output(real.output); io.input(real.input)
+  local nout, nerr = out:seek("end"), err:seek("end")
   out:close(); err:close()
   local tmp = D .. "/." .. n .. ".res"
   local r = io.open(tmp, "wb")
-  r:write('{"error":', error_json, ',"value":', value, '}')
+  r:write('{"error":', error_json, ',"value":', value, ',"nout":', nout, ',"nerr":', nerr, '}')
   r:close()
   os.rename(tmp, D .. "/" .. n .. ".res")
 end
@@ -228,9 +250,15 @@ __unsb_d=$1
 mkdir -p "$__unsb_d"
 exec 63<&0 0</dev/null
 trap : INT
+__unsb_p=
 while IFS=' ' read -r __unsb_n __unsb_ms <&63; do
-  { eval "$(cat "$__unsb_d/$__unsb_n.code")"; } >"$__unsb_d/$__unsb_n.out" 2>"$__unsb_d/$__unsb_n.err"
-  printf '{"error":null,"value":null,"exit":%d}' "$?" > "$__unsb_d/.$__unsb_n.res"
+  [ -n "$__unsb_p" ] && rm -f -- "$__unsb_d/$__unsb_p".{out,err,res,code}
+  __unsb_p=$__unsb_n
+  { eval "$(<"$__unsb_d/$__unsb_n.code")"; } >"$__unsb_d/$__unsb_n.out" 2>"$__unsb_d/$__unsb_n.err"
+  __unsb_s=$?
+  printf '{"error":null,"value":null,"exit":%d,"nout":%d,"nerr":%d}' "$__unsb_s" \
+    "$(stat -c %s -- "$__unsb_d/$__unsb_n.out")" "$(stat -c %s -- "$__unsb_d/$__unsb_n.err")" \
+    > "$__unsb_d/.$__unsb_n.res"
   mv -f "$__unsb_d/.$__unsb_n.res" "$__unsb_d/$__unsb_n.res"
 done
 ]==]

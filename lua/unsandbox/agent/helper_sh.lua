@@ -192,32 +192,33 @@ op_spawn() {
   mkdir -p -- "$D/in" || fail io "cannot create $D"
   printf '%s' "$2" > "$D/cmd"; printf '%s' "${3:-pipe}" > "$D/kind"; printf '%(%s)T' -1 > "$D/started"
   [ "${3:-pipe}" = pty ] && return 0
-  : > "$D/out"; : > "$D/err"; mkfifo "$D/ctl"
+  : > "$D/out"; : > "$D/err"; mkfifo "$D/ctl" "$D/stdin" || fail io "cannot create $D/ctl"
   setsid bash --noprofile --norc "$H" supervise "$1" </dev/null >/dev/null 2>&1 &
   for ((i = 0; i < 2000; i++)); do [ -s "$D/pid" ] && break; tick 0.005; done
   [ -s "$D/pid" ] || fail io "process $1 did not start"
-  cat "$D/pid"
+  read -r i < "$D/pid"; printf '%s' "$i"
 }
 
 # The supervisor (a session of its own, so the exec that spawned it can
-# end): a feeder copies the queued pieces into the stdin FIFO, the command
-# runs in its own session and process group; its status is written when
-# it ends (-N when kill() sent the signal N that ended it).
+# end): a feeder copies the queued pieces into the stdin FIFO (a message
+# "=TEXT" is the line TEXT itself: a cell's request, with no file), the
+# command runs in its own session and process group; its status is
+# written when it ends (-N when kill() sent the signal N that ended it).
 op_supervise() {
   local pid st m
   D=$P/$1
-  mkfifo "$D/stdin" || exit 1
   exec 4<>"$D/ctl"
   while IFS= read -r m <&4; do
     case $m in
       eof) break;;
+      =*) printf '%s\n' "${m#=}";;
       ''|*/*) ;;
       *) cat -- "$D/in/$m" 2>/dev/null; rm -f -- "$D/in/$m";;
     esac
   done > "$D/stdin" &
-  setsid bash --noprofile --norc -c "$(cat "$D/cmd")" <"$D/stdin" >"$D/out" 2>"$D/err" 4<&- &
+  setsid bash --noprofile --norc -c "$(<"$D/cmd")" <"$D/stdin" >"$D/out" 2>"$D/err" 4<&- &
   pid=$!
-  printf '%s\n' "$pid" > "$D/pid.tmp" && mv "$D/pid.tmp" "$D/pid"
+  printf '%s\n' "$pid" > "$D/pid"
   wait "$pid"; st=$?
   if [ "$st" -gt 128 ] && [ -s "$D/signal" ] &&
      [ "$(kill -l $((st - 128)) 2>/dev/null)" = "$(cat "$D/signal")" ]; then st=-$((st - 128)); fi
@@ -325,9 +326,10 @@ op_forget() {
 # ------------------------------------------------------------ code cells
 # cell ID N TIMEOUTMS WAITMS CODE: CODE (base64, or @WPATH: uploaded; - :
 # sent before) becomes $D/cells/N.code and "N TIMEOUTMS" a line of the
-# driver's stdin; then waits (at most WAITMS) for N.res. Prints "state
-# nout nerr nres\n" + the cell's stdout, stderr and result (state done,
-# pending, or exited:STATUS), and removes the cell's files once done.
+# driver's stdin; then waits (at most WAITMS) for N.res. Prints "done
+# RESULT\n" + the cell's stdout and stderr (RESULT: the driver's one-line
+# JSON, with their sizes nout and nerr), or "pending" or "exited STATUS".
+# The driver removes a cell's files when the next cell starts.
 op_cell() {
   local c n=$2 end st=- delay=0.002 z
   proc "$1"; c=$D/cells
@@ -338,21 +340,20 @@ op_cell() {
       *) printf '%s' "$5" | base64 -d > "$c/.$n.code" || fail invalid "bad base64"
          mv "$c/.$n.code" "$c/$n.code";;
     esac
-    printf '%s %s\n' "$n" "$3" > "$D/in/.c$n.$$" && queue "$D/in/.c$n.$$"
+    printf '=%s %s\n' "$n" "$3" 1<>"$D/ctl"
   fi
   now; end=$((NOW + $4))
   while [ ! -f "$c/$n.res" ]; do
     [ -f "$D/exit" ] && { read -r st < "$D/exit"; break; }
-    now; [ "$NOW" -ge "$end" ] && { printf 'pending 0 0 0\n'; return 0; }
+    now; [ "$NOW" -ge "$end" ] && { printf 'pending\n'; return 0; }
     tick "$delay"
     case $delay in 0.002) delay=0.005;; 0.005) delay=0.01;; *) delay=0.02;; esac
   done
-  [ "$st" != - ] && { printf 'exited:%s 0 0 0\n' "$st"; return 0; }
-  z=($(stat -c %s -- "$c/$n.out" "$c/$n.err" "$c/$n.res" 2>/dev/null)) ||
-    fail io "cell $n of $1 left no output files"
-  printf 'done %s %s %s\n' "${z[0]}" "${z[1]}" "${z[2]}"
-  cat -- "$c/$n.out" "$c/$n.err" "$c/$n.res" 2>/dev/null
-  rm -f -- "$c/$n.out" "$c/$n.err" "$c/$n.res" "$c/$n.code"
+  [ "$st" != - ] && { printf 'exited %s\n' "$st"; return 0; }
+  IFS= read -r z < "$c/$n.res" || [ -n "$z" ] || fail io "cell $n of $1 left no result"
+  printf 'done %s\n' "$z"
+  cat -- "$c/$n.out" "$c/$n.err" 2>/dev/null
+  return 0
 }
 
 # ---------------------------------------------------------------- main
