@@ -188,16 +188,9 @@ end
 -- the result was read. Returns nil, or the message of the first failure
 -- (with its errno text): the caller still exits with the program's code.
 local function save_artifacts(list, dir)
-  dir = (dir or "."):gsub("(.)/+$", "%1")
-  local made, err = core.files.mkdirs(dir)
-  if not made then return "un: cannot save artifacts: " .. err end
-  for _, a in ipairs(list) do
-    local name = a.filename:gsub("/", "_")
-    local path = (dir == "/" and "" or dir) .. "/" .. name
-    local saved, werr = core.files.write_file(path, a.content or "")
-    if not saved then return "un: cannot save artifact: " .. werr end
-    io.stderr:write("[un] saved " .. path .. "\n")
-  end
+  local saved, err = unsandbox.save_artifacts(list, dir or ".", { flatten = true })
+  if not saved then return "un: " .. err.message end
+  for _, path in ipairs(saved) do io.stderr:write("[un] saved " .. path .. "\n") end
 end
 
 -- The code to run: CODE, FILE, or standard input for "-". The service has
