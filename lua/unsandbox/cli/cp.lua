@@ -2,6 +2,8 @@
 --   un sandbox create [NAME] [--template T] | list | run NAME [--timeout S] -- CMD...
 --              | read NAME PATH | write NAME PATH [FILE|-] | stop NAME
 --              | checkpoint NAME | restore NAME CHECKPOINT | checkpoints NAME
+--              | exec NAME [--stdin] -- CMD... | cp SRC DEST (one of them NAME:PATH)
+--              | ps NAME | kill NAME ID [--signal SIG]
 --   un object put LOCATOR [FILE|-] | get LOCATOR | ls LOCATOR | rm LOCATOR [--purge]
 --   un admin tenants [list | create ID | suspend ID]
 --            | keys [list [TENANT] | issue TENANT [--act-as-subjects] [--label L]
@@ -23,18 +25,20 @@ M.USAGE = [[
        un sandbox create [NAME] [--template T] | list | run NAME [--timeout S] -- CMD...
        un sandbox read NAME PATH | write NAME PATH [FILE|-] | stop NAME
        un sandbox checkpoint NAME | checkpoints NAME | restore NAME CHECKPOINT
+       un sandbox exec NAME [--stdin] -- CMD... | cp SRC DEST | ps NAME | kill NAME ID [--signal SIG]
        un object put LOCATOR [FILE|-] | get LOCATOR | ls LOCATOR | rm LOCATOR [--purge]
        un admin tenants [list | create ID | suspend ID] | audit [--limit N]
        un admin keys [list [TENANT] | issue TENANT [--act-as-subjects] | issue-admin | revoke ID]
 Control Plane options: --url URL  --token-file FILE  --subject HEX  --owner T/S
   --template T  --timeout S  --json  -v  (LOCATOR: upload:ID[/PATH] or agent:AGENT/RUN/PATH)
+  cp: SRC or DEST is NAME:PATH (a workspace path); directories are copied whole
 ]]
 
 local FLAGS = { ["--url"] = "url", ["--token-file"] = "token_file", ["--subject"] = "subject",
   ["--owner"] = "owner", ["--template"] = "template", ["--timeout"] = "timeout",
-  ["--limit"] = "limit", ["--label"] = "label", ["--tenant"] = "tenant" }
+  ["--limit"] = "limit", ["--label"] = "label", ["--tenant"] = "tenant", ["--signal"] = "signal" }
 local SWITCHES = { ["--json"] = "json", ["--purge"] = "purge", ["--act-as-subjects"] = "act_as",
-  ["-v"] = "verbose" }
+  ["-v"] = "verbose", ["--stdin"] = "stdin" }
 
 local function parse(args, h)
   local o, rest, i = {}, {}, 1
@@ -188,6 +192,97 @@ end
 function sandbox.restore(o, h, m)
   local r = h.check(open(o, h, m):restore(need(o, 4, "checkpoint id", h)))
   if o.json then show(r, o) end
+end
+
+-- exec, cp, ps and kill: thin wrappers over the agent tools
+-- (docs/guide/agent-tools.md)
+
+--- exec NAME [--stdin] -- CMD: a Process whose output streams to ours as
+-- it comes; with --stdin our stdin is written to its stdin (then closed).
+function sandbox.exec(o, h, m)
+  local sb = open(o, h, m)
+  local function out(s) io.stdout:write(s); io.stdout:flush() end
+  local function err(s) io.stderr:write(s); io.stderr:flush() end
+  local p = h.check(sb:spawn(command_line(o, h), { on_stdout = out, on_stderr = err }))
+  if o.stdin then
+    for chunk in function() return io.stdin:read(65536) end do
+      h.check(p:write(chunk))
+      local got, rerr = p:read(0.001)           -- what it answered so far goes out
+      if got == nil and rerr then h.check(nil, rerr) end
+    end
+  end
+  h.check(p:close_stdin())
+  local code = h.check(p:wait())
+  p:close()
+  return code < 0 and 128 - code or code
+end
+
+local MIB = 1048576
+
+-- A progress bar on stderr when it is a terminal, else nothing.
+local function progress_bar(label)
+  if not core.term.isatty(2) then return nil end
+  return function(done, total, path)
+    local what = path and (label .. " " .. path) or label
+    if total and total > 0 then
+      io.stderr:write(string.format("\r[un] %s  %.1f / %.1f MiB  %3d%%\27[K", what, done / MIB, total / MIB,
+        math.floor(done * 100 / total)))
+    else
+      io.stderr:write(string.format("\r[un] %s  %.1f MiB\27[K", what, done / MIB))
+    end
+    io.stderr:flush()
+  end
+end
+
+local function remote(spec)
+  local name, path = spec:match("^([^/:]+):(.*)$")
+  if name and path ~= "" then return name, path end
+end
+
+local function is_local_dir(path)
+  return core.files.read_dir(path) ~= nil
+end
+
+--- cp SRC DEST: one of them NAME:PATH; streamed, checked, directories whole.
+function sandbox.cp(o, h, m)
+  local src, dest = need(o, 3, "source", h), need(o, 4, "destination", h)
+  local sname, spath = remote(src)
+  local dname, dpath = remote(dest)
+  if (sname ~= nil) == (dname ~= nil) then h.usage("cp: exactly one of SRC and DEST is NAME:PATH") end
+  local bar = progress_bar(src .. " -> " .. dest)
+  local r
+  if dname then
+    local sb = h.check(unsandbox.Sandbox.get { name = dname, manager = m, resume = true })
+    if is_local_dir(src) then r = h.check(sb:upload_dir(src, dpath, { on_progress = bar }))
+    else r = h.check(sb:upload({ path = src }, dpath, { on_progress = bar })) end
+  else
+    local sb = h.check(unsandbox.Sandbox.get { name = sname, manager = m, resume = true })
+    if h.check(sb:stat(spath)).type == "directory" then
+      r = h.check(sb:download_dir(spath, dest, { on_progress = bar }))
+    else
+      local got, info = sb:download(spath, dest, { on_progress = bar })
+      h.check(got, info)
+      r = info
+    end
+  end
+  if bar then io.stderr:write("\n") end
+  if o.json then show(r, o) end
+end
+
+--- ps NAME: the processes of its runtime.
+function sandbox.ps(o, h, m)
+  local list = h.check(open(o, h, m):processes())
+  for _, e in ipairs(list) do
+    e.state = e.pty and "pty" or (e.running and "running" or ("exit " .. tostring(e.exit_code)))
+  end
+  rows(list, { "id", "pid", "state", "command" }, o)
+end
+
+--- kill NAME ID [--signal SIG]: the process keeps its state (for ps).
+function sandbox.kill(o, h, m)
+  local p = h.check(open(o, h, m):process(need(o, 4, "process id", h)))
+  h.check(p:kill(o.signal or "TERM"))
+  p:detach()
 end
 
 ------------------------------------------------------------------------
