@@ -44,7 +44,7 @@ local last = -100
 local up = assert(sb:upload({ path = local_file }, "data/big.bin", {
   on_progress = function(done, total)
     local pct = math.floor(done * 100 / total)
-    if pct >= last + 25 then print(string.format("upload %3d%%", pct)); last = pct end
+    if pct >= last + 25 or done == total then print(string.format("upload %3d%%", pct)); last = pct end
   end }))
 print("uploaded", up.bytes, "bytes, sha256", up.sha256:sub(1, 16) .. "...")
 local back = local_file .. ".back"

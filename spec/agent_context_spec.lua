@@ -71,7 +71,7 @@ describe("unsandbox.Context #integration", function()
     assert.equal("no newline" .. table.concat(bytes) .. "\n>>> ", r.stdout)
     assert.equal("In [2]: ", r.stderr)
     r = assert(ctx:run("import time\ntime.sleep(2)\nprint('second')"))
-    assert.equal("second\n", r.stdout)                -- LATE went to the first cell's file
+    assert.equal("second\n", r.stdout)                -- LATE (from a thread) went elsewhere
     r = assert(ctx:run("print('third')"))
     assert.equal("third\n", r.stdout)
     assert.equal("", r.stderr)

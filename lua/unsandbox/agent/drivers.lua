@@ -17,7 +17,7 @@
 local M = {}
 
 M.python = [==[
-import ast, json, os, signal, sys, traceback
+import ast, json, os, signal, sys, threading, traceback
 D = sys.argv[1]
 os.makedirs(D, exist_ok=True)
 proto = os.fdopen(os.dup(0), "rb", buffering=0)
@@ -25,6 +25,24 @@ null = os.open(os.devnull, os.O_RDONLY)
 os.dup2(null, 0)
 saved_out, saved_err = os.dup(1), os.dup(2)
 G = {"__name__": "__main__", "__builtins__": __builtins__}
+MAIN = threading.main_thread()
+
+class Router:
+    """sys.stdout/err: the main thread writes to fd 1/2 (the running
+    cell's files); other threads (started by an earlier cell) to the
+    process's own output, never into a later cell's."""
+    def __init__(self, cell, orphan):
+        self.cell, self.orphan = cell, orphan
+    def write(self, s):
+        return (self.cell if threading.current_thread() is MAIN else self.orphan).write(s)
+    def flush(self):
+        self.cell.flush()
+        self.orphan.flush()
+    def __getattr__(self, name):
+        return getattr(self.cell, name)
+
+sys.stdout = Router(sys.stdout, os.fdopen(os.dup(saved_out), "w", buffering=1))
+sys.stderr = Router(sys.stderr, os.fdopen(os.dup(saved_err), "w", buffering=1))
 
 def on_alarm(signum, frame):
     raise TimeoutError("the cell ran longer than its timeout")
