@@ -108,8 +108,8 @@ local function transfers(srv, sb, dir)
     SIZE_MIB, SIZE_MIB / up_s, SIZE_MIB / raw_up, raw_up / up_s))
   print(string.format("  download %d MiB         %8.1f MiB/s   raw libcurl GET %8.1f MiB/s   (x%.3f)",
     SIZE_MIB, SIZE_MIB / down_s, SIZE_MIB / raw_down, raw_down / down_s))
-  print(string.format("  client RSS              %8.1f MiB before, peak %.1f MiB during both (+%.1f MiB for %d MiB moved)",
-    before / 1024, peak / 1024, (peak - before) / 1024, 2 * SIZE_MIB))
+  print(string.format("  client RSS              %8.1f MiB before, peak %.1f MiB during both " ..
+    "(+%.1f MiB for %d MiB moved)", before / 1024, peak / 1024, (peak - before) / 1024, 2 * SIZE_MIB))
 end
 
 local srv = server.start { args = { "--disk-mb", tostring(math.max(1024, SIZE_MIB * 2 + 256)) } }

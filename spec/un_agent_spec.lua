@@ -68,16 +68,16 @@ describe("un sandbox exec, cp, ps, kill #integration", function()
       "local p = assert(sb:spawn('sleep 600', { id = 'sleeper' })); p:detach()"
     local out, code = proc.run("bin/unlua -e " .. proc.quote(script), env)
     assert.equal(0, code, out)
-    local err
+    local err, _
     out, err, code = un("sandbox ps tools")
     assert.equal(0, code, err)
     assert.matches("sleeper\t%d+\trunning\tsleep 600\n", out)
-    out, err, code = un("sandbox kill tools sleeper --signal TERM")
+    _, err, code = un("sandbox kill tools sleeper --signal TERM")
     assert.equal(0, code, err)
     assert.is_truthy(mcp.eventually(function()          -- the supervisor writes the status
       return un("sandbox ps tools"):match("sleeper\t%d+\texit %-15\tsleep 600\n")
     end, 30))
-    _, err, code = un("sandbox kill tools nosuch")
+    _, _, code = un("sandbox kill tools nosuch")
     assert.equal(4, code)
   end)
 end)
