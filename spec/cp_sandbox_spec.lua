@@ -276,7 +276,7 @@ describe("unsandbox.Sandbox #integration", function()
       local bytes = {}
       for i = 0, 255 do bytes[#bytes + 1] = string.char(i) end
       local blob = table.concat(bytes):rep(40)
-      assert.equal(#blob, assert(sb:upload("data/uploads/blob.bin", blob)).bytes)
+      assert.equal(#blob, assert(sb:upload(blob, "data/uploads/blob.bin")).bytes)
       assert.equal(blob, (assert(sb:download("data/uploads/blob.bin"))))
     end)
 

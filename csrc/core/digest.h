@@ -17,6 +17,19 @@ void unsb_hex(const unsigned char *in, size_t n, char *out);
 /* 64 lowercase hex characters and a NUL. 0, or -1 if OpenSSL fails. */
 int unsb_sha256_hex(const void *data, size_t len, char out[UNSB_SHA256_HEX_LEN + 1]);
 
+/* An incremental SHA-256, for bytes that come in pieces (a transfer's
+** checksum, computed while it streams, so no whole file is ever held). */
+typedef struct unsb_sha256 unsb_sha256;
+
+/* A fresh hash; NULL if memory or OpenSSL fails. */
+unsb_sha256 *unsb_sha256_new(void);
+/* Adds len bytes. 0, or -1 if OpenSSL fails or the hash was finished. */
+int unsb_sha256_update(unsb_sha256 *h, const void *data, size_t len);
+/* The digest as 64 lowercase hex characters and a NUL; the hash is then
+** finished (a second call gives the same digest). 0, or -1. */
+int unsb_sha256_final(unsb_sha256 *h, char out[UNSB_SHA256_HEX_LEN + 1]);
+void unsb_sha256_free(unsb_sha256 *h);
+
 /* n bytes from OpenSSL's CSPRNG. 0, or -1 if it is not seeded. */
 int unsb_random_bytes(unsigned char *out, size_t n);
 

@@ -4,6 +4,7 @@
 */
 #include "core/file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -131,4 +132,73 @@ ssize_t unsb_file_head(const char *path, char *buf, size_t max) {
   close(fd);
   errno = saved;
   return n;
+}
+
+static char dirent_type(mode_t m) {
+  if (S_ISREG(m)) return 'f';
+  if (S_ISDIR(m)) return 'd';
+  if (S_ISLNK(m)) return 'l';
+  return 'o';
+}
+
+void unsb_dirents_free(unsb_dirent *e, size_t n) {
+  for (size_t i = 0; e && i < n; i++) free(e[i].name);
+  free(e);
+}
+
+/* Appends name with its lstat to *list (growing it); 0, or -1 (ENOMEM). */
+static int dirent_add(unsb_dirent **list, size_t *n, size_t *cap, const char *name,
+                      const struct stat *st) {
+  if (*n == *cap) {
+    size_t c = *cap ? *cap * 2 : 32;
+    unsb_dirent *grown = realloc(*list, c * sizeof **list);
+    if (!grown) return -1;
+    *list = grown;
+    *cap = c;
+  }
+  unsb_dirent *e = &(*list)[*n];
+  if (!(e->name = strdup(name))) return -1;
+  e->type = dirent_type(st->st_mode);
+  e->mode = (unsigned)(st->st_mode & 07777);
+  e->size = (long long)st->st_size;
+  e->mtime = (long long)st->st_mtime;
+  (*n)++;
+  return 0;
+}
+
+int unsb_read_dir(const char *path, size_t max_entries, unsb_dirent **out, size_t *n) {
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = fd < 0 ? NULL : fdopendir(fd);
+  unsb_dirent *list = NULL;
+  size_t count = 0, cap = 0;
+  int err = 0;
+  if (!d) {
+    err = errno;
+    if (fd >= 0) close(fd);
+    errno = err;
+    return -1;
+  }
+  for (;;) {
+    errno = 0;
+    struct dirent *de = readdir(d);
+    if (!de) { err = errno; break; }
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+    struct stat st;
+    if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) continue;
+      err = errno;
+      break;
+    }
+    if (count == max_entries) { err = E2BIG; break; }
+    if (dirent_add(&list, &count, &cap, de->d_name, &st) != 0) { err = ENOMEM; break; }
+  }
+  closedir(d);
+  if (err) {
+    unsb_dirents_free(list, count);
+    errno = err;
+    return -1;
+  }
+  *out = list;
+  *n = count;
+  return 0;
 }

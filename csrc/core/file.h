@@ -42,4 +42,20 @@ int unsb_mkdirs(const char *path, mode_t mode);
 ** for a file that is not regular). */
 ssize_t unsb_file_head(const char *path, char *buf, size_t max);
 
+/* One entry of a directory, as lstat sees it (a symlink is a symlink). */
+typedef struct {
+  char *name;
+  char type;              /* 'f' regular file, 'd' directory, 'l' symlink, 'o' other */
+  unsigned mode;          /* permission bits (07777) */
+  long long size;         /* bytes (a symlink: its target's length) */
+  long long mtime;        /* seconds since the epoch */
+} unsb_dirent;
+
+/* The entries of the directory at path, without "." and "..", in the
+** order readdir gives (the caller sorts); at most max_entries (more is
+** E2BIG). 0 with *out (free with unsb_dirents_free) and *n, or -1 with
+** errno set. An entry that vanishes between readdir and lstat is left out. */
+int unsb_read_dir(const char *path, size_t max_entries, unsb_dirent **out, size_t *n);
+void unsb_dirents_free(unsb_dirent *e, size_t n);
+
 #endif

@@ -28,6 +28,10 @@ static const OSSL_PARAM no_param;   /* all zero: the list's end marker */
   X(int, EVP_Digest, (const void *d, size_t n, unsigned char *md, unsigned int *s, \
                       const EVP_MD *t, ENGINE *e), (d, n, md, s, t, e), 0) \
   X(const EVP_MD *, EVP_sha256, (void), (), NULL) \
+  X(EVP_MD_CTX *, EVP_MD_CTX_new, (void), (), NULL) \
+  X(int, EVP_DigestInit_ex, (EVP_MD_CTX *c, const EVP_MD *t, ENGINE *e), (c, t, e), 0) \
+  X(int, EVP_DigestUpdate, (EVP_MD_CTX *c, const void *d, size_t n), (c, d, n), 0) \
+  X(int, EVP_DigestFinal_ex, (EVP_MD_CTX *c, unsigned char *md, unsigned int *s), (c, md, s), 0) \
   X(const EVP_MD *, EVP_sha1, (void), (), NULL) \
   X(EVP_MAC *, EVP_MAC_fetch, (OSSL_LIB_CTX *c, const char *a, const char *p), (c, a, p), NULL) \
   X(EVP_MAC_CTX *, EVP_MAC_CTX_new, (EVP_MAC *m), (m), NULL) \
@@ -43,7 +47,8 @@ static const OSSL_PARAM no_param;   /* all zero: the list's end marker */
 /* Functions without one: name, parameters, arguments. */
 #define CRYPTO_PROCS(X) \
   X(EVP_MAC_free, (EVP_MAC *m), (m)) \
-  X(EVP_MAC_CTX_free, (EVP_MAC_CTX *c), (c))
+  X(EVP_MAC_CTX_free, (EVP_MAC_CTX *c), (c)) \
+  X(EVP_MD_CTX_free, (EVP_MD_CTX *c), (c))
 
 enum { CRYPTO_FUNCS(UNSB_LAZY_IDX_F) CRYPTO_PROCS(UNSB_LAZY_IDX_P) N_FUNCS };
 static const char *const names[N_FUNCS + 1] = { CRYPTO_FUNCS(UNSB_LAZY_NAME_F) CRYPTO_PROCS(UNSB_LAZY_NAME_P) NULL };

@@ -132,6 +132,7 @@ void ub_cbox_done(lua_State *L, int idx);
 /* Registration of each part into the module table at the top. */
 void ub_open_functions(lua_State *L);
 void ub_open_files(lua_State *L);
+void ub_open_hasher(lua_State *L);
 void ub_open_tracker(lua_State *L);
 void ub_open_client(lua_State *L);
 void ub_open_cp_functions(lua_State *L);

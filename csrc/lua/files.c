@@ -93,7 +93,61 @@ static int l_file_head(lua_State *L) {
   return 1;
 }
 
+#define DIR_MAX 1000000   /* entries of one directory read at once */
+
+typedef struct {
+  unsb_dirent *e;
+  size_t n;
+} dirlist;
+
+static void free_dirlist(void *p) {
+  dirlist *d = p;
+  unsb_dirents_free(d->e, d->n);
+  d->e = NULL;
+  d->n = 0;
+}
+
+static const char *type_name(char t) {
+  switch (t) {
+  case 'f': return "file";
+  case 'd': return "directory";
+  case 'l': return "symlink";
+  default: return "other";
+  }
+}
+
+/* core.read_dir(path) -> {{name=, type=, mode=, size=, mtime=}, ...} in
+** readdir's order (lstat: a symlink is "symlink"), or nil, "path: why". */
+static int l_read_dir(lua_State *L) {
+  const char *path = ub_check_string(L, 1, "path", NULL);
+  dirlist *d = ub_cbox_new(L, sizeof *d, free_dirlist);
+  int box = lua_gettop(L);
+  if (unsb_read_dir(path, DIR_MAX, &d->e, &d->n) != 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", path, strerror(errno));
+    return 2;
+  }
+  lua_createtable(L, (int)d->n, 0);
+  for (size_t i = 0; i < d->n; i++) {
+    lua_createtable(L, 0, 5);
+    lua_pushstring(L, d->e[i].name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, type_name(d->e[i].type));
+    lua_setfield(L, -2, "type");
+    lua_pushinteger(L, (lua_Integer)d->e[i].mode);
+    lua_setfield(L, -2, "mode");
+    lua_pushinteger(L, (lua_Integer)d->e[i].size);
+    lua_setfield(L, -2, "size");
+    lua_pushinteger(L, (lua_Integer)d->e[i].mtime);
+    lua_setfield(L, -2, "mtime");
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  ub_cbox_done(L, box);
+  return 1;
+}
+
 static const luaL_Reg FUNCTIONS[] = {
+  {"read_dir", l_read_dir},
   {"file_head", l_file_head},
   {"cache_read", l_cache_read},
   {"cache_write", l_cache_write},

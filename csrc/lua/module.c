@@ -41,9 +41,10 @@ static const char *const RULES[] = {
   "blank", "LIMITS", "MAX_CONCURRENCY", NULL,
 };
 static const char *const FILES[] = {
-  "file_head", "cache_read", "cache_write", "write_file", "mkdirs", NULL,
+  "file_head", "cache_read", "cache_write", "write_file", "mkdirs", "read_dir", NULL,
 };
-static const char *const CODEC[] = {"base64_encode", "base64_decode", "sha256", NULL};
+static const char *const CODEC[] = {"base64_encode", "base64_decode", "sha256", "sha256_stream",
+                                      NULL};
 /* the event loop, tasks, clocks and the interrupt flag */
 static const char *const LOOP[] = {
   "task_thread", "loop_step", "loop_pollfds", "loop_abort", "loop_stats", "park", "unpark",
@@ -70,6 +71,7 @@ LUAMOD_API int luaopen_unsandbox_core(lua_State *L) {
   ub_open_loop(L);                 /* before anything makes a Client or Manager */
   ub_open_functions(L);
   ub_open_files(L);
+  ub_open_hasher(L);
   ub_open_tracker(L);
   ub_open_client(L);
   ub_open_cp_functions(L);

@@ -16,9 +16,15 @@
 --- An expected failure, the second value of `nil, err`.
 -- @table Error
 -- @field kind "credentials", "http", "transport", "timeout", "protocol",
--- "validation", "interrupted", "cancelled" or "rpc"
+-- "validation", "interrupted", "cancelled" or "rpc"; the agent tools add
+-- "not_found" (no such path or process), "sandbox" (the sandbox refused an
+-- operation: code says why, e.g. "not_empty", "exists", "exited") and
+-- "integrity" (a transfer's sha256 did not match)
 -- @field status the HTTP status (kind http; 499 for cancelled)
--- @field code the server's own error code, when it gives one
+-- @field code the server's own error code, when it gives one (kind
+-- sandbox: the sandbox side's reason)
+-- @field path the file a transfer was moving (transfers only)
+-- @field offset the byte a transfer had reached when it failed
 -- @field message the server's own text where there is one
 -- @field request_id the X-Request-Id of the exchange, when there was one
 -- @field retry_after seconds to wait (429), clamped
@@ -38,6 +44,10 @@ Error.__index = Error
 local KINDS = {
   credentials = true, http = true, transport = true, timeout = true,
   protocol = true, validation = true, interrupted = true, cancelled = true, rpc = true,
+  -- the agent tools' (lua/unsandbox/agent/): a path or process that is not
+  -- there; a refusal by the sandbox side (err.code says which); a
+  -- transfer whose checksum did not match
+  not_found = true, sandbox = true, integrity = true,
 }
 
 function Error.new(fields)

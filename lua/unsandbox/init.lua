@@ -59,6 +59,13 @@ local Client = core.exec.Client   -- the methods table of the C userdata
 --- current_task() -> the Task whose code is running, or nil.
 -- @function current_task
 
+--- save_artifacts(result_or_list, dest[, {flatten =}]) -> the paths
+-- written, or nil, Error: a run's artifacts (return_artifacts = true)
+-- saved whole under the local directory dest at their relative paths
+-- (flatten: "/" becomes "_"), or given to dest(filename, content)
+-- (lua/unsandbox/exec/artifacts.lua, loaded on first use).
+-- @function save_artifacts
+
 -- The options of a client: the core's (core.exec.CLIENT_OPTIONS: public_key,
 -- secret_key, account, url, timeout, connect_timeout, ca_file,
 -- max_response, max_concurrency), but home, cwd and env (stand-ins of the

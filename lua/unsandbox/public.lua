@@ -58,6 +58,7 @@ M.LAZY_FIELDS = {
   run = { "unsandbox.tasks", "run" }, pollfds = { "unsandbox.tasks", "pollfds" },
   completed = { "unsandbox.tasks", "completed" }, Task = { "unsandbox.tasks", "Task" },
   current_task = { "unsandbox.tasks", "current" },
+  save_artifacts = { "unsandbox.exec.artifacts", "save" },
 }
 -- the Control Plane client (lua/unsandbox/cp/init.lua)
 for _, name in ipairs { "manager", "Manager", "Sandbox", "acting_subject", "trace",

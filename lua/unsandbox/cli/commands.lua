@@ -130,6 +130,13 @@ return {
       action("checkpoints", "NAME", "list the workspace's checkpoints", cp.sandbox.checkpoints),
       action("restore", "NAME CHECKPOINT", "put a checkpoint's files back", cp.sandbox.restore),
       action("stop", "NAME", "stop the sandbox's runtime (its files stay)", cp.sandbox.stop),
+      action("exec", "NAME CMD...", "start a process (one CMD is a shell line, several words an argv); "
+        .. "its stdout and stderr stream apart as they come; exits with its code", cp.sandbox.exec, { "stdin" }),
+      action("cp", "SRC DEST", "copy a file or a directory, one side NAME:PATH; streamed, sha256 checked, "
+        .. "a progress bar when stderr is a terminal", cp.sandbox.cp),
+      action("ps", "NAME", "list the sandbox's processes (those of `un sandbox exec` and sb:spawn)", cp.sandbox.ps),
+      action("kill", "NAME ID", "send a signal to a process (it stays listed, with its end)", cp.sandbox.kill,
+        { "signal" }),
     } },
   { name = "object", api = "cp", options = { "subject", "owner" },
     summary = "Control Plane object storage (needs --subject HEX, or --owner T/S with admin credentials)",

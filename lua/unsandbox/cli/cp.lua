@@ -80,7 +80,7 @@ end
 
 function sandbox.write(o, m)
   local sb = open(o, m)
-  local r = check(call(o, sb.upload, sb, o.words[2], read_input(o.words[3])))
+  local r = check(call(o, sb.upload, sb, read_input(o.words[3]), o.words[2]))
   out.did(o, r, string.format("wrote %s in sandbox %s (%d bytes)", r.path or o.words[2], o.words[1], r.bytes or 0))
 end
 
@@ -104,6 +104,99 @@ function sandbox.restore(o, m)
   local sb = open(o, m)
   local r = check(call(o, sb.restore, sb, o.words[2]))
   out.did(o, r, "restored sandbox " .. o.words[1] .. " to checkpoint " .. o.words[2])
+end
+
+-- exec, cp, ps and kill: thin wrappers over the agent tools
+-- (docs/guide/agent-tools.md)
+
+--- exec NAME [--stdin] -- CMD: a Process whose output streams to ours as
+-- it comes; with --stdin our stdin is written to its stdin (then closed).
+-- un's exit code is the process's (128 + N for a signal N).
+function sandbox.exec(o, m)
+  local sb = open(o, m)
+  local function to_stdout(s) io.stdout:write(s); io.stdout:flush() end
+  local function to_stderr(s) io.stderr:write(s); io.stderr:flush() end
+  local p = check(call(o, sb.spawn, sb, exec.command_line(o.words, 2),
+    { on_stdout = to_stdout, on_stderr = to_stderr }))
+  if o.stdin then
+    for chunk in function() return io.stdin:read(65536) end do
+      check(p:write(chunk))
+      local got, rerr = p:read(0.001)           -- what it answered so far goes out
+      if got == nil and rerr then check(nil, rerr) end
+    end
+  end
+  check(p:close_stdin())
+  local code = check(p:wait())
+  p:close()
+  return code < 0 and 128 - code or code, true
+end
+
+local MIB = 1048576
+
+-- A progress bar on stderr when it is a terminal, else nothing.
+local function progress_bar(label)
+  if not core.term.isatty(2) then return nil end
+  return function(done, total, path)
+    local what = path and (label .. " " .. path) or label
+    if total and total > 0 then
+      io.stderr:write(string.format("\r[un] %s  %.1f / %.1f MiB  %3d%%\27[K", what, done / MIB, total / MIB,
+        math.floor(done * 100 / total)))
+    else
+      io.stderr:write(string.format("\r[un] %s  %.1f MiB\27[K", what, done / MIB))
+    end
+    io.stderr:flush()
+  end
+end
+
+-- NAME:PATH as name, path; nil for a local path.
+local function remote(spec)
+  local name, path = spec:match("^([^/:]+):(.*)$")
+  if name and path ~= "" then return name, path end
+end
+
+--- cp SRC DEST: one of them NAME:PATH; streamed, checked, directories whole.
+function sandbox.cp(o, m)
+  local src, dest = o.words[1], o.words[2]
+  local sname, spath = remote(src)
+  local dname, dpath = remote(dest)
+  if (sname ~= nil) == (dname ~= nil) then usage(o.where .. ": exactly one of SRC and DEST is NAME:PATH") end
+  local bar = progress_bar(src .. " -> " .. dest)
+  local r
+  if dname then
+    local sb = check(call(o, unsandbox.Sandbox.get, { name = dname, manager = m, resume = true }))
+    if core.files.read_dir(src) ~= nil then r = check(call(o, sb.upload_dir, sb, src, dpath, { on_progress = bar }))
+    else r = check(call(o, sb.upload, sb, { path = src }, dpath, { on_progress = bar })) end
+  else
+    local sb = check(call(o, unsandbox.Sandbox.get, { name = sname, manager = m, resume = true }))
+    if check(call(o, sb.stat, sb, spath)).type == "directory" then
+      r = check(call(o, sb.download_dir, sb, spath, dest, { on_progress = bar }))
+    else
+      local got, info = call(o, sb.download, sb, spath, dest, { on_progress = bar })
+      check(got, info)
+      r = info
+    end
+  end
+  if bar then io.stderr:write("\n") end
+  out.did(o, r, "copied " .. src .. " to " .. dest)
+end
+
+--- ps NAME: the processes of its runtime.
+function sandbox.ps(o, m)
+  local list = check(open(o, m):processes())
+  for _, e in ipairs(list) do
+    e.state = e.pty and "pty" or (e.running and "running" or ("exit " .. tostring(e.exit_code)))
+  end
+  out.list(o, list, { "id", "pid", "state", "command" }, "processes")
+end
+
+--- kill NAME ID [--signal SIG]: the process keeps its state (for ps).
+function sandbox.kill(o, m)
+  local sb = open(o, m)
+  local p = check(call(o, sb.process, sb, o.words[2]))
+  local sig = o.signal or "TERM"
+  check(p:kill(sig))
+  p:detach()
+  out.did(o, { id = o.words[2], signal = sig }, "sent " .. sig .. " to process " .. o.words[2] .. " of sandbox " .. o.words[1])
 end
 
 ------------------------------------------------------------------------

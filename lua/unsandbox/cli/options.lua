@@ -83,6 +83,8 @@ M.OPTIONS = {
   subject = { flag = "--subject", value = "HEX", parse = subject,
     help = "act for this subject (X-Acting-Subject: 32 hex; unsandbox.acting_subject makes one)" },
   owner = { flag = "--owner", value = "T/S", help = "the objects' owner, TENANT/SUBJECT (admin credentials)" },
+  stdin = { flag = "--stdin", help = "write un's standard input to the process's stdin (then close it)" },
+  signal = { flag = "--signal", value = "SIG", help = "the signal to send (TERM, KILL, INT, HUP, ...; default TERM)" },
   purge = { flag = "--purge", help = "delete every version, not only the newest" },
   limit = { flag = "--limit", value = "N", parse = int_in(1, 100000), help = "at most N rows" },
   label = { flag = "--label", value = "L", help = "the key's label" },

@@ -63,22 +63,13 @@ local function program(o)
 end
 
 --- Saves artifacts under dir (made when missing) at their relative
--- paths. Returns nil, or the message of the first failure (the caller
+-- paths (unsandbox.save_artifacts, which refuses absolute names and
+-- `..`). Returns nil, or the message of the first failure (the caller
 -- still exits with the program's code).
 function M.save_artifacts(list, dir)
-  dir = (dir or "."):gsub("(.)/+$", "%1")
-  local base = dir == "/" and "" or dir
-  for _, a in ipairs(list) do
-    local why = core.rules.relpath_check(a.filename)
-    if why then return "un: artifact " .. string.format("%q", a.filename) .. " not saved: its name " .. why end
-    local path = base .. "/" .. a.filename
-    local parent = path:match("^(.*)/[^/]*$")
-    local made, err = core.files.mkdirs(parent ~= "" and parent or "/")
-    if not made then return "un: cannot save artifacts: " .. err end
-    local saved, werr = core.files.write_file(path, a.content or "")
-    if not saved then return "un: cannot save artifact: " .. werr end
-    io.stderr:write("[un] saved " .. path .. "\n")
-  end
+  local saved, err = unsandbox.save_artifacts(list, dir or ".")
+  if not saved then return "un: " .. err.message end
+  for _, path in ipairs(saved) do io.stderr:write("[un] saved " .. path .. "\n") end
 end
 
 -- The result as one document: artifacts by name and size (their bytes

@@ -29,6 +29,17 @@ for _, group in ipairs { "leases", "checkpoints", "tools", "objects", "files", "
   methods.add(core.cp.Manager, require(from), MANAGER_FRAME, from)
 end
 methods.add(core.cp.Sandbox, sandbox.methods, SANDBOX_FRAME, "unsandbox.cp.sandbox")
+-- the agent tools (lua/unsandbox/agent/): file operations and transfers on
+-- the Manager, with the Sandbox's processes and contexts
+local agent = require "unsandbox.agent.sandbox"
+for _, group in ipairs(agent.manager) do
+  methods.add(core.cp.Manager, group.methods, MANAGER_FRAME, group.from)
+end
+methods.add(core.cp.Sandbox, agent.methods, SANDBOX_FRAME, "unsandbox.agent.sandbox")
+for _, class in ipairs(agent.classes) do
+  wrap.methods(class, { detach = true, __tostring = true, __close = true, output = true, lines = true,
+    _pty_output = true })
+end
 -- the Sandbox constructors and the Shell are Lua tables of their own
 wrap.methods(sandbox.class, { default_manager = true })
 wrap.methods(Shell, { new = true, detach = true, __tostring = true, __close = true })

@@ -178,19 +178,6 @@ function SandboxMT:restore(checkpoint_id, sha256)
   return self:manager():restore_workspace(checkpoint_id, sha256, self:name())
 end
 
---- upload(path, bytes) / download(path): binary-safe, through the file
--- routes, which need a running runtime: one is ensured first.
-function SandboxMT:upload(path, bytes)
-  local rt, err = self:manager():ensure_runtime(self:name())
-  if not rt then return nil, err end
-  return self:manager():upload_file(path, bytes, self:name())
-end
-function SandboxMT:download(path)
-  local rt, err = self:manager():ensure_runtime(self:name())
-  if not rt then return nil, err end
-  return self:manager():download_file(path, self:name())
-end
-
 local last = setmetatable({}, { __mode = "k" })
 
 --- stream(command, on_chunk, t, is_cancelled): live output; the result

@@ -44,35 +44,84 @@ local function basename(path)
   return path:match("([^/]+)$") or path
 end
 
-local function read_file(path)
-  local f, err = io.open(path, "rb")
-  if not f then return nil, err end
+-- The service's rules for input files (the C CLI's: spec §2), stated in
+-- the error when a file or the whole set exceeds them.
+local FILE_MAX = 100 * 1000 * 1000
+local TOTAL_MAX = 4 * 1000 * 1000 * 1000
+
+local function too_big(what, n, rule)
+  return Error.new { kind = "validation", message = what .. " is " .. n .. " bytes: the service takes " .. rule }
+end
+
+-- The bytes of a file handle from where it stands, its size checked first.
+local function read_handle(f, what)
+  local here = f:seek("cur")
+  local size = here and f:seek("end")
+  if size then
+    f:seek("set", here)
+    if size - here > FILE_MAX then return nil, too_big(what, size - here, "at most 100 MB per file") end
+  end
   local data = f:read("a")
-  f:close()
+  if not data then return nil, Error.new { kind = "validation", message = what .. ": cannot be read" } end
+  if #data > FILE_MAX then return nil, too_big(what, #data, "at most 100 MB per file") end
   return data
 end
 
--- Input files: a path string (sent under its base name) or
--- {filename = "rel/path", content = "bytes"}.
+local function read_file(path)
+  local f, err = io.open(path, "rb")
+  if not f then
+    return nil, Error.new { kind = "validation", message = "input file " .. path .. ": " .. tostring(err) }
+  end
+  local data, rerr = read_handle(f, "input file " .. path)
+  f:close()
+  return data, rerr
+end
+
+local ITEM = { filename = true, content = true, path = true, file = true }
+
+-- One input file: a path string (sent under its base name), or
+-- {filename = "rel/path", content = "bytes" | path = "local/file" |
+-- file = handle}. Returns name, data or nil, nil, Error.
+local function input_file(fname, i, f)
+  local arg = "input_files[" .. i .. "]"
+  if type(f) == "string" then
+    local data, err = read_file(f)
+    if not data then return nil, nil, err end
+    return basename(f), data
+  elseif type(f) ~= "table" then
+    check.fail(fname, arg, "path or {filename, content | path | file} expected, got " .. type(f))
+  end
+  check.options(fname, f, ITEM, { arg = arg })
+  check.type(fname, arg .. ".filename", f.filename, "string")
+  local n = (f.content ~= nil and 1 or 0) + (f.path ~= nil and 1 or 0) + (f.file ~= nil and 1 or 0)
+  if n ~= 1 then check.fail(fname, arg, "exactly one of content, path and file expected") end
+  if f.content ~= nil then
+    check.type(fname, arg .. ".content", f.content, "string")
+    if #f.content > FILE_MAX then return nil, nil, too_big("input file " .. f.filename, #f.content,
+      "at most 100 MB per file") end
+    return f.filename, f.content
+  elseif f.path ~= nil then
+    check.type(fname, arg .. ".path", f.path, "string")
+    local data, err = read_file(f.path)
+    if not data then return nil, nil, err end
+    return f.filename, data
+  end
+  if io.type(f.file) ~= "file" then check.fail(fname, arg .. ".file", "an open file handle expected") end
+  local data, err = read_handle(f.file, "input file " .. f.filename)
+  if not data then return nil, nil, err end
+  return f.filename, data
+end
+
+-- Input files: see input_file; at most 1000, 100 MB each, 4 GB in all.
 local function encode_files(fname, files)
   check.type(fname, "input_files", files, "table")
   if #files > MAX_FILES then check.fail(fname, "input_files", "more than " .. MAX_FILES .. " files") end
-  local out, names = {}, {}
+  local out, names, total = {}, {}, 0
   for i, f in ipairs(files) do
-    local name, data
-    if type(f) == "string" then
-      local content, err = read_file(f)
-      if not content then
-        return nil, Error.new { kind = "validation", message = "input file " .. f .. ": " .. tostring(err) }
-      end
-      name, data = basename(f), content
-    elseif type(f) == "table" then
-      check.type(fname, "input_files[" .. i .. "].filename", f.filename, "string")
-      check.type(fname, "input_files[" .. i .. "].content", f.content, "string")
-      name, data = f.filename, f.content
-    else
-      check.fail(fname, "input_files[" .. i .. "]", "path or {filename, content} expected, got " .. type(f))
-    end
+    local name, data, err = input_file(fname, i, f)
+    if not name then return nil, err end
+    total = total + #data
+    if total > TOTAL_MAX then return nil, too_big("the input files", total, "at most 4 GB in all") end
     local why = core.rules.relpath_check(name)
     if why then
       check.fail(fname, "input_files[" .. i .. "]", "file name " .. string.format("%q", name:sub(1, 200))

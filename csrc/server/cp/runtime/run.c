@@ -7,7 +7,10 @@
 ** The sandbox is one ordinary runner run: unsandboxd-agent, bound
 ** read-only at a fixed path, in mode runtime on the workspace's volume
 ** mounted at /workspace, with the agent's end of a SOCK_SEQPACKET control
-** channel as fd 10, no network, no ttl (the watcher owns the TTLs). The
+** channel as fd 10, no network, no ttl (the watcher owns the TTLs), and
+** files as large as the volume (a platform runtime is a pod whose only
+** bound on a file is its disk; the execution API's runs keep the
+** runner's 64 MiB). The
 ** runner's kill paths (the run's pid namespace, its cgroup) make sure
 ** nothing the runtime started outlives it.
 */
@@ -39,6 +42,7 @@ static ux_run *start_run(ux_rt *rt, int agent_end, char *err, size_t errlen) {
   spec.n_env = rts->n_env;
   spec.network = 0;                      /* zerotrust */
   spec.ttl_s = 0;                        /* the watcher enforces the TTLs */
+  spec.fsize = ux_volume_disk_bytes();   /* 0 (never: the size is set at start) = default */
   spec.vcpu = rts->cfg.vcpu;
   spec.mem = &rt->mem;                   /* claimed by ux_runtimes_start */
   spec.output_cap = AGENT_STDERR_CAP;
