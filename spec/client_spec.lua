@@ -77,7 +77,7 @@ describe("unsandbox client #integration", function()
       arm { mode = "defer", count = 1 }
       local polls = 0
       local r = assert(c:execute_code("bash", "sleep 0.5; echo done",
-        { on_poll = function(job, attempt) polls = attempt end }))
+        { on_poll = function(_, attempt) polls = attempt end }))
       assert.are.equal("done\n", r.stdout)
       assert.is_true(polls >= 1)
     end)
@@ -131,7 +131,7 @@ describe("unsandbox client #integration", function()
       local id = assert(c:execute_async("bash", "sleep 1; echo async"))
       local seen = {}
       local r = assert(c:wait_for_job(id, { timeout = 30,
-        on_poll = function(job, attempt) seen[#seen + 1] = job.status end }))
+        on_poll = function(job) seen[#seen + 1] = job.status end }))
       assert.are.equal("async\n", r.stdout)
       assert.are.equal(id, r.job_id)
       assert.is_true(#seen >= 2)
@@ -380,7 +380,8 @@ describe("unsandbox client #integration", function()
 
   describe("services", function()
     it("keeps a bootstrap running, executes commands in it and snapshots it", function()
-      local svc = assert(c:create_service { name = "web", bootstrap = "echo data > served.txt; echo started; sleep 600" })
+      local svc = assert(c:create_service { name = "web",
+        bootstrap = "echo data > served.txt; echo started; sleep 600" })
       assert.matches("^unsb%-service%-", svc.id)
       local got = assert(c:get_service(svc.id))
       assert.are.equal("running", got.status)
@@ -461,7 +462,7 @@ describe("execute_many() #integration", function()
       { "bash", "sleep 1; echo one" },
       { "python", "import time; time.sleep(1); print('two')" },
       { "lua", "print('three')", { env = { X = "1" } } },
-    }, { timeout = 30, on_poll = function(job, attempt, i) polled[i] = attempt end })
+    }, { timeout = 30, on_poll = function(_, attempt, i) polled[i] = attempt end })
     assert.same({}, errors)
     assert.are.equal("one\n", results[1].stdout)
     assert.are.equal("two\n", results[2].stdout)

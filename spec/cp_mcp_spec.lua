@@ -33,6 +33,7 @@ describe("Control Plane MCP #integration", function()
       for _, t in ipairs(doc.result.tools) do names[#names + 1] = t.name; assert.is_table(t.inputSchema) end
       assert.same({ "shell", "file_read", "file_write", "file_edit", "file_glob", "file_grep" }, names)
       st, doc = mcp.post(srv, sb, "server/discover", {})
+      assert.are.equal(200, st)
       assert.are.equal("2026-07-28", doc.result.protocolVersion)
       assert.same({ name = "sandbox-shell", version = "0.4.0" }, doc.result.serverInfo)
       -- initialize needs none of the version checks
@@ -72,7 +73,8 @@ describe("Control Plane MCP #integration", function()
       local st, doc = mcp.post(srv, sb, "resources/list", {}, { headers = mcp.headers("resources/list") })
       assert.are.equal(200, st)
       assert.are.equal(-32601, doc.error.code)
-      st, doc = mcp.post(srv, sb, nil, nil, { headers = {}, body = { jsonrpc = "2.0", method = "notifications/initialized" } })
+      st, doc = mcp.post(srv, sb, nil, nil, { headers = {}, body = { jsonrpc = "2.0",
+        method = "notifications/initialized" } })
       assert.are.equal(202, st)
       assert.are.equal("", doc)
     end)
@@ -115,7 +117,8 @@ describe("Control Plane MCP #integration", function()
 
   describe("shell", function()
     it("runs exec in /workspace with bash, no profile, pipefail", function()
-      local r = mcp.tool(srv, sb, "shell", { command = "echo out; echo err >&2; pwd; false | true; echo pf=$?; exit 3" })
+      local r = mcp.tool(srv, sb, "shell",
+        { command = "echo out; echo err >&2; pwd; false | true; echo pf=$?; exit 3" })
       assert.are.equal("out\n/workspace\npf=1\n", r.stdout)
       assert.are.equal("err\n", r.stderr)
       assert.are.equal(3, r.exit_code)
@@ -126,7 +129,8 @@ describe("Control Plane MCP #integration", function()
       local keys = {}
       for k in pairs(r) do keys[#keys + 1] = k end
       table.sort(keys)
-      assert.same({ "exit_code", "output_truncated", "sandbox_id", "stderr", "stdout", "timed_out", "workspace_id" }, keys)
+      assert.same({ "exit_code", "output_truncated", "sandbox_id", "stderr", "stdout", "timed_out", "workspace_id" },
+        keys)
       local _, _, _, doc = mcp.tool(srv, sb, "shell", { command = "echo x" })
       assert.same(doc.result.structuredContent, json.decode(doc.result.content[1].text))
       assert.are.equal("text", doc.result.content[1].type)
@@ -134,7 +138,8 @@ describe("Control Plane MCP #integration", function()
     end)
 
     it("caps each stream at 64000 bytes and kills the process group at the timeout", function()
-      local r = mcp.tool(srv, sb, "shell", { command = "head -c 200000 /dev/zero | tr '\\0' a; head -c 100000 /dev/zero | tr '\\0' b >&2" })
+      local r = mcp.tool(srv, sb, "shell",
+        { command = "head -c 200000 /dev/zero | tr '\\0' a; head -c 100000 /dev/zero | tr '\\0' b >&2" })
       assert.are.equal(64000, #r.stdout)
       assert.are.equal(64000, #r.stderr)
       assert.is_true(r.output_truncated)
@@ -175,7 +180,8 @@ describe("Control Plane MCP #integration", function()
     end)
 
     it("streams exec_stream as the command writes, in the exact SSE shape", function()
-      local out = mcp.stream(srv, sb, { action = "exec_stream", command = "echo a; sleep 2; echo b >&2" }, { id = "req-7" })
+      local out = mcp.stream(srv, sb, { action = "exec_stream", command = "echo a; sleep 2; echo b >&2" },
+        { id = "req-7" })
       assert.are.equal(200, out.status)
       assert.are.equal("text/event-stream; charset=utf-8", out.headers["content-type"])
       assert.are.equal("no-cache, no-transform", out.headers["cache-control"])
@@ -229,7 +235,8 @@ describe("Control Plane MCP #integration", function()
       assert.is_false(r.running)
       assert.are.equal("session_exec", r.action)
       assert.are.equal("", r.stderr)
-      r = mcp.tool(srv, sb, "shell", { action = "session_exec", session_id = "t1", command = "pwd; read x; echo got:$x; exit 4",
+      r = mcp.tool(srv, sb, "shell", { action = "session_exec", session_id = "t1",
+        command = "pwd; read x; echo got:$x; exit 4",
         async = true })
       assert.is_true(r.running)
       assert.are.equal(json.null, r.exit_code)
@@ -241,7 +248,8 @@ describe("Control Plane MCP #integration", function()
     end)
 
     it("drive an interactive python3 and kill it", function()
-      local r = mcp.tool(srv, sb, "shell", { action = "session_exec", session_id = "py", command = "python3 -i", async = true })
+      local r = mcp.tool(srv, sb, "shell", { action = "session_exec", session_id = "py", command = "python3 -i",
+        async = true })
       assert.is_true(r.running)
       r = mcp.tool(srv, sb, "shell", { action = "session_input", session_id = "py", input = "print(6*7)" })
       assert.matches("42", r.stdout)
@@ -266,7 +274,8 @@ describe("Control Plane MCP #integration", function()
     end)
 
     it("stream session_exec, and a client hanging up kills the session's command", function()
-      local out = mcp.stream(srv, sb, { action = "session_exec", session_id = "s-stream", command = "echo one; sleep 1; echo two" })
+      local out = mcp.stream(srv, sb, { action = "session_exec", session_id = "s-stream",
+        command = "echo one; sleep 1; echo two" })
       local progress, final = mcp.split(out)
       assert.is_true(#progress >= 2)
       assert.are.equal("stdout", progress[1].msg.params._meta.channel)
@@ -282,7 +291,8 @@ describe("Control Plane MCP #integration", function()
     end)
 
     it("keep a command going when a session_wait client hangs up", function()
-      mcp.tool(srv, sb, "shell", { action = "session_exec", session_id = "w1", command = "sleep 2; echo finished", async = true })
+      mcp.tool(srv, sb, "shell", { action = "session_exec", session_id = "w1", command = "sleep 2; echo finished",
+        async = true })
       local out = mcp.stream(srv, sb, { action = "session_wait", session_id = "w1", timeout_seconds = 10 },
         { limit = 0.5 })
       assert.is_nil(select(2, mcp.split(out)))   -- hung up before the end
@@ -317,7 +327,8 @@ describe("Control Plane MCP #integration", function()
       r = mcp.tool(srv, sb, "file_read", { path = "src/m.txt", offset = 2 })
       assert.are.equal("gamma\n", r.content)
       assert.are.equal(2, r.start_line)
-      local st, rest = cp.request(srv, "GET", "/v1/workspaces/" .. ws.workspace_id .. "/files/read?path=src/m.txt&offset=2",
+      local st, rest = cp.request(srv, "GET",
+        "/v1/workspaces/" .. ws.workspace_id .. "/files/read?path=src/m.txt&offset=2",
         { token = ws.access_token })
       assert.are.equal(200, st)
       r.sandbox_id = nil
@@ -335,7 +346,8 @@ describe("Control Plane MCP #integration", function()
         { "file_read", { path = "../etc/passwd" } }, { "file_read", { path = "/etc/passwd" } },
         { "file_read", { path = "a\0b" } }, { "file_read", { path = "out-link" } },
         { "file_read", { path = "root-link/etc/passwd" } }, { "file_write", { path = ".sandbox/x", content = "x" } },
-        { "file_write", { path = "sbx/x", content = "x" } }, { "file_write", { path = "root-link/tmp/x", content = "x" } },
+        { "file_write", { path = "sbx/x", content = "x" } }, { "file_write", { path = "root-link/tmp/x",
+          content = "x" } },
         { "file_edit", { path = "src/m.txt", old = "not there", new = "x" } }, { "file_read", { path = "" } },
         { "file_read", { path = "src/m.txt", offset = 99 } }, { "file_glob", { pattern = "../*" } },
         { "file_grep", { pattern = "(", regex = true } }, { "file_read", { path = "src/m.txt", bogus = 1 } },
@@ -423,8 +435,11 @@ describe("Control Plane MCP #integration", function()
 
     it("free a stream whose client hung up, and the server stays up", function()
       for _ = 1, 5 do
-        local out = mcp.stream(srv, sb, { action = "exec_stream", command = "while true; do echo tick; sleep 0.05; done",
-          timeout_seconds = 30 }, { on_frame = function(f) return f.msg and f.msg.params and f.msg.params.progress >= 3 and "close" or nil end })
+        local out = mcp.stream(srv, sb, { action = "exec_stream",
+          command = "while true; do echo tick; sleep 0.05; done",
+          timeout_seconds = 30 }, { on_frame = function(f)
+            return f.msg and f.msg.params and f.msg.params.progress >= 3 and "close" or nil
+          end })
         assert.is_true(out.closed)
       end
       assert.are.equal(0, mcp.eventually(function() return inside("sleep") == 0 and 0 end, 5))
@@ -476,7 +491,8 @@ describe("Control Plane MCP and a server shutdown #integration", function()
   it("ends a stream in flight with an error frame and stops within the drain", function()
     local _, sb = mcp.sandbox(srv, "down")
     local t_term
-    local out = mcp.stream(srv, sb, { action = "exec_stream", command = "echo started; sleep 30", timeout_seconds = 30 },
+    local out = mcp.stream(srv, sb, { action = "exec_stream", command = "echo started; sleep 30",
+      timeout_seconds = 30 },
       { limit = 15, on_frame = function()
           if not t_term then t_term = socket.gettime(); os.execute("kill -TERM " .. srv.pid) end
         end })

@@ -78,7 +78,8 @@ describe("execution API routes #integration", function()
       assert.equal(409, err.status)
       arm { mode = "sudo", otp = "123456", count = 1, path = "/services/" }
       local asked
-      local doc = assert(c:unlock_service(svc.id, { on_sudo = function(e) asked = e.challenge_id; return "123456" end }))
+      local doc = assert(c:unlock_service(svc.id,
+        { on_sudo = function(e) asked = e.challenge_id; return "123456" end }))
       assert.is_string(asked)
       assert.is_false(doc.locked)
     end)
@@ -208,6 +209,7 @@ describe("execution API routes #integration", function()
       assert(c:unlock_image(img.id))
       assert(c:transfer_image(img.id, pk2))
       r, err = c:delete_image(img.id)
+      assert.is_nil(r)
       assert.equal(404, err.status)
       arm { mode = "sudo", otp = "999", count = 1, path = "/images/" }
       r, err = c:delete_image(copy.id)

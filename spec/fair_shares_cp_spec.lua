@@ -64,7 +64,8 @@ describe("fair shares: a tenant that stops its own agent #integration", function
   end)
   teardown(function() if srv then srv.stop() end end)
 
-  it("stops only itself: 600 file requests on a stopped agent leave the other tenant and /livez answered (default limits)", function()
+  it("stops only itself: 600 file requests on a stopped agent leave the other tenant and /livez answered"
+    .. " (default limits)", function()
     local ws_a, sb_a = mcp.sandbox(srv, "stopper", a_key)
     local ws_b, sb_b = mcp.sandbox(srv, "bystander", b_key)
     -- the agent is the parent of the handler that runs the command
@@ -174,7 +175,8 @@ describe("fair shares: object transfers of one tenant #integration", function()
   end)
   teardown(function() if srv then srv.stop() end end)
 
-  it("64 trickled uploads hold the tenant's 48, and the other tenant's inline put goes through (default limits)", function()
+  it("64 trickled uploads hold the tenant's 48, and the other tenant's inline put goes through (default limits)",
+    function()
     local subject = { ["X-Acting-Subject"] = SUBJECT }
     local size, piece = 256 * 1024, ("u"):rep(16 * 1024)
     local tickets = {}

@@ -108,7 +108,8 @@ describe("MCP client rules #unit", function()
         "MCP SSE ended without a final response" },
       { function(id) return { final(id, { content = {} }) } end, "protocol", 502,
         "MCP response has no structuredContent" },
-      { function(id) return { frame { jsonrpc = "2.0", id = id, error = { code = -32001, message = "all PTY sessions are busy" } } } end,
+      { function(id) return { frame { jsonrpc = "2.0", id = id, error = { code = -32001,
+        message = "all PTY sessions are busy" } } } end,
         "rpc", 502, "MCP -32001: all PTY sessions are busy" },
     }
     for i, c in ipairs(cases) do

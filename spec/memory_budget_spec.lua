@@ -184,7 +184,8 @@ describe("the memory budget of all runs #integration", function()
       assert.are.equal(0, settled(c, 0))
       local st, svc = service(c, 3)                 -- the whole budget
       assert.are.equal(201, st)
-      local wst, ws = cp.request(srv, "POST", "/v1/workspaces", { token = srv.token, body = { session_id = "mem-budget" } })
+      local wst, ws = cp.request(srv, "POST", "/v1/workspaces", { token = srv.token,
+        body = { session_id = "mem-budget" } })
       assert.are.equal(201, wst)
       local sst, refused = cp.request(srv, "POST", "/v1/sandboxes", { token = srv.token,
         body = { workspace_id = ws.workspace_id } })
@@ -200,7 +201,8 @@ describe("the memory budget of all runs #integration", function()
     end)
 
     it("a flag outside its range is a usage error", function()
-      local p = io.popen(server.sh_quote(server.bin) .. " --data /tmp/unsb-never --memory-budget-mb 100 2>&1; echo rc=$?")
+      local p = io.popen(server.sh_quote(server.bin)
+        .. " --data /tmp/unsb-never --memory-budget-mb 100 2>&1; echo rc=$?")
       local out = p:read("a")
       p:close()
       assert.matches("%-%-memory%-budget%-mb wants an integer between 1024", out)

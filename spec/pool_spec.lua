@@ -160,7 +160,8 @@ describe("the sandbox pool #integration", function()
     assert.equal("started\n", a.stdout)
     local b = run(c, "bash", [[
       ls -A /sandbox /tmp /dev/shm; echo "${LEFT:-none}"
-      ls /proc | grep -E '^[0-9]+$' | while read p; do cat /proc/$p/cmdline; echo; done | grep -c '[s]leep.331' || true]])
+      ls /proc | grep -E '^[0-9]+$' | while read p; do cat /proc/$p/cmdline; echo; done |
+        grep -c '[s]leep.331' || true]])
     assert.equal(hits + 2, health(c).pool.hits)
     assert.equal("/dev/shm:\n\n/sandbox:\n\n/tmp:\nnone\n0\n", b.stdout)
     -- and from the host: the background process ended with its run

@@ -115,7 +115,8 @@ describe("security: the work tree is hostile #integration", function()
   before_each(function() canary, token = make_canary(300) end)
   after_each(function() fs.rm_rf(canary) end)
 
-  it("snapshots taken while the tree swaps a directory for a symlink to a host directory never hold host files", function()
+  it("snapshots taken while the tree swaps a directory for a symlink to a host directory never hold host files",
+    function()
     local marker = "swap-snap-" .. os.time() .. "-" .. srv.pid   -- unique across suites run at once
     local svc = ok_call(c, "POST", "/services", { bootstrap_content = swapper_script(canary, 300, marker) })
     assert.is_true(wait_until(function() return #processes_with(marker) > 0 end, 20), "swapper never started")
@@ -227,7 +228,8 @@ describe("security: disk is bounded #integration", function()
     if srv then srv.stop() end
   end)
 
-  local FILL = "i=0; while [ $i -lt 10 ]; do head -c 67108864 /dev/zero > big$i || break; i=$((i+1)); done; echo wrote $i"
+  local FILL = "i=0; while [ $i -lt 10 ]; do head -c 67108864 /dev/zero > big$i || break; i=$((i+1)); done;"
+    .. " echo wrote $i"
 
   it("reports its disk mode and sizes in GET /health", function()
     local r = assert(c:request("GET", "/health", nil, { auth = false }))

@@ -324,7 +324,8 @@ describe("a job document larger than its reservation #integration", function()
 end)
 
 describe("what a crash left half made #integration", function()
-  it("is removed at the next start: volumes and archives without a row, temporaries, a restore's second volume", function()
+  it("is removed at the next start: volumes and archives without a row, temporaries, a restore's second volume",
+    function()
     local srv = server.start { args = ARGS }
     local again
     finally(function() stop_all(srv, again) end)
@@ -341,7 +342,8 @@ describe("what a crash left half made #integration", function()
     os.execute("truncate -s 3M " .. fs.quote(d .. "/snapshots/unsb-snapshot-orphan.tar.gz") .. " "
                .. fs.quote(d .. "/snapshots/unsb-snapshot-cut.tar.gz.tmp"))
     local own_dir = d .. "/sessions/" .. session.session_id
-    os.execute("mkdir -p " .. fs.quote(own_dir .. "/next") .. " && truncate -s 16M " .. fs.quote(own_dir .. "/next.img"))
+    os.execute("mkdir -p " .. fs.quote(own_dir .. "/next")
+      .. " && truncate -s 16M " .. fs.quote(own_dir .. "/next.img"))
     again = server.start { data = d, args = ARGS }
     c = client(again)
     local h = health(c)

@@ -338,6 +338,7 @@ describe("session terminal #integration", function()
       assert.are.equal(0, code, err)
       assert.matches("later", out)
       -- empty input: the shell ends too
+      local _
       _, err, code = un("session attach " .. sid, "true")
       assert.are.equal(0, code, err)
     end)

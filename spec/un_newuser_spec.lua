@@ -82,6 +82,7 @@ describe("un, a new user's commands #integration", function()
       assert.equal(2, code)
       assert.equal("", out)
       assert.matches("not passed to it %(the service has no argv%)", err)
+      local _
       _, err, code = un("-s bash 'echo x' extra")
       assert.equal(2, code)
       assert.matches("no argv", err)
@@ -180,7 +181,8 @@ describe("un, a new user's commands #integration", function()
   it("Ctrl-C cancels the job un started, says so and exits 130", function()
     local out, errf, status = dir .. "/bg.out", dir .. "/bg.err", dir .. "/bg.status"
     local pidf = dir .. "/bg.pid"
-    os.execute(string.format("(%s%s -s bash 'sleep 600' >%s 2>%s & echo $! >%s; wait $!; echo $? >%s) >/dev/null 2>&1 &",
+    os.execute(string.format(
+      "(%s%s -s bash 'sleep 600' >%s 2>%s & echo $! >%s; wait $!; echo $? >%s) >/dev/null 2>&1 &",
       proc.env_prefix(env), proc.quote(UN), proc.quote(out), proc.quote(errf), proc.quote(pidf), proc.quote(status)))
     local c = require("unsandbox").client(srv.client_opts())
     local id
@@ -218,7 +220,8 @@ describe("un, a new user's commands #integration", function()
     it("a failure to save is reported with its reason; the program's exit code is kept", function()
       local blocker = dir .. "/blocker"
       assert(io.open(blocker, "w")):close()
-      local out, err, code = un("-a -o " .. proc.quote(blocker .. "/sub") .. " -s bash 'echo out; echo x > f.txt; exit 3'")
+      local out, err,
+        code = un("-a -o " .. proc.quote(blocker .. "/sub") .. " -s bash 'echo out; echo x > f.txt; exit 3'")
       assert.equal(3, code, err)
       assert.equal("out\n", out)
       assert.matches("un: cannot save artifacts: .*blocker/sub: cannot create directory: Not a directory", err)

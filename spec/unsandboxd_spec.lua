@@ -99,9 +99,9 @@ local function leftovers(ppid, marker)
   local p = io.popen("ls /proc")
   for pid in p:lines() do
     if pid:match("^%d+$") then
-      local st = read("/proc/" .. pid .. "/status") or ""
+      local status = read("/proc/" .. pid .. "/status") or ""
       local cmd = (read("/proc/" .. pid .. "/cmdline") or ""):gsub("%z", " ")
-      if st:match("\nPPid:%s*" .. ppid .. "\n") or (marker and cmd:find(marker, 1, true)) then
+      if status:match("\nPPid:%s*" .. ppid .. "\n") or (marker and cmd:find(marker, 1, true)) then
         found[#found + 1] = pid .. " " .. cmd
       end
     end

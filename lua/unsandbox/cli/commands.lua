@@ -105,7 +105,9 @@ local function sessions(h)
     delete = function(o, c, id)
       M.did(o, check(c:delete_session(need(o, 3, "session id"), M.SUDO)), "deleted session " .. id)
     end,
-    exec = function(o, c) return relay(o, check(c:session_execute(need(o, 3, "session id"), need(o, 4, "command")))) end,
+    exec = function(o, c)
+      return relay(o, check(c:session_execute(need(o, 3, "session id"), need(o, 4, "command"))))
+    end,
     snapshot = function(o, c) M.id_of(o, check(c:session_snapshot(need(o, 3, "session id"), { name = o.rest[4] }))) end,
   })
 end
@@ -125,7 +127,9 @@ local function services(h)
     logs = function(o, c)
       M.emit(o, check(c:service_logs(need(o, 3, "service id"))), function(log) io.stdout:write(log) end)
     end,
-    exec = function(o, c) return relay(o, check(c:service_execute(need(o, 3, "service id"), need(o, 4, "command")))) end,
+    exec = function(o, c)
+      return relay(o, check(c:service_execute(need(o, 3, "service id"), need(o, 4, "command"))))
+    end,
     snapshot = function(o, c) M.id_of(o, check(c:service_snapshot(need(o, 3, "service id"), { name = o.rest[4] }))) end,
   })
 end

@@ -95,7 +95,8 @@ local function service_actions(h)
       out.emit(o, check(c:set_service_domains(id(o), { [how] = words(o, 5) })),
         function(r) print(table.concat(r.domains or {}, "\n")) end)
     end,
-    redeploy = function(o, c) out.did(o, check(c:redeploy_service(id(o), { bootstrap = o.rest[4] })), "redeployed service " .. id(o)) end,
+    redeploy = function(o, c) out.did(o, check(c:redeploy_service(id(o), { bootstrap = o.rest[4] })),
+      "redeployed service " .. id(o)) end,
     env = function(o, c) out.table_of(o, check(c:get_service_env(id(o)))) end,
     ["env-set"] = function(o, c)
       out.emit(o, check(c:set_service_env(id(o), read_env(h, need(o, 4, "env file or -")))),
@@ -104,7 +105,8 @@ local function service_actions(h)
     ["env-export"] = function(o, c)
       out.emit(o, check(c:export_service_env(id(o))), function(text) io.stdout:write(text) end)
     end,
-    ["env-delete"] = function(o, c) out.did(o, check(c:delete_service_env(id(o))), "deleted the env vault of service " .. id(o)) end,
+    ["env-delete"] = function(o, c) out.did(o, check(c:delete_service_env(id(o))),
+      "deleted the env vault of service " .. id(o)) end,
   }
 end
 
@@ -138,10 +140,14 @@ local function image_actions(h)
     delete = function(o, c) out.did(o, check(c:delete_image(id(o), h.SUDO)), "deleted image " .. id(o)) end,
     lock = function(o, c) out.did(o, check(c:lock_image(id(o))), "locked image " .. id(o)) end,
     unlock = function(o, c) out.did(o, check(c:unlock_image(id(o), h.SUDO)), "unlocked image " .. id(o)) end,
-    visibility = function(o, c) out.did(o, check(c:set_image_visibility(id(o), need(o, 4, "visibility"))), "image " .. id(o) .. " is now " .. o.rest[4]) end,
-    grant = function(o, c) out.did(o, check(c:grant_image_access(id(o), key(o))), "granted image " .. id(o) .. " to " .. key(o)) end,
-    revoke = function(o, c) out.did(o, check(c:revoke_image_access(id(o), key(o))), "revoked image " .. id(o) .. " from " .. key(o)) end,
-    transfer = function(o, c) out.did(o, check(c:transfer_image(id(o), key(o))), "transferred image " .. id(o) .. " to " .. key(o)) end,
+    visibility = function(o, c) out.did(o, check(c:set_image_visibility(id(o), need(o, 4, "visibility"))),
+      "image " .. id(o) .. " is now " .. o.rest[4]) end,
+    grant = function(o, c) out.did(o, check(c:grant_image_access(id(o), key(o))),
+      "granted image " .. id(o) .. " to " .. key(o)) end,
+    revoke = function(o, c) out.did(o, check(c:revoke_image_access(id(o), key(o))),
+      "revoked image " .. id(o) .. " from " .. key(o)) end,
+    transfer = function(o, c) out.did(o, check(c:transfer_image(id(o), key(o))),
+      "transferred image " .. id(o) .. " to " .. key(o)) end,
     trusted = function(o, c)
       out.emit(o, check(c:image_trusted(id(o))), function(keys) print(table.concat(keys, "\n")) end)
     end,
