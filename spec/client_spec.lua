@@ -4,6 +4,7 @@ local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
 local core = require "unsandbox.core"
+local wait = require "spec.helpers.wait"
 
 local function elapsed_since(t0) return (core.monotonic_ms() - t0) / 1000 end
 
@@ -174,14 +175,11 @@ describe("unsandbox client #integration", function()
 
     it("get_job(), list_jobs() and cancel_job()", function()
       local id = assert(c:execute_async("bash", "sleep 20", { ttl = 30 }))
-      local listed = false
-      for _ = 1, 20 do
+      local listed = wait.eventually(function()
         for _, j in ipairs(assert(c:list_jobs())) do
-          if j.job_id == id then listed = true end
+          if j.job_id == id then return true end
         end
-        if listed then break end
-        core.sleep(100)
-      end
+      end)
       assert.is_true(listed)
       local cancelled = assert(c:cancel_job(id))
       assert.are.equal("cancelled", cancelled.status)
@@ -387,11 +385,10 @@ describe("unsandbox client #integration", function()
       assert.are.equal("running", got.status)
       -- the bootstrap says when its file is there: "started" in its log
       local log = ""
-      for _ = 1, 200 do
+      wait.eventually(function()
         log = assert(c:service_logs(svc.id))
-        if log:find("started", 1, true) then break end
-        core.sleep(50)
-      end
+        return log:find("started", 1, true)
+      end)
       assert.matches("started", log)
       local r = assert(c:service_execute(svc.id, "cat served.txt"))
       assert.are.equal("data\n", r.stdout)

@@ -7,6 +7,7 @@ local server = require "spec.helpers.unsandboxd"
 local cp = require "spec.helpers.cp"
 local fs = require "spec.helpers.fs"
 local json = require "cjson"
+local wait = require "spec.helpers.wait"
 
 local req = cp.request
 local SUBJECT_A = string.rep("a", 32)
@@ -209,7 +210,8 @@ describe("Control Plane frame #integration", function()
       local _, short = req(srv, "POST", "/v1/admin/tenants/tenant-s/keys", { token = srv.token,
         body = { expires_in_seconds = 1 } })
       assert.is_number(short.expires_at)
-      os.execute("sleep 2.1")
+      -- refused once the clock the server reads has passed its expiry
+      assert.is_true(wait.eventually(function() return os.time() >= short.expires_at end, 5))
       assert.are.equal(401, (req(srv, "GET", "/v1/whoami", { token = short.api_key })))
     end)
 
@@ -499,12 +501,11 @@ describe("Control Plane sandboxes #integration", function()
       assert.are.equal(ws, p.workspace_id)
     end
     local status
-    for _ = 1, 200 do
+    wait.eventually(function()
       local _, g = req(srv, "GET", "/v1/sandboxes/" .. p.id, { token = srv.token })
       status = g.status
-      if status == "running" then break end
-      os.execute("sleep 0.05")
-    end
+      return status == "running"
+    end)
     assert.are.equal("running", status)
     req(srv, "DELETE", "/v1/sandboxes/" .. p.id, { token = srv.token })
   end)
@@ -537,12 +538,11 @@ describe("Control Plane sandboxes #integration", function()
     assert.matches("tenant%-cap", doc.error)
     -- the idle TTL of this server is 3 s
     local status
-    for _ = 1, 100 do
+    wait.eventually(function()
       local _, g = req(srv, "GET", "/v1/sandboxes/" .. one.id, { token = k })
       status = g.status
-      if status == "released" then break end
-      os.execute("sleep 0.1")
-    end
+      return status == "released"
+    end)
     assert.are.equal("released", status)
     assert.are.equal(201, (req(srv, "POST", "/v1/sandboxes", { token = k, body = { workspace_id = w2 } })))
   end)

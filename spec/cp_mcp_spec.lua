@@ -8,6 +8,7 @@ local cp = require "spec.helpers.cp"
 local mcp = require "spec.helpers.mcp"
 local json = require "cjson"
 local socket = require "socket"
+local wait = require "spec.helpers.wait"
 
 describe("Control Plane MCP #integration", function()
   local srv, ws, sb
@@ -149,7 +150,7 @@ describe("Control Plane MCP #integration", function()
       assert.is_true(r.timed_out)
       assert.are.equal(-9, r.exit_code)
       assert.are.equal("", r.stdout)
-      assert.are.equal(0, mcp.eventually(function() return inside("sleep") == 0 and 0 end, 5))
+      assert.are.equal(0, wait.eventually(function() return inside("sleep") == 0 and 0 end, 5))
     end)
 
     it("checks its arguments: -32602", function()
@@ -223,7 +224,7 @@ describe("Control Plane MCP #integration", function()
       local out = mcp.stream(srv, sb, { action = "exec_stream", command = "echo started; exec sleep 40" },
         { on_frame = function() return "close" end })
       assert.is_true(out.closed)
-      assert.are.equal(0, mcp.eventually(function() return inside("sleep") == 0 and 0 end, 5))
+      assert.are.equal(0, wait.eventually(function() return inside("sleep") == 0 and 0 end, 5))
     end)
   end)
 
@@ -284,7 +285,7 @@ describe("Control Plane MCP #integration", function()
       out = mcp.stream(srv, sb, { action = "session_exec", session_id = "s-stream", command = "echo go; sleep 45" },
         { on_frame = function() return "close" end })
       assert.is_true(out.closed)
-      assert.are.equal(0, mcp.eventually(function() return inside("sleep") == 0 and 0 end, 5))
+      assert.are.equal(0, wait.eventually(function() return inside("sleep") == 0 and 0 end, 5))
       local r = mcp.tool(srv, sb, "shell", { action = "session_exec", session_id = "s-stream", command = "echo back" })
       assert.is_true(r.session_restarted)
       assert.are.equal("back\n", r.stdout)
@@ -297,7 +298,7 @@ describe("Control Plane MCP #integration", function()
         { limit = 0.5 })
       assert.is_nil(select(2, mcp.split(out)))   -- hung up before the end
       -- the abandoned wait lets go of the session once the server saw the hang-up
-      local r = mcp.eventually(function()
+      local r = wait.eventually(function()
         return (mcp.tool(srv, sb, "shell", { action = "session_wait", session_id = "w1", timeout_seconds = 10 }))
       end, 5)
       assert.matches("finished", r.stdout)
@@ -379,21 +380,24 @@ describe("Control Plane MCP #integration", function()
   describe("other failures", function()
     it("are -32603: the runtime cannot fork because its code took every process", function()
       local _, w = mcp.sandbox(srv, "mcp-pids")
+      -- the sandbox goes whatever happens here, so no later test counts it
+      finally(function() cp.request(srv, "DELETE", "/v1/sandboxes/" .. w.id, { token = srv.token }) end)
+      -- (forking 700 processes takes a while on a loaded machine: each lives
+      -- until the session is killed, and the bounds tell slow from never)
       mcp.tool(srv, w, "shell", { action = "session_exec", session_id = "fill", async = true,
-        command = "for i in $(seq 700); do sleep 60 & done 2>/dev/null" })
-      local err = mcp.eventually(function()
+        command = "for i in $(seq 700); do sleep 600 & done 2>/dev/null" })
+      local err = wait.eventually(function()
         local _, e = mcp.tool(srv, w, "shell", { command = "true" })
         return e and e.code == -32603 and e
-      end, 20)
+      end, 120)
       assert.is_table(err)
       assert.matches("fork", err.message)
       local r = mcp.tool(srv, w, "shell", { action = "session_kill", session_id = "fill" })
       assert.are.equal(-9, r.exit_code)
-      assert.are.equal("ok\n", mcp.eventually(function()
+      assert.are.equal("ok\n", wait.eventually(function()
         local r2 = mcp.tool(srv, w, "shell", { command = "echo ok" })
         return r2 and r2.stdout
-      end, 10))
-      cp.request(srv, "DELETE", "/v1/sandboxes/" .. w.id, { token = srv.token })
+      end, 60))
     end)
   end)
 
@@ -407,19 +411,19 @@ describe("Control Plane MCP #integration", function()
       local r = mcp.tool(srv, w, "shell", { command = "yes flood | head -c 50000000", timeout_seconds = 10 })
       assert.is_true(r.output_truncated)
       assert.are.equal(64000, #r.stdout)
-      assert.are.equal(base, mcp.eventually(function() return count() == base and base end, 5))
+      assert.are.equal(base, wait.eventually(function() return count() == base and base end, 5))
       r = mcp.tool(srv, w, "shell", { command = "f() { f | f & }; f; sleep 3", timeout_seconds = 3 })
       assert.is_table(r)
       -- a loaded machine takes a while to reap hundreds of killed processes
       -- (they are reparented to the sandbox's init): 30 s tells that from never
-      assert.are.equal(base, mcp.eventually(function() return count() == base and base end, 30))
+      assert.are.equal(base, wait.eventually(function() return count() == base and base end, 30))
       r = mcp.tool(srv, w, "shell", { command = "sleep 100 & sleep 100", timeout_seconds = 1 })
       assert.is_true(r.timed_out)
-      assert.are.equal(base, mcp.eventually(function() return count() == base and base end, 5))
+      assert.are.equal(base, wait.eventually(function() return count() == base and base end, 5))
       -- a process that leaves the command's group outlives the command, not the sandbox
       mcp.sh(srv, w, "setsid sleep 100 >/dev/null 2>&1 < /dev/null & sleep 0.5")
       -- the command's own shell may still be ending on a loaded machine
-      assert.are.equal(base + 1, mcp.eventually(function() return count() == base + 1 and base + 1 end, 5))
+      assert.are.equal(base + 1, wait.eventually(function() return count() == base + 1 and base + 1 end, 5))
       local before = mcp.sandbox_procs(srv)
       local st = cp.request(srv, "DELETE", "/v1/sandboxes/" .. w.id, { token = srv.token })
       assert.are.equal(200, st)
@@ -442,7 +446,7 @@ describe("Control Plane MCP #integration", function()
           end })
         assert.is_true(out.closed)
       end
-      assert.are.equal(0, mcp.eventually(function() return inside("sleep") == 0 and 0 end, 5))
+      assert.are.equal(0, wait.eventually(function() return inside("sleep") == 0 and 0 end, 5))
       assert.are.equal(200, (cp.request(srv, "GET", "/livez")))
     end)
   end)
@@ -466,14 +470,16 @@ describe("Control Plane MCP and the idle clock #integration", function()
 
   it("MCP calls keep a runtime; without them it is released", function()
     local _, sb = mcp.sandbox(srv, "idle")
-    for _ = 1, 8 do
-      local st = mcp.post(srv, sb, "tools/list", {})
-      assert.are.equal(200, st)
-      socket.sleep(0.5)
-    end
+    -- time itself is what this tests: calls every half second for twice
+    -- the idle TTL keep it running
+    local t0 = wait.now()
+    wait.eventually(function()
+      assert.are.equal(200, (mcp.post(srv, sb, "tools/list", {})))
+      return wait.now() - t0 >= 4
+    end, 30, 0.5)
     local _, got = cp.request(srv, "GET", "/v1/sandboxes/" .. sb.id, { token = srv.token })
     assert.are.equal("running", got.status)
-    local status = mcp.eventually(function()
+    local status = wait.eventually(function()
       local _, g = cp.request(srv, "GET", "/v1/sandboxes/" .. sb.id, { token = srv.token })
       return g.status == "released" and g.status
     end, 6)
@@ -501,6 +507,6 @@ describe("Control Plane MCP and a server shutdown #integration", function()
     assert.are.equal(-32603, final.msg.error.code)
     assert.matches("shutting down", final.msg.error.message)
     assert.is_true(socket.gettime() - t_term < 3, "final frame after " .. (socket.gettime() - t_term) .. " s")
-    assert.is_truthy(mcp.eventually(function() return not server.alive(srv.pid) end, 10))
+    assert.is_truthy(wait.eventually(function() return not server.alive(srv.pid) end, 10))
   end)
 end)

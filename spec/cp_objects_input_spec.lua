@@ -8,7 +8,7 @@ local cp = require "spec.helpers.cp"
 local rawhttp = require "spec.helpers.rawhttp"
 local obj = require "spec.helpers.objects"
 local json = require "cjson"
-local socket = require "socket"
+local wait = require "spec.helpers.wait"
 
 local req = cp.request
 local OWNER = "t/alice"
@@ -207,14 +207,17 @@ describe("Control Plane object queue #integration", function()
       s = rawhttp.connect({ port = srv.cp_port })
       s:send(rawhttp.head("PUT", "/v1/storage/content", { Authorization = "Bearer " .. t.access_token,
         ["Content-Length"] = "1000" }) .. "partial")
-      socket.sleep(0.2)
-      s:settimeout(0)
-      local answered = s:receive("*l")
-      s:settimeout(10)
-      if not answered then
+      -- polls until one is refused (the upload holds the slot), or the
+      -- upload is answered (a poll held the slot when it came: try again)
+      local got = wait.eventually(function()
+        s:settimeout(0)
+        local answered = s:receive("*l")
+        s:settimeout(10)
+        if answered then return "lost" end
         local st, doc, h = obj.get(srv, srv.token, "", loc)
-        if st == 503 then busy = { doc, h }; break end
-      end
+        return st == 503 and { doc, h }
+      end)
+      if type(got) == "table" then busy = got; break end
       s:close()
     end
     assert.is_truthy(busy, "the queue never filled")
@@ -225,11 +228,7 @@ describe("Control Plane object queue #integration", function()
     assert.are.equal(503, (obj.download(srv, down.access_token)))
     assert.are.equal(200, (obj.get(srv, srv.token, "/stat", loc)), "metadata routes do not queue")
     s:close()
-    local free = false
-    for _ = 1, 100 do
-      if (obj.get(srv, srv.token, "", loc)) == 200 then free = true; break end
-      socket.sleep(0.05)
-    end
+    local free = wait.eventually(function() return (obj.get(srv, srv.token, "", loc)) == 200 end)
     assert.is_true(free, "the slot came back")
     assert.are.equal(200, (obj.download(srv, down.access_token)), "the refused ticket was not spent")
     assert.are.equal(200, (req(srv, "GET", "/livez")))

@@ -8,7 +8,7 @@ local cp = require "spec.helpers.cp"
 local rawhttp = require "spec.helpers.rawhttp"
 local obj = require "spec.helpers.objects"
 local json = require "cjson"
-local socket = require "socket"
+local wait = require "spec.helpers.wait"
 
 local req = cp.request
 local OWNER = "t/alice"
@@ -19,15 +19,6 @@ local function upload_loc(path, extra)
 end
 local function agent_loc(path, extra)
   return obj.with({ scope = "agent", agent_id = "agent-7", run_id = "run-1", path = path, owner = OWNER }, extra)
-end
-
--- Polls f (bounded: 50 times 0.1 s) until it returns true.
-local function eventually(f)
-  for _ = 1, 50 do
-    if f() then return true end
-    socket.sleep(0.1)
-  end
-  return f()
 end
 
 describe("Control Plane objects #integration", function()
@@ -164,8 +155,11 @@ describe("Control Plane objects #integration", function()
     end)
 
     it("expire", function()
+      -- a ticket of one second, used once the clock the server reads has
+      -- passed its expiry (a wait on that clock, never a fixed sleep)
       local up = ticket(agent_loc("outputs/late.txt"), "upload", { expires_in = 1 })
-      socket.sleep(2.1)
+      local exp = obj.claims(up).exp
+      assert.is_true(wait.eventually(function() return os.time() >= exp end, 5))
       local st, err = obj.upload(srv, up, "late")
       assert.are.equal(401, st)
       assert.are.equal("invalid, expired, or already used object ticket", err.error)
@@ -203,10 +197,10 @@ describe("Control Plane objects #integration", function()
       s:send(rawhttp.head("PUT", "/v1/storage/content", { Authorization = "Bearer " .. up,
         ["Content-Length"] = "1000000" }) .. string.rep("c", 100000))
       -- the upload is under way once its temporary file exists
-      assert.is_true(eventually(function() return pending() == 1 end))
+      assert.is_true(wait.eventually(function() return pending() == 1 end))
       s:close()
       -- and the server drops it once it sees the connection gone
-      assert.is_true(eventually(function() return pending() == 0 end))
+      assert.is_true(wait.eventually(function() return pending() == 0 end))
       assert.are.equal(404, (obj.get(srv, srv.token, "/stat", loc)))
       assert.are.equal(404, (obj.get(srv, srv.token, "/versions", loc)))
       assert.are.equal(401, (obj.upload(srv, up, "again")))

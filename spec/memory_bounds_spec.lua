@@ -21,6 +21,7 @@ local slow = require "spec.helpers.slow"
 local core = require "unsandbox.core"
 local json = require "cjson"
 local socket = require "socket"
+local wait = require "spec.helpers.wait"
 
 local MiB = 1024 * 1024
 local rss_kb = slow.rss_kb
@@ -187,11 +188,10 @@ describe("memory of the transport under attack #integration", function()
         assert.are.same({ 503, "object transfer queue is full; retry later", 2 },
           { st, doc.error, doc.retry_after_seconds })
         slow.close(readers)
-        for _ = 1, 100 do                       -- the slots come back once the readers are gone
+        wait.eventually(function()            -- the slots come back once the readers are gone
           st = cp.request(gated, "GET", path, { token = gated.token })
-          if st == 200 then break end
-          socket.sleep(0.05)
-        end
+          return st == 200
+        end)
         assert.are.equal(200, st)
       end)
       gated.stop()

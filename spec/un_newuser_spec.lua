@@ -6,6 +6,7 @@ local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
 local fs = require "spec.helpers.fs"
 local core = require "unsandbox.core"
+local wait = require "spec.helpers.wait"
 
 -- absolute, since some commands run in another directory
 local function checkout()
@@ -48,11 +49,10 @@ describe("un, a new user's commands #integration", function()
     local c = require("unsandbox").client(srv.client_opts())
     local svc = assert(c:create_service { name = "logged", bootstrap = "echo hello-log; sleep 600" })
     local out, err, code
-    for _ = 1, 50 do                                 -- at most ~10 s
+    wait.eventually(function()
       out, err, code = un("service logs " .. svc.id)
-      if out:find("hello-log") then break end
-      core.sleep(200)
-    end
+      return out:find("hello-log")
+    end)
     assert.equal(0, code, err)
     assert.equal("hello-log\n", out)
     assert(c:delete_service(svc.id))
@@ -169,15 +169,6 @@ describe("un, a new user's commands #integration", function()
     end)
   end)
 
-  -- bounded polling: pred() true within `seconds`
-  local function wait_for(pred, seconds)
-    for _ = 1, seconds * 20 do
-      if pred() then return true end
-      os.execute("sleep 0.05")
-    end
-    return pred()
-  end
-
   it("Ctrl-C cancels the job un started, says so and exits 130", function()
     local out, errf, status = dir .. "/bg.out", dir .. "/bg.err", dir .. "/bg.status"
     local pidf = dir .. "/bg.pid"
@@ -186,7 +177,7 @@ describe("un, a new user's commands #integration", function()
       proc.env_prefix(env), proc.quote(UN), proc.quote(out), proc.quote(errf), proc.quote(pidf), proc.quote(status)))
     local c = require("unsandbox").client(srv.client_opts())
     local id
-    assert.is_true(wait_for(function()
+    assert.is_truthy(wait.eventually(function()
       for _, job in ipairs(assert(c:list_jobs())) do
         if job.status == "running" then id = job.job_id end
       end
@@ -194,7 +185,7 @@ describe("un, a new user's commands #integration", function()
     end, 30), "the job never ran")
     local pid = assert(tonumber(fs.read(pidf)))
     os.execute("kill -INT " .. pid)
-    assert.is_true(wait_for(function() return (fs.read(status) or "") ~= "" end, 30), "un still running")
+    assert.is_truthy(wait.eventually(function() return (fs.read(status) or "") ~= "" end, 30), "un still running")
     assert.equal("130\n", fs.read(status))
     assert.equal("un: interrupted\n", fs.read(errf))
     assert.equal("cancelled", assert(c:get_job(id)).status)

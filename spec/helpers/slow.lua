@@ -7,6 +7,7 @@ local raw = require "spec.helpers.rawhttp"
 local fs = require "spec.helpers.fs"
 local core = require "unsandbox.core"
 local socket = require "socket"
+local wait = require "spec.helpers.wait"
 
 local M = {}
 
@@ -30,11 +31,7 @@ end
 
 -- Waits (at most 20 s) until the server has taken every byte sent to port.
 function M.wait_drained(port)
-  for _ = 1, 400 do
-    if M.server_unread(port) == 0 then return true end
-    socket.sleep(0.05)
-  end
-  return false
+  return wait.eventually(function() return M.server_unread(port) == 0 end, 20)
 end
 
 -- Headers of an execution API request that looks signed but is not: a
