@@ -439,8 +439,8 @@ static void test_real_v2(void) {
   c.kill = access(kill_file, F_OK) == 0;      /* kernels since 5.14 */
   pid = writer(&c, &out);
   t_sleep_ms(100);
-  ok(ux_cg_run_kill(&c) == 0 && (st = reap(pid, 3000)) >= 0 && WIFSIGNALED(st) &&
-     wait_empty(&c, 2000), "real v2: cgroup.kill ends the run");
+  ok(ux_cg_run_kill(&c) == 0 && (st = reap(pid, 30000)) >= 0 && WIFSIGNALED(st) &&
+     wait_empty(&c, 30000), "real v2: cgroup.kill ends the run");
   close(out);
   char run_dir[PATH_MAX + 128];
   snprintf(run_dir, sizeof run_dir, "%s/%s/run-1", l.base[UX_CG_MEM], l.name);
