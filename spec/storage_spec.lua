@@ -371,10 +371,6 @@ describe("finished jobs expire #integration", function()
     local srv = server.start { args = { "--job-retention", "2", "--sync-ms", "60000" } }
     finally(function() stop_all(srv) end)
     local c = client(srv)
-    -- a job that runs past the retention is not touched: its clock starts
-    -- when it ends (it starts before the job below, so once that one is
-    -- swept, more than the retention has passed since this one started)
-    local running = ok_call(c, "POST", "/execute/async", { language = "bash", code = "sleep 30" })
     local job = ok_call(c, "POST", "/execute", { language = "bash", code = "head -c 500000 /dev/zero | tr '\\0' y" })
     -- read in this order, the count shows the job's bytes whenever the job is still there
     local held = health(c)
@@ -389,6 +385,12 @@ describe("finished jobs expire #integration", function()
       freed = health(c)
       return freed.kinds.job.bytes < 100000
     end, 15)
+    -- a job that runs past the retention is not touched: its clock starts
+    -- when it ends. A quick job that ends after it started is the clock:
+    -- once that one is swept, more than the retention has passed
+    local running = ok_call(c, "POST", "/execute/async", { language = "bash", code = "sleep 30" })
+    local tick = ok_call(c, "POST", "/execute", { language = "bash", code = "true" })
+    local ticked = wait.eventually(function() return call(c, "GET", "/jobs/" .. tick.job_id).status == 404 end, 15)
     local still = select(2, call(c, "GET", "/jobs/" .. running.job_id))
     local cancelled = call(c, "DELETE", "/jobs/" .. running.job_id)
     local unknown = call(c, "GET", "/jobs/job_000000000000000000000000")
@@ -404,6 +406,7 @@ describe("finished jobs expire #integration", function()
     assert.are.equal(decode(unknown.body).error, decode(gone.body).error)
     assert.are.equal(404, cancel.status)
     assert.is_true(freed.kinds.job.bytes < 100000)
+    assert.is_true(ticked, "the clock job was never swept")
     assert.are.equal("running", still.status)
     assert.are.equal(200, cancelled.status)
   end)
