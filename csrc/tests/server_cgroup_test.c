@@ -438,7 +438,10 @@ static void test_real_v2(void) {
   snprintf(kill_file, sizeof kill_file, "%s/cgroup.kill", l.base[UX_CG_MEM]);
   c.kill = access(kill_file, F_OK) == 0;      /* kernels since 5.14 */
   pid = writer(&c, &out);
-  t_sleep_ms(100);
+  /* ready: the child counts, inside its cgroup (a kill before it joined
+  ** would miss it) */
+  ok(pid > 0 && drain_within(out, 20000) > 0 && ux_cg_run_populated(&c) == 1,
+     "real v2: the next child counts in its cgroup");
   ok(ux_cg_run_kill(&c) == 0 && (st = reap(pid, 30000)) >= 0 && WIFSIGNALED(st) &&
      wait_empty(&c, 30000), "real v2: cgroup.kill ends the run");
   close(out);
