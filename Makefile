@@ -14,7 +14,9 @@ override CPPFLAGS += -Icsrc -I/usr/include/lua5.4 -I/usr/include/x86_64-linux-gn
 LUA_LIBS  = -llua5.4
 CJSON_LIB = -llua5.4-cjson
 NET_LIBS  = -lcurl -lcrypto
-SRV_LIBS  = -lmicrohttpd -ljansson -lsqlite3 -larchive -lcrypto -lcurl -lpthread
+# unsandboxd's own: archives are the agent's (AGENT_LIBS), HTTP is served,
+# never fetched (spec/link_unit_spec.lua checks each binary uses what it links)
+SRV_LIBS  = -lmicrohttpd -ljansson -lsqlite3 -lcrypto -lpthread
 
 # `make V=1` shows the full compiler command lines
 V ?= 0

@@ -65,7 +65,7 @@ local ok, err = pcall(function()
   local inputs = {}
   for i = 1, FANOUT do inputs[i] = i end
   t0 = now_ms()
-  local out, errors = c:map("bash", inputs, function() return "sleep 1" end, { concurrency = CONC })
+  local out = c:map("bash", inputs, function() return "sleep 1" end, { concurrency = CONC })
   local wall = now_ms() - t0
   local failed = 0
   for i = 1, FANOUT do if not out[i] then failed = failed + 1 end end

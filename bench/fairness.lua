@@ -126,7 +126,8 @@ local function hold_uploads(srv, key, round)
   local size, piece = 64 * 1024 * 1024, ("u"):rep(16 * 1024)
   local ups = {}
   for i = 1, 64 do
-    local _, t = obj.ticket(srv, key, { scope = "upload", upload_id = "bench-" .. round .. "-" .. i, path = "source/f" },
+    local _, t = obj.ticket(srv, key, { scope = "upload", upload_id = "bench-" .. round .. "-" .. i,
+      path = "source/f" },
       "upload", nil, { ["X-Acting-Subject"] = ("b"):rep(32) })
     local s = socket.tcp()
     s:settimeout(5)

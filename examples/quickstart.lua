@@ -43,8 +43,8 @@ section("The un command on an example file")
 local here = arg and arg[0] and arg[0]:match("^(.*)/[^/]*$") or "examples"
 local un = os.getenv("UN") or (here .. "/../bin/un")
 io.stdout:flush()
-local ok = os.execute(string.format("%q %q", un, here .. "/files/hello.py"))
-print(ok and "un exited 0" or "un failed")
+local ran = os.execute(string.format("%q %q", un, here .. "/files/hello.py"))
+print(ran and "un exited 0" or "un failed")
 
 section("A sandbox of the Control Plane")
 -- unlua --local also starts the local Control Plane and exports

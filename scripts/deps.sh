@@ -14,9 +14,10 @@ build=(gcc g++ make pkg-config liblua5.4-dev lua5.4 lua-cjson lua-cjson-dev libr
        libarchive-dev)
 # what unsandboxd needs to run sandboxes (make demo)
 run=(bubblewrap slirp4netns util-linux procps e2fsprogs openssl)
-# the specs: busted, their helpers, and the peers they talk to
+# the specs: busted, their helpers, the peers they talk to, and the Lua lint
+# (luacheck, spec/lint_unit_spec.lua)
 test=(lua-busted lua-socket luarocks lua-luv faketime sqlite3 nghttp2-proxy python3 perl nodejs
-      lua-ldoc)
+      lua-ldoc lua-check)
 doc=(lua-ldoc)
 fuzz=(clang-14 libclang-rt-14-dev)
 coverage=(lcov)

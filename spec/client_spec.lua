@@ -4,6 +4,7 @@ local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
 local core = require "unsandbox.core"
+local wait = require "spec.helpers.wait"
 
 local function elapsed_since(t0) return (core.monotonic_ms() - t0) / 1000 end
 
@@ -77,7 +78,7 @@ describe("unsandbox client #integration", function()
       arm { mode = "defer", count = 1 }
       local polls = 0
       local r = assert(c:execute_code("bash", "sleep 0.5; echo done",
-        { on_poll = function(job, attempt) polls = attempt end }))
+        { on_poll = function(_, attempt) polls = attempt end }))
       assert.are.equal("done\n", r.stdout)
       assert.is_true(polls >= 1)
     end)
@@ -131,7 +132,7 @@ describe("unsandbox client #integration", function()
       local id = assert(c:execute_async("bash", "sleep 1; echo async"))
       local seen = {}
       local r = assert(c:wait_for_job(id, { timeout = 30,
-        on_poll = function(job, attempt) seen[#seen + 1] = job.status end }))
+        on_poll = function(job) seen[#seen + 1] = job.status end }))
       assert.are.equal("async\n", r.stdout)
       assert.are.equal(id, r.job_id)
       assert.is_true(#seen >= 2)
@@ -174,14 +175,11 @@ describe("unsandbox client #integration", function()
 
     it("get_job(), list_jobs() and cancel_job()", function()
       local id = assert(c:execute_async("bash", "sleep 20", { ttl = 30 }))
-      local listed = false
-      for _ = 1, 20 do
+      local listed = wait.eventually(function()
         for _, j in ipairs(assert(c:list_jobs())) do
-          if j.job_id == id then listed = true end
+          if j.job_id == id then return true end
         end
-        if listed then break end
-        core.sleep(100)
-      end
+      end)
       assert.is_true(listed)
       local cancelled = assert(c:cancel_job(id))
       assert.are.equal("cancelled", cancelled.status)
@@ -380,17 +378,17 @@ describe("unsandbox client #integration", function()
 
   describe("services", function()
     it("keeps a bootstrap running, executes commands in it and snapshots it", function()
-      local svc = assert(c:create_service { name = "web", bootstrap = "echo data > served.txt; echo started; sleep 600" })
+      local svc = assert(c:create_service { name = "web",
+        bootstrap = "echo data > served.txt; echo started; sleep 600" })
       assert.matches("^unsb%-service%-", svc.id)
       local got = assert(c:get_service(svc.id))
       assert.are.equal("running", got.status)
       -- the bootstrap says when its file is there: "started" in its log
       local log = ""
-      for _ = 1, 200 do
+      wait.eventually(function()
         log = assert(c:service_logs(svc.id))
-        if log:find("started", 1, true) then break end
-        core.sleep(50)
-      end
+        return log:find("started", 1, true)
+      end)
       assert.matches("started", log)
       local r = assert(c:service_execute(svc.id, "cat served.txt"))
       assert.are.equal("data\n", r.stdout)
@@ -461,7 +459,7 @@ describe("execute_many() #integration", function()
       { "bash", "sleep 1; echo one" },
       { "python", "import time; time.sleep(1); print('two')" },
       { "lua", "print('three')", { env = { X = "1" } } },
-    }, { timeout = 30, on_poll = function(job, attempt, i) polled[i] = attempt end })
+    }, { timeout = 30, on_poll = function(_, attempt, i) polled[i] = attempt end })
     assert.same({}, errors)
     assert.are.equal("one\n", results[1].stdout)
     assert.are.equal("two\n", results[2].stdout)

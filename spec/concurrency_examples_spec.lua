@@ -52,9 +52,11 @@ describe("concurrency examples #integration", function()
   it("luv_loop.lua drives the jobs from luv's loop while its own timer ticks", function()
     local out, code = proc.run("timeout 120 bin/unlua examples/luv_loop.lua", env)
     assert.are.equal(0, code, out)
-    local right, ms, ticks = out:match("(%d+) of 8 jobs right in (%d+) ms; the application ticked (%d+) times")
+    local right, ticks = out:match("(%d+) of 8 jobs right in %d+ ms; the application ticked (%d+) times")
     assert.equal("8", right, out)
-    -- the application's 10 ms timer kept running during the ~1 s jobs
-    assert.is_true(tonumber(ticks) >= tonumber(ms) / 10 / 4, out)
+    -- the application's 10 ms timer kept running during the ~1 s jobs (a
+    -- loop blocked by them would tick about once; a loaded machine ticks
+    -- less often than every 10 ms, but far more than that)
+    assert.is_true(tonumber(ticks) >= 10, out)
   end)
 end)

@@ -19,7 +19,8 @@ describe("Control Plane checkpoints #integration", function()
 
   local function path(rest) return "/v1/workspaces/" .. ws.workspace_id .. rest end
   local function write(p, content)
-    local st = cp.request(srv, "POST", path("/files/write"), { token = ws.access_token, body = { path = p, content = content } })
+    local st = cp.request(srv, "POST", path("/files/write"), { token = ws.access_token, body = { path = p,
+      content = content } })
     assert.are.equal(200, st)
   end
   local function read(p)
@@ -72,7 +73,8 @@ describe("Control Plane checkpoints #integration", function()
     st, doc = cp.request(srv, "POST", path("/checkpoints/" .. c.checkpoint_id .. "/restore"), { token = srv.token })
     assert.are.equal(400, st)
     assert.are.equal("Content-Length is required", doc.error)
-    assert.are.equal(404, (cp.request(srv, "POST", path("/checkpoints/BAD_ID/restore"), { token = srv.token, body = {} })))
+    assert.are.equal(404, (cp.request(srv, "POST", path("/checkpoints/BAD_ID/restore"), { token = srv.token,
+      body = {} })))
   end)
 
   it("refuses a hostile archive in the store and leaves the workspace as it was", function()
@@ -170,7 +172,8 @@ open(%q, "wb").write(z + b"\0" * (%d - len(z)))
     assert.are.equal(200, st)
     assert.are.equal(#before.checkpoints, doc.checkpoints_purged)
     local _, w2 = cp.request(srv, "POST", "/v1/workspaces", { token = srv.token, body = { session_id = "cp-main" } })
-    local _, after = cp.request(srv, "GET", "/v1/workspaces/" .. w2.workspace_id .. "/checkpoints", { token = srv.token })
+    local _, after = cp.request(srv, "GET", "/v1/workspaces/" .. w2.workspace_id .. "/checkpoints",
+      { token = srv.token })
     assert.same({}, after.checkpoints)
   end)
 end)

@@ -7,6 +7,7 @@ local server = require "spec.helpers.unsandboxd"
 local cp = require "spec.helpers.cp"
 local fs = require "spec.helpers.fs"
 local json = require "cjson"
+local wait = require "spec.helpers.wait"
 
 local req = cp.request
 local SUBJECT_A = string.rep("a", 32)
@@ -86,6 +87,7 @@ describe("Control Plane frame #integration", function()
       st, doc = req(srv, "GET", "/healthz")
       assert.are.equal(200, st); assert.are.equal("ok", doc.status); assert.are.equal("ok", doc.database)
       st, doc = req(srv, "GET", "/v1/auth/methods")
+      assert.are.equal(200, st)
       assert.same({ local_login = true, oidc = false }, doc)
       assert.are.equal(404, (req(srv, "GET", "/v1/auth/oidc/login")))
       local mst, text, h = req(srv, "GET", "/metrics")
@@ -151,7 +153,8 @@ describe("Control Plane frame #integration", function()
     end)
 
     it("keeps break-glass from acting for a subject", function()
-      local st, doc = req(srv, "GET", "/v1/whoami", { token = srv.token, headers = { ["X-Acting-Subject"] = SUBJECT_A } })
+      local st, doc = req(srv, "GET", "/v1/whoami", { token = srv.token,
+        headers = { ["X-Acting-Subject"] = SUBJECT_A } })
       assert.are.equal(403, st)
       assert.are.equal("this credential may not act for a subject", doc.error)
     end)
@@ -163,7 +166,8 @@ describe("Control Plane frame #integration", function()
       st, doc = req(srv, "GET", "/v1/whoami", { token = subj_key, headers = { ["X-Acting-Subject"] = "ABC" } })
       assert.are.equal(400, st)
       assert.are.equal("X-Acting-Subject must be 32 lowercase hex characters", doc.error)
-      st, doc = req(srv, "GET", "/v1/whoami", { token = subj_key, headers = { ["X-Acting-Subject"] = " " .. SUBJECT_A .. " " } })
+      st, doc = req(srv, "GET", "/v1/whoami", { token = subj_key,
+        headers = { ["X-Acting-Subject"] = " " .. SUBJECT_A .. " " } })
       assert.are.equal(200, st)
       assert.are.equal(SUBJECT_A, doc.acting_subject)
       assert.are.equal("tenant", doc.kind)
@@ -192,7 +196,9 @@ describe("Control Plane frame #integration", function()
       assert.are.equal("tenant is suspended: tenant-s", doc.error)
       st, doc = req(srv, "GET", "/v1/whoami", { token = srv.token, headers = { ["X-Sandbox-Tenant"] = "tenant-s" } })
       assert.are.equal(403, st)
-      assert.are.equal(200, (req(srv, "POST", "/v1/admin/tenants/tenant-s/status", { token = srv.token, body = { status = "active" } })))
+      assert.are.equal("tenant is suspended: tenant-s", doc.error)
+      assert.are.equal(200, (req(srv, "POST", "/v1/admin/tenants/tenant-s/status", { token = srv.token,
+        body = { status = "active" } })))
       assert.are.equal(200, (req(srv, "GET", "/v1/whoami", { token = k })))
 
       local _, issued = req(srv, "POST", "/v1/admin/tenants/tenant-s/keys", { token = srv.token, body = {} })
@@ -201,9 +207,11 @@ describe("Control Plane frame #integration", function()
       assert.are.equal(200, (req(srv, "DELETE", "/v1/admin/keys/" .. issued.id, { token = srv.token })))
       assert.are.equal(401, (req(srv, "GET", "/v1/whoami", { token = issued.api_key })))
 
-      local _, short = req(srv, "POST", "/v1/admin/tenants/tenant-s/keys", { token = srv.token, body = { expires_in_seconds = 1 } })
+      local _, short = req(srv, "POST", "/v1/admin/tenants/tenant-s/keys", { token = srv.token,
+        body = { expires_in_seconds = 1 } })
       assert.is_number(short.expires_at)
-      os.execute("sleep 2.1")
+      -- refused once the clock the server reads has passed its expiry
+      assert.is_true(wait.eventually(function() return os.time() >= short.expires_at end, 5))
       assert.are.equal(401, (req(srv, "GET", "/v1/whoami", { token = short.api_key })))
     end)
 
@@ -211,13 +219,15 @@ describe("Control Plane frame #integration", function()
       local st, doc = req(srv, "GET", "/v1/admin/tenants", { token = key })
       assert.are.equal(403, st)
       assert.are.equal("admin key required", doc.error)
-      st, doc = req(srv, "GET", "/v1/admin/tenants", { token = srv.token, headers = { ["X-Sandbox-Tenant"] = "tenant-a" } })
+      st, doc = req(srv, "GET", "/v1/admin/tenants", { token = srv.token,
+        headers = { ["X-Sandbox-Tenant"] = "tenant-a" } })
       assert.are.equal(403, st)
       assert.are.equal("admin operations require an admin key without X-Sandbox-Tenant", doc.error)
       local _, admin = req(srv, "POST", "/v1/admin/keys", { token = srv.token, body = { label = "ops" } })
       assert.matches("^sk_[%w_-]+_admin_[%w_-]+$", admin.api_key)
       assert.is_nil(admin.tenant_id ~= json.null and admin.tenant_id or nil)
       st, doc = req(srv, "GET", "/v1/whoami", { token = admin.api_key })
+      assert.are.equal(200, st)
       assert.are.equal("admin", doc.kind)
       assert.are.equal(200, (req(srv, "GET", "/v1/admin/tenants", { token = admin.api_key })))
     end)
@@ -233,8 +243,10 @@ describe("Control Plane frame #integration", function()
       assert.are.equal(400, st)
       assert.are.equal("request body is too large", doc.error)
       st, doc = req(srv, "POST", "/v1/workspaces", { token = srv.token, body = "{nope" })
+      assert.are.equal(400, st)
       assert.are.equal("request body must be valid JSON", doc.error)
       st, doc = req(srv, "POST", "/v1/workspaces", { token = srv.token, body = "[1]" })
+      assert.are.equal(400, st)
       assert.are.equal("request body must be a JSON object", doc.error)
       st, doc = req(srv, "POST", "/v1/workspaces", { token = srv.token, body = { session_id = 5 } })
       assert.are.equal(400, st)
@@ -244,13 +256,15 @@ describe("Control Plane frame #integration", function()
 
   describe("administration", function()
     it("creates tenants once, refuses invalid and reserved ids, and audits it", function()
-      local st, t = req(srv, "POST", "/v1/admin/tenants", { token = srv.token, body = { id = "acme", display_name = "Acme" } })
+      local st, t = req(srv, "POST", "/v1/admin/tenants", { token = srv.token, body = { id = "acme",
+        display_name = "Acme" } })
       assert.are.equal(201, st)
       assert.same({ id = "acme", display_name = "Acme", status = "active", max_workspaces = 64,
                     max_runtimes = 4, workspaces_in_use = 0 }, t)
       assert.are.equal(409, (req(srv, "POST", "/v1/admin/tenants", { token = srv.token, body = { id = "acme" } })))
       assert.are.equal(409, (req(srv, "POST", "/v1/admin/tenants", { token = srv.token, body = { id = "Bad_Id" } })))
-      assert.are.equal(409, (req(srv, "POST", "/v1/admin/tenants", { token = srv.token, body = { id = "management" } })))
+      assert.are.equal(409, (req(srv, "POST", "/v1/admin/tenants", { token = srv.token,
+        body = { id = "management" } })))
       local _, audit = req(srv, "GET", "/v1/admin/audit?limit=5", { token = srv.token })
       local found
       for _, e in ipairs(audit.events) do if e.action == "tenant.create" and e.target == "acme" then found = e end end
@@ -263,12 +277,15 @@ describe("Control Plane frame #integration", function()
     end)
 
     it("issues keys shown once, lists them without the secret, refuses unknown permissions", function()
-      local st, doc = req(srv, "POST", "/v1/admin/tenants/acme/keys", { token = srv.token, body = { permissions = { "root" } } })
+      local st, doc = req(srv, "POST", "/v1/admin/tenants/acme/keys", { token = srv.token,
+        body = { permissions = { "root" } } })
       assert.are.equal(400, st)
       assert.are.equal("unknown key permission: root", doc.error)
-      assert.are.equal(400, (req(srv, "POST", "/v1/admin/tenants/acme/keys", { token = srv.token, body = { expires_in_seconds = 0 } })))
+      assert.are.equal(400, (req(srv, "POST", "/v1/admin/tenants/acme/keys", { token = srv.token,
+        body = { expires_in_seconds = 0 } })))
       assert.are.equal(404, (req(srv, "POST", "/v1/admin/tenants/nobody/keys", { token = srv.token, body = {} })))
-      local _, k = req(srv, "POST", "/v1/admin/tenants/acme/keys", { token = srv.token, body = { permissions = { "act_as_subjects" } } })
+      local _, k = req(srv, "POST", "/v1/admin/tenants/acme/keys", { token = srv.token,
+        body = { permissions = { "act_as_subjects" } } })
       assert.matches("^sk_[%w_-]+_acme_[%w_-]+$", k.api_key)
       assert.matches("^%x+$", k.id); assert.are.equal(16, #k.id)
       assert.are.equal("unnamed", k.label)
@@ -281,13 +298,16 @@ describe("Control Plane frame #integration", function()
     end)
 
     it("manages owner tenants idempotently", function()
-      local st, doc = req(srv, "POST", "/v1/admin/tenants/acme/owner-tenants", { token = srv.token, body = { owner_tenant = "partner" } })
+      local st, doc = req(srv, "POST", "/v1/admin/tenants/acme/owner-tenants", { token = srv.token,
+        body = { owner_tenant = "partner" } })
       assert.are.equal(201, st)
       assert.same({ tenant_id = "acme", owner_tenant = "partner" }, doc)
-      assert.are.equal(201, (req(srv, "POST", "/v1/admin/tenants/acme/owner-tenants", { token = srv.token, body = { owner_tenant = "partner" } })))
+      assert.are.equal(201, (req(srv, "POST", "/v1/admin/tenants/acme/owner-tenants", { token = srv.token,
+        body = { owner_tenant = "partner" } })))
       local _, list = req(srv, "GET", "/v1/admin/tenants/acme/owner-tenants", { token = srv.token })
       assert.are.equal(1, #list.owner_tenants)
       st, doc = req(srv, "DELETE", "/v1/admin/tenants/acme/owner-tenants/partner", { token = srv.token })
+      assert.are.equal(200, st)
       assert.is_true(doc.revoked)
       st, doc = req(srv, "DELETE", "/v1/admin/tenants/acme/owner-tenants/partner", { token = srv.token })
       assert.are.equal(404, st)
@@ -295,13 +315,15 @@ describe("Control Plane frame #integration", function()
     end)
 
     it("refuses template management without registries and lists the built-in", function()
-      local st, doc = req(srv, "POST", "/v1/admin/templates", { token = srv.token, body = { template_id = "py", image = "x" } })
+      local st, doc = req(srv, "POST", "/v1/admin/templates", { token = srv.token, body = { template_id = "py",
+        image = "x" } })
       assert.are.equal(409, st)
       assert.are.equal("template management is disabled: SANDBOX_IMAGE_REGISTRIES is not configured", doc.error)
       st, doc = req(srv, "GET", "/v1/admin/templates", { token = srv.token })
       assert.are.equal(200, st)
       assert.is_string(doc.builtin.default)
       st, doc = req(srv, "GET", "/v1/templates", { token = srv.token })
+      assert.are.equal(200, st)
       assert.same({ templates = { "default" } }, doc)
     end)
   end)
@@ -360,7 +382,8 @@ describe("Control Plane frame #integration", function()
       assert.are.equal(403, st)
       assert.matches("owner is derived from the credential", doc.error)
       -- B cannot see A's workspace: 404 and an audit row
-      st, doc = req(srv, "DELETE", "/v1/workspaces/" .. wa.workspace_id, { token = k, headers = { ["X-Acting-Subject"] = SUBJECT_B } })
+      st, doc = req(srv, "DELETE", "/v1/workspaces/" .. wa.workspace_id, { token = k,
+        headers = { ["X-Acting-Subject"] = SUBJECT_B } })
       assert.are.equal(404, st)
       assert.same({ error = "workspace not found" }, doc)
       local _, audit = req(srv, "GET", "/v1/admin/audit", { token = srv.token })
@@ -408,7 +431,8 @@ describe("Control Plane frame #integration", function()
       st, doc = req(srv, "POST", "/v1/workspaces", { token = srv.token, body = { session_id = string.rep("x", 200) } })
       assert.are.equal(503, st)
       assert.are.equal("failed to record ownership", doc.error)
-      st = req(srv, "POST", "/v1/workspaces", { token = srv.token, body = { session_id = "p", principal = { kind = "" } } })
+      st = req(srv, "POST", "/v1/workspaces", { token = srv.token, body = { session_id = "p",
+        principal = { kind = "" } } })
       assert.are.equal(400, st)
       st = req(srv, "POST", "/v1/workspaces", { token = srv.token, body = { session_id = "p", principal = "x" } })
       assert.are.equal(400, st)
@@ -477,12 +501,11 @@ describe("Control Plane sandboxes #integration", function()
       assert.are.equal(ws, p.workspace_id)
     end
     local status
-    for _ = 1, 200 do
+    wait.eventually(function()
       local _, g = req(srv, "GET", "/v1/sandboxes/" .. p.id, { token = srv.token })
       status = g.status
-      if status == "running" then break end
-      os.execute("sleep 0.05")
-    end
+      return status == "running"
+    end)
     assert.are.equal("running", status)
     req(srv, "DELETE", "/v1/sandboxes/" .. p.id, { token = srv.token })
   end)
@@ -490,11 +513,13 @@ describe("Control Plane sandboxes #integration", function()
   it("refuse bad input, foreign workspaces and unknown templates", function()
     local st, doc = req(srv, "POST", "/v1/sandboxes", { token = srv.token, body = { workspace_id = "nope" } })
     assert.are.equal(400, st)
+    assert.matches("workspace_id", doc.error)
     st, doc = req(srv, "POST", "/v1/sandboxes", { token = srv.token, body = { workspace_id = "ws-0123456789ab" } })
     assert.are.equal(404, st)
     assert.are.equal("workspace not found", doc.error)
     local ws = workspace(srv.token, "sb-three")
-    st, doc = req(srv, "POST", "/v1/sandboxes", { token = srv.token, body = { workspace_id = ws, template_id = "gpu" } })
+    st, doc = req(srv, "POST", "/v1/sandboxes", { token = srv.token, body = { workspace_id = ws,
+      template_id = "gpu" } })
     assert.are.equal(400, st)
     assert.are.equal("unknown template: gpu", doc.error)
     st = req(srv, "POST", "/v1/sandboxes", { token = srv.token, body = { workspace_id = ws, image = "x" } })
@@ -513,12 +538,11 @@ describe("Control Plane sandboxes #integration", function()
     assert.matches("tenant%-cap", doc.error)
     -- the idle TTL of this server is 3 s
     local status
-    for _ = 1, 100 do
+    wait.eventually(function()
       local _, g = req(srv, "GET", "/v1/sandboxes/" .. one.id, { token = k })
       status = g.status
-      if status == "released" then break end
-      os.execute("sleep 0.1")
-    end
+      return status == "released"
+    end)
     assert.are.equal("released", status)
     assert.are.equal(201, (req(srv, "POST", "/v1/sandboxes", { token = k, body = { workspace_id = w2 } })))
   end)
@@ -558,24 +582,26 @@ describe("Control Plane restart and command line #integration", function()
     assert.are.equal(0, code, out)
     assert.matches("SANDBOX_TENANT=cli%-t", out)
     out, code = run("tenants add cli-t")
-    assert.are.equal(1, code)
+    assert.are.equal(1, code, out)
     out, code = run("keys add --tenant cli-t --act-as-subjects")
     assert.are.equal(0, code, out)
     local key = out:match("SANDBOX_TOKEN=(sk_%S+)")
     assert.is_truthy(key)
     out, code = run("keys add --admin")
+    assert.are.equal(0, code, out)
     local admin = out:match("SANDBOX_TOKEN=(sk_[%w_-]+_admin_%S+)")
     assert.is_truthy(admin)
     out, code = run("keys add --tenant missing")
-    assert.are.equal(1, code)
+    assert.are.equal(1, code, out)
     out, code = run("tenants add BAD")
-    assert.are.equal(2, code)
+    assert.are.equal(2, code, out)
     local srv = server.start { data = data }
     local ok, err = pcall(function()
       local st, who = req(srv, "GET", "/v1/whoami", { token = key, headers = { ["X-Acting-Subject"] = SUBJECT_A } })
       assert.are.equal(200, st)
       assert.are.equal("cli-t", who.tenant_id)
       st, who = req(srv, "GET", "/v1/whoami", { token = admin })
+      assert.are.equal(200, st)
       assert.are.equal("admin", who.kind)
     end)
     srv.stop(true)

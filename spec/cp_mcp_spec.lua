@@ -8,6 +8,7 @@ local cp = require "spec.helpers.cp"
 local mcp = require "spec.helpers.mcp"
 local json = require "cjson"
 local socket = require "socket"
+local wait = require "spec.helpers.wait"
 
 describe("Control Plane MCP #integration", function()
   local srv, ws, sb
@@ -33,6 +34,7 @@ describe("Control Plane MCP #integration", function()
       for _, t in ipairs(doc.result.tools) do names[#names + 1] = t.name; assert.is_table(t.inputSchema) end
       assert.same({ "shell", "file_read", "file_write", "file_edit", "file_glob", "file_grep" }, names)
       st, doc = mcp.post(srv, sb, "server/discover", {})
+      assert.are.equal(200, st)
       assert.are.equal("2026-07-28", doc.result.protocolVersion)
       assert.same({ name = "sandbox-shell", version = "0.4.0" }, doc.result.serverInfo)
       -- initialize needs none of the version checks
@@ -72,7 +74,8 @@ describe("Control Plane MCP #integration", function()
       local st, doc = mcp.post(srv, sb, "resources/list", {}, { headers = mcp.headers("resources/list") })
       assert.are.equal(200, st)
       assert.are.equal(-32601, doc.error.code)
-      st, doc = mcp.post(srv, sb, nil, nil, { headers = {}, body = { jsonrpc = "2.0", method = "notifications/initialized" } })
+      st, doc = mcp.post(srv, sb, nil, nil, { headers = {}, body = { jsonrpc = "2.0",
+        method = "notifications/initialized" } })
       assert.are.equal(202, st)
       assert.are.equal("", doc)
     end)
@@ -115,7 +118,8 @@ describe("Control Plane MCP #integration", function()
 
   describe("shell", function()
     it("runs exec in /workspace with bash, no profile, pipefail", function()
-      local r = mcp.tool(srv, sb, "shell", { command = "echo out; echo err >&2; pwd; false | true; echo pf=$?; exit 3" })
+      local r = mcp.tool(srv, sb, "shell",
+        { command = "echo out; echo err >&2; pwd; false | true; echo pf=$?; exit 3" })
       assert.are.equal("out\n/workspace\npf=1\n", r.stdout)
       assert.are.equal("err\n", r.stderr)
       assert.are.equal(3, r.exit_code)
@@ -126,7 +130,8 @@ describe("Control Plane MCP #integration", function()
       local keys = {}
       for k in pairs(r) do keys[#keys + 1] = k end
       table.sort(keys)
-      assert.same({ "exit_code", "output_truncated", "sandbox_id", "stderr", "stdout", "timed_out", "workspace_id" }, keys)
+      assert.same({ "exit_code", "output_truncated", "sandbox_id", "stderr", "stdout", "timed_out", "workspace_id" },
+        keys)
       local _, _, _, doc = mcp.tool(srv, sb, "shell", { command = "echo x" })
       assert.same(doc.result.structuredContent, json.decode(doc.result.content[1].text))
       assert.are.equal("text", doc.result.content[1].type)
@@ -134,7 +139,8 @@ describe("Control Plane MCP #integration", function()
     end)
 
     it("caps each stream at 64000 bytes and kills the process group at the timeout", function()
-      local r = mcp.tool(srv, sb, "shell", { command = "head -c 200000 /dev/zero | tr '\\0' a; head -c 100000 /dev/zero | tr '\\0' b >&2" })
+      local r = mcp.tool(srv, sb, "shell",
+        { command = "head -c 200000 /dev/zero | tr '\\0' a; head -c 100000 /dev/zero | tr '\\0' b >&2" })
       assert.are.equal(64000, #r.stdout)
       assert.are.equal(64000, #r.stderr)
       assert.is_true(r.output_truncated)
@@ -144,7 +150,7 @@ describe("Control Plane MCP #integration", function()
       assert.is_true(r.timed_out)
       assert.are.equal(-9, r.exit_code)
       assert.are.equal("", r.stdout)
-      assert.are.equal(0, mcp.eventually(function() return inside("sleep") == 0 and 0 end, 5))
+      assert.are.equal(0, wait.eventually(function() return inside("sleep") == 0 and 0 end, 5))
     end)
 
     it("checks its arguments: -32602", function()
@@ -175,7 +181,8 @@ describe("Control Plane MCP #integration", function()
     end)
 
     it("streams exec_stream as the command writes, in the exact SSE shape", function()
-      local out = mcp.stream(srv, sb, { action = "exec_stream", command = "echo a; sleep 2; echo b >&2" }, { id = "req-7" })
+      local out = mcp.stream(srv, sb, { action = "exec_stream", command = "echo a; sleep 2; echo b >&2" },
+        { id = "req-7" })
       assert.are.equal(200, out.status)
       assert.are.equal("text/event-stream; charset=utf-8", out.headers["content-type"])
       assert.are.equal("no-cache, no-transform", out.headers["cache-control"])
@@ -217,7 +224,7 @@ describe("Control Plane MCP #integration", function()
       local out = mcp.stream(srv, sb, { action = "exec_stream", command = "echo started; exec sleep 40" },
         { on_frame = function() return "close" end })
       assert.is_true(out.closed)
-      assert.are.equal(0, mcp.eventually(function() return inside("sleep") == 0 and 0 end, 5))
+      assert.are.equal(0, wait.eventually(function() return inside("sleep") == 0 and 0 end, 5))
     end)
   end)
 
@@ -229,7 +236,8 @@ describe("Control Plane MCP #integration", function()
       assert.is_false(r.running)
       assert.are.equal("session_exec", r.action)
       assert.are.equal("", r.stderr)
-      r = mcp.tool(srv, sb, "shell", { action = "session_exec", session_id = "t1", command = "pwd; read x; echo got:$x; exit 4",
+      r = mcp.tool(srv, sb, "shell", { action = "session_exec", session_id = "t1",
+        command = "pwd; read x; echo got:$x; exit 4",
         async = true })
       assert.is_true(r.running)
       assert.are.equal(json.null, r.exit_code)
@@ -241,7 +249,8 @@ describe("Control Plane MCP #integration", function()
     end)
 
     it("drive an interactive python3 and kill it", function()
-      local r = mcp.tool(srv, sb, "shell", { action = "session_exec", session_id = "py", command = "python3 -i", async = true })
+      local r = mcp.tool(srv, sb, "shell", { action = "session_exec", session_id = "py", command = "python3 -i",
+        async = true })
       assert.is_true(r.running)
       r = mcp.tool(srv, sb, "shell", { action = "session_input", session_id = "py", input = "print(6*7)" })
       assert.matches("42", r.stdout)
@@ -266,7 +275,8 @@ describe("Control Plane MCP #integration", function()
     end)
 
     it("stream session_exec, and a client hanging up kills the session's command", function()
-      local out = mcp.stream(srv, sb, { action = "session_exec", session_id = "s-stream", command = "echo one; sleep 1; echo two" })
+      local out = mcp.stream(srv, sb, { action = "session_exec", session_id = "s-stream",
+        command = "echo one; sleep 1; echo two" })
       local progress, final = mcp.split(out)
       assert.is_true(#progress >= 2)
       assert.are.equal("stdout", progress[1].msg.params._meta.channel)
@@ -275,19 +285,20 @@ describe("Control Plane MCP #integration", function()
       out = mcp.stream(srv, sb, { action = "session_exec", session_id = "s-stream", command = "echo go; sleep 45" },
         { on_frame = function() return "close" end })
       assert.is_true(out.closed)
-      assert.are.equal(0, mcp.eventually(function() return inside("sleep") == 0 and 0 end, 5))
+      assert.are.equal(0, wait.eventually(function() return inside("sleep") == 0 and 0 end, 5))
       local r = mcp.tool(srv, sb, "shell", { action = "session_exec", session_id = "s-stream", command = "echo back" })
       assert.is_true(r.session_restarted)
       assert.are.equal("back\n", r.stdout)
     end)
 
     it("keep a command going when a session_wait client hangs up", function()
-      mcp.tool(srv, sb, "shell", { action = "session_exec", session_id = "w1", command = "sleep 2; echo finished", async = true })
+      mcp.tool(srv, sb, "shell", { action = "session_exec", session_id = "w1", command = "sleep 2; echo finished",
+        async = true })
       local out = mcp.stream(srv, sb, { action = "session_wait", session_id = "w1", timeout_seconds = 10 },
         { limit = 0.5 })
       assert.is_nil(select(2, mcp.split(out)))   -- hung up before the end
       -- the abandoned wait lets go of the session once the server saw the hang-up
-      local r = mcp.eventually(function()
+      local r = wait.eventually(function()
         return (mcp.tool(srv, sb, "shell", { action = "session_wait", session_id = "w1", timeout_seconds = 10 }))
       end, 5)
       assert.matches("finished", r.stdout)
@@ -317,7 +328,8 @@ describe("Control Plane MCP #integration", function()
       r = mcp.tool(srv, sb, "file_read", { path = "src/m.txt", offset = 2 })
       assert.are.equal("gamma\n", r.content)
       assert.are.equal(2, r.start_line)
-      local st, rest = cp.request(srv, "GET", "/v1/workspaces/" .. ws.workspace_id .. "/files/read?path=src/m.txt&offset=2",
+      local st, rest = cp.request(srv, "GET",
+        "/v1/workspaces/" .. ws.workspace_id .. "/files/read?path=src/m.txt&offset=2",
         { token = ws.access_token })
       assert.are.equal(200, st)
       r.sandbox_id = nil
@@ -335,7 +347,8 @@ describe("Control Plane MCP #integration", function()
         { "file_read", { path = "../etc/passwd" } }, { "file_read", { path = "/etc/passwd" } },
         { "file_read", { path = "a\0b" } }, { "file_read", { path = "out-link" } },
         { "file_read", { path = "root-link/etc/passwd" } }, { "file_write", { path = ".sandbox/x", content = "x" } },
-        { "file_write", { path = "sbx/x", content = "x" } }, { "file_write", { path = "root-link/tmp/x", content = "x" } },
+        { "file_write", { path = "sbx/x", content = "x" } }, { "file_write", { path = "root-link/tmp/x",
+          content = "x" } },
         { "file_edit", { path = "src/m.txt", old = "not there", new = "x" } }, { "file_read", { path = "" } },
         { "file_read", { path = "src/m.txt", offset = 99 } }, { "file_glob", { pattern = "../*" } },
         { "file_grep", { pattern = "(", regex = true } }, { "file_read", { path = "src/m.txt", bogus = 1 } },
@@ -367,21 +380,24 @@ describe("Control Plane MCP #integration", function()
   describe("other failures", function()
     it("are -32603: the runtime cannot fork because its code took every process", function()
       local _, w = mcp.sandbox(srv, "mcp-pids")
+      -- the sandbox goes whatever happens here, so no later test counts it
+      finally(function() cp.request(srv, "DELETE", "/v1/sandboxes/" .. w.id, { token = srv.token }) end)
+      -- (forking 700 processes takes a while on a loaded machine: each lives
+      -- until the session is killed, and the bounds tell slow from never)
       mcp.tool(srv, w, "shell", { action = "session_exec", session_id = "fill", async = true,
-        command = "for i in $(seq 700); do sleep 60 & done 2>/dev/null" })
-      local err = mcp.eventually(function()
+        command = "for i in $(seq 700); do sleep 600 & done 2>/dev/null" })
+      local err = wait.eventually(function()
         local _, e = mcp.tool(srv, w, "shell", { command = "true" })
         return e and e.code == -32603 and e
-      end, 20)
+      end, 120)
       assert.is_table(err)
       assert.matches("fork", err.message)
       local r = mcp.tool(srv, w, "shell", { action = "session_kill", session_id = "fill" })
       assert.are.equal(-9, r.exit_code)
-      assert.are.equal("ok\n", mcp.eventually(function()
+      assert.are.equal("ok\n", wait.eventually(function()
         local r2 = mcp.tool(srv, w, "shell", { command = "echo ok" })
         return r2 and r2.stdout
-      end, 10))
-      cp.request(srv, "DELETE", "/v1/sandboxes/" .. w.id, { token = srv.token })
+      end, 60))
     end)
   end)
 
@@ -395,19 +411,19 @@ describe("Control Plane MCP #integration", function()
       local r = mcp.tool(srv, w, "shell", { command = "yes flood | head -c 50000000", timeout_seconds = 10 })
       assert.is_true(r.output_truncated)
       assert.are.equal(64000, #r.stdout)
-      assert.are.equal(base, mcp.eventually(function() return count() == base and base end, 5))
+      assert.are.equal(base, wait.eventually(function() return count() == base and base end, 5))
       r = mcp.tool(srv, w, "shell", { command = "f() { f | f & }; f; sleep 3", timeout_seconds = 3 })
       assert.is_table(r)
       -- a loaded machine takes a while to reap hundreds of killed processes
       -- (they are reparented to the sandbox's init): 30 s tells that from never
-      assert.are.equal(base, mcp.eventually(function() return count() == base and base end, 30))
+      assert.are.equal(base, wait.eventually(function() return count() == base and base end, 30))
       r = mcp.tool(srv, w, "shell", { command = "sleep 100 & sleep 100", timeout_seconds = 1 })
       assert.is_true(r.timed_out)
-      assert.are.equal(base, mcp.eventually(function() return count() == base and base end, 5))
+      assert.are.equal(base, wait.eventually(function() return count() == base and base end, 5))
       -- a process that leaves the command's group outlives the command, not the sandbox
       mcp.sh(srv, w, "setsid sleep 100 >/dev/null 2>&1 < /dev/null & sleep 0.5")
       -- the command's own shell may still be ending on a loaded machine
-      assert.are.equal(base + 1, mcp.eventually(function() return count() == base + 1 and base + 1 end, 5))
+      assert.are.equal(base + 1, wait.eventually(function() return count() == base + 1 and base + 1 end, 5))
       local before = mcp.sandbox_procs(srv)
       local st = cp.request(srv, "DELETE", "/v1/sandboxes/" .. w.id, { token = srv.token })
       assert.are.equal(200, st)
@@ -423,11 +439,14 @@ describe("Control Plane MCP #integration", function()
 
     it("free a stream whose client hung up, and the server stays up", function()
       for _ = 1, 5 do
-        local out = mcp.stream(srv, sb, { action = "exec_stream", command = "while true; do echo tick; sleep 0.05; done",
-          timeout_seconds = 30 }, { on_frame = function(f) return f.msg and f.msg.params and f.msg.params.progress >= 3 and "close" or nil end })
+        local out = mcp.stream(srv, sb, { action = "exec_stream",
+          command = "while true; do echo tick; sleep 0.05; done",
+          timeout_seconds = 30 }, { on_frame = function(f)
+            return f.msg and f.msg.params and f.msg.params.progress >= 3 and "close" or nil
+          end })
         assert.is_true(out.closed)
       end
-      assert.are.equal(0, mcp.eventually(function() return inside("sleep") == 0 and 0 end, 5))
+      assert.are.equal(0, wait.eventually(function() return inside("sleep") == 0 and 0 end, 5))
       assert.are.equal(200, (cp.request(srv, "GET", "/livez")))
     end)
   end)
@@ -451,14 +470,16 @@ describe("Control Plane MCP and the idle clock #integration", function()
 
   it("MCP calls keep a runtime; without them it is released", function()
     local _, sb = mcp.sandbox(srv, "idle")
-    for _ = 1, 8 do
-      local st = mcp.post(srv, sb, "tools/list", {})
-      assert.are.equal(200, st)
-      socket.sleep(0.5)
-    end
+    -- time itself is what this tests: calls every half second for twice
+    -- the idle TTL keep it running
+    local t0 = wait.now()
+    wait.eventually(function()
+      assert.are.equal(200, (mcp.post(srv, sb, "tools/list", {})))
+      return wait.now() - t0 >= 4
+    end, 30, 0.5)
     local _, got = cp.request(srv, "GET", "/v1/sandboxes/" .. sb.id, { token = srv.token })
     assert.are.equal("running", got.status)
-    local status = mcp.eventually(function()
+    local status = wait.eventually(function()
       local _, g = cp.request(srv, "GET", "/v1/sandboxes/" .. sb.id, { token = srv.token })
       return g.status == "released" and g.status
     end, 6)
@@ -476,7 +497,8 @@ describe("Control Plane MCP and a server shutdown #integration", function()
   it("ends a stream in flight with an error frame and stops within the drain", function()
     local _, sb = mcp.sandbox(srv, "down")
     local t_term
-    local out = mcp.stream(srv, sb, { action = "exec_stream", command = "echo started; sleep 30", timeout_seconds = 30 },
+    local out = mcp.stream(srv, sb, { action = "exec_stream", command = "echo started; sleep 30",
+      timeout_seconds = 30 },
       { limit = 15, on_frame = function()
           if not t_term then t_term = socket.gettime(); os.execute("kill -TERM " .. srv.pid) end
         end })
@@ -485,6 +507,6 @@ describe("Control Plane MCP and a server shutdown #integration", function()
     assert.are.equal(-32603, final.msg.error.code)
     assert.matches("shutting down", final.msg.error.message)
     assert.is_true(socket.gettime() - t_term < 3, "final frame after " .. (socket.gettime() - t_term) .. " s")
-    assert.is_truthy(mcp.eventually(function() return not server.alive(srv.pid) end, 10))
+    assert.is_truthy(wait.eventually(function() return not server.alive(srv.pid) end, 10))
   end)
 end)

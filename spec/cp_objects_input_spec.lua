@@ -8,7 +8,7 @@ local cp = require "spec.helpers.cp"
 local rawhttp = require "spec.helpers.rawhttp"
 local obj = require "spec.helpers.objects"
 local json = require "cjson"
-local socket = require "socket"
+local wait = require "spec.helpers.wait"
 
 local req = cp.request
 local OWNER = "t/alice"
@@ -41,7 +41,8 @@ describe("Control Plane object input #integration", function()
     { { scope = "upload", upload_id = "u", path = "logs/a" }, "path must start with one of: source, derived, meta" },
     { { scope = "agent", agent_id = "a", run_id = "r", path = "source/a" },
       "path must start with one of: inputs, outputs, artifacts, logs, meta" },
-    { { scope = "upload", upload_id = "u", path = "source/" .. string.rep("x", 510) }, "path must be at most 512 bytes" },
+    { { scope = "upload", upload_id = "u", path = "source/" .. string.rep("x", 510) },
+      "path must be at most 512 bytes" },
     { { scope = "upload", upload_id = "u", path = "source/\xff\xfe" }, "path must be valid UTF-8" },
   }
 
@@ -61,7 +62,8 @@ describe("Control Plane object input #integration", function()
       { method = "DELETE" })
     assert.are.equal(400, st)
     -- list alone takes "." as the whole prefix
-    assert.are.equal(200, (obj.get(srv, srv.token, "/list", { scope = "upload", upload_id = "u", path = ".", owner = OWNER })))
+    assert.are.equal(200, (obj.get(srv, srv.token, "/list", { scope = "upload", upload_id = "u", path = ".",
+      owner = OWNER })))
   end)
 
   it("refuses malformed locators and wrong types in bodies", function()
@@ -99,12 +101,13 @@ describe("Control Plane object input #integration", function()
     local st, doc = req(srv, "POST", "/v1/storage/objects", { token = srv.token, body = loc })
     assert.are.equal(400, st)
     assert.are.equal("content_base64 is required", doc.error)
-    st, doc = req(srv, "POST", "/v1/storage/objects", { token = srv.token, body = obj.with(loc, { content_base64 = "!!!" }) })
+    st, doc = req(srv, "POST", "/v1/storage/objects", { token = srv.token, body = obj.with(loc,
+      { content_base64 = "!!!" }) })
     assert.are.equal(400, st)
     assert.are.equal("content_base64 must be valid base64", doc.error)
     st = req(srv, "POST", "/v1/storage/objects", { token = srv.token, body = obj.with(loc, { content_base64 = 5 }) })
     assert.are.equal(400, st)
-    st, doc = obj.post(srv, srv.token, loc, string.rep("z", 4 * 1024 * 1024 + 1))
+    st = obj.post(srv, srv.token, loc, string.rep("z", 4 * 1024 * 1024 + 1))
     assert.are.equal(400, st)
     st, doc = obj.post(srv, srv.token, loc, "x", { extra = { sha256 = "xyz" } })
     assert.are.equal(400, st)
@@ -118,8 +121,9 @@ describe("Control Plane object input #integration", function()
     assert.are.equal(400, st)
     assert.are.equal("request body must be valid JSON", doc.error)
     st, doc = req(srv, "POST", "/v1/storage/objects", { token = srv.token, body = "[1]" })
+    assert.are.equal(400, st)
     assert.are.equal("request body must be a JSON object", doc.error)
-    st, doc = req(srv, "POST", "/v1/storage/objects", { token = srv.token, body = "{}", raw_length = false })
+    st = req(srv, "POST", "/v1/storage/objects", { token = srv.token, body = "{}", raw_length = false })
     assert.are.equal(400, st)
   end)
 
@@ -154,7 +158,8 @@ describe("Control Plane object input #integration", function()
       assert.are.equal(401, (obj.upload(srv, bad, "x")))
     end
     assert.are.equal(401, (req(srv, "GET", "/v1/storage/content")))
-    local _, lease = req(srv, "POST", "/v1/workspaces", { token = srv.token, body = { session_id = "tk", owner = OWNER } })
+    local _, lease = req(srv, "POST", "/v1/workspaces", { token = srv.token, body = { session_id = "tk",
+      owner = OWNER } })
     assert.are.equal(401, (obj.download(srv, lease.access_token)))
   end)
 
@@ -202,14 +207,17 @@ describe("Control Plane object queue #integration", function()
       s = rawhttp.connect({ port = srv.cp_port })
       s:send(rawhttp.head("PUT", "/v1/storage/content", { Authorization = "Bearer " .. t.access_token,
         ["Content-Length"] = "1000" }) .. "partial")
-      socket.sleep(0.2)
-      s:settimeout(0)
-      local answered = s:receive("*l")
-      s:settimeout(10)
-      if not answered then
+      -- polls until one is refused (the upload holds the slot), or the
+      -- upload is answered (a poll held the slot when it came: try again)
+      local got = wait.eventually(function()
+        s:settimeout(0)
+        local answered = s:receive("*l")
+        s:settimeout(10)
+        if answered then return "lost" end
         local st, doc, h = obj.get(srv, srv.token, "", loc)
-        if st == 503 then busy = { doc, h }; break end
-      end
+        return st == 503 and { doc, h }
+      end)
+      if type(got) == "table" then busy = got; break end
       s:close()
     end
     assert.is_truthy(busy, "the queue never filled")
@@ -220,11 +228,7 @@ describe("Control Plane object queue #integration", function()
     assert.are.equal(503, (obj.download(srv, down.access_token)))
     assert.are.equal(200, (obj.get(srv, srv.token, "/stat", loc)), "metadata routes do not queue")
     s:close()
-    local free = false
-    for _ = 1, 100 do
-      if (obj.get(srv, srv.token, "", loc)) == 200 then free = true; break end
-      socket.sleep(0.05)
-    end
+    local free = wait.eventually(function() return (obj.get(srv, srv.token, "", loc)) == 200 end)
     assert.is_true(free, "the slot came back")
     assert.are.equal(200, (obj.download(srv, down.access_token)), "the refused ticket was not spent")
     assert.are.equal(200, (req(srv, "GET", "/livez")))

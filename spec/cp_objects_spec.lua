@@ -8,7 +8,7 @@ local cp = require "spec.helpers.cp"
 local rawhttp = require "spec.helpers.rawhttp"
 local obj = require "spec.helpers.objects"
 local json = require "cjson"
-local socket = require "socket"
+local wait = require "spec.helpers.wait"
 
 local req = cp.request
 local OWNER = "t/alice"
@@ -19,15 +19,6 @@ local function upload_loc(path, extra)
 end
 local function agent_loc(path, extra)
   return obj.with({ scope = "agent", agent_id = "agent-7", run_id = "run-1", path = path, owner = OWNER }, extra)
-end
-
--- Polls f (bounded: 50 times 0.1 s) until it returns true.
-local function eventually(f)
-  for _ = 1, 50 do
-    if f() then return true end
-    socket.sleep(0.1)
-  end
-  return f()
 end
 
 describe("Control Plane objects #integration", function()
@@ -164,8 +155,11 @@ describe("Control Plane objects #integration", function()
     end)
 
     it("expire", function()
+      -- a ticket of one second, used once the clock the server reads has
+      -- passed its expiry (a wait on that clock, never a fixed sleep)
       local up = ticket(agent_loc("outputs/late.txt"), "upload", { expires_in = 1 })
-      socket.sleep(2.1)
+      local exp = obj.claims(up).exp
+      assert.is_true(wait.eventually(function() return os.time() >= exp end, 5))
       local st, err = obj.upload(srv, up, "late")
       assert.are.equal(401, st)
       assert.are.equal("invalid, expired, or already used object ticket", err.error)
@@ -180,7 +174,8 @@ describe("Control Plane objects #integration", function()
       up = ticket(loc, "upload", { max_bytes = 10 })
       local s = rawhttp.connect({ port = srv.cp_port })
       s:send(rawhttp.head("PUT", "/v1/storage/content", { Authorization = "Bearer " .. up,
-        ["Transfer-Encoding"] = "chunked", Connection = "close" }) .. "14\r\n" .. string.rep("x", 20) .. "\r\n0\r\n\r\n")
+        ["Transfer-Encoding"] = "chunked", Connection = "close" }) .. "14\r\n" .. string.rep("x",
+          20) .. "\r\n0\r\n\r\n")
       local status = rawhttp.read_head(s)
       s:close()
       assert.are.equal(400, status)
@@ -202,10 +197,10 @@ describe("Control Plane objects #integration", function()
       s:send(rawhttp.head("PUT", "/v1/storage/content", { Authorization = "Bearer " .. up,
         ["Content-Length"] = "1000000" }) .. string.rep("c", 100000))
       -- the upload is under way once its temporary file exists
-      assert.is_true(eventually(function() return pending() == 1 end))
+      assert.is_true(wait.eventually(function() return pending() == 1 end))
       s:close()
       -- and the server drops it once it sees the connection gone
-      assert.is_true(eventually(function() return pending() == 0 end))
+      assert.is_true(wait.eventually(function() return pending() == 0 end))
       assert.are.equal(404, (obj.get(srv, srv.token, "/stat", loc)))
       assert.are.equal(404, (obj.get(srv, srv.token, "/versions", loc)))
       assert.are.equal(401, (obj.upload(srv, up, "again")))
@@ -218,7 +213,7 @@ describe("Control Plane objects #integration", function()
       assert.are.equal(400, st)
       assert.matches("sha256 does not match", err.error)
       assert.are.equal(404, (obj.get(srv, srv.token, "/versions", loc)))
-      st, err = obj.post(srv, srv.token, loc, "inline", { extra = { sha256 = obj.sha256("other") } })
+      st = obj.post(srv, srv.token, loc, "inline", { extra = { sha256 = obj.sha256("other") } })
       assert.are.equal(400, st)
       assert.are.equal(404, (obj.get(srv, srv.token, "/versions", loc)))
     end)
@@ -256,7 +251,8 @@ describe("Control Plane objects #integration", function()
       assert.are.equal(201, st)
       assert.are.equal("users/iso-a/" .. SUBJECT_A .. "/uploads/shared/source/secret.txt", put.key)
       assert.are.equal(404, (obj.get(srv, key_a, "/stat", loc, { headers = as(SUBJECT_B) })))
-      local _, list = obj.get(srv, key_a, "/list", { scope = "upload", upload_id = "shared" }, { headers = as(SUBJECT_B) })
+      local _, list = obj.get(srv, key_a, "/list", { scope = "upload", upload_id = "shared" },
+        { headers = as(SUBJECT_B) })
       assert.same({}, list.objects)
       local tst, t = obj.ticket(srv, key_a, loc, "download", nil, as(SUBJECT_B))
       assert.are.equal(201, tst)
@@ -267,7 +263,8 @@ describe("Control Plane objects #integration", function()
 
     it("keep two tenants apart, for the same subject", function()
       assert.are.equal(404, (obj.get(srv, key_b, "/stat", loc, { headers = as(SUBJECT_A) })))
-      local _, list = obj.get(srv, key_b, "/list", { scope = "upload", upload_id = "shared" }, { headers = as(SUBJECT_A) })
+      local _, list = obj.get(srv, key_b, "/list", { scope = "upload", upload_id = "shared" },
+        { headers = as(SUBJECT_A) })
       assert.same({}, list.objects)
       local st, put = obj.post(srv, key_b, loc, "other tenant", { headers = as(SUBJECT_A) })
       assert.are.equal(201, st)
@@ -277,14 +274,15 @@ describe("Control Plane objects #integration", function()
     end)
 
     it("refuse an owner from a tenant credential (403, audited) and a missing subject (400)", function()
-      local st, err = obj.get(srv, key_a, "/stat", obj.with(loc, { owner = "iso-a/" .. SUBJECT_A }), { headers = as(SUBJECT_A) })
+      local st, err = obj.get(srv, key_a, "/stat", obj.with(loc, { owner = "iso-a/" .. SUBJECT_A }),
+        { headers = as(SUBJECT_A) })
       assert.are.equal(403, st)
       assert.are.equal("this credential is bound to a tenant; owner is derived from the credential and "
         .. "X-Acting-Subject and is not accepted in a request", err.error)
       local _, audit = req(srv, "GET", "/v1/admin/audit", { token = srv.token })
       assert.are.equal("object.owner", audit.events[1].action)
       assert.are.equal("denied", audit.events[1].outcome)
-      st, err = obj.post(srv, key_a, obj.with(loc, { owner = "iso-b/x" }), "x", { headers = as(SUBJECT_A) })
+      st = obj.post(srv, key_a, obj.with(loc, { owner = "iso-b/x" }), "x", { headers = as(SUBJECT_A) })
       assert.are.equal(403, st)
       st, err = obj.get(srv, key_a, "/stat", loc)
       assert.are.equal(400, st)
@@ -299,8 +297,10 @@ describe("Control Plane objects #integration", function()
       local st, err = obj.get(srv, srv.token, "/stat", loc)
       assert.are.equal(400, st)
       assert.matches("owner is required", err.error)
-      assert.are.equal(200, (obj.get(srv, srv.token, "/stat", admin_loc, { headers = { ["X-Sandbox-Tenant"] = "iso-a" } })))
-      assert.are.equal(403, (obj.get(srv, srv.token, "/stat", admin_loc, { headers = { ["X-Sandbox-Tenant"] = "iso-b" } })))
+      assert.are.equal(200, (obj.get(srv, srv.token, "/stat", admin_loc,
+        { headers = { ["X-Sandbox-Tenant"] = "iso-a" } })))
+      assert.are.equal(403, (obj.get(srv, srv.token, "/stat", admin_loc,
+        { headers = { ["X-Sandbox-Tenant"] = "iso-b" } })))
     end)
   end)
 end)

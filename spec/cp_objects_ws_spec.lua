@@ -57,7 +57,8 @@ describe("Control Plane object import/export #integration", function()
     assert.are.equal(201, st, json.encode(res))
     local sha = obj.sha256(big)
     assert.same({ workspace_id = ws, destination = "data/uploads/table.csv",
-      object = { bucket = "user-uploads", key = "users/t/alice/uploads/data-set/source/table.csv", bytes = #big, sha256 = sha },
+      object = { bucket = "user-uploads", key = "users/t/alice/uploads/data-set/source/table.csv", bytes = #big,
+        sha256 = sha },
       file = { path = "data/uploads/table.csv", bytes = #big, sha256 = sha } }, res)
     assert.are.equal(sha, ws_sha("data/uploads/table.csv"))
     -- the program "works": its result lands in artifacts
@@ -110,7 +111,8 @@ describe("Control Plane object import/export #integration", function()
     obj.plant(srv, ws, "data/uploads/dir/keep", "x")
     local loc = { scope = "agent", agent_id = "agent-1", run_id = "run-1", path = "outputs/bad" }
     local cases = {
-      { export, obj.with(loc, { workspace_path = "src/not-exported.py" }), "workspace_path must name a file under artifacts/" },
+      { export, obj.with(loc, { workspace_path = "src/not-exported.py" }),
+        "workspace_path must name a file under artifacts/" },
       { export, obj.with(loc, { workspace_path = "artifacts" }), "workspace_path must name a file under artifacts/" },
       { export, obj.with(loc, { workspace_path = "artifacts/../src/x" }), "workspace_path must not contain '..'" },
       { export, obj.with(loc, { workspace_path = "/etc/passwd" }), "workspace_path must be relative" },
@@ -123,7 +125,8 @@ describe("Control Plane object import/export #integration", function()
       { export, obj.with(loc, { workspace_path = "artifacts/huge.bin" }), "larger than the limit" },
       { export, obj.with(loc, { workspace_path = "artifacts/none" }), "does not exist" },
       { export, obj.with(UP, { workspace_path = "artifacts/report.txt" }), "export takes scope 'agent'" },
-      { export, obj.with(loc, { workspace_path = "artifacts/report.txt", archive = "yes" }), "archive must be a boolean" },
+      { export, obj.with(loc, { workspace_path = "artifacts/report.txt", archive = "yes" }),
+        "archive must be a boolean" },
       { import, obj.with(UP, { destination = "src/x.csv" }), "destination must name a file under data/uploads/" },
       { import, obj.with(UP, { destination = "data/uploads" }), "destination must name a file under data/uploads/" },
       { import, obj.with(UP, { destination = "data/uploads/../../etc/x" }), "destination must not contain '..'" },

@@ -35,7 +35,8 @@ describe("unsandbox.Sandbox #integration", function()
       assert(sb:write_file("notes/a.txt", "kept\n"))
       local same = assert(unsandbox.Sandbox.get { name = "life-1", manager = m })
       assert.equal(st.sandbox_id, same:status().sandbox_id)
-      assert.equal(st.sandbox_id, assert(unsandbox.Sandbox.get_or_create { name = "life-1", manager = m }):status().sandbox_id)
+      assert.equal(st.sandbox_id, assert(unsandbox.Sandbox.get_or_create { name = "life-1",
+        manager = m }):status().sandbox_id)
       local r, err = unsandbox.Sandbox.create { name = "life-1", template = "gpu", manager = m }
       assert.is_nil(r)
       assert.equal(409, err.status)
@@ -93,6 +94,7 @@ describe("unsandbox.Sandbox #integration", function()
       assert.same({ "rpc", 502, -32602 }, { err.kind, err.status, err.rpc_code })
       assert.matches("^MCP %-32602: ", err.message)
       r, err = sb:edit_file("missing.txt", "a", "b")
+      assert.is_nil(r)
       assert.equal(-32602, err.rpc_code)
     end)
   end)
@@ -219,7 +221,7 @@ describe("unsandbox.Sandbox #integration", function()
       assert.is_true(r.running)
       r = assert(sh:send("ada"))
       assert.matches("hello ada", r.stdout)
-      r = assert(sh:exec("sleep 30", { async = true }))
+      assert(sh:exec("sleep 30", { async = true }))
       r = assert(sh:kill())
       assert.same({ -9, true }, { r.exit_code, r.session_restarted })
       local none, err = m:shell_session("wait", "never-made", { key = "pty" })
@@ -309,7 +311,9 @@ describe("unsandbox.Sandbox #integration", function()
       assert.matches("^%x+$", c.sha256)
       assert(sb:write_file("app.txt", "broken\n"))
       local found
-      for _, x in ipairs(assert(sb:list_checkpoints()).checkpoints) do found = found or x.checkpoint_id == c.checkpoint_id end
+      for _, x in ipairs(assert(sb:list_checkpoints()).checkpoints) do
+        found = found or x.checkpoint_id == c.checkpoint_id
+      end
       assert.is_true(found)
       local r, err = sb:restore(c.checkpoint_id, string.rep("0", 64))
       assert.is_nil(r)

@@ -43,7 +43,8 @@ describe("storage: the ledger and quotas, Control Plane #integration", function(
   teardown(function() if srv then srv.stop() end end)
   after_each(function() assert.are.equal(200, (req(srv, "GET", "/livez"))) end)
 
-  it("objects count: the tenant gets 429 with the platform's words, nothing is stored, another tenant goes on", function()
+  it("objects count: the tenant gets 429 with the platform's words, nothing is stored, another tenant goes on",
+    function()
     local key = cp.tenant_key(srv, "fill-obj", { act_as_subjects = true })
     local blob = random_bytes(3 * MiB)
     local stored, refused = 0, nil

@@ -73,13 +73,15 @@ describe("the pages #unit", function()
       for target in text:gmatch("%]%(([^)#%s]+)[^)]*%)") do
         if not target:match("^%a+://") and not target:match("^mailto:") then
           local path = ROOT .. "/" .. dir .. "/" .. target
-          assert.is_true(os.execute("test -e " .. fs.quote(path)), page .. " links to " .. target .. ", which is missing")
+          assert.is_true(os.execute("test -e " .. fs.quote(path)),
+            page .. " links to " .. target .. ", which is missing")
         end
       end
       for path in text:gmatch("`((%a+)/[%w_./-]+%.%a+)`") do
         local top = path:match("^(%a+)/")
         if ({ docs = 1, spec = 1, examples = 1, lua = 1, csrc = 1, bench = 1, scripts = 1 })[top] then
-          assert.is_true(os.execute("test -e " .. fs.quote(ROOT .. "/" .. path)), page .. " names " .. path .. ", which is missing")
+          assert.is_true(os.execute("test -e " .. fs.quote(ROOT .. "/" .. path)),
+            page .. " names " .. path .. ", which is missing")
         end
       end
       assert.is_nil(text:find("§", 1, true), page .. " cites a section of a document the repository does not hold")

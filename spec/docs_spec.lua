@@ -97,7 +97,8 @@ describe("man pages #unit", function()
 
   it("un.1 and unlua.1 name every option of the usage texts", function()
     local un = page_text("un")
-    for _, opt in ipairs(options_of(proc.quote(ROOT .. "/bin/un") .. " --help 2>&1 | sed -n '/^options of a run:/,/^exit codes/p'")) do
+    local help = proc.quote(ROOT .. "/bin/un") .. " --help 2>&1 | sed -n '/^options of a run:/,/^exit codes/p'"
+    for _, opt in ipairs(options_of(help)) do
       assert.matches(opt, un, 1, true)
     end
     local unlua = page_text("unlua")

@@ -5,6 +5,7 @@
 -- resources, an oversized vault, 428 challenges as nil, err) included.
 local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"
+local wait = require "spec.helpers.wait"
 
 local TICKER = "while true; do echo tick; sleep 0.2; done"
 
@@ -78,7 +79,8 @@ describe("execution API routes #integration", function()
       assert.equal(409, err.status)
       arm { mode = "sudo", otp = "123456", count = 1, path = "/services/" }
       local asked
-      local doc = assert(c:unlock_service(svc.id, { on_sudo = function(e) asked = e.challenge_id; return "123456" end }))
+      local doc = assert(c:unlock_service(svc.id,
+        { on_sudo = function(e) asked = e.challenge_id; return "123456" end }))
       assert.is_string(asked)
       assert.is_false(doc.locked)
     end)
@@ -135,11 +137,10 @@ describe("execution API routes #integration", function()
       assert(c:redeploy_service(svc.id, { bootstrap_content = "echo second-life; sleep 60",
                                           input_files = { { filename = "x.txt", content = "X" } } }))
       local log
-      for _ = 1, 100 do
+      wait.eventually(function()
         log = assert(c:service_logs(svc.id, { all = true }))
-        if log:find("second-life", 1, true) then break end
-        os.execute("sleep 0.1")
-      end
+        return log:find("second-life", 1, true)
+      end)
       assert.truthy(log:find("second-life", 1, true), log)
       assert.equal("X", assert(c:service_execute(svc.id, "cat x.txt")).stdout)
       assert.has_error(function() c:service_logs(svc.id, { all = "yes" }) end)
@@ -208,6 +209,7 @@ describe("execution API routes #integration", function()
       assert(c:unlock_image(img.id))
       assert(c:transfer_image(img.id, pk2))
       r, err = c:delete_image(img.id)
+      assert.is_nil(r)
       assert.equal(404, err.status)
       arm { mode = "sudo", otp = "999", count = 1, path = "/images/" }
       r, err = c:delete_image(copy.id)

@@ -4,7 +4,7 @@
 -- a finished job cannot be cancelled), errors that concatenate.
 local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"
-local core = require "unsandbox.core"
+local wait = require "spec.helpers.wait"
 
 describe("facade #integration", function()
   local srv, c
@@ -78,11 +78,10 @@ describe("facade #integration", function()
     it("for a service's logs: the log text alone", function()
       local svc = assert(c:create_service { name = "logs", bootstrap = "echo started; sleep 600" })
       local log
-      for _ = 1, 50 do                               -- at most ~10 s
+      wait.eventually(function()
         log = assert(c:service_logs(svc.id))
-        if log:find("started") then break end
-        core.sleep(200)
-      end
+        return log:find("started")
+      end)
       assert.equal(1, (count(c:service_logs(svc.id))))
       assert.matches("started", log)
       assert(c:delete_service(svc.id))

@@ -59,7 +59,8 @@ describe("facade #unit", function()
     end)
 
     it("module functions refuse unknown options too", function()
-      assert.matches(THIS, raised(function() local r = unsandbox.session_execute("s1", "ls", { bogus = 1 }); return r end))
+      assert.matches(THIS, raised(function() local r = unsandbox.session_execute("s1", "ls",
+        { bogus = 1 }); return r end))
       assert.matches("unknown option 'bogus'",
         raised(function() return unsandbox.execute_code("python", "1", { url = KEYS.url, bogus = 1 }) end))
     end)

@@ -16,6 +16,7 @@ local fs = require "spec.helpers.fs"
 local core = require "unsandbox.core"
 local json = require "cjson"
 local socket = require "socket"
+local wait = require "spec.helpers.wait"
 
 local function decode(body)
   local ok, v = pcall(json.decode, body or "")
@@ -34,11 +35,7 @@ local function server_sockets(pid)
 end
 
 local function wait_sockets(pid, n)
-  for _ = 1, 400 do                            -- at most 20 s
-    if server_sockets(pid) >= n then return true end
-    socket.sleep(0.05)
-  end
-  return false
+  return wait.eventually(function() return server_sockets(pid) >= n end, 20)
 end
 
 -- n connected sockets to port that send nothing.
@@ -115,15 +112,13 @@ describe("fair shares: the connection budget #integration", function()
     end
     -- ready once the pool is full: a signed request of ours waits in line
     -- for a thread and is refused after its second (503)
-    local full = false
-    for _ = 1, 20 do                             -- at most ~20 s
+    local full = wait.eventually(function()
       local s = raw.connect(srv, 5)
       s:send(raw.head("GET", "/jobs", raw.signed(srv, "GET", "/jobs", "", { Connection = "close" })))
       local st = raw.read_response(s)
       s:close()
-      if st == 503 then full = true; break end
-      socket.sleep(0.05)
-    end
+      return st == 503
+    end, 30)
     -- more probes than the threads kept for them, one after the other,
     -- while requests wait in line for a thread: a probe's place is never
     -- handed to the line
@@ -182,11 +177,7 @@ describe("fair shares: the connection budget #integration", function()
       assert.are.equal(200, (jobs_on_kept()))
       local flood = idle(srv.port, 300)
       -- the server sheds what the budget cannot hold: it never holds 300
-      local shed = false
-      for _ = 1, 400 do                          -- at most 20 s
-        if closed_count(flood) >= 300 - 64 then shed = true; break end
-        socket.sleep(0.05)
-      end
+      local shed = wait.eventually(function() return closed_count(flood) >= 300 - 64 end, 20)
       local answered = 0
       for _ = 1, 20 do
         if probe(srv.port, "/health") == 200 then answered = answered + 1 end
@@ -199,12 +190,9 @@ describe("fair shares: the connection budget #integration", function()
       assert.are.equal(20, answered)
       assert.are.equal(200, status, body)
       -- the sweeper logs what it closed once per round (250 ms)
-      local logged
-      for _ = 1, 100 do                          -- at most 5 s
-        logged = (fs.read(srv.log) or ""):match("connection budget of 56 reached: %d+ idle connection")
-        if logged then break end
-        socket.sleep(0.05)
-      end
+      local logged = wait.eventually(function()
+        return (fs.read(srv.log) or ""):match("connection budget of 56 reached: %d+ idle connection")
+      end)
       assert.is_truthy(logged, "no line of the budget in the log")
     end)
 
@@ -234,12 +222,11 @@ local TERMINAL = { completed = true, failed = true, timeout = true, cancelled = 
 
 -- The document of a job once terminal (polled, at most 60 s).
 local function finished(c, doc)
-  for _ = 1, 600 do
-    if TERMINAL[doc.status] then return doc end
-    socket.sleep(0.1)
+  wait.eventually(function()
+    if TERMINAL[doc.status] then return true end
     local _, d = call(c, "GET", "/jobs/" .. doc.job_id)
     doc = d or doc
-  end
+  end, 60, 0.1)
   return doc
 end
 

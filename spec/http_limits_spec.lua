@@ -15,7 +15,7 @@ local raw = require "spec.helpers.rawhttp"
 local fs = require "spec.helpers.fs"
 local core = require "unsandbox.core"
 local json = require "cjson"
-local socket = require "socket"
+local wait = require "spec.helpers.wait"
 
 local now = core.monotonic_ms
 
@@ -57,11 +57,7 @@ local function server_sockets(pid)
 end
 
 local function wait_sockets(pid, n)
-  for _ = 1, 400 do                            -- at most 20 s
-    if server_sockets(pid) >= n then return true end
-    socket.sleep(0.05)
-  end
-  return false
+  return wait.eventually(function() return server_sockets(pid) >= n end, 20)
 end
 
 -- The queues of a loopback TCP connection from /proc/net/tcp: what the
@@ -103,11 +99,10 @@ end
 -- Polls the stream counters until `key` passes `old` (at most 5 s).
 local function wait_stat(c, key, old)
   local st
-  for _ = 1, 100 do
+  wait.eventually(function()
     st = stats(c)
-    if st[key] > old then return st end
-    socket.sleep(0.05)
-  end
+    return st[key] > old
+  end, 5)
   return st
 end
 
@@ -187,7 +182,7 @@ describe("unsandboxd HTTP transport #integration", function()
     st.s:send(raw.head("PUT", "/_faults/echo-hash", h))
     st.s:settimeout(0)
 
-    for _ = 1, 600 do                          -- at most 30 s
+    wait.eventually(function()
       local t = now()
       if not tr.closed_at then
         if raw.closed(tr.s) then tr.closed_at = t
@@ -215,9 +210,8 @@ describe("unsandboxd HTTP transport #integration", function()
         local last, _, partial = st.s:send(stalled, st.sent + 1)
         st.sent = last or partial or st.sent
       end
-      if tr.closed_at and sb.closed_at and sd.sent == #steady and st.sent == #stalled then break end
-      socket.sleep(0.05)
-    end
+      return tr.closed_at and sb.closed_at and sd.sent == #steady and st.sent == #stalled
+    end, 30)
     sd.s:settimeout(10)
     local sd_status, _, sd_body = raw.read_response(sd.s)
     local sd_took = (sd.done_at or now()) - sd.t0
@@ -320,13 +314,10 @@ describe("unsandboxd HTTP transport #integration", function()
     -- ready once the buffers are full: the server has bytes it cannot send
     -- and ours holds bytes unread, so the writer is blocked
     local _, port = s:getsockname()
-    local full = false
-    for _ = 1, 400 do                          -- at most 20 s
+    local full = wait.eventually(function()
       local tx, rx = tcp_queues(srv.port, tonumber(port))
-      full = tx > 0 and rx > 0
-      if full then break end
-      socket.sleep(0.05)
-    end
+      return tx > 0 and rx > 0
+    end, 20)
     assert.is_true(full, "the stream's buffers never filled")
     local t_close = now()
     s:close()
@@ -336,12 +327,14 @@ describe("unsandboxd HTTP transport #integration", function()
   end)
 
   it("answers 503 server_busy with Retry-After once 512 requests are being handled", function()
+    -- each held far longer than sending all 530 takes on a busy machine,
+    -- so 512 of them are in the server at once
     local r = assert(c:request("POST", "/_faults",
-      json.encode { mode = "latency", ms = 4000, count = 600, path = "/jobs" }))
+      json.encode { mode = "latency", ms = 20000, count = 600, path = "/jobs" }))
     assert.are.equal(200, r.status)
     local socks = {}
     for i = 1, 530 do
-      local s = raw.connect(srv, 20)
+      local s = raw.connect(srv, 120)
       s:send(raw.head("GET", "/jobs", raw.signed(srv, "GET", "/jobs", "", { Connection = "close" })))
       socks[i] = s
     end
@@ -371,7 +364,7 @@ describe("unsandboxd HTTP transport #integration", function()
       s = raw.connect(srv, 5)
       s:send(raw.head("PUT", "/_faults/echo-hash",
         raw.signed(srv, "PUT", "/_faults/echo-hash", "", { ["Content-Length"] = tostring(64 * 1024 * 1024 + 1) })))
-      local body
+      local _, body
       status, _, body = raw.read_response(s)
       s:close()
       assert.are.equal(413, status)
@@ -414,21 +407,17 @@ describe("unsandboxd shutdown under load #integration", function()
     -- ready: the blocked request sleeps in its fault (the server's own
     -- count says so) and the server has accepted every socket
     local delaying = 0
-    for _ = 1, 400 do                          -- at most 20 s
+    wait.eventually(function()
       delaying = stats(c).delaying
-      if delaying > 0 then break end
-      socket.sleep(0.05)
-    end
+      return delaying > 0
+    end, 20)
     assert.are.equal(1, delaying)
     c:close()
     -- (its own client's kept-alive socket is closed above; the other 102 stay)
     assert.is_true(wait_sockets(srv.pid, held + 102 - 1), "the sockets were never accepted")
     local t0 = now()
     os.execute("kill -TERM " .. srv.pid)
-    for _ = 1, 600 do                          -- at most 30 s
-      if not fs.alive(srv.pid) then break end
-      socket.sleep(0.05)
-    end
+    wait.eventually(function() return not fs.alive(srv.pid) end, 30)
     local took, still = now() - t0, fs.alive(srv.pid)
     local log = fs.read(srv.log) or ""
     close_all(socks)

@@ -47,7 +47,8 @@ describe("make install #integration", function()
       bare { HOME = dir })
     assert.equal(0, code, out)
     assert.equal("installed\n", out)
-    out, code = proc.run("sh -c " .. proc.quote("cd / && lua5.4 -e 'print(require(\"unsandbox\").detect_language(\"a.rs\"))'"),
+    out, code = proc.run("sh -c "
+      .. proc.quote("cd / && lua5.4 -e 'print(require(\"unsandbox\").detect_language(\"a.rs\"))'"),
       bare { LUA_PATH = prefix .. "/share/lua/5.4/?.lua;" .. prefix .. "/share/lua/5.4/?/init.lua;;",
              LUA_CPATH = prefix .. "/lib/lua/5.4/?.so;;" })
     assert.equal(0, code, out)

@@ -114,6 +114,26 @@ describe("the C tree's layers #unit", function()
     end
   end)
 
+  -- Every statement of a Control Plane table sits in that table's module
+  -- (cp/tables/, and the object store's own tables in cp/objects/store.c):
+  -- handlers call named functions, so no SQL runs anywhere else in cp/.
+  it("keep the Control Plane's SQL in its table modules", function()
+    local found = {}
+    for _, f in ipairs(files) do
+      local p = f.path
+      if p:match("^server/cp/") and not p:match("^server/cp/tables/")
+          and p ~= "server/cp/objects/store.c" then
+        local h = assert(io.open(ROOT .. "/csrc/" .. p))
+        local text = h:read("a")
+        h:close()
+        if text:find("ux_db_exec%s*%(") or text:find("ux_db_rows?%s*%(") then
+          found[#found + 1] = p
+        end
+      end
+    end
+    assert.same({}, found, "SQL outside cp/tables/: " .. table.concat(found, ", "))
+  end)
+
   it("keep the core free of Lua and of the server", function()
     for _, f in ipairs(files) do
       if f.path:match("^core/") then

@@ -87,7 +87,8 @@ describe("un local #integration", function()
     assert.equal(url, out)
     -- eval "$(un local env)" points any program at it
     out, code = proc.run("sh -c " .. proc.quote("eval \"$(" .. proc.quote(UN) .. " local env)\" && "
-      .. proc.quote(UNLUA) .. " -e 'print(assert(require(\"unsandbox\").execute_code(\"bash\", \"echo via-env\")).stdout)'"),
+      .. proc.quote(UNLUA)
+      .. " -e 'print(assert(require(\"unsandbox\").execute_code(\"bash\", \"echo via-env\")).stdout)'"),
       bare(home))
     assert.equal(0, code, out)
     assert.matches("via%-env", out)
@@ -107,21 +108,21 @@ describe("un local #integration", function()
       proc.run(proc.quote(UN) .. " local stop", bare(home2))
       fs.rm_rf(home2)
     end)
-    local function un(args) return proc.run(proc.quote(UN) .. " " .. args, bare(home2)) end
+    local function un2(args) return proc.run(proc.quote(UN) .. " " .. args, bare(home2)) end
     local dir = home2 .. "/.unsandbox/local"
     assert(require("unsandbox.core").files.mkdirs(dir))
     -- a killed server's file: pid 1 is not an unsandboxd of this file
     fs.write(dir .. "/env", "UNSANDBOX_URL=http://127.0.0.1:9\nUNSANDBOX_PUBLIC_KEY=pk\n"
       .. "UNSANDBOX_SECRET_KEY=sk\nUNSANDBOXD_PID=1\n")
     os.execute("chmod 600 " .. fs.quote(dir .. "/env"))
-    local out, code = un("local status")
+    local out, code = un2("local status")
     assert.equal(0, code, out)
     assert.matches("^no local unsandboxd runs", out)
-    out, code = un("--local -s bash 'echo private'")
+    out, code = un2("--local -s bash 'echo private'")
     assert.equal(0, code, out)
     assert.equal("private\n", out)                -- a private server, not the stale URL
     os.execute("chmod 644 " .. fs.quote(dir .. "/env"))
-    out, code = un("local status")
+    out, code = un2("local status")
     assert.equal(74, code, out)
     assert.matches("only you can read; remove it", out)
     os.remove(dir .. "/env")
@@ -139,9 +140,11 @@ describe("unsandboxd --env-file #integration", function()
         .. proc.quote(env) .. " >/dev/null 2>" .. proc.quote(dir .. "/log") .. " &",
       "i=0; while [ ! -s " .. proc.quote(env) .. " ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done",
       "set -a; . " .. proc.quote(env) .. "; set +a",
-      proc.quote(UNLUA) .. " -e 'io.write(assert(require(\"unsandbox\").execute_code(\"bash\", \"echo from-env-file\")).stdout)'",
+      proc.quote(UNLUA)
+        .. " -e 'io.write(assert(require(\"unsandbox\").execute_code(\"bash\", \"echo from-env-file\")).stdout)'",
       "stat -c %a " .. proc.quote(env),
-      "kill $UNSANDBOXD_PID; i=0; while [ -e " .. proc.quote(env) .. " ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done",
+      "kill $UNSANDBOXD_PID; i=0; while [ -e " .. proc.quote(env)
+        .. " ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done",
       "test -e " .. proc.quote(env) .. " && echo STILL-THERE; exit 0",
     }, "\n")
     local out, code = proc.run("sh -c " .. proc.quote(script), bare(dir))
@@ -151,7 +154,8 @@ describe("unsandboxd --env-file #integration", function()
   end)
 
   it("refuses an env file it cannot write, before serving", function()
-    local out, code = proc.run(proc.quote(UNSANDBOXD) .. " --data /tmp/unsb-envfile-bad-$$ --env-file /nonexistent/dir/env")
+    local out, code = proc.run(proc.quote(UNSANDBOXD)
+      .. " --data /tmp/unsb-envfile-bad-$$ --env-file /nonexistent/dir/env")
     os.execute("rm -rf /tmp/unsb-envfile-bad-*")
     assert.not_equal(0, code)
     assert.matches("%-%-env%-file: cannot create /nonexistent/dir/env", out)

@@ -6,6 +6,7 @@
 -- was sent" for local errors, proven by the server's request counters.
 local server = require "spec.helpers.unsandboxd"
 local cp = require "spec.helpers.cp"
+local wait = require "spec.helpers.wait"
 
 local SUBJ_A = string.rep("a", 32)
 local SUBJ_B = string.rep("b", 32)
@@ -203,11 +204,10 @@ describe("unsandbox.manager #integration", function()
       local pending = assert(m:create_runtime(ws.workspace_id, nil, false))
       assert.equal("pending", pending.status)
       local view
-      for _ = 1, 100 do                                       -- at most 10 s
+      wait.eventually(function()
         view = assert(m:get_runtime(pending.id))
-        if view.status ~= "pending" then break end
-        require("unsandbox.core").sleep(100)
-      end
+        return view.status ~= "pending"
+      end, 20)
       assert.equal("running", view.status)
       local tok = assert(m:runtime_token(pending.id))
       assert.equal(pending.id, tok.id)

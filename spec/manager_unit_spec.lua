@@ -57,7 +57,8 @@ describe("unsandbox Control Plane #unit", function()
       assert.matches("SANDBOX_CONTROL_PLANE_URL", raised(unsandbox.manager,
         { env = { SANDBOX_CONTROL_PLANE_URL = "http://a b" } }))
       assert.matches("refresh", raised(unsandbox.manager, { refresh = 1.5, env = {} }))
-      assert.matches("SANDBOX_LIFECYCLE_REFRESH_SECONDS", raised(unsandbox.manager, { env = { SANDBOX_LIFECYCLE_REFRESH_SECONDS = "soon" } }))
+      assert.matches("SANDBOX_LIFECYCLE_REFRESH_SECONDS", raised(unsandbox.manager,
+        { env = { SANDBOX_LIFECYCLE_REFRESH_SECONDS = "soon" } }))
       assert.matches("tenant", raised(unsandbox.manager, { tenant = "Not_A_Tenant", env = {} }))
       assert.matches("timeout", raised(unsandbox.manager, { timeout = 0, env = {} }))
       assert.matches("token", raised(unsandbox.manager, { token = 42, env = {} }))
@@ -124,7 +125,8 @@ describe("unsandbox Control Plane #unit", function()
         { "put_object", "/v1/storage/objects", function() return m:put_object(loc, "x") end },
         { "object_versions", "/v1/storage/objects/versions", function() return m:object_versions(loc) end },
         { "issue_object_ticket", "/v1/storage/tickets", function() return m:issue_object_ticket(loc, "download") end },
-        { "put_agent_blob", "/v1/storage/tickets", function() return m:put_agent_blob("a", "r", "outputs/x", "data") end },
+        { "put_agent_blob", "/v1/storage/tickets", function() return m:put_agent_blob("a", "r", "outputs/x",
+          "data") end },
         { "open_object", "/v1/storage/tickets", function() return m:open_object(loc) end },
         { "call", "/v1/storage/objects", function() return m:call("GET", "/v1/storage/objects?scope=upload") end },
       }
@@ -152,7 +154,8 @@ describe("unsandbox Control Plane #unit", function()
       local m = manager()
       m:with_subject(SUBJ, function()
         assert.matches("scope must be", raised(m.stat_object, m, { scope = "x" }))
-        assert.matches("unknown field 'run_id'", raised(m.stat_object, m, { scope = "upload", upload_id = "u", run_id = "r" }))
+        assert.matches("unknown field 'run_id'", raised(m.stat_object, m, { scope = "upload", upload_id = "u",
+          run_id = "r" }))
         assert.matches("upload_id", raised(m.stat_object, m, { scope = "upload", upload_id = "" }))
         assert.matches("locator.path", raised(m.stat_object, m, { scope = "upload", upload_id = "u", path = 3 }))
         assert.matches("operation", raised(m.issue_object_ticket, m, loc, "delete"))
@@ -189,7 +192,7 @@ describe("unsandbox Control Plane #unit", function()
       end)
       local b = coroutine.wrap(function()
         seen[#seen + 1] = "b1:" .. tostring(m:acting_subject())
-        local bind <close> = m:bind_subject(OTHER)
+        local _ <close> = m:bind_subject(OTHER)
         seen[#seen + 1] = "b2:" .. m:acting_subject()
         coroutine.yield()
         seen[#seen + 1] = "b3:" .. m:acting_subject()
@@ -211,7 +214,8 @@ describe("unsandbox Control Plane #unit", function()
 
     it("cannot be overridden per call", function()
       local m = manager()
-      assert.matches("cannot be set per call", raised(m.call, m, "GET", "/v1/whoami", { headers = { ["X-Acting-Subject"] = SUBJ } }))
+      assert.matches("cannot be set per call", raised(m.call, m, "GET", "/v1/whoami",
+        { headers = { ["X-Acting-Subject"] = SUBJ } }))
       assert.matches("cannot be set per call", raised(m.call, m, "GET", "/v1/whoami", { subject = SUBJ }))
       assert.matches("cannot be set per call", raised(m.call, m, "GET", "/v1/whoami", { authorization = "Bearer x" }))
       assert.matches("cannot be set per call", raised(m.call, m, "GET", "/v1/whoami", { token = "other" }))
@@ -244,11 +248,12 @@ describe("unsandbox Control Plane #unit", function()
       end)
       local tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"
       do
-        local t <close> = unsandbox.trace(tp)
+        local _ <close> = unsandbox.trace(tp)
         assert.same({ "4bf92f3577b34da6a3ce929d0e0e4736", "00" }, { unsandbox.current_trace() })
       end
       assert.is_nil(unsandbox.current_trace())
-      for _, bad in ipairs { "xyz", string.rep("0", 32), string.rep("A", 32), "00-" .. string.rep("0", 32) .. "-00f067aa0ba902b7-01" } do
+      for _, bad in ipairs { "xyz", string.rep("0", 32), string.rep("A", 32), "00-" .. string.rep("0",
+        32) .. "-00f067aa0ba902b7-01" } do
         assert.matches("bad argument 'trace'", raised(unsandbox.trace, bad))
       end
     end)
@@ -495,7 +500,8 @@ describe("unsandbox Control Plane #unit", function()
       local r, err = sb:run_command("printf", { "%s", "a; echo unsafe" })
       assert.is_nil(r)
       assert.equal("credentials", err.kind)
-      assert.matches("exactly path and content", raised(sb.write_files, sb, { { path = "a", content = "b", mode = 1 } }))
+      assert.matches("exactly path and content", raised(sb.write_files, sb, { { path = "a", content = "b",
+        mode = 1 } }))
       assert.matches("items%[2%]", raised(sb.write_files, sb, { { path = "a", content = "b" }, "c" }))
       assert.matches("items%[1%]%.content", raised(sb.write_files, sb, { { path = "a" } }))
       assert.equal(0, l.count())
@@ -505,7 +511,7 @@ describe("unsandbox Control Plane #unit", function()
       local m = manager { token = false }
       local sb = core.sandbox(m, "closing")
       local ok, err = pcall(function()
-        local s <close> = sb
+        local _ <close> = sb
         error("the block's own error")
       end)
       assert.is_false(ok)
@@ -514,7 +520,7 @@ describe("unsandbox Control Plane #unit", function()
       assert.matches("attempt to use a closed Sandbox", raised(sb.read_file, sb, "a"))
       -- a normal end whose release fails raises that failure
       local sb2 = core.sandbox(m, "closing-2")
-      ok, err = pcall(function() local s <close> = sb2 end)
+      ok, err = pcall(function() local _ <close> = sb2 end)
       assert.is_false(ok)
       assert.equal("credentials", err.kind)
       assert.equal(0, l.count())

@@ -12,6 +12,7 @@
 local socket = require "socket"
 local cjson = require "cjson"
 local proc = require "spec.helpers.proc"
+local wait = require "spec.helpers.wait"
 
 local WS = { workspace_id = "ws-0123456789ab", access_token = "wt", access_token_expires_in = 900 }
 local SB = { id = "sb-0123456789ab", access_token = "st", access_token_expires_in = 900, template = "default" }
@@ -108,7 +109,8 @@ describe("MCP client rules #unit", function()
         "MCP SSE ended without a final response" },
       { function(id) return { final(id, { content = {} }) } end, "protocol", 502,
         "MCP response has no structuredContent" },
-      { function(id) return { frame { jsonrpc = "2.0", id = id, error = { code = -32001, message = "all PTY sessions are busy" } } } end,
+      { function(id) return { frame { jsonrpc = "2.0", id = id, error = { code = -32001,
+        message = "all PTY sessions are busy" } } } end,
         "rpc", 502, "MCP -32001: all PTY sessions are busy" },
     }
     for i, c in ipairs(cases) do
@@ -161,11 +163,10 @@ describe("MCP client rules #unit", function()
     local p = io.popen(proc.env_prefix(proc.LUA_ENV) .. "lua5.4 -e " .. proc.quote(child) ..
       " >" .. log .. " 2>&1 &")
     local r, err
-    for _ = 1, 50 do
+    wait.eventually(function()
       r, err = call()
-      if r or err.kind ~= "transport" then break end
-      require("unsandbox.core").sleep(100)
-    end
+      return r or err.kind ~= "transport"
+    end, 10, 0.1)
     p:close()
     local f = io.open(log)
     local child_out = f and f:read("a") or ""

@@ -12,6 +12,7 @@ local cp = require "spec.helpers.cp"
 local fs = require "spec.helpers.fs"
 local core = require "unsandbox.core"
 local json = require "cjson"
+local wait = require "spec.helpers.wait"
 
 local MiB = 1024 * 1024
 
@@ -35,11 +36,10 @@ end
 -- is freed, a moment after its answer), polled at most 10 s.
 local function settled(c, mb)
   local b
-  for _ = 1, 200 do
+  wait.eventually(function()
     b = budget(c)
-    if b.claimed_mb == mb then break end
-    os.execute("sleep 0.05")
-  end
+    return b.claimed_mb == mb
+  end)
   return b.claimed_mb
 end
 
@@ -161,13 +161,12 @@ describe("the memory budget of all runs #integration", function()
       end
       for i = 1, 6 do
         local doc
-        for _ = 1, 400 do                      -- at most 20 s each
+        wait.eventually(function()
           most = math.max(most, budget(c).claimed_mb)
           local _, d = call(c, "GET", "/jobs/" .. ids[i])
           doc = d
-          if doc.status ~= "pending" and doc.status ~= "running" then break end
-          os.execute("sleep 0.05")
-        end
+          return doc.status ~= "pending" and doc.status ~= "running"
+        end, 60)
         assert.are.equal("completed", doc.status, tostring(doc.error))
         assert.are.equal(i .. "\n", doc.stdout)
       end
@@ -184,7 +183,8 @@ describe("the memory budget of all runs #integration", function()
       assert.are.equal(0, settled(c, 0))
       local st, svc = service(c, 3)                 -- the whole budget
       assert.are.equal(201, st)
-      local wst, ws = cp.request(srv, "POST", "/v1/workspaces", { token = srv.token, body = { session_id = "mem-budget" } })
+      local wst, ws = cp.request(srv, "POST", "/v1/workspaces", { token = srv.token,
+        body = { session_id = "mem-budget" } })
       assert.are.equal(201, wst)
       local sst, refused = cp.request(srv, "POST", "/v1/sandboxes", { token = srv.token,
         body = { workspace_id = ws.workspace_id } })
@@ -200,7 +200,8 @@ describe("the memory budget of all runs #integration", function()
     end)
 
     it("a flag outside its range is a usage error", function()
-      local p = io.popen(server.sh_quote(server.bin) .. " --data /tmp/unsb-never --memory-budget-mb 100 2>&1; echo rc=$?")
+      local p = io.popen(server.sh_quote(server.bin)
+        .. " --data /tmp/unsb-never --memory-budget-mb 100 2>&1; echo rc=$?")
       local out = p:read("a")
       p:close()
       assert.matches("%-%-memory%-budget%-mb wants an integer between 1024", out)

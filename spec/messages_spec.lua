@@ -103,10 +103,12 @@ describe("hints for a URL or credentials that cannot work #integration", functio
     finally(function() fs.rm_rf(home) end)
     local e = { HOME = home, UNSANDBOX_PUBLIC_KEY = false, UNSANDBOX_SECRET_KEY = false, UNSANDBOX_ACCOUNT = false }
     for k, v in pairs(proc.LUA_ENV) do e[k] = v end
-    local out, code = proc.run("sh -c " .. proc.quote("cd " .. proc.quote(home) .. " && lua5.4 -e " .. proc.quote(
-      "package.path = " .. string.format("%q", os.getenv("PWD") .. "/lua/?.lua;" .. os.getenv("PWD")
-        .. "/lua/?/init.lua;") .. " .. package.path; package.cpath = " .. string.format("%q", os.getenv("PWD")
-        .. "/lua/?.so;") .. " .. package.cpath; print(select(2, require('unsandbox').execute_code('bash', 'true')))")), e)
+    local pwd = os.getenv("PWD")
+    local script = "package.path = " .. string.format("%q", pwd .. "/lua/?.lua;" .. pwd .. "/lua/?/init.lua;")
+      .. " .. package.path; package.cpath = " .. string.format("%q", pwd .. "/lua/?.so;")
+      .. " .. package.cpath; print(select(2, require('unsandbox').execute_code('bash', 'true')))"
+    local out, code = proc.run("sh -c " .. proc.quote("cd " .. proc.quote(home) .. " && lua5.4 -e "
+      .. proc.quote(script)), e)
     assert.equal(0, code, out)
     assert.matches("credentials: no credentials found", out)
     assert.matches("`unlua %-%-local script%.lua`", out)

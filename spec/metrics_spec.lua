@@ -7,6 +7,7 @@
 local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"
 local rawhttp = require "spec.helpers.rawhttp"
+local wait = require "spec.helpers.wait"
 
 -- Fetches /metrics without any key; returns {["name{labels}"] = value}
 -- and the raw text. Every line must be a comment or `name{labels} value`.
@@ -82,13 +83,12 @@ describe("unsandboxd /metrics #integration", function()
   it("reports jobs, live sandboxes and the pool as gauges", function()
     local job_id = assert(c:execute_async("bash", "sleep 3"))
     local m
-    -- at most 5 s for the job to start: it counts as running from when a
-    -- worker takes it, its sandbox as live from the program's release
-    for _ = 1, 100 do
+    -- the job counts as running from when a worker takes it, its sandbox
+    -- as live from the program's release
+    wait.eventually(function()
       m = scrape(srv)
-      if m["unsandboxd_jobs_running"] == 1 and (m["unsandboxd_sandboxes_live"] or 0) >= 1 then break end
-      os.execute("sleep 0.05")
-    end
+      return m["unsandboxd_jobs_running"] == 1 and (m["unsandboxd_sandboxes_live"] or 0) >= 1
+    end, 20)
     assert.equal(1, m["unsandboxd_jobs_running"])
     assert.is_true(m["unsandboxd_sandboxes_live"] >= 1)
     assert.equal(0, m["unsandboxd_jobs_queued"])

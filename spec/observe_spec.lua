@@ -344,7 +344,8 @@ c:list_jobs()
       f:close()
       local err = dir .. "/err"
       local env = debug and "UNSANDBOX_DEBUG=1" or "UNSANDBOX_DEBUG="
-      assert(os.execute(string.format("cd %s && %s timeout 60 lua5.4 %s 2>%s", fs.quote(os.getenv("UNSANDBOX_ROOT") or "."),
+      assert(os.execute(string.format("cd %s && %s timeout 60 lua5.4 %s 2>%s",
+        fs.quote(os.getenv("UNSANDBOX_ROOT") or "."),
         env, fs.quote(script), fs.quote(err))))
       local h = assert(io.open(err))
       local text = h:read("a")

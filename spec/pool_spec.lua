@@ -7,6 +7,7 @@ local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"
 local fs = require "spec.helpers.fs"
 local proc = require "spec.helpers.proc"
+local wait = require "spec.helpers.wait"
 
 -- Processes of sandbox slot uids in this server's cgroups (as the
 -- sandbox spec finds a run's leftovers): here, the pool's.
@@ -47,16 +48,14 @@ end
 
 local function health(c) return assert(c:call("GET", "/health")) end
 
--- Waits (at most 10 s) until every shape of the pool is full.
+-- Waits (at most 20 s) until every shape of the pool is full.
 local function await_full(c)
-  for _ = 1, 200 do
+  return wait.eventually(function()
     local h = health(c)
     local full = #h.pool.shapes > 0
     for _, s in ipairs(h.pool.shapes) do full = full and s.ready >= h.pool.size end
-    if full then return h end
-    os.execute("sleep 0.05")
-  end
-  return nil
+    return full and h
+  end, 20) or nil
 end
 
 describe("the sandbox pool #integration", function()
@@ -160,7 +159,8 @@ describe("the sandbox pool #integration", function()
     assert.equal("started\n", a.stdout)
     local b = run(c, "bash", [[
       ls -A /sandbox /tmp /dev/shm; echo "${LEFT:-none}"
-      ls /proc | grep -E '^[0-9]+$' | while read p; do cat /proc/$p/cmdline; echo; done | grep -c '[s]leep.331' || true]])
+      ls /proc | grep -E '^[0-9]+$' | while read p; do cat /proc/$p/cmdline; echo; done |
+        grep -c '[s]leep.331' || true]])
     assert.equal(hits + 2, health(c).pool.hits)
     assert.equal("/dev/shm:\n\n/sandbox:\n\n/tmp:\nnone\n0\n", b.stdout)
     -- and from the host: the background process ended with its run
@@ -174,7 +174,11 @@ describe("the sandbox pool #integration", function()
     assert.is_true(#waiting >= 6, "pool processes found: " .. #waiting)
     local before = health(c).pool.discarded
     os.execute("kill -9 " .. table.concat(waiting, " ") .. " 2>/dev/null")
-    os.execute("sleep 0.2")
+    -- ready: every one of them is gone (SIGKILL is not instant)
+    assert.is_true(wait.eventually(function()
+      for _, p in ipairs(waiting) do if server.alive(tonumber(p)) then return false end end
+      return true
+    end), "the pool's processes outlived SIGKILL")
     assert.equal("alive\n", run(c, "bash", "echo alive").stdout)
     assert.equal("py\n", run(c, "python", "print('py')").stdout)
     assert.is_true(health(c).pool.discarded > before)
@@ -236,12 +240,11 @@ describe("unsandboxd --pool options #integration", function()
     assert.is_true(ok, tostring(waiting))
     assert.is_true(#waiting >= 4, "pool processes found: " .. #waiting)
     local left
-    for _ = 1, 60 do
+    wait.eventually(function()
       left = {}
       for _, p in ipairs(waiting) do if server.alive(tonumber(p)) then left[#left + 1] = p end end
-      if #left == 0 then break end
-      os.execute("sleep 0.05")
-    end
+      return #left == 0
+    end, 10)
     s.stop()
     assert.same({}, left)
   end)

@@ -12,14 +12,6 @@ local function rockspec()
   return env, name
 end
 
-local function files(pattern)
-  local out = {}
-  local p = io.popen("ls " .. pattern)
-  for line in p:lines() do out[#out + 1] = line end
-  p:close()
-  return out
-end
-
 describe("rockspec", function()
   it("builds and installs through the Makefile, and declares what unlua links #unit", function()
     local spec = rockspec()

@@ -6,6 +6,7 @@ local server = require "spec.helpers.unsandboxd"
 local fs = require "spec.helpers.fs"
 local core = require "unsandbox.core"
 local socket = require "socket"
+local wait = require "spec.helpers.wait"
 
 -- pids of live processes running as one of the sandbox slot uids; with
 -- `server_pid`, only those in that server's cgroups (other servers on the
@@ -114,7 +115,8 @@ describe("sandbox #integration", function()
   end)
 
   it("a memory hog fails, is reported, and the server still answers", function()
-    local r = run("python", "b = bytearray(8 * 1024 ** 3)\nprint('allocated')", { ttl = 20 })
+    -- (filling memory takes no set time: a ttl only a hung run reaches)
+    local r = run("python", "b = bytearray(8 * 1024 ** 3)\nprint('allocated')", { ttl = 300 })
     assert.are_not.equal(0, r.exit_code)
     assert.not_matches("allocated", r.stdout)
     if isolation().memory then
@@ -287,18 +289,22 @@ print("addr", s.getsockname()[0])
   -- mounts.c: every sandbox binds one read-only /dev; its terminals
   -- (devpts) are its own, mounted over that /dev's pts per sandbox
   it("has terminals of its own, and a /dev it cannot write", function()
-    local other = assert(c:execute_async("python", [[
+    -- the other run names itself once its terminal is open: the readiness
+    -- signal, seen from the host in /proc/PID/comm
+    local ready = ("pty%06d"):format(math.random(0, 999999))
+    local other = assert(c:execute_async("python", ([[
 import pty, time
 m, s = pty.openpty()
-print("open", flush=True)
-time.sleep(30)]], { ttl = 60 }))
-    local status
-    for _ = 1, 100 do                  -- at most 10 s for it to start
-      status = assert(c:get_job(other)).status
-      if status == "running" then break end
-      socket.sleep(0.1)
+open("/proc/self/comm", "w").write("READY")
+time.sleep(30)]]):gsub("READY", ready), { ttl = 60 }))
+    local function named()
+      local p = io.popen("cat /proc/[0-9]*/comm 2>/dev/null")
+      local names = p:read("a")
+      p:close()
+      return names:find(ready, 1, true) ~= nil
     end
-    socket.sleep(0.3)                  -- its terminal open (python starts in ~20 ms)
+    assert.is_true(wait.eventually(named, 30), "the other run never opened its terminal")
+    local status = assert(c:get_job(other)).status
     local r = run("python", [[
 import os, pty
 print(sorted(os.listdir("/dev/pts")))

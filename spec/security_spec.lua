@@ -7,9 +7,9 @@
 local server = require "spec.helpers.unsandboxd"
 local core = require "unsandbox.core"
 local json = require "cjson"
-local socket = require "socket"
 local fs = require "spec.helpers.fs"
 local proc = require "spec.helpers.proc"
+local wait = require "spec.helpers.wait"
 
 local q = fs.quote
 
@@ -64,15 +64,6 @@ local function processes_with(marker)
   return found
 end
 
-local function wait_until(pred, seconds)
-  local deadline = socket.gettime() + seconds
-  repeat
-    if pred() then return true end
-    socket.sleep(0.05)
-  until socket.gettime() > deadline
-  return pred()
-end
-
 -- Whether service id's log holds text (the bootstraps' readiness signal).
 local function log_has(c, id, text)
   local r, doc = call(c, "GET", "/services/" .. id .. "/logs")
@@ -115,10 +106,11 @@ describe("security: the work tree is hostile #integration", function()
   before_each(function() canary, token = make_canary(300) end)
   after_each(function() fs.rm_rf(canary) end)
 
-  it("snapshots taken while the tree swaps a directory for a symlink to a host directory never hold host files", function()
+  it("snapshots taken while the tree swaps a directory for a symlink to a host directory never hold host files",
+    function()
     local marker = "swap-snap-" .. os.time() .. "-" .. srv.pid   -- unique across suites run at once
     local svc = ok_call(c, "POST", "/services", { bootstrap_content = swapper_script(canary, 300, marker) })
-    assert.is_true(wait_until(function() return #processes_with(marker) > 0 end, 20), "swapper never started")
+    assert.is_truthy(wait.eventually(function() return #processes_with(marker) > 0 end, 20), "swapper never started")
     local leaked = {}
     for i = 1, 20 do
       local snap = ok_call(c, "POST", "/services/" .. svc.id .. "/snapshot", {})
@@ -140,11 +132,11 @@ describe("security: the work tree is hostile #integration", function()
       ids[#ids + 1] = svc.id
     end
     for _, id in ipairs(ids) do
-      assert.is_true(wait_until(function() return log_has(c, id, "swapping") end, 30), "swapper never started")
+      assert.is_truthy(wait.eventually(function() return log_has(c, id, "swapping") end, 30), "swapper never started")
     end
     for _, id in ipairs(ids) do ok_call(c, "DELETE", "/services/" .. id) end
     assert.are.equal(300, count_files(canary))
-    assert.is_true(wait_until(function() return #processes_with(marker) == 0 end, 15),
+    assert.is_truthy(wait.eventually(function() return #processes_with(marker) == 0 end, 15),
       table.concat(processes_with(marker), "\n"))
     for _, id in ipairs(ids) do
       assert.is_nil(io.open(srv.data .. "/services/" .. id), id .. " left its directory")
@@ -154,7 +146,7 @@ describe("security: the work tree is hostile #integration", function()
   it("restoring over a tree that swaps never deletes host files", function()
     local marker = "swap-restore-" .. os.time() .. "-" .. srv.pid   -- unique across suites run at once
     local svc = ok_call(c, "POST", "/services", { bootstrap_content = swapper_script(canary, 300, marker) })
-    assert.is_true(wait_until(function() return #processes_with(marker) > 0 end, 20), "swapper never started")
+    assert.is_truthy(wait.eventually(function() return #processes_with(marker) > 0 end, 20), "swapper never started")
     local snap = ok_call(c, "POST", "/services/" .. svc.id .. "/snapshot", {})
     for _ = 1, 5 do
       local r = call(c, "POST", "/snapshots/" .. snap.id .. "/restore", {})
@@ -168,7 +160,8 @@ describe("security: the work tree is hostile #integration", function()
   it("a log file turned into a FIFO never blocks the server", function()
     local svc = ok_call(c, "POST", "/services", { bootstrap_content =
       "rm -f .unsandbox-service.log\nmkfifo .unsandbox-service.log\necho fifo made\nexec sleep 600" })
-    assert.is_true(wait_until(function() return log_has(c, svc.id, "fifo made") end, 30), "the FIFO was never made")
+    assert.is_truthy(wait.eventually(function() return log_has(c, svc.id, "fifo made") end, 30),
+      "the FIFO was never made")
     -- a blocked open would never answer: each request is bounded by its
     -- own timeout (a transport error then), not by a wall-clock guess
     for _ = 1, 3 do
@@ -188,7 +181,7 @@ describe("security: the work tree is hostile #integration", function()
       "mkdir -p d; i=0; while [ $i -lt 50 ]; do echo x > d/f$i; i=$((i+1)); done",
       "echo looping",
       "while true; do rm -f d/f7; mkfifo d/f7; rm -f d/f7; echo x > d/f7; done" }, "\n") })
-    assert.is_true(wait_until(function() return log_has(c, svc.id, "looping") end, 30), "the loop never began")
+    assert.is_truthy(wait.eventually(function() return log_has(c, svc.id, "looping") end, 30), "the loop never began")
     for _ = 1, 10 do
       local r, _, err = call(c, "POST", "/services/" .. svc.id .. "/snapshot", {}, { timeout = 15000 })
       assert.is_truthy(r, err)
@@ -207,9 +200,9 @@ describe("security: the work tree is hostile #integration", function()
       c:request("POST", "/sessions/%s/shell", '{"command":"exec sleep 60 # %s","timeout":60000}')
     ]], srv.url, srv.public_key, srv.secret_key, ses.id, marker)
     os.execute(proc.env_prefix(proc.LUA_ENV) .. "lua5.4 -e " .. q(bg) .. " >/dev/null 2>&1 </dev/null &")
-    assert.is_true(wait_until(function() return #processes_with(marker) > 0 end, 20), "command never started")
+    assert.is_truthy(wait.eventually(function() return #processes_with(marker) > 0 end, 20), "command never started")
     ok_call(c, "DELETE", "/sessions/" .. ses.id)
-    assert.is_true(wait_until(function() return #processes_with("sleep 60 # " .. marker) == 0 end, 15),
+    assert.is_truthy(wait.eventually(function() return #processes_with("sleep 60 # " .. marker) == 0 end, 15),
       table.concat(processes_with(marker), "\n"))
     assert.is_nil(io.open(srv.data .. "/sessions/" .. ses.id))
   end)
@@ -227,7 +220,8 @@ describe("security: disk is bounded #integration", function()
     if srv then srv.stop() end
   end)
 
-  local FILL = "i=0; while [ $i -lt 10 ]; do head -c 67108864 /dev/zero > big$i || break; i=$((i+1)); done; echo wrote $i"
+  local FILL = "i=0; while [ $i -lt 10 ]; do head -c 67108864 /dev/zero > big$i || break; i=$((i+1)); done;"
+    .. " echo wrote $i"
 
   it("reports its disk mode and sizes in GET /health", function()
     local r = assert(c:request("GET", "/health", nil, { auth = false }))

@@ -10,6 +10,7 @@ local server = require "spec.helpers.unsandboxd"
 local cp = require "spec.helpers.cp"
 local core = require "unsandbox.core"
 local fs = require "spec.helpers.fs"
+local wait = require "spec.helpers.wait"
 
 local SUBJ_A = string.rep("a", 32)
 local SUBJ_B = string.rep("b", 32)
@@ -25,18 +26,15 @@ describe("tasks #integration", function()
     return assert(c:call("GET", "/_faults/stats"))
   end
 
-  -- Steps (at most `n` times, 50 ms each) until pred() holds. With no
-  -- task left step() returns at once: the rest of the 50 ms is slept, so
-  -- the bound is one of time as well as of count.
-  local function step_until(pred, n)
-    for _ = 1, n or 400 do
+  -- Drives the loop as a host would (step(50)) until pred() holds, at
+  -- most 20 s: wait.eventually with a step of the loop between two looks
+  -- (with no task left, step() returns at once and the look's pause waits).
+  local function step_until(pred)
+    return wait.eventually(function()
       if pred() then return true end
-      local t0 = core.monotonic_ms()
       unsandbox.step(50)
-      local left = 50 - (core.monotonic_ms() - t0)
-      if left > 0 then core.sleep(left) end
-    end
-    return pred()
+      return pred() and true
+    end, 20, 0.01) == true
   end
 
   setup(function()

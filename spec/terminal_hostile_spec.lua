@@ -77,7 +77,7 @@ describe("terminal against a hostile peer #integration", function()
   end
 
   it("signs the handshake like every request", function()
-    local t <close> = assert(attach("future"))
+    local _ <close> = assert(attach("future"))
     local log = peer.requests()
     assert.are.equal("GET /sessions/future/shell", log[#log])
   end)

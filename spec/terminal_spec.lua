@@ -9,17 +9,18 @@ local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
 local fs = require "spec.helpers.fs"
+local wait = require "spec.helpers.wait"
 
 -- unsandboxd allows 4 terminals per key at once, and a closed terminal
 -- counts until its shell is gone: a 429 is waited out (bounded), so a slow
 -- teardown on a loaded machine is not a failure.
 local function patient(f, ...)
-  for _ = 1, 50 do
-    local r, err = f(...)
-    if r or not err or err.status ~= 429 then return r, err end
-    os.execute("sleep 0.2")
-  end
-  return f(...)
+  local args, r, err = table.pack(...)
+  wait.eventually(function()
+    r, err = f(table.unpack(args, 1, args.n))
+    return r or not err or err.status ~= 429
+  end, 10, 0.2)
+  return r, err
 end
 
 -- Everything a terminal prints until it ends: output, exit code, the end
@@ -312,12 +313,11 @@ describe("session terminal #integration", function()
       local errfile = dir .. "/stderr"
       local cmd = "(" .. (feed or "true") .. ") | timeout 60 bin/un " .. args
       local out, code, err
-      for _ = 1, 50 do   -- a 429 (see patient) is waited out
+      wait.eventually(function()   -- a 429 (see patient) is waited out
         out, code = proc.run("sh -c " .. proc.quote(cmd), env, errfile)
         err = fs.read(errfile) or ""
-        if not (code == 4 and err:find("429", 1, true)) then break end
-        os.execute("sleep 0.2")
-      end
+        return not (code == 4 and err:find("429", 1, true))
+      end, 10, 0.2)
       return out, err, code
     end
 
@@ -338,6 +338,7 @@ describe("session terminal #integration", function()
       assert.are.equal(0, code, err)
       assert.matches("later", out)
       -- empty input: the shell ends too
+      local _
       _, err, code = un("session attach " .. sid, "true")
       assert.are.equal(0, code, err)
     end)

@@ -78,7 +78,8 @@ describe("unsandbox.Transfer #unit", function()
 
   it("buffers a non-2xx answer or a JSON answer for result()", function()
     for _, case in ipairs {
-      { "HTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n{\"error\":\"busy\"}", 409 },
+      { "HTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n{\"error\":\"busy\"}",
+        409 },
       { "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}", 200 },
     } do
       local t = assert(m:_open("POST", "/x", "{}", { mode = "sse" }))

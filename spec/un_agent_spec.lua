@@ -3,7 +3,7 @@
 local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
 local fs = require "spec.helpers.fs"
-local mcp = require "spec.helpers.mcp"
+local wait = require "spec.helpers.wait"
 
 describe("un sandbox exec, cp, ps, kill #integration", function()
   local srv, env, dir
@@ -74,7 +74,7 @@ describe("un sandbox exec, cp, ps, kill #integration", function()
     assert.matches("sleeper\t%d+\trunning\tsleep 600\n", out)
     _, err, code = un("sandbox kill tools sleeper --signal TERM")
     assert.equal(0, code, err)
-    assert.is_truthy(mcp.eventually(function()          -- the supervisor writes the status
+    assert.is_truthy(wait.eventually(function()          -- the supervisor writes the status
       return un("sandbox ps tools"):match("sleeper\t%d+\texit %-15\tsleep 600\n")
     end, 30))
     _, _, code = un("sandbox kill tools nosuch")

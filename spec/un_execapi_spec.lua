@@ -4,6 +4,7 @@
 -- with one line, API refusals exit 69.
 local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
+local wait = require "spec.helpers.wait"
 
 describe("un execution subcommands #integration", function()
   local srv, env, dir
@@ -77,11 +78,10 @@ describe("un execution subcommands #integration", function()
     assert.are.equal(69, select(3, un("service env-export " .. id)))
     ok("service redeploy " .. id .. " 'echo again; sleep 60'")
     local out
-    for _ = 1, 100 do
+    wait.eventually(function()
       out = ok("service logs " .. id .. " --all")
-      if out:find("again", 1, true) then break end
-      os.execute("sleep 0.1")
-    end
+      return out:find("again", 1, true)
+    end)
     assert.matches("again", out)
     assert.is_nil(out:find("req_", 1, true), "the request id is not part of the log")
     ok("service delete " .. id)

@@ -6,6 +6,7 @@ local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
 local fs = require "spec.helpers.fs"
 local core = require "unsandbox.core"
+local wait = require "spec.helpers.wait"
 
 -- absolute, since some commands run in another directory
 local function checkout()
@@ -48,11 +49,10 @@ describe("un, a new user's commands #integration", function()
     local c = require("unsandbox").client(srv.client_opts())
     local svc = assert(c:create_service { name = "logged", bootstrap = "echo hello-log; sleep 600" })
     local out, err, code
-    for _ = 1, 50 do                                 -- at most ~10 s
+    wait.eventually(function()
       out, err, code = un("service logs " .. svc.id)
-      if out:find("hello-log") then break end
-      core.sleep(200)
-    end
+      return out:find("hello-log")
+    end)
     assert.equal(0, code, err)
     assert.equal("hello-log\n", out)
     assert(c:delete_service(svc.id))
@@ -82,6 +82,7 @@ describe("un, a new user's commands #integration", function()
       assert.equal(64, code)
       assert.equal("", out)
       assert.matches("not passed to it %(the service has no argv%)", err)
+      local _
       _, err, code = un("-s bash 'echo x' extra")
       assert.equal(64, code)
       assert.matches("no argv", err)
@@ -110,7 +111,8 @@ describe("un, a new user's commands #integration", function()
       assert.equal(0, code)
       assert.matches("^un %d+%.%d+%.%d+ %(unsandbox for Lua%)\n$", out)
       out = un("--help")
-      assert.matches("exit codes:.*64 +bad arguments.*69 +the service.*74 +a local I/O.*75 +timeout.*77 +authentication", out)
+      assert.matches("exit codes:.*64 +bad arguments.*69 +the service.*74 +a local I/O.*75 +timeout"
+        .. ".*77 +authentication", out)
       for _, cmd in ipairs { "session", "service", "snapshot", "image", "sandbox", "object", "admin", "local",
           "jobs", "languages", "key" } do
         out, _, code = un(cmd .. " --help")
@@ -171,15 +173,6 @@ describe("un, a new user's commands #integration", function()
     end)
   end)
 
-  -- bounded polling: pred() true within `seconds`
-  local function wait_for(pred, seconds)
-    for _ = 1, seconds * 20 do
-      if pred() then return true end
-      os.execute("sleep 0.05")
-    end
-    return pred()
-  end
-
   it("Ctrl-C cancels the job un is polling, says so and exits 130", function()
     -- the job is pending at once (--sync-ms 0), so un polls it and holds its id
     local slow = server.start { args = { "--sync-ms", "0" } }
@@ -189,11 +182,12 @@ describe("un, a new user's commands #integration", function()
     e.UNSANDBOX_URL, e.UNSANDBOX_PUBLIC_KEY, e.UNSANDBOX_SECRET_KEY = slow.url, slow.public_key, slow.secret_key
     local out, errf, status = dir .. "/bg.out", dir .. "/bg.err", dir .. "/bg.status"
     local pidf = dir .. "/bg.pid"
-    os.execute(string.format("(%s%s -s bash 'sleep 600' >%s 2>%s & echo $! >%s; wait $!; echo $? >%s) >/dev/null 2>&1 &",
+    os.execute(string.format(
+      "(%s%s -s bash 'sleep 600' >%s 2>%s & echo $! >%s; wait $!; echo $? >%s) >/dev/null 2>&1 &",
       proc.env_prefix(e), proc.quote(UN), proc.quote(out), proc.quote(errf), proc.quote(pidf), proc.quote(status)))
     local c = require("unsandbox").client(slow.client_opts())
     local id
-    assert.is_true(wait_for(function()
+    assert.is_truthy(wait.eventually(function()
       for _, job in ipairs(assert(c:list_jobs())) do
         if job.status == "running" then id = job.job_id end
       end
@@ -201,7 +195,7 @@ describe("un, a new user's commands #integration", function()
     end, 30), "the job never ran")
     local pid = assert(tonumber(fs.read(pidf)))
     os.execute("kill -INT " .. pid)
-    assert.is_true(wait_for(function() return (fs.read(status) or "") ~= "" end, 30), "un still running")
+    assert.is_truthy(wait.eventually(function() return (fs.read(status) or "") ~= "" end, 30), "un still running")
     assert.equal("130\n", fs.read(status))
     assert.equal("un: interrupted\n", fs.read(errf))
     assert.equal("cancelled", assert(c:get_job(id)).status)
@@ -227,7 +221,8 @@ describe("un, a new user's commands #integration", function()
     it("a failure to save is reported with its reason; the program's exit code is kept", function()
       local blocker = dir .. "/blocker"
       assert(io.open(blocker, "w")):close()
-      local out, err, code = un("-a -o " .. proc.quote(blocker .. "/sub") .. " -s bash 'echo out; echo x > f.txt; exit 3'")
+      local out, err,
+        code = un("-a -o " .. proc.quote(blocker .. "/sub") .. " -s bash 'echo out; echo x > f.txt; exit 3'")
       assert.equal(3, code, err)
       assert.equal("out\n", out)
       assert.matches("un: cannot save artifacts: .*blocker/sub: cannot create directory: Not a directory", err)

@@ -39,11 +39,13 @@ describe("un #integration", function()
 
   it("runs files in several languages with stdout, stderr and the exit code", function()
     local cases = {
-      { "prog.py", "import sys\nprint('py out')\nprint('py err', file=sys.stderr)\nsys.exit(4)", "py out\n", "py err\n", 4 },
+      { "prog.py", "import sys\nprint('py out')\nprint('py err', file=sys.stderr)\nsys.exit(4)", "py out\n",
+        "py err\n", 4 },
       { "prog.lua", "print('lua out') io.stderr:write('lua err\\n') os.exit(0)", "lua out\n", "lua err\n", 0 },
       { "prog.sh", "echo sh out; echo sh err >&2; exit 7", "sh out\n", "sh err\n", 7 },
       { "prog.js", "console.log('js out'); console.error('js err'); process.exit(2)", "js out\n", "js err\n", 2 },
-      { "prog.c", "#include <stdio.h>\nint main(void){puts(\"c out\");fputs(\"c err\\n\",stderr);return 5;}", "c out\n", "c err\n", 5 },
+      { "prog.c", "#include <stdio.h>\nint main(void){puts(\"c out\");fputs(\"c err\\n\",stderr);return 5;}",
+        "c out\n", "c err\n", 5 },
     }
     for _, c in ipairs(cases) do
       local out, err, code = un(proc.quote(write(c[1], c[2])))
@@ -136,7 +138,7 @@ describe("un #integration", function()
     assert.are.equal(69, code)
     assert.are.equal("[un] exit code 69 is the program's own\n", err)
     local out
-    out, err, code = un("--json -s bash 'exit 69'")
+    out, _, code = un("--json -s bash 'exit 69'")
     assert.are.equal(69, code)
     assert.are.equal(69, require("cjson").decode(out).exit_code)
   end)
@@ -170,8 +172,9 @@ describe("un #integration", function()
     local out, err, code = un("--account 1 --url " .. srv.url .. " -s bash 'echo from-account'", bare)
     assert.are.equal(0, code, err)
     assert.are.equal("from-account\n", out)
+    local _
     _, err, code = un("--account 0 --url " .. srv.url .. " -s bash true", bare)
-    assert.are.equal(77, code)
+    assert.are.equal(77, code, err)
     _, err, code = un("--account 5 --url " .. srv.url .. " -s bash true", bare)
     assert.are.equal(77, code)
     assert.matches("5", err)
@@ -211,6 +214,7 @@ describe("un #integration", function()
 
     -- a wrong key from the file is an authentication failure, not shown
     local wrong = write("wrong.key", "unsb-sk-wrong-key\n")
+    local _
     _, err, code = un("-p " .. pk .. " --secret-key-file " .. proc.quote(wrong) .. " -s bash true", bare)
     assert.are.equal(77, code)
     assert.is_nil(err:find("unsb-sk-wrong-key", 1, true))

@@ -3,6 +3,7 @@
 -- unsandboxd that must never outlive unlua), and the embedding example.
 local helper = require "spec.helpers.unsandboxd"
 local fs = require "spec.helpers.fs"
+local wait = require "spec.helpers.wait"
 local read, write = fs.read, fs.write
 
 local q = helper.sh_quote
@@ -45,14 +46,6 @@ local function exists(path)
   return os.execute("test -e " .. q(path)) == true
 end
 
-local function wait_for(pred, seconds)
-  for _ = 1, seconds * 20 do
-    if pred() then return true end
-    os.execute("sleep 0.05")
-  end
-  return pred()
-end
-
 -- The readiness signal of the SIGINT specs: the process is blocked in C
 -- in one of the system calls named (its /proc/PID/syscall), so a SIGINT
 -- sent now meets the core's interrupt path, not Lua code. Numbers of
@@ -74,7 +67,7 @@ local function background(path, extra)
   local out, status = tmp .. "/out", tmp .. "/status"
   os.execute(string.format("(%s %s %s >%s 2>&1 & echo $! >%s/pid; wait $!; echo $? >%s) "
     .. ">/dev/null 2>&1 &", q(UNLUA), extra or "", q(path), q(out), q(tmp), q(status)))
-  assert.is_true(wait_for(function() return (read(tmp .. "/pid") or ""):match("%d") end, 10))
+  assert.is_truthy(wait.eventually(function() return (read(tmp .. "/pid") or ""):match("%d") end, 10))
   return assert(tonumber(read(tmp .. "/pid"))), out, status
 end
 
@@ -82,10 +75,10 @@ end
 -- for the exit is bounded far below what the blocked call would take on
 -- its own (minutes), so only the interrupt path can end it in time.
 local function interrupt_when_blocked(pid, status, kind)
-  assert.is_true(wait_for(function() return blocked_in(pid, kind) end, 30),
+  assert.is_truthy(wait.eventually(function() return blocked_in(pid, kind) end, 30),
     "never blocked in " .. kind .. " (" .. tostring(read("/proc/" .. pid .. "/syscall")) .. ")")
   os.execute("kill -INT " .. pid)
-  assert.is_true(wait_for(function() return (read(status) or "") ~= "" end, 60), "still running")
+  assert.is_truthy(wait.eventually(function() return (read(status) or "") ~= "" end, 60), "still running")
   return read(status)
 end
 
@@ -482,7 +475,7 @@ describe("unlua --local #integration", function()
       print("NOT INTERRUPTED")
     ]])
     local pid, out, status = background(s, "--local")
-    assert.is_true(wait_for(function() return (read(out) or ""):match("READY") end, 30), read(out))
+    assert.is_truthy(wait.eventually(function() return (read(out) or ""):match("READY") end, 30), read(out))
     local server = assert(read(out):match("PID=(%d+)"))
     assert.is_true(running(server))
     assert.not_equal("0\n", interrupt_when_blocked(pid, status, "sleep"))
@@ -533,7 +526,7 @@ describe("unlua interrupted while waiting on the network #integration", function
       local c = u.client { url = %q, public_key = %q, secret_key = %q, timeout = 900 }
       %s]], srv.url, srv.public_key, srv.secret_key, body))
     local pid, out, status = background(s)
-    assert.is_true(wait_for(function() return (read(out) or ""):match("READY") end, 30), read(out))
+    assert.is_truthy(wait.eventually(function() return (read(out) or ""):match("READY") end, 30), read(out))
     local st = interrupt_when_blocked(pid, status, kind)
     return read(out), st
   end

@@ -142,7 +142,8 @@ describe("unsandbox #unit", function()
     after_each(function() os.execute("rm -rf " .. home .. " " .. cwd) end)
 
     it("prefers explicit keys and never returns the secret", function()
-      local c = assert(unsandbox.credentials { public_key = "unsb-pk-a", secret_key = "unsb-sk-b", home = home, cwd = cwd })
+      local c = assert(unsandbox.credentials { public_key = "unsb-pk-a", secret_key = "unsb-sk-b", home = home,
+        cwd = cwd })
       assert.are.equal("unsb-pk-a", c.public_key)
       assert.are.equal("arguments", c.source)
       for _, v in pairs(c) do assert.not_matches("unsb%-sk", tostring(v)) end
@@ -218,7 +219,8 @@ describe("unsandbox #unit", function()
                                                            { filename = "a/b", content = "" } } } },
         "input_files[1] and [2]" },
       { "execute_code", { "python", "x", { input_files = { { filename = "a/../b", content = "" } } } }, "'..'" },
-      { "execute_code", { "python", "x", { input_files = { { filename = string.rep("d/", 64) .. "f", content = "" } } } },
+      { "execute_code", { "python", "x", { input_files = { { filename = string.rep("d/", 64) .. "f",
+        content = "" } } } },
         "nested too deeply" },
       { "create_session", { { input_files = { { filename = "x", content = "" }, { filename = "x", content = "" } } } },
         "twice" },

@@ -9,6 +9,7 @@ local json = require "cjson"
 local socket = require "socket"
 local rawhttp = require "spec.helpers.rawhttp"
 local fs = require "spec.helpers.fs"
+local wait = require "spec.helpers.wait"
 local read, alive = fs.read, fs.alive
 
 local q = server.sh_quote
@@ -75,12 +76,11 @@ local TERMINAL = { completed = true, failed = true, timeout = true, cancelled = 
 
 local function wait_job(c, id, seconds)
   local doc
-  for _ = 1, (seconds or 20) * 10 do
+  wait.eventually(function()
     local r
     r, doc = call(c, "GET", "/jobs/" .. id)
-    if r.status == 200 and TERMINAL[doc.status] then return doc end
-    socket.sleep(0.1)
-  end
+    return r.status == 200 and TERMINAL[doc.status]
+  end, seconds or 20, 0.1)
   return doc
 end
 
@@ -99,9 +99,9 @@ local function leftovers(ppid, marker)
   local p = io.popen("ls /proc")
   for pid in p:lines() do
     if pid:match("^%d+$") then
-      local st = read("/proc/" .. pid .. "/status") or ""
+      local status = read("/proc/" .. pid .. "/status") or ""
       local cmd = (read("/proc/" .. pid .. "/cmdline") or ""):gsub("%z", " ")
-      if st:match("\nPPid:%s*" .. ppid .. "\n") or (marker and cmd:find(marker, 1, true)) then
+      if status:match("\nPPid:%s*" .. ppid .. "\n") or (marker and cmd:find(marker, 1, true)) then
         found[#found + 1] = pid .. " " .. cmd
       end
     end
@@ -574,12 +574,11 @@ describe("unsandboxd #integration", function()
       assert.are.same({ 8080 }, svc.ports)
       local id = svc.service_id
       local log
-      for _ = 1, 50 do
+      wait.eventually(function()
         local _, l = call(c, "GET", "/services/" .. id .. "/logs")
         log = l.log
-        if log:match("booted") then break end
-        socket.sleep(0.1)
-      end
+        return log:match("booted")
+      end)
       assert.matches("booted", log)
       local re, job = call(c, "POST", "/services/" .. id .. "/execute", { command = "cat state.txt" })
       assert.are.equal(202, re.status)
@@ -602,12 +601,11 @@ describe("unsandboxd #integration", function()
       local _, svc = call(c, "POST", "/services", { name = "brief", bootstrap_content = "echo bye" })
       local id = svc.service_id
       local state
-      for _ = 1, 100 do
+      wait.eventually(function()
         local _, s = call(c, "GET", "/services/" .. id)
         state = s.state
-        if state == "stopped" then break end
-        socket.sleep(0.1)
-      end
+        return state == "stopped"
+      end)
       assert.are.equal("stopped", state)
       local r, doc = call(c, "POST", "/services/" .. id .. "/execute", { command = "true" })
       assert.are.equal(409, r.status)
@@ -726,7 +724,7 @@ describe("unsandboxd limits, restart and shutdown #integration", function()
   local function crash_and_restart(srv, c)
     c:close()
     os.execute("kill -9 " .. srv.pid)
-    for _ = 1, 50 do if not alive(srv.pid) then break end socket.sleep(0.1) end
+    wait.eventually(function() return not alive(srv.pid) end, 5)
     srv.stop(true)
     local again = server.start { data = srv.data }
     return again, client(again)
@@ -771,11 +769,10 @@ describe("unsandboxd limits, restart and shutdown #integration", function()
     local _, running = call(c, "POST", "/execute/async", { language = "bash", code = "sleep 30" })
     -- the crash comes once the job really runs (its status says so)
     local status
-    for _ = 1, 200 do
+    wait.eventually(function()
       status = select(2, call(c, "GET", "/jobs/" .. running.job_id)).status
-      if status == "running" then break end
-      socket.sleep(0.05)
-    end
+      return status == "running"
+    end)
     assert.are.equal("running", status)
     srv, c = crash_and_restart(srv, c)
     local _, lost = call(c, "GET", "/jobs/" .. running.job_id)
@@ -826,13 +823,10 @@ describe("unsandboxd limits, restart and shutdown #integration", function()
         "require('unsandbox').client{url=%q, public_key=%q, secret_key=%q}:execute_code('bash', 'sleep 30')",
         srv.url, srv.public_key, srv.secret_key)))
     assert(os.execute(waiter))
-    local listed
-    for _ = 1, 100 do                  -- at most 10 s
+    local listed = wait.eventually(function()
       local _, list = call(c, "GET", "/jobs")
-      listed = list.jobs[1]
-      if listed then break end
-      socket.sleep(0.1)
-    end
+      return list.jobs[1]
+    end)
     assert.is_table(listed, "the waiting run was never listed")
     srv, c = crash_and_restart(srv, c)
     local _, lost = call(c, "GET", "/jobs/" .. listed.job_id)
@@ -859,20 +853,16 @@ describe("unsandboxd limits, restart and shutdown #integration", function()
     local marker = "37." .. srv.pid
     local r, doc = call(c, "POST", "/execute/async", { language = "bash", code = "sleep " .. marker })
     assert.are.equal(202, r.status)
-    for _ = 1, 200 do
+    wait.eventually(function()
       local _, j = call(c, "GET", "/jobs/" .. doc.job_id)
-      if j.status == "running" and #leftovers(-1, "sleep " .. marker) > 0 then break end
-      socket.sleep(0.1)
-    end
+      return j.status == "running" and #leftovers(-1, "sleep " .. marker) > 0
+    end, 20, 0.1)
     assert.is_true(#leftovers(-1, "sleep " .. marker) > 0, "the job never started")
     c:close()
     os.execute("kill -TERM " .. srv.pid)
     -- bounded far above the shutdown's own limits (the drain): a server
     -- that does not stop fails here, a slow machine does not
-    for _ = 1, 600 do
-      if not alive(srv.pid) then break end
-      socket.sleep(0.05)
-    end
+    wait.eventually(function() return not alive(srv.pid) end, 30)
     local still = alive(srv.pid)
     local left = leftovers(srv.pid, "sleep " .. marker)
     local log = read(srv.log) or ""
@@ -888,13 +878,10 @@ describe("unsandboxd limits, restart and shutdown #integration", function()
     -- the request waits in the server for its job; once the job is seen
     -- running (a second connection asks), SIGTERM cancels it
     local s = rawhttp.send(srv, "POST", "/execute", '{"language":"bash","code":"sleep 30"}', 60)
-    local running
-    for _ = 1, 200 do
+    local running = wait.eventually(function()
       local _, list = call(c, "GET", "/jobs")
-      running = list.jobs[1] and list.jobs[1].status == "running"
-      if running then break end
-      socket.sleep(0.05)
-    end
+      return list.jobs[1] and list.jobs[1].status == "running"
+    end)
     assert.is_true(running, "the job never ran")
     os.execute("kill -TERM " .. srv.pid)
     local status, _, body = rawhttp.read_response(s)

@@ -18,8 +18,8 @@
 #include "server/cp/auth/keys.h"
 #include "core/cpshapes.h"
 #include "server/cp/store.h"
+#include "server/cp/tables/tenants.h"
 #include "server/fsutil.h"
-#include "server/store/db.h"
 #include "server/store/keys.h"
 #include "server/store/store.h"
 
@@ -158,16 +158,15 @@ static int keys_add(int argc, char **argv) {
       rc = 0;
     }
   } else {
-    json_t *t = o.tenant ? ux_db_row(srv.store, "SELECT id FROM cp_tenants WHERE id = ?1", "s", o.tenant) : NULL;
+    int known = o.tenant && ux_tenants_state(srv.store, o.tenant) > UX_TENANT_UNKNOWN;
     ux_cp cp = { .srv = &srv };
-    json_t *key = (o.admin || t) ? ux_cp_key_issue(&cp, o.tenant, "unsandboxd keys add", o.act, 0) : NULL;
+    json_t *key = (o.admin || known) ? ux_cp_key_issue(&cp, o.tenant, "unsandboxd keys add", o.act, 0) : NULL;
     if (key) {
       printf("SANDBOX_TOKEN=%s\n", json_string_value(json_object_get(key, "api_key")));
       rc = 0;
-    } else if (o.tenant && !t) {
+    } else if (o.tenant && !known) {
       fprintf(stderr, "unsandboxd: unknown tenant: %s (unsandboxd tenants add %s)\n", o.tenant, o.tenant);
     }
-    json_decref(t);
     json_decref(key);
   }
   ux_store_close(srv.store);
@@ -184,10 +183,8 @@ static int tenants_add(int argc, char **argv) {
     ux_die_usage("tenants add: a tenant id ([a-z0-9-], at most 32, not 'management') is needed, got '%s'",
                  o.id ? o.id : "");
   if (!open_store(&o, &srv)) return 1;
-  int n = ux_db_exec(srv.store, "INSERT OR IGNORE INTO cp_tenants(id, display_name, status,"
-                     " max_workspaces, max_runtimes, created_at) VALUES(?1, ?2, 'active', ?3, ?4, ?5)",
-                     "ssiii", o.id, o.display ? o.display : o.id, (long long)o.maxw,
-                     (long long)o.maxr, (long long)ux_now());
+  int n = ux_tenants_add(srv.store, o.id, o.display ? o.display : o.id, (long long)o.maxw,
+                         (long long)o.maxr, (long long)ux_now());
   ux_store_close(srv.store);
   if (n < 0) { fprintf(stderr, "unsandboxd: cannot create the tenant\n"); return 1; }
   if (n == 0) { fprintf(stderr, "unsandboxd: tenant %s already exists\n", o.id); return 1; }

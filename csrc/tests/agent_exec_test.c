@@ -106,23 +106,26 @@ static void test_disconnect_and_concurrency(void) {
   const char *req = "{\"op\":\"exec\",\"command\":\"echo $$ > dis.pid; sleep 100 & echo $! > dis-bg.pid; wait\"}\n";
   ok(write(fd, req, strlen(req)) == (ssize_t)strlen(req), "a long exec is sent");
   long pid = -1;
-  for (double end = now_s() + 5; now_s() < end && (pid = read_pid("dis-bg.pid")) <= 0;) usleep(20000);
+  for (double end = now_s() + 5; now_s() < end && (pid = read_pid("dis-bg.pid")) <= 0;) t_sleep_ms(20);
   long bash = read_pid("dis.pid");
   ok(pid > 0 && proc_alive(pid), "it runs");
   close(fd);
   ok(gone_within(pid, 3) && gone_within(bash, 3), "closing the request socket kills the command's group");
 
-  /* a slow exec does not hold up a ping */
+  /* a slow exec does not hold up a ping: the slow one waits for a file
+  ** that is made only after the ping and another exec have answered */
   int slow = rt_open(&A, -1);
-  const char *sreq = "{\"op\":\"exec\",\"command\":\"sleep 2; echo slow\"}\n";
-  ok(write(slow, sreq, strlen(sreq)) == (ssize_t)strlen(sreq), "a 2 s exec is sent");
-  double t0 = now_s();
+  const char *sreq = "{\"op\":\"exec\",\"command\":\"echo $$ > slow.pid;"
+                     " until [ -f slow.go ]; do sleep 0.05; done; echo slow\"}\n";
+  ok(write(slow, sreq, strlen(sreq)) == (ssize_t)strlen(sreq), "a slow exec is sent");
+  for (double end = now_s() + 60; now_s() < end && read_pid("slow.pid") <= 0;) t_sleep_ms(20);
   rt_reply r = rt_call(&A, "{\"op\":\"ping\"}");
-  ok(rt_result(&r) && now_s() - t0 < 1, "a ping meanwhile answers at once (%.2f s)", now_s() - t0);
+  ok(rt_result(&r) && proc_alive(read_pid("slow.pid")), "a ping meanwhile answers, the slow exec still running");
   rt_free(&r);
   r = rt_call(&A, "{\"op\":\"exec\",\"command\":\"echo fast\"}");
-  ok(rt_result(&r) && now_s() - t0 < 1.5, "so does another exec");
+  ok(rt_result(&r) && proc_alive(read_pid("slow.pid")), "so does another exec");
   rt_free(&r);
+  touch_in(root, "slow.go");
   char buf[65536];
   size_t n = 0;
   json_t *f = rt_frame(slow, 10, buf, sizeof buf, &n);
@@ -131,16 +134,20 @@ static void test_disconnect_and_concurrency(void) {
   close(slow);
 }
 
-/* 64 handlers at most: the 65th request at once is busy, not queued. */
+/* 64 handlers at most: the 65th request at once is busy, not queued. The
+** 64 wait for a file made once the 65th has been answered; each says it
+** runs by a file of its own (the readiness signal). */
 static void test_handler_limit(void) {
   int fds[64], sent = 0;
-  const char *req = "{\"op\":\"exec\",\"command\":\"sleep 2\"}\n";
+  const char *req = "{\"op\":\"exec\",\"command\":\"touch held.$$;"
+                    " until [ -f held.go ]; do sleep 0.05; done\"}\n";
   for (int i = 0; i < 64; i++) {
     fds[i] = rt_open(&A, -1);
     if (fds[i] >= 0 && write(fds[i], req, strlen(req)) == (ssize_t)strlen(req)) sent++;
   }
-  usleep(500000);
+  for (double end = now_s() + 120; now_s() < end && count_in(root, "held.") < 64;) t_sleep_ms(20);
   rt_reply r = rt_call(&A, "{\"op\":\"ping\"}");
+  touch_in(root, "held.go");
   ok(sent == 64 && !strcmp(rt_error(&r), "busy: too many requests in flight (64)"), "the 65th request in flight is busy (%s)", rt_error(&r));
   rt_free(&r);
   int done = 0;
@@ -186,7 +193,7 @@ static void test_shutdown_kills(void) {
   const char *req = "{\"op\":\"exec\",\"command\":\"sleep 100 & echo $! > end.pid; wait\"}\n";
   ok(write(fd, req, strlen(req)) == (ssize_t)strlen(req), "an exec runs when the server goes away");
   long pid = -1;
-  for (double end = now_s() + 5; now_s() < end && (pid = read_pid("end.pid")) <= 0;) usleep(20000);
+  for (double end = now_s() + 5; now_s() < end && (pid = read_pid("end.pid")) <= 0;) t_sleep_ms(20);
   ok(rt_stop(&A) == 0, "EOF on the control socket: the agent exits 0");
   ok(pid > 0 && gone_within(pid, 3), "and the command is killed");
   close(fd);

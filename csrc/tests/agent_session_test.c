@@ -182,7 +182,7 @@ static void test_disconnects(void) {
   const char *req = "{\"op\":\"session_exec\",\"session_id\":\"dis\",\"command\":\"echo $$ > dis.pid; sleep 100\"}\n";
   ok(write(fd, req, strlen(req)) == (ssize_t)strlen(req), "a long session_exec is sent");
   long pid = -1;
-  for (double end = now_s() + 5; now_s() < end && (pid = read_pid("dis.pid")) <= 0;) usleep(20000);
+  for (double end = now_s() + 5; now_s() < end && (pid = read_pid("dis.pid")) <= 0;) t_sleep_ms(20);
   close(fd);
   ok(pid > 0 && gone_within(pid, 3), "closing its socket kills the shell");
   json_t *res = call(&A, "{\"op\":\"session_exec\",\"session_id\":\"dis\",\"command\":\"echo ok\"}", &r);
@@ -193,10 +193,10 @@ static void test_disconnects(void) {
   fd = rt_open(&A, -1);
   req = "{\"op\":\"session_wait\",\"session_id\":\"dis\",\"timeout_seconds\":30}\n";
   ok(write(fd, req, strlen(req)) == (ssize_t)strlen(req), "a session_wait is sent");
-  usleep(200000);
+  t_sleep_ms(200);
   fails(&A, "{\"op\":\"session_wait\",\"session_id\":\"dis\"}", "invalid", "is already serving another call");
   close(fd);
-  usleep(100000);
+  t_sleep_ms(100);
   res = call(&A, "{\"op\":\"session_wait\",\"session_id\":\"dis\",\"timeout_seconds\":5}", &r);
   ok(res && ri(res, "exit_code") == 0 && !strcmp(rs(res, "stdout"), "survived\n"), "an abandoned wait leaves the command running");
   rt_free(&r);
@@ -206,7 +206,7 @@ static void test_disconnects(void) {
   fd = rt_open(&A, -1);
   req = "{\"op\":\"session_wait\",\"session_id\":\"dis\",\"timeout_seconds\":30}\n";
   ok(write(fd, req, strlen(req)) == (ssize_t)strlen(req), "another session_wait is sent");
-  usleep(200000);
+  t_sleep_ms(200);
   res = call(&A, "{\"op\":\"session_kill\",\"session_id\":\"dis\"}", &r);
   rt_free(&r);
   json_t *f = rt_frame(fd, 5, buf, sizeof buf, &n);
@@ -265,7 +265,7 @@ static void test_idle_and_wall(void) {
   json_t *res = call(&b, "{\"op\":\"session_exec\",\"session_id\":\"idle\",\"command\":\"echo $$ > idle.pid\"}", &r);
   rt_free(&r);
   long pid = read_pid("idle.pid");
-  usleep(1600000);
+  t_sleep_ms(1600);
   fails(&b, "{\"op\":\"session_wait\",\"session_id\":\"idle\"}", "invalid", "does not exist");
   ok(pid > 0 && gone_within(pid, 2), "an idle session is closed and its shell killed");
   res = call(&b, "{\"op\":\"session_exec\",\"session_id\":\"wall\",\"command\":\"sleep 100\",\"async\":true}", &r);

@@ -217,9 +217,29 @@ static __attribute__((unused)) int proc_alive(long pid) {
 static __attribute__((unused)) int gone_within(long pid, double s) {
   for (double end = now_s() + s; now_s() < end;) {
     if (!proc_alive(pid)) return 1;
-    usleep(20000);
+    t_sleep_ms(20);
   }
   return !proc_alive(pid);
+}
+
+/* Makes the empty file dir/rel (a command waiting for it goes on). */
+static __attribute__((unused)) void touch_in(const char *dir, const char *rel) {
+  char *p;
+  if (asprintf(&p, "%s/%s", dir, rel) < 0) exit(1);
+  int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0) close(fd);
+  free(p);
+}
+
+/* How many entries of dir have names starting with prefix. */
+static __attribute__((unused)) int count_in(const char *dir, const char *prefix) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  int n = 0;
+  while (d && (e = readdir(d)))
+    n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+  if (d) closedir(d);
+  return n;
 }
 
 /* The number a command wrote into dir/rel, or -1. */
@@ -393,7 +413,7 @@ static __attribute__((unused)) int rt_stop(agent_rt *a) {
   for (double end = now_s() + 10; now_s() < end;) {
     pid_t p = waitpid(a->pid, &st, WNOHANG);
     if (p == a->pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    usleep(10000);
+    t_sleep_ms(10);
   }
   kill(-a->pid, SIGKILL);
   waitpid(a->pid, &st, 0);

@@ -76,7 +76,7 @@ static void *serve_conn(void *ud) {
   while (read_head(k->fd, req, sizeof req)) {
     int ms = 0;
     count(k->p, &k->p->requests, 1);
-    if (sscanf(req, "GET /slow/%d", &ms) == 1 && ms > 0 && ms < 5000) usleep((useconds_t)ms * 1000);
+    if (sscanf(req, "GET /slow/%d", &ms) == 1 && ms > 0 && ms < 5000) t_sleep_ms(ms);
     snprintf(reply, sizeof reply, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
              "X-Request-Id: r\r\nContent-Length: 2\r\n\r\nok");
     if (send(k->fd, reply, strlen(reply), MSG_NOSIGNAL) < 0) break;

@@ -87,7 +87,7 @@ static void answer(conn *k, const char *req) {
       snprintf(ev, sizeof ev, "data: %d\n\n", i);
       snprintf(chunk, sizeof chunk, "%zx\r\n%s\r\n", strlen(ev), ev);
       if (send_all(k->fd, chunk, strlen(chunk)) != 0) return;
-      usleep(30000);
+      t_sleep_ms(30);
     }
     send_all(k->fd, "0\r\n\r\n", 5);
   } else if (strncmp(req, "GET /big", 8) == 0) {
@@ -192,7 +192,7 @@ static int closes_within(peer *p, int want, int ms) {
     int n = p->closes;
     pthread_mutex_unlock(&p->mu);
     if (n >= want || unsb_monotonic_ms() > end) return n >= want;
-    usleep(20000);
+    t_sleep_ms(20);
   }
 }
 

@@ -35,11 +35,6 @@ static char rt_data[PATH_MAX];      /* the test's data directory */
 static char rt_agent[PATH_MAX];     /* bin/unsandboxd-agent */
 static char rt_self[PATH_MAX];      /* this test binary */
 
-static __attribute__((unused)) void rt_sleep_ms(long ms) {
-  struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
-}
-
 /* Root, bwrap, a data directory, volumes (before any thread), the runner.
 ** 0, or 1 when the test must be skipped (a TAP plan line was printed). */
 static __attribute__((unused)) int rt_setup(const char *tag) {
@@ -128,7 +123,7 @@ static __attribute__((unused)) int rt_ended(const char *sb, rt_end *out) {
 
 /* Waits (at most ms) until on_end reported sb: 1 and *out, or 0. */
 static __attribute__((unused)) int rt_wait_end(const char *sb, long ms, rt_end *out) {
-  for (long end = ux_now_ms() + ms; ux_now_ms() < end; rt_sleep_ms(20))
+  for (long end = ux_now_ms() + ms; ux_now_ms() < end; t_sleep_ms(20))
     if (rt_ended(sb, out)) return 1;
   return rt_ended(sb, out) > 0;
 }
@@ -168,7 +163,7 @@ static __attribute__((unused)) char *rt_exec(ux_rt *rt, const char *command, int
 /* Waits until sb's status is `want` (at most ms): 1 or 0. */
 static __attribute__((unused)) int rt_wait_status(ux_runtimes *rts, const char *sb, int want, long ms) {
   ux_rt_info info;
-  for (long end = ux_now_ms() + ms; ux_now_ms() < end; rt_sleep_ms(20))
+  for (long end = ux_now_ms() + ms; ux_now_ms() < end; t_sleep_ms(20))
     if (ux_runtimes_info(rts, sb, &info) == 0 && info.status == want) return 1;
   return ux_runtimes_info(rts, sb, &info) == 0 && info.status == want;
 }

@@ -341,11 +341,6 @@ static long drain(int fd) {
   }
 }
 
-static void nap(int ms) {
-  struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-  nanosleep(&ts, NULL);
-}
-
 /* A child in cgroup c that writes to *out as fast as it can. */
 static pid_t writer(const ux_cg_run *c, int *out) {
   int p[2];
@@ -368,7 +363,7 @@ static int reap(pid_t pid, int ms) {
   int st;
   for (int i = 0; i < ms / 10; i++) {
     if (waitpid(pid, &st, WNOHANG) == pid) return st;
-    nap(10);
+    t_sleep_ms(10);
   }
   kill(pid, SIGKILL);
   waitpid(pid, &st, 0);
@@ -380,7 +375,7 @@ static long drain_within(int fd, int ms) {
   long got = 0;
   for (int i = 0; i < ms / 10 && got == 0; i++) {
     got = drain(fd);
-    if (!got) nap(10);
+    if (!got) t_sleep_ms(10);
   }
   return got;
 }
@@ -388,7 +383,7 @@ static long drain_within(int fd, int ms) {
 static int wait_empty(const ux_cg_run *c, int ms) {
   for (int i = 0; i < ms / 10; i++) {
     if (ux_cg_run_populated(c) == 0) return 1;
-    nap(10);
+    t_sleep_ms(10);
   }
   return 0;
 }
@@ -429,7 +424,7 @@ static void test_real_v2(void) {
      "real v2: a child counts in its cgroup");
   ok(ux_cg_run_freeze(&c, 1, 2000) == 0, "real v2: frozen (cgroup.events says so)");
   drain(out);
-  nap(300);
+  t_sleep_ms(300);
   ok(drain(out) == 0, "real v2: no progress while frozen");
   ok(ux_cg_run_freeze(&c, 0, 2000) == 0, "real v2: thawed");
   ok(drain_within(out, 20000) > 0, "real v2: counting again once thawed");
@@ -443,9 +438,12 @@ static void test_real_v2(void) {
   snprintf(kill_file, sizeof kill_file, "%s/cgroup.kill", l.base[UX_CG_MEM]);
   c.kill = access(kill_file, F_OK) == 0;      /* kernels since 5.14 */
   pid = writer(&c, &out);
-  nap(100);
-  ok(ux_cg_run_kill(&c) == 0 && (st = reap(pid, 3000)) >= 0 && WIFSIGNALED(st) &&
-     wait_empty(&c, 2000), "real v2: cgroup.kill ends the run");
+  /* ready: the child counts, inside its cgroup (a kill before it joined
+  ** would miss it) */
+  ok(pid > 0 && drain_within(out, 20000) > 0 && ux_cg_run_populated(&c) == 1,
+     "real v2: the next child counts in its cgroup");
+  ok(ux_cg_run_kill(&c) == 0 && (st = reap(pid, 30000)) >= 0 && WIFSIGNALED(st) &&
+     wait_empty(&c, 30000), "real v2: cgroup.kill ends the run");
   close(out);
   char run_dir[PATH_MAX + 128];
   snprintf(run_dir, sizeof run_dir, "%s/%s/run-1", l.base[UX_CG_MEM], l.name);

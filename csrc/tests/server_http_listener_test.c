@@ -279,7 +279,7 @@ int main(void) {
   pthread_t t;
   pthread_create(&t, NULL, blocked_client, &pa);
   /* stop once the handler really is blocked (at most 20 s of looking) */
-  for (int i = 0; i < 2000 && !__atomic_load_n(&blocked_in, __ATOMIC_SEQ_CST); i++) usleep(10 * 1000);
+  for (int i = 0; i < 2000 && !__atomic_load_n(&blocked_in, __ATOMIC_SEQ_CST); i++) t_sleep_ms(10);
   ok(__atomic_load_n(&blocked_in, __ATOMIC_SEQ_CST), "a handler is blocked");
   long t0 = ux_now_ms();
   unsigned left = ux_http_stop(a, t0 + 500);

@@ -188,10 +188,10 @@ static void refusals(unsigned port) {
   snprintf(head, sizeof head, "PUT /k/cut HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n");
   char part[5000];
   memset(part, 'c', sizeof part);
-  if (fd >= 0) { send_all(fd, head, strlen(head)); send_all(fd, part, sizeof part); usleep(200000); close(fd); }
+  if (fd >= 0) { send_all(fd, head, strlen(head)); send_all(fd, part, sizeof part); t_sleep_ms(200); close(fd); }
   int gone = 0;
   for (int i = 0; i < 50 && !gone; i++) {      /* bounded: 5 s */
-    usleep(100000);
+    t_sleep_ms(100);
     gone = tmp_files() == 0;
   }
   ok(gone && ux_objstore_stat(os, B, "k/cut", &m) == UX_OBJ_ENOENT,

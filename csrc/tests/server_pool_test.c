@@ -20,11 +20,6 @@
 #include "server/sandbox/run_object.h"
 #include "tests/tap.h"
 
-static void nap_ms(long ms) {
-  struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-  nanosleep(&ts, NULL);
-}
-
 static ux_run_spec spec_for(const char *lang, const char *code) {
   ux_run_spec s;
   memset(&s, 0, sizeof s);
@@ -69,7 +64,7 @@ static int await_full(void) {
     int full = st.n_shapes > 0;
     for (int k = 0; k < st.n_shapes; k++) full = full && st.shape[k].ready >= st.size;
     if (full) return 1;
-    nap_ms(50);
+    t_sleep_ms(50);
   }
   return 0;
 }
@@ -209,7 +204,7 @@ static void test_discards(void) {
   int n = bwrap_children(pids, 64);
   ux_pool_stats before = stats();
   for (int i = 0; i < n; i++) kill(pids[i], SIGKILL);
-  nap_ms(200);
+  t_sleep_ms(200);
   char *out = bash_out("echo after-kill", 20);
   ux_pool_stats after = stats();
   ok(n >= 2 && !strcmp(out, "after-kill\n"), "with its %d waiting sandboxes killed, a run still "
@@ -221,12 +216,12 @@ static void test_discards(void) {
   ux_pool_break_next(3);
   /* every ready one taken, so the next ones are the broken ones */
   for (int i = 0; i < 4; i++) free(bash_out("true", 20));
-  nap_ms(500);
+  t_sleep_ms(500);
   before = stats();
   out = bash_out("echo despite-broken", 20);
   ok(!strcmp(out, "despite-broken\n"), "runs succeed while sandboxes fail to start");
   free(out);
-  for (int i = 0; i < 100 && stats().failed < before.failed + 1; i++) nap_ms(50);
+  for (int i = 0; i < 100 && stats().failed < before.failed + 1; i++) t_sleep_ms(50);
   after = stats();
   ok(after.failed >= 1 && strstr(after.last_error, "unsb-broken"),
      "a sandbox whose set-up failed is discarded, with bwrap's reason (%llu: %s)",

@@ -36,11 +36,6 @@ static void *bg_wait(void *arg) {
   return NULL;
 }
 
-static void nap(int ms) {
-  struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-  nanosleep(&ts, NULL);
-}
-
 static long drain(int fd);
 
 /* Bytes that arrive on fd within ms (10 ms steps): a positive answer
@@ -49,7 +44,7 @@ static long drain_within(int fd, int ms) {
   long got = 0;
   for (int i = 0; i < ms / 10 && got == 0; i++) {
     got = drain(fd);
-    if (!got) nap(10);
+    if (!got) t_sleep_ms(10);
   }
   return got;
 }
@@ -139,7 +134,7 @@ static void test_freeze_kill(void) {
 
   int n = ux_runner_freeze_workdir(dfd, 1);
   drain(p[0]);
-  nap(400);
+  t_sleep_ms(400);
   long frozen = drain(p[0]);
   ok(n == 1 && frozen == 0, "frozen: no progress in 400 ms (%d run, %ld bytes)", n, frozen);
 
@@ -161,7 +156,7 @@ static void test_freeze_kill(void) {
        "a run started next to the frozen one runs to its end");
     ux_run_result_free(&res);
   } else ok(0, "a run beside the frozen one starts: %s", err);
-  nap(200);
+  t_sleep_ms(200);
   ok(drain(p[0]) == 0, "the first run is still frozen after it");
 
   ok(ux_runner_freeze_workdir(dfd, 0) == 1, "thawed");

@@ -54,6 +54,19 @@ static int run_code(const char *lang, const char *code, ux_run_result *res) {
   return rc;
 }
 
+/* A run whose work takes no set time (filling memory, forking hundreds of
+** commands): its ttl is one only a hung run reaches, so a loaded machine
+** makes it slower, never a timeout. */
+#define UNTIMED_TTL_S 300
+static int run_untimed(const char *lang, const char *code, ux_run_result *res) {
+  ux_run_spec s = spec_for(lang, code);
+  char err[256] = "";
+  s.ttl_s = UNTIMED_TTL_S;
+  int rc = run(&s, res, err, sizeof err);
+  if (rc != 0) printf("# start failed: %s\n", err);
+  return rc;
+}
+
 static int has_lang(const char *name) { return ux_language_known(name); }
 
 /* Whether process `pid` belongs to this test's runs: with cgroups, one in
@@ -130,18 +143,13 @@ static int slot_child(const char *status, void *ctx) {
   return 2;
 }
 
-static void sleep_ms(int ms) {
-  struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-  nanosleep(&ts, NULL);
-}
-
 /* The host uid of the run in progress: that of our child process (the
 ** outer bwrap) once it has become the slot uid. Waits for that, in 10 ms
 ** steps, at most 20 s; 0 if it never did. */
 static unsigned long running_uid(void) {
   unsigned long found = 0;
   for (int i = 0; i < 2000 && !found; i++) {
-    if (each_status(slot_child, &found) == 0) sleep_ms(10);
+    if (each_status(slot_child, &found) == 0) t_sleep_ms(10);
   }
   return found;
 }
@@ -260,7 +268,7 @@ static void test_memory(void) {
   const ux_isolation *iso = ux_runner_isolation();
   int cg = strcmp(iso->cgroup, "none") != 0;
   ux_run_result r;
-  if (run_code("python", "b = bytearray(8 << 30)\nprint('allocated')\n", &r) != 0) {
+  if (run_untimed("python", "b = bytearray(8 << 30)\nprint('allocated')\n", &r) != 0) {
     ok(0, "memory hog starts"); return;
   }
   /* a cgroup kills it (and says so); RLIMIT_DATA makes the allocation fail */
@@ -576,7 +584,7 @@ static void *cancel_when_ready(void *arg) {
   for (int i = 0; i < 2000; i++) {
     unsigned long uid = running_uid();
     if (uid && sleeps_of(uid, c->ready) > 0) break;
-    sleep_ms(10);
+    t_sleep_ms(10);
   }
   if (c->run) ux_run_cancel(c->run);
   else ux_run_cancel_id(c->id);
@@ -586,7 +594,7 @@ static void *cancel_when_ready(void *arg) {
 /* Waits (10 ms steps, at most 20 s) until no process of uid runs
 ** `sleep <arg>`: processes killed with their run go, but not instantly. */
 static int sleeps_gone(unsigned long uid, const char *arg) {
-  for (int i = 0; i < 2000 && sleeps_of(uid, arg) > 0; i++) sleep_ms(10);
+  for (int i = 0; i < 2000 && sleeps_of(uid, arg) > 0; i++) t_sleep_ms(10);
   return sleeps_of(uid, arg) == 0;
 }
 
@@ -698,7 +706,7 @@ static void test_shared_workdir(void) {
   snprintf(p, sizeof p, "%s/priv", wd);
   struct stat pst;
   for (int i = 0; i < 2000 && !bg_done(&a) &&
-       !(stat(p, &pst) == 0 && (pst.st_mode & 0777) == 0700); i++) sleep_ms(10);
+       !(stat(p, &pst) == 0 && (pst.st_mode & 0777) == 0700); i++) t_sleep_ms(10);
   unsigned long uid = owner_of(wd, "a.txt");
   ok(!bg_done(&a) && uid >= UID_LO && uid < UID_HI,
      "a long run in a work directory is up (uid %lu)", uid);
@@ -848,9 +856,10 @@ static int zombie_children(void) { return each_status(zombie_child, NULL); }
 
 static void test_deep_tree(void) {
   ux_run_result r;
-  if (run_code("bash", "for i in $(seq 400); do mkdir d; cd d; done; echo x > f;"
-               " echo deep; ln -s / loop; mkfifo p", &r) == 0) {
-    ok(r.out && !strcmp(r.out, "deep\n"), "a 400-level tree, a symlink and a fifo are made");
+  if (run_untimed("bash", "for i in $(seq 400); do mkdir d; cd d; done; echo x > f;"
+                  " echo deep; ln -s / loop; mkfifo p", &r) == 0) {
+    ok(r.out && !strcmp(r.out, "deep\n"), "a 400-level tree, a symlink and a fifo are made"
+       " (exit %d, timed out %d, %ld ms: %s)", r.exit_code, r.timed_out, r.elapsed_ms, r.err ? r.err : "");
     ux_run_result_free(&r);
   }
 }

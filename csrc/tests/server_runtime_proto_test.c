@@ -123,6 +123,14 @@ static const char *ping_reply(int n) {
   return good;
 }
 
+/* FAKE_PING=slow: every health ping (not the first, readiness) is answered
+** SLOW_PING_MS late, past one health deadline but within the ones after
+** it: a slow agent, as on a loaded machine, but a live one. */
+#define SLOW_PING_MS 3000
+static int ping_is_slow(int n) {
+  return n > 1 && getenv("FAKE_PING") && !strcmp(getenv("FAKE_PING"), "slow");
+}
+
 static int fake_agent(void) {
   if (getenv("FAKE_PING") && !strcmp(getenv("FAKE_PING"), "exit")) {
     fprintf(stderr, "fake agent: giving up\n");
@@ -145,7 +153,13 @@ static int fake_agent(void) {
     fake_request(fds[0], op, path, sizeof op);
     if (!strcmp(op, "ping")) {
       const char *r = ping_reply(++pings);
-      if (r) { put(fds[0], r); close(fds[0]); }
+      if (r && ping_is_slow(pings) && fork() == 0) {
+        usleep(SLOW_PING_MS * 1000);   /* the slowness is what this agent fakes */
+        put(fds[0], r);
+        _exit(0);
+      }
+      if (r && !ping_is_slow(pings)) put(fds[0], r);
+      if (r) close(fds[0]);
       continue;                    /* unanswered pings stay open */
     }
     if (fork() == 0) { fake_answer(fds[0], path); _exit(0); }
@@ -193,6 +207,15 @@ static int call_case(ux_rt *rt, const char *name, int timeout_ms, json_t **res, 
   char args[128];
   snprintf(args, sizeof args, "{\"path\":\"%s\"}", name);
   return rt_do(rt, "file_read", args, timeout_ms, res, err, errlen);
+}
+
+/* Waits (bounded) until sb's agent has answered n health checks, or sb
+** has ended: 1 when it answered them. */
+static int health_checks_reach(ux_runtimes *rts, const char *sb, long n) {
+  ux_rt_info info;
+  for (long end = ux_now_ms() + 60000; ux_now_ms() < end && !rt_ended(sb, NULL); t_sleep_ms(20))
+    if (ux_runtimes_info(rts, sb, &info) == 0 && info.health_checks >= n) return 1;
+  return 0;
 }
 
 /* Cases after which the runtime must be stopped as FAILED. */
@@ -284,15 +307,23 @@ static void test_pings(void) {
   ux_runtimes *rts = registry("once", 1, 0);
   char sb[32];
   rt_end e = { "", 0, "" };
-  ok(start_fake(rts, sb) == UX_RT_RUNNING && rt_wait_end(sb, 6000, &e) && strstr(e.why, "health check"),
+  ok(start_fake(rts, sb) == UX_RT_RUNNING && rt_wait_end(sb, 30000, &e) &&
+     strstr(e.why, "did not answer a health check within 3 s"),
      "an agent that answers only its first ping fails a health check (%s)", e.why);
   ux_runtimes_free(rts);
   rts = registry("busy", 1, 0);
   ux_rt_info info;
   int st = start_fake(rts, sb);
-  rt_sleep_ms(3500);
-  ok(st == UX_RT_RUNNING && !rt_ended(sb, NULL) && ux_runtimes_info(rts, sb, &info) == 0 &&
-     info.status == UX_RT_RUNNING, "an agent answering health checks with busy is alive");
+  ok(st == UX_RT_RUNNING && health_checks_reach(rts, sb, 3) && !rt_ended(sb, NULL) &&
+     ux_runtimes_info(rts, sb, &info) == 0 && info.status == UX_RT_RUNNING,
+     "an agent answering health checks with busy is alive (%ld answered)", info.health_checks);
+  ux_runtimes_free(rts);
+  /* deadlines of 2 s, answers after 3: each ping misses one deadline */
+  rts = registry("slow", 2, 0);
+  st = start_fake(rts, sb);
+  ok(st == UX_RT_RUNNING && health_checks_reach(rts, sb, 2) && !rt_ended(sb, NULL) &&
+     ux_runtimes_info(rts, sb, &info) == 0 && info.status == UX_RT_RUNNING,
+     "an agent that answers health checks late is alive (%ld answered)", info.health_checks);
   ux_runtimes_free(rts);
 }
 

@@ -219,7 +219,7 @@ static void test_stream(ux_runtimes *rts) {
   ok(rc == UX_RTC_CANCELLED && !res && ux_now_ms() - c.t0 < 5000, "on_event cancels (%d: %s)", rc, err);
   json_decref(req);
   int left = -1;
-  for (int i = 0; i < 50 && (left = count_inside(rt, "sleep")) != 0; i++) rt_sleep_ms(100);
+  for (int i = 0; i < 50 && (left = count_inside(rt, "sleep")) != 0; i++) t_sleep_ms(100);
   ok(left == 0, "the cancelled command was killed (%d sleep left)", left);
 
   long t0 = ux_now_ms();
@@ -229,7 +229,7 @@ static void test_stream(ux_runtimes *rts) {
   ok(rc == UX_RTC_TIMEOUT && took >= 1400 && took < 4000 && strstr(err, "1500 ms"),
      "a request timeout: TIMEOUT after 1.5 s (%ld ms: %s)", took, err);
   json_decref(req);
-  for (int i = 0; i < 50 && (left = count_inside(rt, "sleep")) != 0; i++) rt_sleep_ms(100);
+  for (int i = 0; i < 50 && (left = count_inside(rt, "sleep")) != 0; i++) t_sleep_ms(100);
   ok(left == 0, "the timed-out command was killed (%d sleep left)", left);
   char *out = rt_exec(rt, "echo still", NULL);
   ok(out && !strcmp(out, "still\n"), "the runtime still serves");

@@ -328,7 +328,7 @@ static void test_backpressure(void) {
   for (int i = 0; i < 100000 && now_ms() - idle_since < 1000; i++) {
     ssize_t k = write(f->slave, chunk, sizeof chunk);
     if (k > 0) { accepted += (size_t)k; idle_since = now_ms(); }
-    else usleep(1000);
+    else t_sleep_ms(1);
   }
   /* the relay's queue, the socket's buffers and the PTY's buffer: a few
   ** hundred KiB, and then the program blocks */

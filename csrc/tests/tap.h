@@ -6,8 +6,10 @@
 #ifndef UNSB_TAP_H
 #define UNSB_TAP_H
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static int tap_count, tap_failed;
 
@@ -27,6 +29,13 @@ static int tap_count, tap_failed;
     if (!same_) printf("#   got  '%s'\n#   want '%s'\n",                \
                        g_ ? g_ : "(null)", w_ ? w_ : "(null)");        \
   } while (0)
+
+/* The tests' one pause: between two looks of a bounded wait on a
+** condition, never a wait for time itself to pass (a signal resumes it). */
+static __attribute__((unused)) void t_sleep_ms(long ms) {
+  struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
 
 #define tap_done() (printf("1..%d\n", tap_count), tap_failed ? 1 : 0)
 

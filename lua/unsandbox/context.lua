@@ -64,7 +64,7 @@ end
 --- Runs fn(...) with value bound, and unbinds whatever way fn ends
 -- (return, error, or a coroutine closed while suspended inside it).
 function M.with(store, owner, value, fn, ...)
-  local b <close> = M.bind(store, owner, value)
+  local _ <close> = M.bind(store, owner, value)
   return fn(...)
 end
 

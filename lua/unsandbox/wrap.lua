@@ -54,7 +54,7 @@ end
 -- The frame of one call of method (a nested call just runs).
 local function frame(stamp, traced, method, ...)
   if observe.current() then return method(...) end
-  local b <close> = traced and not context.get(context.traces, context.TRACE_OWNER)
+  local _ <close> = traced and not context.get(context.traces, context.TRACE_OWNER)
     and context.bind(context.traces, context.TRACE_OWNER, new_trace()) or nil
   return outcome(pcall(observe.call, stamp, method, ...))
 end

@@ -6,6 +6,7 @@
 -- requests. Stopped by pid (the master; its worker ends with it).
 local fs = require "spec.helpers.fs"
 local socket = require "socket"
+local wait = require "spec.helpers.wait"
 
 local M = {}
 local q = fs.quote
@@ -27,12 +28,13 @@ function M.start(pem, key, backend_port, log)
     port, backend_port, q(log), q(key), q(pem)))
   local proxy = { port = port, pid = tonumber(p:read("l")), url = "https://127.0.0.1:" .. port }
   p:close()
-  for _ = 1, 100 do
+  -- ready: it accepts a connection (or it is gone: then it never will)
+  local up = wait.eventually(function()
     local c = socket.connect("127.0.0.1", port)
-    if c then c:close(); return proxy end
-    if not fs.alive(proxy.pid) then break end
-    socket.sleep(0.1)
-  end
+    if c then c:close(); return "up" end
+    return not fs.alive(proxy.pid) and "gone"
+  end, 10, 0.1)
+  if up == "up" then return proxy end
   M.stop(proxy)
   error("nghttpx did not start: " .. (fs.read(log) or ""))
 end
@@ -42,10 +44,7 @@ end
 function M.stop(proxy)
   if not (proxy and proxy.pid and fs.alive(proxy.pid)) then return end
   os.execute("kill " .. proxy.pid)
-  for _ = 1, 50 do
-    if not fs.alive(proxy.pid) then return end
-    socket.sleep(0.1)
-  end
+  if wait.eventually(function() return not fs.alive(proxy.pid) end, 5, 0.1) then return end
   os.execute("kill -9 " .. proxy.pid .. " 2>/dev/null")
 end
 

@@ -162,15 +162,4 @@ function M.sandbox_procs(srv)
   return n
 end
 
--- Waits (at most `seconds`) until fn() is true; returns its last value.
-function M.eventually(fn, seconds)
-  local deadline, v = socket.gettime() + (seconds or 5), nil
-  for _ = 1, 10000 do
-    v = fn()
-    if v or socket.gettime() > deadline then break end
-    socket.sleep(0.05)
-  end
-  return v
-end
-
 return M

@@ -7,6 +7,7 @@ local raw = require "spec.helpers.rawhttp"
 local fs = require "spec.helpers.fs"
 local core = require "unsandbox.core"
 local socket = require "socket"
+local wait = require "spec.helpers.wait"
 
 local M = {}
 
@@ -30,11 +31,7 @@ end
 
 -- Waits (at most 20 s) until the server has taken every byte sent to port.
 function M.wait_drained(port)
-  for _ = 1, 400 do
-    if M.server_unread(port) == 0 then return true end
-    socket.sleep(0.05)
-  end
-  return false
+  return wait.eventually(function() return M.server_unread(port) == 0 end, 20)
 end
 
 -- Headers of an execution API request that looks signed but is not: a
@@ -103,6 +100,12 @@ function M.big_job(c, json)
   local r = assert(c:request("POST", "/execute", json.encode { language = "bash", return_artifacts = true,
     code = "head -c 15000000 /dev/urandom > big.bin && echo made" }))
   local job = json.decode(r.body)
+  -- a loaded machine may answer while it still runs: then it is polled
+  wait.eventually(function()
+    if job.status ~= "pending" and job.status ~= "running" then return true end
+    r = assert(c:request("GET", "/jobs/" .. job.job_id))
+    job = json.decode(r.body)
+  end, 120, 0.2)
   assert(r.status == 200 and job.stdout == "made\n", "the big job failed: " .. r.body)
   return "/jobs/" .. job.job_id, job
 end

@@ -4,6 +4,7 @@
 -- 200 status page once TLS is accepted. Stopped by pid.
 local fs = require "spec.helpers.fs"
 local socket = require "socket"
+local wait = require "spec.helpers.wait"
 
 local M = {}
 local q = fs.quote
@@ -35,10 +36,12 @@ function M.start(pem, key)
     port, q(pem), q(key)))
   local srv = { port = port, pid = tonumber(p:read("l")) }
   p:close()
-  for _ = 1, 50 do
+  if wait.eventually(function()
     local c = socket.connect("127.0.0.1", port)
-    if c then c:close(); return srv end
-    socket.sleep(0.1)
+    if c then c:close() end
+    return c ~= nil
+  end, 10, 0.1) then
+    return srv
   end
   M.stop(srv)
   error("openssl s_server did not start")

@@ -7,6 +7,7 @@ local ROOT = os.getenv("UNSANDBOX_ROOT") or "."
 M.bin = ROOT .. "/bin/unsandboxd"
 
 local fs = require "spec.helpers.fs"
+local wait = require "spec.helpers.wait"
 local sh_quote, alive = fs.quote, fs.alive
 M.sh_quote, M.tmpdir, M.rm_rf, M.alive = fs.quote, fs.tmpdir, fs.rm_rf, fs.alive
 
@@ -57,10 +58,7 @@ function M.start(opts)
   function srv.stop(keep_data)
     if srv.pid and alive(srv.pid) then
       os.execute("kill -TERM " .. srv.pid .. " 2>/dev/null")
-      for _ = 1, 100 do
-        if not alive(srv.pid) then break end
-        os.execute("sleep 0.05")
-      end
+      wait.eventually(function() return not alive(srv.pid) end, 5)
       if alive(srv.pid) then os.execute("kill -9 " .. srv.pid .. " 2>/dev/null") end
     end
     if srv.pipe then srv.pipe:close(); srv.pipe = nil end

@@ -2,9 +2,8 @@
 ** Audit rows (see cp/audit.h). The de-duplication of denials is a small
 ** in-memory table of recent (actor, action, target) keys; losing it on a
 ** restart only means one more row. Denials of distinct targets are not
-** de-duplicated, so the table keeps its newest --cp-audit-rows rows: each
-** row written drops those that fell out of the window (a range of the
-** primary key, usually none or one), and the log never grows past it.
+** de-duplicated, so the table keeps its newest --cp-audit-rows rows
+** (cp/tables/audit.h), and the log never grows past it.
 */
 #include "server/cp/audit.h"
 
@@ -13,7 +12,7 @@
 #include <string.h>
 
 #include "server/fsutil.h"
-#include "server/store/db.h"
+#include "server/cp/tables/audit.h"
 
 #define DEDUP_SLOTS 256
 #define DEDUP_S 60
@@ -57,11 +56,7 @@ void ux_cp_audit(ux_cp *cp, const ux_identity *id, const char *action,
     if (seen_lately(key, now)) return;
   }
   const char *tenant = id && id->tenant[0] ? id->tenant : NULL;
-  if (ux_db_exec(cp->srv->store, "INSERT INTO cp_audit(tenant, actor_kind, actor_id, action, target,"
-                 " outcome, created_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", "ssssssi", tenant,
-                 id ? ux_id_kind_name(id) : NULL, actor, action, target, outcome, (long long)now) != 1)
+  if (ux_audit_add(cp->srv->store, tenant, id ? ux_id_kind_name(id) : NULL, actor, action, target,
+                   outcome, (long long)now, (long long)cp->srv->cfg.cp_audit_rows) < 0)
     fprintf(stderr, "unsandboxd: audit row for %s not written\n", action);
-  else if (cp->srv->cfg.cp_audit_rows > 0)
-    ux_db_exec(cp->srv->store, "DELETE FROM cp_audit WHERE id <= (SELECT max(id) FROM cp_audit) - ?1",
-               "i", (long long)cp->srv->cfg.cp_audit_rows);
 }

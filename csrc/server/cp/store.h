@@ -1,10 +1,7 @@
 /*
-** The Control Plane's tables (in the server's SQLite database, names
-** prefixed cp_) and its two lasting secrets: the key that signs tokens and
-** tickets, and the key of workspace ids. Both are made once per data
-** directory, so tokens and workspace ids survive a restart. Handlers query
-** the tables directly with store/db.h; the schema below says what each
-** column holds.
+** The Control Plane's store at start: its tables (cp/tables/, one module
+** per table, which the handlers call) and its two lasting secrets, the key
+** that signs tokens and tickets and the key of workspace ids (cp_meta).
 */
 #ifndef UX_CP_STORE_H
 #define UX_CP_STORE_H

@@ -170,6 +170,13 @@ int ux_db_tx(ux_store *st, int (*fn)(ux_store *st, void *ctx), void *ctx) {
   return rc;
 }
 
+int ux_db_ping(ux_store *st) {
+  json_t *one = ux_db_row(st, "SELECT 1 AS one", "");
+  int rc = one ? 0 : -1;
+  json_decref(one);
+  return rc;
+}
+
 int ux_db_unavailable(ux_store *st) {
   (void)st;
   return last_broken;

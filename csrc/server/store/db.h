@@ -36,6 +36,9 @@ json_t *ux_db_row(ux_store *st, const char *sql, const char *types, ...);
 ** fn's value, or -1 when the transaction itself failed. */
 int ux_db_tx(ux_store *st, int (*fn)(ux_store *st, void *ctx), void *ctx);
 
+/* 0 when the database answers a query, -1 when it does not (health). */
+int ux_db_ping(ux_store *st);
+
 /* 1 when the last failure was a broken database (not a constraint): the
 ** Control Plane answers 503 "store unavailable" then. */
 int ux_db_unavailable(ux_store *st);

@@ -147,7 +147,7 @@ function M.run(c, id, h)
     saved, err = core.tty_raw(STDIN)
     if not saved then io.stderr:write("un: ", err, "\n"); return EXIT_LOCAL end
   end
-  local restore <close> = guard(saved)
+  local _ <close> = guard(saved)
   core.tty_signals(true)
   local state = { tty = tty, filter = tty and terminal.detach_filter() or nil }
   if tty then io.stderr:write("[attached to ", id, "; detach: Ctrl-] then d]\r\n") end

@@ -196,7 +196,8 @@ function sandbox.kill(o, m)
   local sig = o.signal or "TERM"
   check(p:kill(sig))
   p:detach()
-  out.did(o, { id = o.words[2], signal = sig }, "sent " .. sig .. " to process " .. o.words[2] .. " of sandbox " .. o.words[1])
+  out.did(o, { id = o.words[2], signal = sig },
+    "sent " .. sig .. " to process " .. o.words[2] .. " of sandbox " .. o.words[1])
 end
 
 ------------------------------------------------------------------------

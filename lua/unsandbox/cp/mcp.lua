@@ -132,8 +132,8 @@ function M.stream(self, fname, path, id, co, o)
   co.mode, co.text = "sse", nil
   local t, ex = transport.cp_open(self, fname, "POST", path, co)
   if not t then return nil, ex end
-  local transfer <close> = t
-  local exchange <close> = ex      -- closed first: reports a stream left early
+  local _ <close> = t
+  local _ <close> = ex             -- closed first: reports a stream left early
   local final
   for _ = 1, math.maxinteger do
     if o.is_cancelled and observe.outside(o.is_cancelled) then return nil, cancelled("is_cancelled") end

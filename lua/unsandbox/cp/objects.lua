@@ -110,7 +110,9 @@ function Manager:put_agent_blob(agent_id, run_id, path, content, ctype, owner)
   local ticket, err = self:issue_object_ticket(loc, "upload", math.max(1, #content), ctype,
     core.codec.sha256(content), 120)
   if not ticket then return nil, err end
-  if not usable_ticket(ticket) then return nil, transport.cp.bad_reply("Control Plane response has no valid object ticket") end
+  if not usable_ticket(ticket) then
+    return nil, transport.cp.bad_reply("Control Plane response has no valid object ticket")
+  end
   local doc, rid = self:upload_with_ticket(ticket, content, ctype, owner ~= nil)
   if not doc then return nil, rid end
   return merged(loc, doc), rid
@@ -147,8 +149,8 @@ local function stream_download(self, fname, path, co, on_data)
   co.mode = "raw"
   local t, ex = transport.cp_open(self, fname, "GET", path, co)
   if not t then return nil, ex end
-  local transfer <close> = t
-  local exchange <close> = ex
+  local _ <close> = t
+  local _ <close> = ex
   repeat
     local pieces, done = t:step(100)
     if not pieces then return nil, transport.cp.fail(self, done, "download interrupted") end
@@ -199,7 +201,9 @@ function Manager:open_object(loc, max_bytes, ctype, expires_in, opts)
   transport.cp.check_object(self, "open_object", "/v1/storage/tickets", loc.owner)
   local ticket, err = self:issue_object_ticket(loc, "download", max_bytes, ctype, nil, expires_in)
   if not ticket then return nil, err end
-  if not usable_ticket(ticket) then return nil, transport.cp.bad_reply("Control Plane response has no valid object ticket") end
+  if not usable_ticket(ticket) then
+    return nil, transport.cp.bad_reply("Control Plane response has no valid object ticket")
+  end
   return self:download_with_ticket(ticket, { on_data = opts.on_data, owner = loc.owner ~= nil })
 end
 
@@ -211,7 +215,9 @@ end
 
 function Manager:stat_object(loc) return query_call(self, "stat_object", "GET", "/v1/storage/objects/stat", loc) end
 function Manager:list_objects(loc) return query_call(self, "list_objects", "GET", "/v1/storage/objects/list", loc) end
-function Manager:object_versions(loc) return query_call(self, "object_versions", "GET", "/v1/storage/objects/versions", loc) end
+function Manager:object_versions(loc)
+  return query_call(self, "object_versions", "GET", "/v1/storage/objects/versions", loc)
+end
 
 --- DELETE /v1/storage/objects (purge_versions: history too). May 404.
 function Manager:delete_object(loc, purge_versions)

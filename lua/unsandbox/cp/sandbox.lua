@@ -200,8 +200,8 @@ function SandboxMT:lines(cmd, t)
   local subject = context.get(context.subjects, m)
   local trace = context.get(context.traces, context.TRACE_OWNER)
   local co = coroutine.create(function()
-    local s <close> = subject and context.bind(context.subjects, m, subject)
-    local tr <close> = trace and context.bind(context.traces, context.TRACE_OWNER, trace)
+    local _ <close> = subject and context.bind(context.subjects, m, subject)
+    local _ <close> = trace and context.bind(context.traces, context.TRACE_OWNER, trace)
     local pending = { stdout = "", stderr = "" }
     local r, err = self:stream(cmd, function(channel, chunk)
       local text = pending[channel] .. chunk

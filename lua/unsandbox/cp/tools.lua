@@ -133,7 +133,9 @@ local SESSION_OPTIONS = { command = true, timeout = true, input = true, input_te
 -- exec, wait, input or kill. Streamed when on_chunk is given.
 function Manager:shell_session(action, session_id, cmd, t, input, newline, async, on_chunk, is_cancelled, key)
   local wire = core.cp.mcp_session_action(check.type("shell_session", "action", action, "string"))
-  if not wire then check.fail("shell_session", "action", "exec, wait, input or kill expected, got '" .. action .. "'") end
+  if not wire then
+    check.fail("shell_session", "action", "exec, wait, input or kill expected, got '" .. action .. "'")
+  end
   check.type("shell_session", "session_id", session_id, "string")
   if not core.cp.mcp_valid_session_id(session_id) then
     check.fail("shell_session", "session_id", "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$ expected")

@@ -115,7 +115,9 @@ function Client:update_service(id, opts)
     unfreeze_on_demand = check.type("update_service", "unfreeze_on_demand", opts.unfreeze_on_demand, "boolean", true),
     show_freeze_page = check.type("update_service", "show_freeze_page", opts.show_freeze_page, "boolean", true),
   }
-  if next(body) == nil then check.fail("update_service", "opts", "one of vcpu, unfreeze_on_demand, show_freeze_page expected") end
+  if next(body) == nil then
+    check.fail("update_service", "opts", "one of vcpu, unfreeze_on_demand, show_freeze_page expected")
+  end
   return calls.one(transport.request(self, "PATCH", "/services/" .. id, body, calls.request_opts(opts)))
 end
 

@@ -13,12 +13,11 @@
 #include "server/cp/admin/admin.h"
 #include "server/cp/auth/keys.h"
 #include "core/cpshapes.h"
+#include "server/cp/tables/audit.h"
+#include "server/cp/tables/keys.h"
+#include "server/cp/tables/tenants.h"
 #include "server/fsutil.h"
 #include "server/store/db.h"
-
-#define TENANT_SQL "SELECT t.id, t.display_name, t.status, t.max_workspaces, t.max_runtimes," \
-  " (SELECT count(*) FROM cp_workspaces w WHERE w.tenant = t.id) AS workspaces_in_use" \
-  " FROM cp_tenants t"
 
 static const char *actor(const ux_cp_call *c) {
   return c->id.kind == UX_ID_BREAK_GLASS ? "break-glass" : c->id.key_id;
@@ -26,7 +25,7 @@ static const char *actor(const ux_cp_call *c) {
 
 /* The tenant row for the reply, or NULL after a 404 (503). */
 static json_t *tenant_or_404(ux_cp_call *c, const char *id) {
-  json_t *t = ux_db_row(c->cp->srv->store, TENANT_SQL " WHERE t.id = ?1", "s", id);
+  json_t *t = ux_tenants_view(c->cp->srv->store, id);
   if (t) return t;
   if (ux_db_unavailable(c->cp->srv->store)) ux_cp_store_failed(c, "tenant lookup failed");
   else ux_cp_fail(c, 404, "unknown tenant: %s", id);
@@ -34,7 +33,7 @@ static json_t *tenant_or_404(ux_cp_call *c, const char *id) {
 }
 
 int ux_cp_tenants_list(ux_cp_call *c) {
-  json_t *rows = ux_db_rows(c->cp->srv->store, TENANT_SQL " ORDER BY t.id", "");
+  json_t *rows = ux_tenants_views(c->cp->srv->store);
   if (!rows) return ux_cp_store_failed(c, "tenant list failed");
   return ux_cp_ok(c, 200, json_pack("{s:o}", "tenants", rows));
 }
@@ -48,9 +47,7 @@ int ux_cp_tenants_create(ux_cp_call *c) {
     return -1;
   if (!unsb_valid_tenant_id(id)) return ux_cp_fail(c, 409, "invalid tenant id: %s", id);
   if (!strcmp(id, "management")) return ux_cp_fail(c, 409, "tenant id is reserved: %s", id);
-  int n = ux_db_exec(c->cp->srv->store, "INSERT OR IGNORE INTO cp_tenants(id, display_name, status,"
-                     " max_workspaces, max_runtimes, created_at) VALUES(?1, ?2, 'active', ?3, ?4, ?5)",
-                     "ssiii", id, name ? name : id, maxw, maxr, (long long)ux_now());
+  int n = ux_tenants_add(c->cp->srv->store, id, name ? name : id, maxw, maxr, (long long)ux_now());
   if (n < 0) return ux_cp_store_failed(c, "tenant write failed");
   if (n == 0) return ux_cp_fail(c, 409, "tenant already exists: %s", id);
   ux_cp_audit(c->cp, &c->id, "tenant.create", id, "ok");
@@ -59,8 +56,7 @@ int ux_cp_tenants_create(ux_cp_call *c) {
 }
 
 static int set_status(ux_cp_call *c, const char *id, const char *status, const char *action) {
-  int n = ux_db_exec(c->cp->srv->store, "UPDATE cp_tenants SET status = ?1 WHERE id = ?2", "ss",
-                     status, id);
+  int n = ux_tenants_set_status(c->cp->srv->store, id, status);
   if (n < 0) return ux_cp_store_failed(c, "tenant write failed");
   if (n == 0) return ux_cp_fail(c, 404, "unknown tenant: %s", id);
   ux_cp_audit(c->cp, &c->id, action, id, "ok");
@@ -134,8 +130,7 @@ int ux_cp_admin_keys_create(ux_cp_call *c) { return issue(c, NULL, "key.issue.ad
 
 /* Idempotent: revoking a revoked key answers the same. */
 int ux_cp_key_revoke(ux_cp_call *c) {
-  int n = ux_db_exec(c->cp->srv->store, "UPDATE cp_keys SET revoked_at = coalesce(revoked_at, ?1)"
-                     " WHERE id = ?2", "is", (long long)ux_now(), c->param[0]);
+  int n = ux_apikeys_revoke(c->cp->srv->store, c->param[0], (long long)ux_now());
   if (n < 0) return ux_cp_store_failed(c, "key write failed");
   if (n == 0) return ux_cp_fail(c, 404, "no such api key: %s", c->param[0]);
   ux_cp_audit(c->cp, &c->id, "key.revoke", c->param[0], "ok");
@@ -150,9 +145,7 @@ int ux_cp_owner_tenants_list(ux_cp_call *c) {
   json_t *t = tenant_or_404(c, c->param[0]);
   if (!t) return -1;
   json_decref(t);
-  json_t *rows = ux_db_rows(c->cp->srv->store, "SELECT owner_tenant, created_at, created_by FROM"
-                            " cp_owner_tenants WHERE tenant_id = ?1 ORDER BY owner_tenant", "s",
-                            c->param[0]);
+  json_t *rows = ux_owner_tenants_list(c->cp->srv->store, c->param[0]);
   if (!rows) return ux_cp_store_failed(c, "owner tenant list failed");
   json_t *row;
   size_t i;
@@ -168,17 +161,14 @@ int ux_cp_owner_tenants_add(ux_cp_call *c) {
   json_t *t = tenant_or_404(c, c->param[0]);
   if (!t) return -1;
   json_decref(t);
-  if (ux_db_exec(c->cp->srv->store, "INSERT OR IGNORE INTO cp_owner_tenants(tenant_id, owner_tenant,"
-                 " created_at, created_by) VALUES(?1, ?2, ?3, ?4)", "ssis", c->param[0], owner,
-                 (long long)ux_now(), actor(c)) < 0)
+  if (ux_owner_tenants_add(c->cp->srv->store, c->param[0], owner, actor(c), (long long)ux_now()) < 0)
     return ux_cp_store_failed(c, "owner tenant write failed");
   ux_cp_audit(c->cp, &c->id, "tenant.owner_tenant.allow", c->param[0], "ok");
   return ux_cp_ok(c, 201, json_pack("{s:s,s:s}", "tenant_id", c->param[0], "owner_tenant", owner));
 }
 
 int ux_cp_owner_tenants_revoke(ux_cp_call *c) {
-  int n = ux_db_exec(c->cp->srv->store, "DELETE FROM cp_owner_tenants WHERE tenant_id = ?1 AND"
-                     " owner_tenant = ?2", "ss", c->param[0], c->param[1]);
+  int n = ux_owner_tenants_remove(c->cp->srv->store, c->param[0], c->param[1]);
   if (n < 0) return ux_cp_store_failed(c, "owner tenant write failed");
   if (n == 0) return ux_cp_fail(c, 404, "no such owner tenant: %s", c->param[1]);
   ux_cp_audit(c->cp, &c->id, "tenant.owner_tenant.revoke", c->param[0], "ok");
@@ -195,9 +185,7 @@ int ux_cp_audit_list(ux_cp_call *c) {
     if (!*q || *end || isspace((unsigned char)*q)) return ux_cp_fail(c, 400, "limit must be an integer");
     limit = limit < 1 ? 1 : limit > 1000 ? 1000 : limit;
   }
-  json_t *rows = ux_db_rows(c->cp->srv->store, "SELECT id, tenant, actor_kind, actor_id, action,"
-                            " target, outcome, created_at FROM cp_audit ORDER BY id DESC LIMIT ?1",
-                            "i", limit);
+  json_t *rows = ux_audit_latest(c->cp->srv->store, limit);
   if (!rows) return ux_cp_store_failed(c, "audit list failed");
   json_t *row;
   size_t i;

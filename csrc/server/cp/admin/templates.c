@@ -12,8 +12,9 @@
 #include "server/cp/audit.h"
 #include "server/cp/admin/admin.h"
 #include "core/cpshapes.h"
+#include "server/cp/tables/templates.h"
+#include "server/cp/tables/tenants.h"
 #include "server/fsutil.h"
-#include "server/store/db.h"
 
 #define BUILTIN_ID "default"
 #define BUILTIN_IMAGE "unsandboxd/bubblewrap:debian-12"
@@ -35,9 +36,7 @@ static int by_string(const void *a, const void *b) {
 }
 
 json_t *ux_cp_template_ids(ux_cp *cp, const char *tenant) {
-  json_t *rows = ux_db_rows(cp->srv->store,
-    "SELECT DISTINCT template_id, image FROM cp_templates WHERE tenant_id = '*' OR tenant_id = ?1",
-    "s", tenant ? tenant : "");
+  json_t *rows = ux_templates_of(cp->srv->store, tenant);
   if (!rows) return NULL;
   json_t *v[512], *row;
   size_t n = 0, i;
@@ -67,8 +66,7 @@ int ux_cp_template_allowed(ux_cp *cp, const char *tenant, const char *template_i
 }
 
 int ux_cp_admin_templates_list(ux_cp_call *c) {
-  json_t *rows = ux_db_rows(c->cp->srv->store, "SELECT tenant_id, template_id, image, created_at,"
-                            " created_by FROM cp_templates ORDER BY tenant_id, template_id", "");
+  json_t *rows = ux_templates_all(c->cp->srv->store);
   if (!rows) return ux_cp_store_failed(c, "template list failed");
   json_t *row;
   size_t i;
@@ -90,15 +88,13 @@ int ux_cp_admin_templates_put(ux_cp_call *c) {
   if (!unsb_valid_template(tid)) return ux_cp_fail(c, 400, "invalid template_id: %s", tid);
   if (!strcmp(tid, BUILTIN_ID)) return ux_cp_fail(c, 409, "template %s is built in", tid);
   if (strcmp(tenant, "*") != 0) {
-    json_t *t = ux_db_row(c->cp->srv->store, "SELECT id FROM cp_tenants WHERE id = ?1", "s", tenant);
-    json_decref(t);
-    if (!t) return ux_cp_fail(c, 404, "unknown tenant: %s", tenant);
+    ux_tenant_state t = ux_tenants_state(c->cp->srv->store, tenant);
+    if (t == UX_TENANT_BROKEN) return ux_cp_store_failed(c, "tenant lookup failed");
+    if (t == UX_TENANT_UNKNOWN) return ux_cp_fail(c, 404, "unknown tenant: %s", tenant);
   }
   if (!image_allowed(c->cp, image)) return ux_cp_fail(c, 400, "image not allowed: %s", image);
   const char *by = c->id.kind == UX_ID_BREAK_GLASS ? "break-glass" : c->id.key_id;
-  if (ux_db_exec(c->cp->srv->store, "INSERT OR REPLACE INTO cp_templates(tenant_id, template_id,"
-                 " image, created_at, created_by) VALUES(?1, ?2, ?3, ?4, ?5)", "sssis", tenant, tid,
-                 image, (long long)ux_now(), by) != 1)
+  if (ux_templates_put(c->cp->srv->store, tenant, tid, image, (long long)ux_now(), by) != 1)
     return ux_cp_store_failed(c, "template write failed");
   ux_cp_audit(c->cp, &c->id, "template.put", tid, "ok");
   return ux_cp_ok(c, 201, json_pack("{s:s,s:s,s:s,s:s}", "tenant_id", tenant, "template_id", tid,
@@ -109,8 +105,7 @@ int ux_cp_admin_templates_delete(ux_cp_call *c) {
   if (!c->cp->registries) return ux_cp_fail(c, 409, DISABLED);
   const char *tenant = ux_req_query(c->r, "tenant_id");
   if (!tenant || !*tenant) tenant = "*";
-  int n = ux_db_exec(c->cp->srv->store, "DELETE FROM cp_templates WHERE tenant_id = ?1 AND"
-                     " template_id = ?2", "ss", tenant, c->param[0]);
+  int n = ux_templates_remove(c->cp->srv->store, tenant, c->param[0]);
   if (n < 0) return ux_cp_store_failed(c, "template delete failed");
   ux_cp_audit(c->cp, &c->id, "template.delete", c->param[0], n ? "ok" : "noop");
   return ux_cp_ok(c, 200, json_pack("{s:s,s:s,s:b}", "tenant_id", tenant, "template_id", c->param[0],

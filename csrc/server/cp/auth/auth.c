@@ -15,6 +15,9 @@
 #include "server/cp/audit.h"
 #include "server/cp/auth/keys.h"
 #include "server/cp/auth/tokens.h"
+#include "server/cp/tables/sandboxes.h"
+#include "server/cp/tables/tenants.h"
+#include "server/cp/tables/workspaces.h"
 #include "server/fsutil.h"
 #include "server/store/db.h"
 
@@ -61,15 +64,14 @@ static int tenant_step(ux_cp_call *c, const char *header_tenant) {
     return ux_cp_fail(c, 403, "this credential is bound to a tenant; X-Sandbox-Tenant is not accepted");
   const char *t = id->kind == UX_ID_TENANT ? id->tenant : header_tenant;
   if (!t[0]) return 0;
-  json_t *row = ux_db_row(c->cp->srv->store, "SELECT status FROM cp_tenants WHERE id = ?1", "s", t);
-  if (!row && ux_db_unavailable(c->cp->srv->store)) return ux_cp_store_failed(c, "tenant lookup failed");
-  const char *status = json_string_value(json_object_get(row, "status"));
-  int rc = 0;
-  if (!row) rc = ux_cp_fail(c, 404, "unknown tenant: %s", t);
-  else if (strcmp(status, "active") != 0) rc = ux_cp_fail(c, 403, "tenant is suspended: %s", t);
-  else if (t != id->tenant) snprintf(id->tenant, sizeof id->tenant, "%s", t);
-  json_decref(row);
-  return rc;
+  switch (ux_tenants_state(c->cp->srv->store, t)) {
+  case UX_TENANT_BROKEN: return ux_cp_store_failed(c, "tenant lookup failed");
+  case UX_TENANT_UNKNOWN: return ux_cp_fail(c, 404, "unknown tenant: %s", t);
+  case UX_TENANT_SUSPENDED: return ux_cp_fail(c, 403, "tenant is suspended: %s", t);
+  default:
+    if (t != id->tenant) snprintf(id->tenant, sizeof id->tenant, "%s", t);
+    return 0;
+  }
 }
 
 /* Steps (3) to (5): which credential, and may it act for a subject. */
@@ -136,18 +138,15 @@ static int scoped(ux_cp_call *c, const char *bearer, const char *kind, const cha
   snprintf(id->sub, sizeof id->sub, "%s", s);
   snprintf(id->owner, sizeof id->owner, "%s", own ? own : "");
   json_decref(claims);
-  /* a token acts for its workspace's tenant, and stops with it */
-  json_t *row = ux_db_row(c->cp->srv->store, !strcmp(kind, "workspace")
-    ? "SELECT w.tenant, t.status FROM cp_workspaces w LEFT JOIN cp_tenants t ON t.id = w.tenant"
-      " WHERE w.id = ?1"
-    : "SELECT w.tenant, t.status FROM cp_sandboxes s JOIN cp_workspaces w ON w.id = s.workspace_id"
-      " LEFT JOIN cp_tenants t ON t.id = w.tenant WHERE s.id = ?1", "s", id->sub);
-  const char *tenant = json_string_value(json_object_get(row, "tenant"));
-  const char *status = json_string_value(json_object_get(row, "status"));
-  snprintf(id->tenant, sizeof id->tenant, "%s", tenant ? tenant : "");
-  int suspended = status && strcmp(status, "active") != 0;
-  json_decref(row);
-  return suspended ? ux_cp_fail(c, 403, "tenant is suspended") : 0;
+  /* a token acts for its workspace's tenant, and stops with it (a
+  ** tenant is never deleted, so these reads need no transaction) */
+  ux_store *st = c->cp->srv->store;
+  json_t *sb = strcmp(kind, "workspace") != 0 ? ux_sandboxes_get(st, id->sub) : NULL;
+  const char *ws = sb ? json_string_value(json_object_get(sb, "workspace_id")) : id->sub;
+  if (!ws || !ux_workspaces_tenant(st, ws, id->tenant, sizeof id->tenant)) id->tenant[0] = '\0';
+  json_decref(sb);
+  return id->tenant[0] && ux_tenants_state(st, id->tenant) == UX_TENANT_SUSPENDED
+         ? ux_cp_fail(c, 403, "tenant is suspended") : 0;
 }
 
 int ux_cp_authenticate(ux_cp_call *c, ux_cred cred, const char *scope_id) {
@@ -203,7 +202,7 @@ static json_t *deny(ux_cp_call *c, const char *what, const char *target) {
 }
 
 json_t *ux_cp_own_workspace(ux_cp_call *c, const char *ws_id) {
-  json_t *ws = ux_db_row(c->cp->srv->store, "SELECT * FROM cp_workspaces WHERE id = ?1", "s", ws_id);
+  json_t *ws = ux_workspaces_get(c->cp->srv->store, ws_id);
   if (!ws && ux_db_unavailable(c->cp->srv->store)) {
     ux_cp_store_failed(c, "workspace lookup failed");
     return NULL;
@@ -219,13 +218,13 @@ json_t *ux_cp_own_workspace(ux_cp_call *c, const char *ws_id) {
 }
 
 json_t *ux_cp_own_sandbox(ux_cp_call *c, const char *sb_id) {
-  json_t *sb = ux_db_row(c->cp->srv->store, "SELECT * FROM cp_sandboxes WHERE id = ?1", "s", sb_id);
+  json_t *sb = ux_sandboxes_get(c->cp->srv->store, sb_id);
   if (!sb && ux_db_unavailable(c->cp->srv->store)) {
     ux_cp_store_failed(c, "sandbox lookup failed");
     return NULL;
   }
-  json_t *ws = sb ? ux_db_row(c->cp->srv->store, "SELECT * FROM cp_workspaces WHERE id = ?1", "s",
-                              json_string_value(json_object_get(sb, "workspace_id"))) : NULL;
+  json_t *ws = sb ? ux_workspaces_get(c->cp->srv->store,
+                                      json_string_value(json_object_get(sb, "workspace_id"))) : NULL;
   int ok = ws && (c->id.kind == UX_ID_SCOPED
                   ? !strcmp(c->id.scope, "sandbox") && !strcmp(c->id.sub, sb_id)
                   : ux_cp_visible(&c->id, ws));

@@ -13,8 +13,8 @@
 
 #include "core/base64.h"
 #include "core/digest.h"
+#include "server/cp/tables/keys.h"
 #include "server/fsutil.h"
-#include "server/store/db.h"
 
 #define PREFIX_LEN 12
 #define LAST_USED_EVERY 300
@@ -40,10 +40,8 @@ json_t *ux_cp_key_issue(ux_cp *cp, const char *tenant, const char *label,
   char prefix[PREFIX_LEN + 1];
   snprintf(prefix, sizeof prefix, "%s", key);
   const char *perms = act_as_subjects ? "[\"act_as_subjects\"]" : "[]";
-  if (ux_db_exec(cp->srv->store, "INSERT INTO cp_keys(id, tenant_id, key_prefix, key_hash, label,"
-                 " permissions, created_at, expires_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, NULLIF(?8, 0))",
-                 "sssbssii", id, tenant, prefix, (const void *)hash, sizeof hash, label, perms,
-                 (long long)ux_now(), expires_at) != 1)
+  if (ux_apikeys_add(cp->srv->store, id, tenant, prefix, hash, sizeof hash, label, perms,
+                     (long long)ux_now(), expires_at) != 1)
     goto done;
   out = json_object();
   json_object_set_new(out, "id", json_string(id));
@@ -68,10 +66,7 @@ json_t *ux_cp_key_find(ux_cp *cp, const char *bearer, int *broken) {
   SHA256((const unsigned char *)bearer, strlen(bearer), hash);
   unsb_hex(hash, sizeof hash, hex);
   snprintf(prefix, sizeof prefix, "%s", bearer);
-  json_t *rows = ux_db_rows(cp->srv->store,
-      "SELECT id, tenant_id, permissions, lower(hex(key_hash)) AS h, last_used_at FROM cp_keys"
-      " WHERE key_prefix = ?1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?2)",
-      "si", prefix, now);
+  json_t *rows = ux_apikeys_by_prefix(cp->srv->store, prefix, now);
   if (!rows) { *broken = 1; return NULL; }
   json_t *found = NULL, *row;
   size_t i;
@@ -83,18 +78,14 @@ json_t *ux_cp_key_find(ux_cp *cp, const char *bearer, int *broken) {
   json_decref(rows);
   if (found) {
     json_object_del(found, "h");
-    ux_db_exec(cp->srv->store, "UPDATE cp_keys SET last_used_at = ?1 WHERE id = ?2 AND"
-               " (last_used_at IS NULL OR last_used_at <= ?3)", "isi", now,
-               json_string_value(json_object_get(found, "id")), now - LAST_USED_EVERY);
+    ux_apikeys_touch(cp->srv->store, json_string_value(json_object_get(found, "id")), now,
+                     LAST_USED_EVERY);
   }
   return found;
 }
 
 json_t *ux_cp_key_list(ux_cp *cp, const char *tenant) {
-  json_t *rows = ux_db_rows(cp->srv->store,
-      "SELECT id, tenant_id, key_prefix, label, created_at, last_used_at, revoked_at, permissions,"
-      " expires_at FROM cp_keys WHERE (?1 IS NULL AND tenant_id IS NULL) OR tenant_id = ?1"
-      " ORDER BY created_at, rowid", "s", tenant);
+  json_t *rows = ux_apikeys_list(cp->srv->store, tenant);
   json_t *row;
   size_t i;
   json_array_foreach(rows, i, row) {

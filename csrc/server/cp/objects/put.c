@@ -18,7 +18,6 @@
 
 #include "server/fsutil.h"
 #include "server/ids.h"
-#include "server/store/db.h"
 #include "server/store/ledger.h"
 
 /* A stream of unknown length reserves this much ahead of its bytes. */
@@ -167,31 +166,6 @@ static void hex(const unsigned char *d, unsigned n, char *out) {
   out[2 * n] = '\0';
 }
 
-typedef struct {
-  ux_objput *p;
-  ux_obj_meta *m;
-} commit_ctx;
-
-/* The ordinal comes from the INSERT itself: one more than the key's
-** highest, under the transaction's lock, so parallel commits of one key
-** get 1, 2, 3 ... and none overwrites another. */
-static int commit_tx(ux_store *st, void *arg) {
-  ux_obj_meta *m = arg;
-  int n = ux_db_exec(st,
-    "INSERT INTO cp_object_versions(bucket, key, ordinal, version_id, delete_marker, bytes,"
-    "   sha256, etag, content_type, last_modified)"
-    " SELECT ?1, ?2, COALESCE(MAX(ordinal), 0) + 1, ?3, 0, ?4, ?5, ?6, ?7, ?8"
-    " FROM cp_object_versions WHERE bucket = ?1 AND key = ?2",
-    "sssisssi", m->bucket, m->key, m->version_id, (long long)m->bytes, m->sha256, m->etag,
-    m->content_type, m->last_modified);
-  if (n != 1) return -1;
-  json_t *row = ux_db_row(st, "SELECT ordinal FROM cp_object_versions WHERE version_id = ?1",
-                          "s", m->version_id);
-  m->ordinal = json_integer_value(json_object_get(row, "ordinal"));
-  json_decref(row);
-  return m->ordinal > 0 ? 0 : -1;
-}
-
 /* Size and sha256 checks, then the content made durable. */
 static int finish_content(ux_objput *p, ux_obj_meta *m) {
   unsigned char d[EVP_MAX_MD_SIZE];
@@ -231,7 +205,7 @@ int ux_objput_commit(ux_objput *p, ux_obj_meta *out) {
   m.last_modified = ux_now();
   m.is_latest = 1;
   /* the version's row commits its ledger item (a trigger, ledger.h) */
-  if (ux_db_tx(p->os->st, commit_tx, &m) != 0) {
+  if (ux_objstore_add_version(p->os, &m) != 0) {
     if (unlinkat(p->os->blobfd, m.version_id, 0) < 0)
       fprintf(stderr, "unsandboxd: objects: cannot remove %s: %s\n", m.version_id, strerror(errno));
     ux_ledger_cancel(p->os->st, p->item);

@@ -1,10 +1,12 @@
 /*
-** The object store's metadata, reads, deletes, the ticket ledger and the
-** transfer gate (cp/objects/store.h); writing a version is cp/objects/put.c. Every change
-** is one conditional statement or one transaction (store/db.h): ordinals
-** come from the INSERT that commits a version, a delete marker is only
-** added by a statement that sees a live latest version, a jti is burned
-** by an INSERT OR IGNORE whose row count says who was first.
+** The object store's tables (cp_object_versions, cp_ticket_jtis: every
+** statement on them is here), metadata, reads, deletes, the ticket ledger
+** and the transfer gate (cp/objects/store.h); writing a version's content
+** is cp/objects/put.c. Every change is one conditional statement or one
+** transaction (store/db.h): ordinals come from the INSERT that commits a
+** version, a delete marker is only added by a statement that sees a live
+** latest version, a jti is burned by an INSERT OR IGNORE whose row count
+** says who was first.
 */
 #include "server/cp/objects/store_int.h"
 
@@ -52,6 +54,30 @@ void ux_objstore_row_meta(const json_t *row, ux_obj_meta *m) {
   m->last_modified = json_integer_value(json_object_get(row, "last_modified"));
   m->delete_marker = json_integer_value(json_object_get(row, "delete_marker")) != 0;
   m->is_latest = json_integer_value(json_object_get(row, "is_latest")) != 0;
+}
+
+/* The ordinal comes from the INSERT itself: one more than the key's
+** highest, under the transaction's lock, so parallel commits of one key
+** get 1, 2, 3 ... and none overwrites another. */
+static int add_version_tx(ux_store *st, void *arg) {
+  ux_obj_meta *m = arg;
+  int n = ux_db_exec(st,
+    "INSERT INTO cp_object_versions(bucket, key, ordinal, version_id, delete_marker, bytes,"
+    "   sha256, etag, content_type, last_modified)"
+    " SELECT ?1, ?2, COALESCE(MAX(ordinal), 0) + 1, ?3, 0, ?4, ?5, ?6, ?7, ?8"
+    " FROM cp_object_versions WHERE bucket = ?1 AND key = ?2",
+    "sssisssi", m->bucket, m->key, m->version_id, (long long)m->bytes, m->sha256, m->etag,
+    m->content_type, m->last_modified);
+  if (n != 1) return -1;
+  json_t *row = ux_db_row(st, "SELECT ordinal FROM cp_object_versions WHERE version_id = ?1",
+                          "s", m->version_id);
+  m->ordinal = json_integer_value(json_object_get(row, "ordinal"));
+  json_decref(row);
+  return m->ordinal > 0 ? 0 : -1;
+}
+
+int ux_objstore_add_version(ux_objstore *os, ux_obj_meta *m) {
+  return ux_db_tx(os->st, add_version_tx, m) == 0 ? 0 : -1;
 }
 
 /* ------------------------------------------------------------------

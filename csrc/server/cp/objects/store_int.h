@@ -22,6 +22,10 @@ struct ux_objstore {
   ux_shares *parties;     /* the slots each party holds */
 };
 
+/* Records the version m describes as its key's latest, setting
+** m->ordinal: 0, or -1 (nothing recorded). */
+int ux_objstore_add_version(ux_objstore *os, ux_obj_meta *m);
+
 /* Fills m from a row of cp_object_versions (SELECT *). */
 void ux_objstore_row_meta(const json_t *row, ux_obj_meta *m);
 

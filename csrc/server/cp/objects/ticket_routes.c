@@ -17,11 +17,10 @@
 #include "server/cp/audit.h"
 #include "server/cp/auth/auth.h"
 #include "server/cp/objects/routes.h"
-#include "server/cp/objects/routes.h"
 #include "server/cp/objects/tickets.h"
 #include "server/cp/objects/transfer.h"
+#include "server/cp/tables/tenants.h"
 #include "server/fsutil.h"
-#include "server/store/db.h"
 #include "server/store/ledger.h"
 
 #define BAD_TICKET "invalid, expired, or already used object ticket"
@@ -65,13 +64,9 @@ static int owner_suspended(ux_cp_call *c, const ux_objticket *t) {
   char tenant[UX_OBJ_OWNER_MAX + 1];
   snprintf(tenant, sizeof tenant, "%.*s", (int)strcspn(t->owner, "/"), t->owner);
   if (!tenant[0]) return 0;
-  ux_store *st = c->cp->srv->store;
-  json_t *row = ux_db_row(st, "SELECT status FROM cp_tenants WHERE id = ?1", "s", tenant);
-  if (!row && ux_db_unavailable(st)) return ux_cp_store_failed(c, "tenant lookup failed");
-  const char *status = json_string_value(json_object_get(row, "status"));
-  int suspended = status && strcmp(status, "active") != 0;
-  json_decref(row);
-  if (!suspended) return 0;
+  ux_tenant_state state = ux_tenants_state(c->cp->srv->store, tenant);
+  if (state == UX_TENANT_BROKEN) return ux_cp_store_failed(c, "tenant lookup failed");
+  if (state != UX_TENANT_SUSPENDED) return 0;
   snprintf(c->id.tenant, sizeof c->id.tenant, "%.63s", tenant);
   ux_cp_audit(c->cp, &c->id, "object.ticket.suspended", t->key, "denied");
   return ux_cp_fail(c, 403, "tenant is suspended: %s", tenant);

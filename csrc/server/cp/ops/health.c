@@ -13,6 +13,9 @@
 #include "server/cp/admin/admin.h"
 #include "server/http/counters.h"
 #include "server/cp/runtime/runtime.h"
+#include "server/cp/tables/sandboxes.h"
+#include "server/cp/tables/tenants.h"
+#include "server/cp/tables/workspaces.h"
 #include "server/store/db.h"
 #include "server/store/ledger.h"
 
@@ -30,11 +33,9 @@ int ux_cp_healthz(ux_cp_call *c) {
   if (atomic_load(&c->cp->shutting_down))
     return ux_cp_ok(c, 503, json_pack("{s:s,s:s}", "error", "shutting down",
                                       "diagnosis", "the server is draining before it stops"));
-  json_t *probe = ux_db_row(c->cp->srv->store, "SELECT 1 AS one", "");
-  if (!probe)
+  if (ux_db_ping(c->cp->srv->store) < 0)
     return ux_cp_ok(c, 503, json_pack("{s:s,s:s}", "error", "database unavailable",
                                       "diagnosis", "the SQLite store did not answer a query"));
-  json_decref(probe);
   return ux_cp_ok(c, 200, json_pack("{s:s,s:s,s:s,s:s}", "status", "ok", "database", "ok",
                                     "kubernetes", "ok", "object_storage", "ok"));
 }
@@ -43,9 +44,6 @@ int ux_cp_metrics_route(ux_cp_call *c) {
   size_t len;
   char *text = ux_counters_text(c->cp->metrics, "sandbox_control_plane_requests_total",
                                 "Requests answered, by route and status.", &len);
-  json_t *n = ux_db_row(c->cp->srv->store, "SELECT count(*) AS n FROM cp_workspaces", "");
-  json_t *live = ux_db_row(c->cp->srv->store,
-    "SELECT count(*) AS n FROM cp_sandboxes WHERE status = 'live'", "");
   char gauges[2048];
   int g = snprintf(gauges, sizeof gauges,
     "# HELP sandbox_control_plane_workspaces Workspaces in the store.\n"
@@ -54,10 +52,7 @@ int ux_cp_metrics_route(ux_cp_call *c) {
     "# HELP sandbox_control_plane_runtimes_live Runtimes pending or running.\n"
     "# TYPE sandbox_control_plane_runtimes_live gauge\n"
     "sandbox_control_plane_runtimes_live %lld\n",
-    (long long)json_integer_value(json_object_get(n, "n")),
-    (long long)json_integer_value(json_object_get(live, "n")));
-  json_decref(n);
-  json_decref(live);
+    ux_workspaces_count(c->cp->srv->store), ux_sandboxes_live_count(c->cp->srv->store));
   ux_ledger_usage u;
   if (g > 0 && (size_t)g < sizeof gauges && ux_ledger_usage_of(c->cp->srv->store, NULL, &u) == 0) {
     g += snprintf(gauges + g, sizeof gauges - (size_t)g,
@@ -128,9 +123,7 @@ int ux_cp_whoami(ux_cp_call *c) {
   json_object_set_new(j, "acting_subject", id->subject[0] ? json_string(id->subject) : json_null());
   json_object_set_new(j, "capabilities", capabilities(c));
   if (id->tenant[0]) {
-    json_t *t = ux_db_row(c->cp->srv->store,
-      "SELECT id AS name, status, max_workspaces, (SELECT count(*) FROM cp_workspaces w"
-      " WHERE w.tenant = t.id) AS used_workspaces FROM cp_tenants t WHERE id = ?1", "s", id->tenant);
+    json_t *t = ux_tenants_usage(c->cp->srv->store, id->tenant);
     if (t) json_object_set_new(j, "tenant", t);
   }
   return ux_cp_ok(c, 200, j);
@@ -144,9 +137,7 @@ int ux_cp_templates(ux_cp_call *c) {
 
 /* Live runtimes of the workspaces the identity sees. */
 static json_t *visible_runtimes(ux_cp_call *c) {
-  json_t *rows = ux_db_rows(c->cp->srv->store,
-    "SELECT s.id, w.tenant, w.subject, w.id AS wid FROM cp_sandboxes s JOIN cp_workspaces w ON w.id = s.workspace_id"
-    " WHERE s.status = 'live' ORDER BY s.created_at, s.rowid", "");
+  json_t *rows = ux_sandboxes_live(c->cp->srv->store);
   json_t *out = json_array(), *row;
   size_t i;
   json_array_foreach(rows, i, row) {

@@ -346,6 +346,7 @@ int ux_runtimes_info(ux_runtimes *rts, const char *sb_id, ux_rt_info *out) {
     snprintf(out->template_id, sizeof out->template_id, "%s", rt->template_id);
     snprintf(out->why, sizeof out->why, "%s", rt->why);
     out->status = rt->status;
+    out->health_checks = rt->health_checks;
     out->created_at = rt->created_at;
     out->expires_at = rt->created_at + rts->cfg.hard_ttl_s;
     long idle_end_ms = rt->used_ms + (long)rts->cfg.idle_ttl_s * 1000;

@@ -63,6 +63,7 @@ typedef struct ux_rt_info {
   int status;
   long created_at, expires_at, idle_expires_at;
   char why[256];              /* for FAILED */
+  long health_checks;         /* health pings its agent has answered */
 } ux_rt_info;
 
 /* The registry and its watcher thread (readiness, health, TTLs); NULL

@@ -49,6 +49,8 @@ struct ux_rt {
   /* the watcher's ping in flight: readiness first, then health */
   int ping_fd;
   long ping_deadline, ping_next;
+  int ping_misses;            /* health deadlines the ping in flight missed */
+  long health_checks;         /* health pings answered */
   ux_agent_frames ping_in;
   struct ux_rt *next;
 };

@@ -6,10 +6,15 @@
 **              the answer makes the runtime RUNNING; no answer within
 **              start_timeout_s, or a wrong one, makes it FAILED;
 **   health     a running runtime's agent is pinged every
-**              health_interval_s: an agent that stopped (SIGSTOP from the
-**              code in the sandbox, which shares its uid) or broke the
-**              protocol is stopped as FAILED (a runtime whose sandbox
-**              simply died is noticed at once by its own thread);
+**              health_interval_s: an agent that broke the protocol is
+**              stopped as FAILED at once, and one that stopped (SIGSTOP
+**              from the code in the sandbox, which shares its uid) once
+**              its ping has gone unanswered through UX_RT_HEALTH_MISSES
+**              deadlines of health_timeout_s in a row. A merely slow agent
+**              (a loaded machine, a sandbox using its whole CPU share)
+**              answers late, not never: its late answer still counts, so
+**              it is not killed for the machine's load (a runtime whose
+**              sandbox simply died is noticed at once by its own thread);
 **   TTLs       idle and hard TTLs release runtimes;
 **   cleanup    threads of ended runtimes are joined, and the runtimes
 **              forgotten, forget_after_s after they were reported
@@ -34,6 +39,7 @@
 #include "server/sandbox/runner.h"
 
 #define MAX_ROUND_MS   1000     /* the longest sleep between two rounds */
+#define UX_RT_HEALTH_MISSES 3   /* health deadlines in a row before FAILED */
 #define PING_REPLY_MAX 4096     /* a ping's answer is a few dozen bytes */
 
 void ux_rt_ping_close(ux_rt *rt) {
@@ -71,6 +77,7 @@ static void ping_send(ux_rt *rt, long deadline) {
   ** fresh socket; if it did, no answer comes and the deadline decides */
   rt->ping_fd = fd;
   rt->ping_deadline = deadline;
+  rt->ping_misses = 0;
   ux_agent_frames_init(&rt->ping_in);
 }
 
@@ -117,6 +124,7 @@ static void ping_read(ux_runtimes *rts, ux_rt *rt, long now) {
   }
   ux_rt_ping_close(rt);
   rt->ping_next = now + (long)rts->cfg.health_interval_s * 1000;
+  if (rt->status == UX_RT_RUNNING) rt->health_checks++;
   if (rt->status == UX_RT_PENDING) {
     rt->status = UX_RT_RUNNING;
     rt->used_ms = now;                   /* the idle clock starts now */
@@ -125,6 +133,23 @@ static void ping_read(ux_runtimes *rts, ux_rt *rt, long now) {
 }
 
 static void soonest(long *next, long t) { if (t < *next) *next = t; }
+
+/* A running runtime's health ping passed its deadline (mu held). An
+** answer that has arrived is read first (the watcher may itself be late
+** on a loaded machine); without one, the same ping is waited for through
+** another deadline, and only UX_RT_HEALTH_MISSES of them in a row stop the
+** runtime. */
+static void health_overdue(ux_runtimes *rts, ux_rt *rt, long now) {
+  const ux_rt_config *c = &rts->cfg;
+  ping_read(rts, rt, now);
+  if (rt->ping_fd < 0 || rt->kill) return;
+  if (++rt->ping_misses < UX_RT_HEALTH_MISSES) {
+    rt->ping_deadline = now + (long)c->health_timeout_s * 1000;
+    return;
+  }
+  stop_rt(rt, UX_RT_FAILED, 0, "its agent did not answer a health check within %d s",
+          UX_RT_HEALTH_MISSES * c->health_timeout_s);
+}
 
 /* The timers of one runtime (mu held). */
 static void step(ux_runtimes *rts, ux_rt *rt, long now, long *next) {
@@ -149,15 +174,16 @@ static void step(ux_runtimes *rts, ux_rt *rt, long now, long *next) {
     return;
   }
   if (rt->status != UX_RT_RUNNING) return;
+  if (rt->ping_fd >= 0 && now >= rt->ping_deadline) {
+    health_overdue(rts, rt, now);
+    if (rt->kill) return;
+  }
   long hard = rt->created_ms + (long)c->hard_ttl_s * 1000;
   long idle = rt->used_ms + (long)c->idle_ttl_s * 1000;
   if (now >= hard) {
     stop_rt(rt, UX_RT_RELEASED, 0, "the runtime reached its hard TTL of %d s", c->hard_ttl_s);
   } else if (rt->calls == 0 && now >= idle) {
     stop_rt(rt, UX_RT_RELEASED, 0, "the runtime was idle for %d s", c->idle_ttl_s);
-  } else if (rt->ping_fd >= 0 && now >= rt->ping_deadline) {
-    stop_rt(rt, UX_RT_FAILED, 0, "its agent did not answer a health check within %d s",
-            c->health_timeout_s);
   } else {
     if (rt->ping_fd < 0 && now >= rt->ping_next)
       ping_send(rt, now + (long)c->health_timeout_s * 1000);

@@ -1,11 +1,9 @@
 /*
-** Sandboxes (spec §4.1): the routes over runtimes (runtime.h). A record
-** per sandbox in cp_sandboxes keeps its id, workspace, template and
-** whether it is live, released or failed; while it is live the registry
-** of runtimes knows whether it is still pending or running. One live
-** runtime per workspace, reused by a second create; a tenant's
-** max_runtimes and the process's capacity are checked when the record is
-** inserted, in the same statement.
+** Sandboxes (spec §4.1): the routes over runtimes (runtime.h) and their
+** records (cp/tables/sandboxes.h). One live runtime per workspace, reused
+** by a second create; a tenant's max_runtimes is checked when the record
+** is inserted, in the same statement, and the process's capacity when the
+** runtime starts.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,20 +13,19 @@
 #include "server/cp/sandboxes/sandboxes.h"
 #include "server/cp/admin/admin.h"
 #include "core/cpshapes.h"
-#include "server/cp/sandboxes/sandboxes.h"
 #include "server/cp/workspaces/workspaces.h"
 #include "server/cp/runtime/runtime.h"
+#include "server/cp/tables/sandboxes.h"
+#include "server/cp/tables/workspaces.h"
 #include "server/fsutil.h"
 #include "server/ids.h"
-#include "server/store/db.h"
 
 #define READY_WAIT_MS 110000
 
 void ux_cp_sandbox_ended(void *ctx, const char *sb_id, int status, const char *why) {
   ux_cp *cp = ctx;
-  ux_db_exec(cp->srv->store, "UPDATE cp_sandboxes SET status = ?1, ended_at = ?2 WHERE id = ?3"
-             " AND status = 'live'", "sis", status == UX_RT_FAILED ? "failed" : "released",
-             (long long)ux_now(), sb_id);
+  ux_sandboxes_end(cp->srv->store, sb_id, status == UX_RT_FAILED ? "failed" : "released",
+                   (long long)ux_now());
   if (status == UX_RT_FAILED) fprintf(stderr, "unsandboxd: runtime %s failed: %s\n", sb_id, why);
 }
 
@@ -71,39 +68,20 @@ static int lease_when_ready(ux_cp_call *c, const char *sb, const char *owner) {
   return ux_cp_fail(c, 409, "sandbox %s was released while starting", sb);
 }
 
-/* Inserts a live record if the workspace has none and the tenant is
-** under max_runtimes: 1 inserted, 0 refused (see why), -1 store. */
-static int insert_record(ux_cp *cp, const char *sb, const char *ws, const char *tenant,
-                         const char *tpl, int *why_live) {
-  long long now = ux_now();
-  int n = ux_db_exec(cp->srv->store,
-    "INSERT INTO cp_sandboxes(id, workspace_id, template, status, created_at, expires_at)"
-    " SELECT ?1, ?2, ?3, 'live', ?4, ?5 WHERE NOT EXISTS (SELECT 1 FROM cp_sandboxes WHERE"
-    " workspace_id = ?2 AND status = 'live') AND (SELECT count(*) FROM cp_sandboxes s JOIN"
-    " cp_workspaces w ON w.id = s.workspace_id WHERE w.tenant = ?6 AND s.status = 'live') <"
-    " coalesce((SELECT max_runtimes FROM cp_tenants WHERE id = ?6), 1 << 62)",
-    "sssiis", sb, ws, tpl, now, now + (long long)cp->hard_ttl_s, tenant);
-  if (n != 0) return n;
-  json_t *live = ux_db_row(cp->srv->store, "SELECT id FROM cp_sandboxes WHERE workspace_id = ?1"
-                           " AND status = 'live'", "s", ws);
-  *why_live = live != NULL;
-  json_decref(live);
-  return 0;
-}
-
 static int start(ux_cp_call *c, json_t *ws, const char *tpl, int wait) {
   const char *wsid = json_string_value(json_object_get(ws, "id"));
   const char *owner = json_string_value(json_object_get(ws, "owner"));
+  const char *tenant = json_string_value(json_object_get(ws, "tenant"));
   char sb[32], dir[4200], err[256];
   int live = 0;
+  long long now = ux_now();
   ux_random_id(sb, sizeof sb, "sb-", 6);
-  int n = insert_record(c->cp, sb, wsid, json_string_value(json_object_get(ws, "tenant")), tpl, &live);
+  int n = ux_sandboxes_add_live(c->cp->srv->store, sb, wsid, tpl, tenant, now,
+                                now + (long long)c->cp->hard_ttl_s, &live);
   if (n < 0) return ux_cp_store_failed(c, "sandbox write failed");
-  if (n == 0 && !live)
-    return ux_cp_fail(c, 429, "runtime limit reached for tenant %s",
-                      json_string_value(json_object_get(ws, "tenant")));
+  if (n == 0 && !live) return ux_cp_fail(c, 429, "runtime limit reached for tenant %s", tenant);
   if (n == 0 || ux_runtimes_of_workspace(c->cp->rts, wsid, sb) == 0) {
-    if (n == 1) ux_db_exec(c->cp->srv->store, "DELETE FROM cp_sandboxes WHERE id = ?1", "s", sb);
+    if (n == 1) ux_sandboxes_remove(c->cp->srv->store, sb);
     if (ux_runtimes_of_workspace(c->cp->rts, wsid, sb) != 0)
       return ux_cp_fail(c, 503, "the workspace's runtime is starting or stopping; retry");
     goto reuse;
@@ -111,7 +89,7 @@ static int start(ux_cp_call *c, json_t *ws, const char *tpl, int wait) {
   int rc = ux_cp_ws_dir(c->cp, wsid, dir, sizeof dir) == 0
            ? ux_runtimes_start(c->cp->rts, sb, wsid, dir, tpl, err, sizeof err) : -1;
   if (rc != 0) {
-    ux_db_exec(c->cp->srv->store, "DELETE FROM cp_sandboxes WHERE id = ?1", "s", sb);
+    ux_sandboxes_remove(c->cp->srv->store, sb);
     if (rc == -2) return ux_cp_fail(c, 429, "runtime capacity is exhausted; this is transient, retry later");
     if (rc == -3 && ux_runtimes_of_workspace(c->cp->rts, wsid, sb) == 0) goto reuse;
     fprintf(stderr, "unsandboxd: runtime for %s: %s\n", wsid, err);
@@ -151,8 +129,7 @@ int ux_cp_sb_get(ux_cp_call *c) {
                                         "workspace_id", info.ws_id, "template", info.template_id));
     if (info.status == UX_RT_RUNNING) return ux_cp_ok(c, 200, view(c, &info, 0, NULL));
   }
-  json_t *rec = ux_db_row(c->cp->srv->store, "SELECT status FROM cp_sandboxes WHERE id = ?1", "s",
-                          c->param[0]);
+  json_t *rec = ux_sandboxes_get(c->cp->srv->store, c->param[0]);
   const char *st = json_string_value(json_object_get(rec, "status"));
   json_t *j = json_pack("{s:s,s:s}", "id", c->param[0],
                         "status", st && !strcmp(st, "failed") ? "failed" : st && !strcmp(st, "live")
@@ -163,8 +140,7 @@ int ux_cp_sb_get(ux_cp_call *c) {
 
 int ux_cp_sb_delete(ux_cp_call *c) {
   ux_runtimes_release(c->cp->rts, c->param[0]);
-  if (ux_db_exec(c->cp->srv->store, "UPDATE cp_sandboxes SET status = 'released', ended_at = ?1"
-                 " WHERE id = ?2 AND status = 'live'", "is", (long long)ux_now(), c->param[0]) < 0)
+  if (ux_sandboxes_end(c->cp->srv->store, c->param[0], "released", (long long)ux_now()) < 0)
     return ux_cp_store_failed(c, "sandbox write failed");
   return ux_cp_ok(c, 200, json_pack("{s:s,s:b}", "id", c->param[0], "released", 1));
 }
@@ -174,7 +150,7 @@ int ux_cp_sb_token(ux_cp_call *c) {
   if (ux_runtimes_info(c->cp->rts, c->param[0], &info) != 0 || info.status != UX_RT_RUNNING)
     return ux_cp_fail(c, 404, "runtime %s not found", c->param[0]);
   ux_runtimes_touch(c->cp->rts, c->param[0]);
-  json_t *ws = ux_db_row(c->cp->srv->store, "SELECT owner FROM cp_workspaces WHERE id = ?1", "s", info.ws_id);
+  json_t *ws = ux_workspaces_get(c->cp->srv->store, info.ws_id);
   char *token = ux_cp_scoped_token(c->cp, "sandbox", info.sb_id,
                                    json_string_value(json_object_get(ws, "owner")));
   json_decref(ws);
@@ -186,9 +162,7 @@ int ux_cp_sb_token(ux_cp_call *c) {
 }
 
 int ux_cp_sb_list(ux_cp_call *c) {
-  json_t *rows = ux_db_rows(c->cp->srv->store, "SELECT s.id, w.id AS wid, w.tenant, w.subject FROM"
-                            " cp_sandboxes s JOIN cp_workspaces w ON w.id = s.workspace_id WHERE"
-                            " s.status = 'live' ORDER BY s.created_at, s.rowid", "");
+  json_t *rows = ux_sandboxes_live(c->cp->srv->store);
   if (!rows) return ux_cp_store_failed(c, "sandbox list failed");
   json_t *out = json_array(), *row;
   size_t i;

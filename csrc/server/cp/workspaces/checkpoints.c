@@ -15,15 +15,14 @@
 
 #include "server/cp/workspaces/checkpoints.h"
 #include "server/cp/auth/auth.h"
-#include "server/cp/workspaces/checkpoints.h"
 #include "server/cp/objects/routes.h"
 #include "server/cp/objects/store.h"
 #include "server/cp/objects/transfer.h"
 #include "server/cp/runtime/runtime.h"
+#include "server/cp/tables/workspaces.h"
 #include "server/fsutil.h"
 #include "server/ids.h"
 #include "server/sandbox/volume.h"
-#include "server/store/db.h"
 #include "server/store/ledger.h"
 
 #define BUCKET "sandbox-workspaces"
@@ -50,10 +49,8 @@ static unsigned long long max_bytes(void) {
 
 /* The tenant whose storage a workspace's checkpoints take. */
 static void tenant_of(ux_cp_call *c, const char *ws, char *tenant, size_t len) {
-  json_t *row = ux_db_row(c->cp->srv->store, "SELECT tenant FROM cp_workspaces WHERE id = ?1", "s", ws);
-  snprintf(tenant, len, "%s", json_string_value(json_object_get(row, "tenant")) ?
-           json_string_value(json_object_get(row, "tenant")) : ux_cp_home_tenant(&c->id));
-  json_decref(row);
+  if (!ux_workspaces_tenant(c->cp->srv->store, ws, tenant, len))
+    snprintf(tenant, len, "%s", ux_cp_home_tenant(&c->id));
 }
 
 int ux_cp_checkpoint_create(ux_cp_call *c) {

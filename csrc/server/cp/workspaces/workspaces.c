@@ -16,11 +16,11 @@
 #include "server/cp/auth/auth.h"
 #include "server/cp/workspaces/checkpoints.h"
 #include "server/cp/workspaces/workspaces.h"
-#include "server/cp/workspaces/workspaces.h"
 #include "server/cp/runtime/runtime.h"
 #include "server/cp/objects/locator.h"
 #include "server/cp/objects/request.h"
 #include "server/cp/workspaces/ids.h"
+#include "server/cp/tables/workspaces.h"
 #include "server/fsutil.h"
 #include "server/sandbox/tree.h"
 #include "server/sandbox/volume.h"
@@ -109,23 +109,17 @@ static int record_tx(ux_store *st, void *ctx) {
   const ux_ws_target *w = x->w;
   const char *owner = *x->owner ? x->owner : NULL;
   long long now = ux_now();
-  json_t *row = ux_db_row(st, "SELECT * FROM cp_workspaces WHERE id = ?1", "s", w->id);
+  json_t *row = ux_workspaces_get(st, w->id);
   if (row) {
     int seen = ux_cp_visible(x->id, row);
     json_decref(row);
     x->result = seen ? 0 : -3;
     if (!seen) return 0;
-    return ux_db_exec(st, "UPDATE cp_workspaces SET last_used_at = ?1, owner = coalesce(?2, owner)"
-                      " WHERE id = ?3", "iss", now, owner, w->id) < 0 ? -1 : 0;
+    return ux_workspaces_touch(st, w->id, now, owner) < 0 ? -1 : 0;
   }
   if (ux_db_unavailable(st)) return -1;
-  int n = ux_db_exec(st,
-    "INSERT INTO cp_workspaces(id, tenant, subject, principal_kind, principal_id,"
-    " session_id, owner, created_at, last_used_at)"
-    " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8 WHERE"
-    " (SELECT count(*) FROM cp_workspaces WHERE tenant = ?2) <"
-    " coalesce((SELECT max_workspaces FROM cp_tenants WHERE id = ?2), 1 << 62)",
-    "sssssssi", w->id, w->tenant, w->subject, w->kind, w->principal, w->session_id, owner, now);
+  ux_workspace_row add = { w->id, w->tenant, w->subject, w->kind, w->principal, w->session_id, owner };
+  int n = ux_workspaces_add(st, &add, now);
   x->result = n == 1 ? 1 : -2;
   return n < 0 ? -1 : 0;
 }
@@ -192,7 +186,7 @@ int ux_cp_ws_create(ux_cp_call *c) {
   if (rec == -2) return ux_cp_fail(c, 429, "workspace limit reached for tenant %s", w.tenant);
   int made = ensure_volume(c->cp, w.id, w.tenant);
   if (made < 0) {
-    if (rec == 1) ux_db_exec(c->cp->srv->store, "DELETE FROM cp_workspaces WHERE id = ?1", "s", w.id);
+    if (rec == 1) ux_workspaces_remove(c->cp->srv->store, w.id);
     return made == -1 ? ux_cp_fail(c, 500, "cannot create the workspace's volume")
                       : ux_cp_storage_refused(c, made == -2 ? UX_LEDGER_QUOTA : UX_LEDGER_BUDGET, w.tenant);
   }
@@ -211,7 +205,7 @@ int ux_cp_ws_create(ux_cp_call *c) {
 int ux_cp_ws_resolve(ux_cp_call *c) {
   ux_ws_target w;
   if (ux_cp_ws_target(c, &w)) return -1;
-  json_t *row = ux_db_row(c->cp->srv->store, "SELECT * FROM cp_workspaces WHERE id = ?1", "s", w.id);
+  json_t *row = ux_workspaces_get(c->cp->srv->store, w.id);
   int seen = row && ux_cp_visible(&c->id, row);
   json_decref(row);
   if (!seen) return ux_cp_fail(c, 404, "workspace not found");
@@ -240,7 +234,7 @@ static json_t *view(ux_cp_call *c, json_t *row) {
 }
 
 int ux_cp_ws_list(ux_cp_call *c) {
-  json_t *rows = ux_db_rows(c->cp->srv->store, "SELECT * FROM cp_workspaces ORDER BY created_at, rowid", "");
+  json_t *rows = ux_workspaces_all(c->cp->srv->store);
   if (!rows) return ux_cp_store_failed(c, "workspace list failed");
   json_t *out = json_array(), *row;
   size_t i;
@@ -258,9 +252,8 @@ int ux_cp_ws_delete(ux_cp_call *c) {
   long long purged = ux_cp_flag(c->r, "purge") ? ux_cp_checkpoints_purge(c->cp, ws) : 0;
   if (purged < 0) return ux_cp_store_failed(c, "checkpoint purge failed");
   if (ux_cp_ws_dir(c->cp, ws, dir, sizeof dir) == 0) ux_volume_destroy(dir);
-  if (ux_db_exec(c->cp->srv->store, "DELETE FROM cp_workspaces WHERE id = ?1", "s", ws) < 0)
+  if (ux_workspaces_remove(c->cp->srv->store, ws) < 0)
     return ux_cp_store_failed(c, "workspace delete failed");
-  ux_db_exec(c->cp->srv->store, "DELETE FROM cp_sandboxes WHERE workspace_id = ?1", "s", ws);
   return ux_cp_ok(c, 200, json_pack("{s:s,s:b,s:b,s:b,s:I}", "workspace_id", ws, "released", 1,
                                     "data_retained", 0, "purged", 1, "checkpoints_purged",
                                     (json_int_t)purged));
