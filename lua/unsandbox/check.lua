@@ -1,6 +1,7 @@
 --- Argument checks for the public functions. Misuse raises at the
 -- caller's level with a message naming the function and the argument.
 -- Internal module.
+local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 
 local M = {}
@@ -28,7 +29,7 @@ end
 -- or with arg a position "bad argument #n to 'fname' (msg)" (as lauxlib
 -- says it), raised at the caller's line.
 local function fail(fname, arg, msg)
-  local what = math.type(arg) == "integer" and "#" .. arg or "'" .. tostring(arg) .. "'"
+  local what = compat.math_type(arg) == "integer" and "#" .. arg or "'" .. tostring(arg) .. "'"
   error(string.format("bad argument %s to '%s' (%s)", what, fname, msg), user_level())
 end
 
@@ -57,10 +58,10 @@ end
 
 function M.int_range(fname, arg, v, lo, hi)
   if v == nil then return nil end
-  if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v)) then
+  if compat.math_type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v)) then
     fail(fname, arg, "integer expected, got " .. type(v) .. (type(v) == "number" and " " .. v or ""))
   end
-  v = math.tointeger(v)
+  v = compat.tointeger(v)
   if v < lo or v > hi then
     fail(fname, arg, string.format("must be between %d and %d, got %d", lo, hi, v))
   end

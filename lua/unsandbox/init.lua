@@ -11,6 +11,7 @@
 -- client configured from the environment. Expected failures return
 -- `nil, err` (an unsandbox.Error); misuse raises. Success is one value.
 -- @module unsandbox
+local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local Error = require "unsandbox.errors"
@@ -81,8 +82,8 @@ function unsandbox.client(opts)
   for _, k in ipairs { "public_key", "secret_key", "url", "ca_file" } do
     check.type("client", k, opts[k], "string", true)
   end
-  check.int_range("client", "account", opts.account, 0, math.maxinteger)
-  check.int_range("client", "max_response", opts.max_response, 1, math.maxinteger)
+  check.int_range("client", "account", opts.account, 0, compat.maxinteger)
+  check.int_range("client", "max_response", opts.max_response, 1, compat.maxinteger)
   check.positive("client", "timeout", opts.timeout)
   check.positive("client", "connect_timeout", opts.connect_timeout)
   check.type("client", "on_request", opts.on_request, "function", true)
@@ -140,7 +141,7 @@ function unsandbox.sign(secret, timestamp, method, path, body)
   local args = { secret, timestamp, method, path, body }
   for i, a in ipairs(SIGN_ARGS) do
     local v, t = args[i], type(args[i])
-    local fine = t == a[2] or (a[3] and v == nil) or (i == 2 and (t == "string" or math.type(v) == "integer"))
+    local fine = t == a[2] or (a[3] and v == nil) or (i == 2 and (t == "string" or compat.math_type(v) == "integer"))
     if not fine then check.fail("sign", i, a[1] .. ": " .. a[2] .. " expected, got " .. t) end
   end
   return core.exec.sign(secret, timestamp, method, path, body)

@@ -18,6 +18,7 @@
 -- runs the cleanups its calls registered (cancelling remote jobs) as
 -- tasks of their own, each bounded by its own timeout. Internal module;
 -- init.lua exports spawn, step, run, pollfds and completed.
+local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local context = require "unsandbox.context"
@@ -57,6 +58,13 @@ local function register(t, th)
   core.loop.task_thread(th, true)
 end
 
+-- On 5.1 a library pcall inside a task runs in a helper coroutine
+-- (compat.pcall): it waits as the task's own thread.
+compat.on_helper = function(co, parent)
+  local t = by_thread[parent]
+  if t then register(t, co) end
+end
+
 local function unregister_all(t)
   for th in pairs(t.threads) do
     core.loop.task_thread(th, false)
@@ -76,7 +84,7 @@ local function finish(t, ok, ...)
   unregister_all(t)
   t.cleanups = {}
   if ok then
-    t.state, t.results = "done", table.pack(...)
+    t.state, t.results = "done", compat.pack(...)
   else
     t.state, t.err = "failed", (...)
   end
@@ -87,10 +95,10 @@ local function resume(t)
   local prev = current
   current = t
   t.state = "running"
-  local r = table.pack(coroutine.resume(t.co))
+  local r = compat.pack(coroutine.resume(t.co))
   current = prev
   if coroutine.status(t.co) == "dead" then
-    finish(t, table.unpack(r, 1, r.n))
+    finish(t, compat.unpack(r, 1, r.n))
   elseif r[2] == YIELD then
     t.state = "waiting"                -- woken by the loop (or unpark)
   else
@@ -141,14 +149,14 @@ function M.spawn(fn, ...)
   if not callable(fn) then
     check.fail("spawn", 1, "function expected, got " .. type(fn))
   end
-  local args = table.pack(...)
+  local args = compat.pack(...)
   next_id = next_id + 1
   local t = setmetatable({ id = next_id, state = "ready", on_finish = {}, cleanups = {},
                            threads = setmetatable({}, { __mode = "k" }),
                            children = setmetatable({}, { __mode = "k" }),
                            transfers = setmetatable({}, { __mode = "k" }) }, Task)
   if current then current.children[t] = true end
-  t.co = coroutine.create(function() return fn(table.unpack(args, 1, args.n)) end)
+  t.co = coroutine.create(function() return fn(compat.unpack(args, 1, args.n)) end)
   context.apply(context.capture(), t.co)
   register(t, t.co)
   live[t] = true
@@ -180,7 +188,7 @@ function Task:done() return FINISHED[self.state] == true end
 -- What the task's function returned, or nil and what it raised (or the
 -- cancellation Error).
 local function outcome(t)
-  if t.state == "done" then return table.unpack(t.results, 1, t.results.n) end
+  if t.state == "done" then return compat.unpack(t.results, 1, t.results.n) end
   return nil, t.err
 end
 
@@ -273,13 +281,13 @@ function Task:cancel(why)
   unregister_all(self)
   local prev = current
   current = nil
-  coroutine.close(self.co)
+  compat.close_coroutine(self.co)
   current = prev
   local cleanups = self.cleanups
   self.cleanups = {}
   for _, c in pairs(cleanups) do
     local t = M.spawn(function()
-      local ok, done = pcall(c.fn)
+      local ok, done = compat.pcall(c.fn)
       if c.job_id and c.job_id == err.job_id then err.cancelled = ok and done == true end
     end)
     t.system = true
@@ -528,12 +536,12 @@ end
 -- of co on to the scheduler (this thread is a task's then) and resumes
 -- co once woken, so the caller sees only co's own yields.
 function M.resume(co, ...)
-  local r = table.pack(coroutine.resume(co, ...))
+  local r = compat.pack(coroutine.resume(co, ...))
   while r[1] and r[2] == YIELD and coroutine.status(co) == "suspended" do
     coroutine.yield(YIELD)
-    r = table.pack(coroutine.resume(co))
+    r = compat.pack(coroutine.resume(co))
   end
-  return table.unpack(r, 1, r.n)
+  return compat.unpack(r, 1, r.n)
 end
 
 return M
