@@ -10,9 +10,50 @@ override CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter 
 # string literals written through a non-const pointer (exec argument
 # vectors are const arrays, cast once at the exec call as POSIX intends)
 override CFLAGS   += -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wwrite-strings
-override CPPFLAGS += -Icsrc -I/usr/include/lua5.4 -I/usr/include/x86_64-linux-gnu
-LUA_LIBS  = -llua5.4
-CJSON_LIB = -llua5.4-cjson
+
+# ---- which Lua, and where headers and libraries are -------------------
+# `make LUA=luajit|5.1|5.3|5.4` builds the module for that Lua (5.4 by
+# default): build/<lua>/unsandbox/core.so (5.4: lua/unsandbox/core.so),
+# its binding objects in build/<lua>/lua/ (5.4: build/lua/), so the four
+# builds live side by side; the Lua-free core is shared. unlua, the C
+# tests and the examples of C hosts are 5.4 only. A LUA set in the
+# environment is not ours (LuaRocks' LUA is an interpreter's path):
+# without LUA on the command line, LUA_INCDIR's headers say which Lua it
+# is (LuaRocks passes LUA_INCDIR), else 5.4.
+ifneq ($(origin LUA),command line)
+  ifneq ($(LUA_INCDIR),)
+    LUA := $(if $(wildcard $(LUA_INCDIR)/luajit.h),luajit,$(shell sed -n \
+      's/^\#define[[:space:]]*LUA_VERSION_NUM[[:space:]]*50\([1-4]\).*/5.\1/p' $(LUA_INCDIR)/lua.h))
+  else
+    LUA := 5.4
+  endif
+endif
+ifeq ($(filter luajit 5.1 5.3 5.4,$(LUA)),)
+  $(error LUA=$(LUA): the module builds for luajit, 5.1, 5.3 or 5.4)
+endif
+# its pkg-config name and interpreter, and the version its modules install under
+LUA_PC      = $(if $(filter luajit,$(LUA)),luajit,lua$(LUA))
+LUA_INTERP  = $(LUA_PC)
+LUA_ABI     = $(if $(filter luajit,$(LUA)),5.1,$(LUA))
+# Headers: these variables (LuaRocks passes them from the rockspec), else
+# pkg-config for Lua, else the compiler's own search path. lua-compat53
+# (Debian's lua-compat53-dev) gives 5.1 and LuaJIT the 5.3 C API.
+LUA_INCDIR      ?= $(patsubst -I%,%,$(firstword $(shell pkg-config --cflags-only-I $(LUA_PC) 2>/dev/null)))
+COMPAT53_INCDIR ?= /usr/include/lua5.1
+CURL_INCDIR     ?=
+OPENSSL_INCDIR  ?=
+CJSON_LIBDIR    ?=
+LUA_LIBDIR      ?=
+incdir = $(if $(1),-isystem $(1))
+libdir = $(if $(1),-L$(1))
+override CPPFLAGS += -Icsrc $(call incdir,$(LUA_INCDIR)) $(call incdir,$(CURL_INCDIR)) \
+                     $(call incdir,$(OPENSSL_INCDIR))
+ifneq ($(filter luajit 5.1,$(LUA)),)
+  override CPPFLAGS += $(call incdir,$(COMPAT53_INCDIR))
+endif
+# what 5.4 hosts of our own (unlua, embed_demo, the C tests) link
+LUA_LIBS  = $(call libdir,$(LUA_LIBDIR)) -llua5.4
+CJSON_LIB = $(call libdir,$(CJSON_LIBDIR)) -llua5.4-cjson
 NET_LIBS  = -lcurl -lcrypto
 SRV_LIBS  = -lmicrohttpd -ljansson -lsqlite3 -larchive -lcrypto -lcurl -lpthread
 
@@ -35,7 +76,9 @@ AGENT_SRC  := $(wildcard csrc/agent/*.c)
 TEST_SRC   := $(wildcard csrc/tests/*_test.c)
 
 CORE_OBJ   := $(CORE_SRC:csrc/%.c=build/%.o)
-BIND_OBJ   := $(BIND_SRC:csrc/%.c=build/%.o)
+# the binding of this LUA (5.4's where it always was)
+BIND_DIR   := $(if $(filter 5.4,$(LUA)),build/lua,build/$(LUA)/lua)
+BIND_OBJ   := $(BIND_SRC:csrc/lua/%.c=$(BIND_DIR)/%.o)
 LAZY_OBJ   := $(LAZY_SRC:csrc/%.c=build/%.o)
 HOST_OBJ   := $(HOST_SRC:csrc/%.c=build/%.o)
 SERVER_OBJ := $(SERVER_SRC:csrc/%.c=build/%.o)
@@ -46,9 +89,15 @@ AGENT_OBJ  := $(AGENT_SRC:csrc/%.c=build/%.o)
 AGENT_LIB  := $(filter-out build/agent/main.o,$(AGENT_OBJ))
 TEST_BIN   := $(TEST_SRC:csrc/tests/%.c=build/tests/%)
 
-MODULE    = lua/unsandbox/core.so
-# the facade: lua/unsandbox/ and its folders by concern (exec/, cp/, cli/)
+MODULE    = $(if $(filter 5.4,$(LUA)),lua,build/$(LUA))/unsandbox/core.so
+# the module of every Lua (make all-luas); `make test` uses LuaJIT's too
+LUA_TARGETS = luajit 5.1 5.3 5.4
+# the facade: lua/unsandbox/ and its folders by concern (exec/, cp/, cli/);
+# cli/ is the `un` tool that unlua runs: 5.4 only, and installed only there
 FACADE_LUA := $(sort $(wildcard lua/unsandbox/*.lua lua/unsandbox/*/*.lua))
+ifneq ($(LUA),5.4)
+  FACADE_LUA := $(filter-out lua/unsandbox/cli/%,$(FACADE_LUA))
+endif
 # the same relative to lua/unsandbox/, and the folders, for install
 FACADE_REL := $(FACADE_LUA:lua/unsandbox/%=%)
 FACADE_DIRS := $(sort $(filter-out ./,$(dir $(FACADE_REL))))
@@ -61,9 +110,25 @@ EMBED     = examples/embed/embed_demo
 FRAME     = examples/embed/frame_loop
 
 .PHONY: all deps test check-c demo bench rock-check clean fuzz sanitize coverage install rock install-rock doc
+.PHONY: module all-luas test-all-luas
+ifeq ($(LUA),5.4)
 all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(FRAME) $(TEST_BIN) $(LUA_BC)
+else
+# another Lua: its module (the programs and C tests are 5.4's)
+all: $(MODULE)
+endif
+module: $(MODULE)
+
+# the module for every Lua of LUA_TARGETS, side by side
+all-luas:
+	@for l in $(LUA_TARGETS); do $(MAKE) -s --no-print-directory LUA=$$l module || exit 1; done
 
 build/%.o: csrc/%.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BIND_DIR)/%.o: csrc/lua/%.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
@@ -71,6 +136,7 @@ build/%.o: csrc/%.c
 # libcurl and libcrypto are loaded on first use (csrc/lazy/lazy.h): a
 # module that still needs one of their symbols from the loader is refused
 $(MODULE): $(CORE_OBJ) $(BIND_OBJ) $(LAZY_OBJ)
+	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -shared -o $@ $^ -ldl
 	$(Q)if nm -D --undefined-only $@ | grep -E ' (curl_|EVP_|OSSL_|OPENSSL_|CRYPTO_|RAND_)'; then \

@@ -18,8 +18,7 @@
 
 #include <stddef.h>
 
-#include <lua.h>
-#include <lauxlib.h>
+#include "lua/compat.h"
 
 #include "core/client.h"
 #include "core/cpclient.h"
@@ -161,8 +160,12 @@ int ub_task_can_yield(lua_State *L);
 unsb_token ub_wait(lua_State *L, int obj_idx);
 /* The running thread no longer waits on anything. */
 void ub_wait_done(lua_State *L);
-/* Yields core.YIELD to the scheduler; k continues. */
-int ub_yield(lua_State *L, lua_KContext ctx, lua_KFunction k);
+/* How a call inside a task waits: returns core.YIELD, k and the nargs
+** values on top of the stack. The facade (tasks.lua) yields to the
+** scheduler and, once the loop woke the thread, calls k(values...): the
+** call goes on there (k may wait again). The binding never yields from
+** C, so this works on every Lua the binding is built for. */
+int ub_yield(lua_State *L, lua_CFunction k, int nargs);
 
 /* ---- transfers (transfer.c) and buffered calls (exchange.c) ---- */
 enum { UB_XFER_BUFFER = 0, UB_XFER_SSE = 1, UB_XFER_RAW = 2 };

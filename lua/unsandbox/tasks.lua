@@ -1,10 +1,13 @@
 --- The scheduler: tasks are coroutines the library runs on the
 -- event loop of the C core. Inside a task every call of the library —
 -- execute_code, wait_for_job, Manager and Sandbox methods, streams —
--- yields instead of blocking: the binding (csrc/lua/loop.c) yields the
--- sentinel core.loop.YIELD from a registered task thread, with a continuation
--- that picks the call up when the loop wakes the thread. So a task costs
--- a coroutine and nothing else while it waits: no thread, no busy loop.
+-- yields instead of blocking: in a registered task thread the binding
+-- (csrc/lua/loop.c) returns the sentinel core.loop.YIELD and a
+-- continuation instead of waiting; the C functions that can do so are
+-- wrapped here (settle) to yield YIELD from Lua and call the continuation
+-- when the loop wakes the thread. No C frame is ever suspended, so this
+-- works the same on 5.4, 5.3, 5.1 and LuaJIT. A task costs a coroutine
+-- and nothing else while it waits: no thread, no busy loop.
 --
 --   local t = unsandbox.spawn(fn, ...)   -- starts at the next step
 --   unsandbox.step(ms)                   -- advance everything once
@@ -498,6 +501,45 @@ function M.wait_all(list)
   end
   return true
 end
+
+------------------------------------------------------------------------
+-- waits inside a task
+------------------------------------------------------------------------
+
+-- A C function that would wait inside a task returns YIELD, k, ...: the
+-- thread yields YIELD to the scheduler (resume() above sees it) and, once
+-- woken, k(...) goes on with the call (it may wait again). Tail calls: a
+-- wait of many rounds takes no stack.
+local settle
+
+local function wait_then(k, ...)
+  coroutine.yield(YIELD)
+  return settle(k(...))
+end
+
+function settle(first, ...)
+  if first == YIELD then return wait_then(...) end
+  return first, ...
+end
+
+-- Every C function that can wait, wrapped in place in each table that
+-- holds it (a facade loaded again finds Lua wrappers there, and leaves
+-- them).
+local function settle_all(where, names)
+  for _, name in ipairs(names) do
+    local f = where[name]
+    if type(f) == "function" and debug.getinfo(f, "S").what == "C" then
+      where[name] = function(...) return settle(f(...)) end
+    end
+  end
+end
+settle_all(core, { "sleep", "park", "terminal_open" })
+settle_all(core.loop, { "sleep", "park" })
+settle_all(core.term, { "terminal_open" })
+settle_all(core.exec.Client, { "request", "_request" })
+settle_all(core.cp.Manager, { "_request" })
+settle_all(core.loop.Transfer, { "step" })
+settle_all(core.Terminal, { "_service" })
 
 ------------------------------------------------------------------------
 -- streams opened inside a task
