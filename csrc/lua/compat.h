@@ -40,6 +40,17 @@
 #  define LUA_INTEGER_FMT "%td"
 #endif
 
+/* lua_pushfstring's conversion of a lua_Integer: "%I" from 5.3 on; 5.1
+** has none, and its "%f" of the value as a number prints an integral one
+** the same way (LUA_NUMBER_FMT, "%.14g"). */
+#if LUA_VERSION_NUM >= 503
+#  define UB_I "%I"
+#  define UB_IARG(v) ((lua_Integer)(v))
+#else
+#  define UB_I "%f"
+#  define UB_IARG(v) ((lua_Number)(v))
+#endif
+
 #ifndef LUAMOD_API
 #  define LUAMOD_API LUALIB_API
 #endif

@@ -54,8 +54,16 @@ end
 -- 5.1's coroutine.running() is nil on the main thread: this stands for it.
 local MAIN = setmetatable({}, { __name = "unsandbox.MainThread" })
 
--- helper coroutine (M.pcall on 5.1) -> the coroutine it runs for
+-- helper coroutine (M.pcall on 5.1) -> the coroutine it runs for, and
+-- -> the coroutine that made it (a helper's helper has both apart)
 local helper_of = setmetatable({}, { __mode = "k" })
+local parent_of = setmetatable({}, { __mode = "k" })
+
+--- The coroutine that made co when co is a helper of M.pcall, else nil:
+-- where the frames of the code that called M.pcall are.
+function M.parent_of(co)
+  return parent_of[co]
+end
 
 --- The running coroutine as the facade's per-coroutine state sees it:
 -- the main thread is a value too (5.1), and a helper coroutine of M.pcall
@@ -100,6 +108,7 @@ if not pcall_yields() then
     if type(f) ~= "function" then fn = function(...) return f(...) end end
     local co = coroutine.create(fn)
     helper_of[co] = helper_of[parent] or parent
+    parent_of[co] = parent
     if M.on_helper then M.on_helper(co, parent) end
     return settle(co, coroutine.resume(co, ...))
   end

@@ -1,4 +1,5 @@
---- unsandbox: run untrusted code in remote sandboxes from Lua 5.4.
+--- unsandbox: run untrusted code in remote sandboxes from Lua 5.4, 5.3,
+-- 5.1 and LuaJIT 2.1 (LÖVE, Neovim, OpenResty and other hosts).
 --
 -- Two services: the execution API (a Client, below) and the sandbox
 -- platform's Control Plane (unsandbox.manager{...} and unsandbox.Sandbox,
@@ -24,7 +25,21 @@ local unsandbox = {
   VERSION = core.VERSION,
   Error = Error,
   core = core,
+  with = compat.with,
+  pcall = compat.pcall,
 }
+
+--- with(resource, fn, ...) -> what fn(resource, ...) returns: resource (a
+-- Client, Manager, Sandbox, Shell, Terminal, binding: anything with
+-- close) is closed however fn ends, and what fn raised is raised again.
+-- On Lua 5.4 `local x <close> = resource` does the same; this is the way
+-- on 5.1, LuaJIT and 5.3, which have no to-be-closed variables.
+-- @function with
+
+--- pcall(f, ...): pcall that a task's calls can wait across. PUC Lua 5.1
+-- cannot yield across its own pcall (LuaJIT and 5.2+ can, and there this
+-- is pcall itself): inside a task on 5.1, protect library calls with it.
+-- @function pcall
 
 local Client = core.exec.Client   -- the methods table of the C userdata
 

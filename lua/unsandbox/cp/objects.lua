@@ -120,12 +120,17 @@ end
 local Reader = { __name = "unsandbox.ObjectReader" }
 Reader.__index = Reader
 
---- reader:read(n) (bytes), read("a") (the rest), read("l") (a line); nil at the end.
+-- the formats of io's read, with 5.1's "*" too (as 5.3 and 5.4 take it)
+local FORMAT = { a = "a", ["*a"] = "a", l = "l", ["*l"] = "l" }
+
+--- reader:read(n) (bytes), read("a") (the rest), read("l") (a line); nil
+-- at the end. "*a" and "*l" are the same, as in io on every Lua.
 function Reader:read(what)
   if self.pos > #self.data then return nil end
   local s
-  if what == "a" or what == nil then s = self.data:sub(self.pos)
-  elseif what == "l" then
+  local format = what == nil and "a" or FORMAT[what]
+  if format == "a" then s = self.data:sub(self.pos)
+  elseif format == "l" then
     local e = self.data:find("\n", self.pos, true)
     s = self.data:sub(self.pos, e and e - 1 or -1)
     self.pos = (e or #self.data) + 1

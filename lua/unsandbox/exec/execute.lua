@@ -46,7 +46,7 @@ end
 local function read_file(path)
   local f, err = io.open(path, "rb")
   if not f then return nil, err end
-  local data = f:read("a")
+  local data = f:read("*a")   -- "*a": 5.1 knows no other spelling
   f:close()
   return data
 end
