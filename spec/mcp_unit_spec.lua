@@ -168,7 +168,7 @@ describe("MCP client rules #unit", function()
     end
     p:close()
     local f = io.open(log)
-    local child_out = f and f:read("a") or ""
+    local child_out = f and f:read("*a") or ""
     if f then f:close() end
     os.remove(log)
     return r, err, child_out

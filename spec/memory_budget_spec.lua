@@ -201,7 +201,7 @@ describe("the memory budget of all runs #integration", function()
 
     it("a flag outside its range is a usage error", function()
       local p = io.popen(server.sh_quote(server.bin) .. " --data /tmp/unsb-never --memory-budget-mb 100 2>&1; echo rc=$?")
-      local out = p:read("a")
+      local out = p:read("*a")
       p:close()
       assert.matches("%-%-memory%-budget%-mb wants an integer between 1024", out)
       assert.matches("rc=2", out)

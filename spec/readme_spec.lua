@@ -9,7 +9,7 @@ local readme = require "spec.helpers.readme"
 local fs = require "spec.helpers.fs"
 local proc = require "spec.helpers.proc"
 
-local ROOT = io.popen("cd " .. fs.quote(os.getenv("UNSANDBOX_ROOT") or ".") .. " && pwd"):read("l")
+local ROOT = io.popen("cd " .. fs.quote(os.getenv("UNSANDBOX_ROOT") or ".") .. " && pwd"):read("*l")
 local UNLUA = ROOT .. "/bin/unlua"
 
 describe("README extraction #unit", function()

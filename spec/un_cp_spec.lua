@@ -16,7 +16,7 @@ describe("un Control Plane commands #integration", function()
     local errfile = dir .. "/stderr"
     local out, code = proc.run("bin/un " .. args, e, errfile)
     local f = io.open(errfile)
-    local err = f and f:read("a") or ""
+    local err = f and f:read("*a") or ""
     if f then f:close() end
     return out, err, code
   end
@@ -104,9 +104,9 @@ describe("un Control Plane commands #integration", function()
     local p = io.popen(proc.env_prefix(env) .. "bin/un sandbox run cli-run -- " ..
       proc.quote("echo first; sleep 3; echo second") .. " 2>/dev/null")
     local t0 = require("unsandbox.core").monotonic_ms()
-    local first = p:read("l")
+    local first = p:read("*l")
     local dt = require("unsandbox.core").monotonic_ms() - t0
-    local rest = p:read("a")
+    local rest = p:read("*a")
     p:close()
     assert.are.equal("first", first)
     assert.is_true(dt < 2500, "first line after " .. dt .. " ms")

@@ -3,11 +3,12 @@
 -- unsandboxd that must never outlive unlua), and the embedding example.
 local helper = require "spec.helpers.unsandboxd"
 local fs = require "spec.helpers.fs"
+local lua = require "spec.helpers.lua"
 local read, write = fs.read, fs.write
 
 local q = helper.sh_quote
 -- absolute, so that tests may run commands from other directories
-local ROOT = io.popen("cd " .. q(os.getenv("UNSANDBOX_ROOT") or ".") .. " && pwd"):read("l")
+local ROOT = io.popen("cd " .. q(os.getenv("UNSANDBOX_ROOT") or ".") .. " && pwd"):read("*l")
 local UNLUA = ROOT .. "/bin/unlua"
 local EMBED = ROOT .. "/examples/embed/embed_demo"
 
@@ -18,7 +19,7 @@ local tmp  -- a fresh directory per test
 -- Runs a shell command line; returns its stdout+stderr and exit status.
 local function sh(cmdline)
   local p = assert(io.popen("(" .. cmdline .. ") 2>&1; echo EXIT=$?"))
-  local out = p:read("a")
+  local out = p:read("*a")
   p:close()
   local body, code = out:match("^(.*)EXIT=(%d+)\n?$")
   return body, tonumber(code)
@@ -42,7 +43,7 @@ local function running(pid)
 end
 
 local function exists(path)
-  return os.execute("test -e " .. q(path)) == true
+  return lua.sh("test -e " .. q(path))
 end
 
 local function wait_for(pred, seconds)
@@ -57,7 +58,7 @@ end
 -- in one of the system calls named (its /proc/PID/syscall), so a SIGINT
 -- sent now meets the core's interrupt path, not Lua code. Numbers of
 -- x86_64 and aarch64.
-local ARCH = io.popen("uname -m"):read("l")
+local ARCH = io.popen("uname -m"):read("*l")
 local SYSCALLS = {
   x86_64 = { sleep = { [35] = true, [230] = true }, poll = { [7] = true, [271] = true } },
   aarch64 = { sleep = { [101] = true, [115] = true }, poll = { [73] = true } },
@@ -93,7 +94,7 @@ end
 -- exports to it / passes on the server's command line.
 local REPORT = [[
   local pid = os.getenv("UNSANDBOXD_PID")
-  local cmd = io.open("/proc/" .. pid .. "/cmdline"):read("a")
+  local cmd = io.open("/proc/" .. pid .. "/cmdline"):read("*a")
   print("PID=" .. pid)
   print("DATA=" .. cmd:match("%-%-data%z([^%z]+)"))
   print("URL=" .. os.getenv("UNSANDBOX_URL"), "LOCAL=" .. tostring(os.getenv("UNSANDBOX_LOCAL")))
@@ -250,7 +251,7 @@ describe("unlua #unit", function()
         .. " -e 'print(package.searchpath(\"unsandbox\", package.path))'")
       assert.equal(0, code)
       assert.matches("/lua/unsandbox/init%.lua\n$", out)
-      local real = io.popen("realpath " .. q(ROOT .. "/lua/unsandbox/init.lua")):read("l")
+      local real = io.popen("realpath " .. q(ROOT .. "/lua/unsandbox/init.lua")):read("*l")
       assert.equal(real .. "\n", out)
     end)
 
@@ -273,7 +274,7 @@ describe("unlua #unit", function()
     local MAPS = [[
       local function has(lib)
         local f = assert(io.open("/proc/self/maps"))
-        local m = f:read("a"); f:close()
+        local m = f:read("*a"); f:close()
         return m:find(lib, 1, true) and lib or "-"
       end
       local function libs() return has("libcurl") .. " " .. has("libcrypto") end
@@ -340,7 +341,7 @@ describe("unlua #unit", function()
 
     it("copied anywhere, still has the core and the facade built in", function()
       local copy = tmp .. "/bin"
-      assert(os.execute("mkdir -p " .. q(copy) .. " && cp " .. q(UNLUA) .. " " .. q(copy)))
+      assert(lua.sh("mkdir -p " .. q(copy) .. " && cp " .. q(UNLUA) .. " " .. q(copy)))
       local out, code = sh("cd / && env -u LUA_PATH -u LUA_PATH_5_4 LUA_CPATH_5_4=/nonexistent/?.so "
         .. q(copy .. "/unlua") .. " -e " .. q([[
           local u = require "unsandbox"
@@ -411,7 +412,7 @@ describe("unlua #unit", function()
       assert.matches("did not start: it exited before announcing its URL", out)
       assert.matches("| cannot bind: %-%-listen 127%.0%.0%.1:0 %-%-data ", out)
       assert.not_matches("ran", out)
-      assert.equal("", io.popen("ls " .. q(tmp) .. " | grep unlua-local"):read("a"))
+      assert.equal("", io.popen("ls " .. q(tmp) .. " | grep unlua-local"):read("*a"))
     end)
 
     it("exports the announced settings and stops the server on os.exit", function()

@@ -4,6 +4,7 @@
 -- 200 status page once TLS is accepted. Stopped by pid.
 local fs = require "spec.helpers.fs"
 local socket = require "socket"
+local lua = require "spec.helpers.lua"
 
 local M = {}
 local q = fs.quote
@@ -19,7 +20,7 @@ end
 --- make_cert(dir, name, san) -> pem, key: a self-signed certificate for
 -- san ("IP:127.0.0.1", "DNS:example.com"), valid for a day.
 function M.make_cert(dir, name, san)
-  assert(os.execute(string.format(
+  assert(lua.sh(string.format(
     "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -keyout %s -out %s -subj /CN=%s " ..
     "-addext subjectAltName=%s >/dev/null 2>&1",
     q(dir .. "/" .. name .. ".key"), q(dir .. "/" .. name .. ".pem"), san:match(":(.*)"), san)))
@@ -33,7 +34,7 @@ function M.start(pem, key)
   local p = io.popen(string.format(
     "openssl s_server -accept 127.0.0.1:%d -cert %s -key %s -www -quiet </dev/null >/dev/null 2>&1 & echo $!",
     port, q(pem), q(key)))
-  local srv = { port = port, pid = tonumber(p:read("l")) }
+  local srv = { port = port, pid = tonumber(p:read("*l")) }
   p:close()
   for _ = 1, 50 do
     local c = socket.connect("127.0.0.1", port)
