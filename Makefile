@@ -240,12 +240,20 @@ DEPS = @scripts/deps.sh
 deps:
 	$(DEPS) build run test doc fuzz coverage
 
-# The README's test command: installs what is missing, builds, runs the C
-# unit tests and every busted spec, ends with "N passed, N failed".
+# The README's test command: installs what is missing, builds (the module
+# for every Lua too), runs the C unit tests and every busted spec under
+# Lua 5.4 and again under LuaJIT (each file's results must be the same
+# under both), ends with "N passed, N failed". test-all-luas runs the
+# specs under 5.1 and 5.3 as well.
 test:
 	$(DEPS) build run test
-	@$(MAKE) -s --no-print-directory all
-	@scripts/run-tests.sh
+	@$(MAKE) -s --no-print-directory all all-luas
+	@UNSB_LUAS="luajit" scripts/run-tests.sh
+
+test-all-luas:
+	$(DEPS) build run test
+	@$(MAKE) -s --no-print-directory all all-luas
+	@UNSB_LUAS="luajit 5.1 5.3" scripts/run-tests.sh
 
 check-c: all
 	@for t in $(TEST_BIN); do $$t; done
@@ -282,7 +290,7 @@ $(BENCH_TOOL): bench/tool.c
 
 bench:
 	$(DEPS) build run test
-	@$(MAKE) -s --no-print-directory all $(BENCH_TOOL)
+	@$(MAKE) -s --no-print-directory all all-luas $(BENCH_TOOL)
 	@bench/run.sh
 
 # The reference of the public module (LDoc, docs/config.ld) in build/doc/;
@@ -305,8 +313,8 @@ rock-check:
 # LuaRocks sets BINDIR, LUADIR and LIBDIR to its tree's (the rockspec).
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
-LUADIR     ?= $(PREFIX)/share/lua/5.4
-LIBDIR     ?= $(PREFIX)/lib/lua/5.4
+LUADIR     ?= $(PREFIX)/share/lua/$(LUA_ABI)
+LIBDIR     ?= $(PREFIX)/lib/lua/$(LUA_ABI)
 CLIBDIR    ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
@@ -330,8 +338,17 @@ $(PC_FILE): FORCE
 	  'Libs: -L$${libdir} -lunsandbox -ldl -lm' 'Cflags: -I$${includedir}' > $@
 
 # what the rockspec builds and installs (its tree gets the module, unlua
-# and un; `un --local` then finds unsandboxd on $PATH)
+# and un; `un --local` then finds unsandboxd on $PATH). For another Lua
+# than 5.4: the module and the facade's sources (unlua and un are a 5.4
+# host and its tool, and luac5.4's bytecode is 5.4's).
+ifeq ($(LUA),5.4)
 rock: $(MODULE) $(UNLUA) $(LUA_BC)
+ROCK_BINS = $(UNLUA) bin/un
+else
+rock: $(MODULE)
+ROCK_BINS =
+PRECOMPILE = 0
+endif
 
 # the facade's files keep their folders (unsandbox/exec/jobs.lua is the
 # module unsandbox.exec.jobs)
@@ -339,7 +356,7 @@ FACADE_FROM = $(if $(filter 0,$(PRECOMPILE)),lua/unsandbox,build/luac/unsandbox)
 install-rock: rock
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUADIR)/unsandbox $(DESTDIR)$(LIBDIR)/unsandbox \
 	  $(addprefix $(DESTDIR)$(LUADIR)/unsandbox/,$(FACADE_DIRS))
-	install -m 0755 $(UNLUA) bin/un $(DESTDIR)$(BINDIR)/
+	$(if $(ROCK_BINS),install -m 0755 $(ROCK_BINS) $(DESTDIR)$(BINDIR)/)
 	@for f in $(FACADE_REL); do \
 	  echo "install -m 0644 $(FACADE_FROM)/$$f $(DESTDIR)$(LUADIR)/unsandbox/$$f"; \
 	  install -m 0644 $(FACADE_FROM)/$$f $(DESTDIR)$(LUADIR)/unsandbox/$$f || exit 1; \
