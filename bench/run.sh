@@ -34,3 +34,4 @@ lua5.4 bench/objects.lua
 lua5.4 bench/memory.lua
 lua5.4 bench/terminal.lua
 lua5.4 bench/fairness.lua
+lua5.4 bench/luas.lua
