@@ -493,7 +493,10 @@ end
 --- Waits for every task of list to end (see completed): true, or nil and
 -- Error(interrupted) after Ctrl-C (the tasks were cancelled).
 function M.wait_all(list)
-  for _ in M.completed(list) do end
+  -- the iterator called, not looped over with for-in: PUC 5.1 cannot
+  -- yield from inside a for-in's call of its iterator
+  local next_done = M.completed(list)
+  while next_done() do end
   for _, t in pairs(list) do
     if t and not t:done() then
       return nil, Error.new { kind = "interrupted", message = "interrupted while waiting for tasks" }
