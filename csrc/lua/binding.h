@@ -152,8 +152,14 @@ void ub_lease_methods(lua_State *L);
 void ub_open_loop(lua_State *L);
 /* The state's loop, shared by every Client and Manager made in it. */
 unsb_loop *ub_loop(lua_State *L);
-/* 1 when the running thread is a task's (core.task_thread) and may yield. */
+/* 1 when the running thread is a task's (core.task_thread) and may yield:
+** never while the binding calls Lua code itself (ub_call_lua). */
 int ub_task_can_yield(lua_State *L);
+/* lua_pcall for the binding's own calls into Lua (a __close that runs
+** the facade's release): calls inside it block rather than wait as a
+** task, since no C frame can be suspended (5.4 and LuaJIT know this by
+** lua_isyieldable; 5.1 has no such question, so it is said here). */
+int ub_call_lua(lua_State *L, int nargs, int nresults);
 /* A new token that wakes the running thread, which waits on the value at
 ** obj_idx (a Transfer), or with obj_idx 0 on a timer of that token: what
 ** cancelling the task ends. */

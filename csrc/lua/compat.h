@@ -13,7 +13,8 @@
 ** (5.1's environment). The binding never yields from C (calls inside a
 ** task return core.YIELD and the facade yields), so no continuation API
 ** is needed; lua_isyieldable, which 5.1 lacks, answers yes there: the
-** scheduler's registration of the thread is what decides (loop.c).
+** scheduler's registration of the thread decides, and the binding's own
+** calls into Lua (ub_call_lua, loop.c) never wait as a task.
 */
 #ifndef UNSB_LUA_COMPAT_H
 #define UNSB_LUA_COMPAT_H

@@ -32,6 +32,7 @@
 typedef struct {
   unsb_loop *l;
   unsb_token next;
+  int calls_from_c;   /* > 0: the binding is calling Lua code (ub_call_lua) */
 } lloop;
 
 static const char LOOP_KEY = 'L';   /* its address keys the registry */
@@ -55,7 +56,11 @@ unsb_loop *ub_loop(lua_State *L) {
 
 int ub_task_can_yield(lua_State *L) {
   if (!lua_isyieldable(L)) return 0;
-  push_loop(L);
+  lloop *lp = push_loop(L);
+  if (lp->calls_from_c > 0) {
+    lua_pop(L, 1);
+    return 0;
+  }
   lua_getiuservalue(L, -1, 3);
   lua_pushthread(L);
   int yes = lua_rawget(L, -2) == LUA_TBOOLEAN;
@@ -93,6 +98,15 @@ int ub_yield(lua_State *L, lua_CFunction k, int nargs) {
   lua_pushcfunction(L, k);
   lua_rotate(L, -(nargs + 2), 2);   /* YIELD, k below the values */
   return nargs + 2;
+}
+
+int ub_call_lua(lua_State *L, int nargs, int nresults) {
+  lloop *lp = push_loop(L);
+  lua_pop(L, 1);
+  lp->calls_from_c++;
+  int rc = lua_pcall(L, nargs, nresults, 0);
+  lp->calls_from_c--;
+  return rc;
 }
 
 /* ---------------------------------------------------------------------
@@ -300,6 +314,7 @@ static void make_loop(lua_State *L) {
   lloop *lp = lua_newuserdatauv(L, sizeof *lp, 3);
   lp->l = NULL;
   lp->next = 0;
+  lp->calls_from_c = 0;
   luaL_setmetatable(L, UB_LOOP);
   lua_newtable(L);                /* token -> thread */
   lua_setiuservalue(L, -2, 1);
