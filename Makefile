@@ -363,12 +363,17 @@ install-rock: rock
 	done
 	install -m 0755 $(MODULE) $(DESTDIR)$(LIBDIR)/unsandbox/
 
-install: install-rock $(UNSANDBOXD) $(AGENT) $(STATIC_LIB) $(PC_FILE)
-	install -d $(DESTDIR)$(CLIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1
+# (the library for C hosts is 5.4's, as its unsandbox.pc says: another
+# LUA installs the module, the facade and the servers)
+install: install-rock $(UNSANDBOXD) $(AGENT) $(if $(filter 5.4,$(LUA)),$(STATIC_LIB) $(PC_FILE))
+	install -d $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(UNSANDBOXD) $(AGENT) $(DESTDIR)$(BINDIR)/
+ifeq ($(LUA),5.4)
+	install -d $(DESTDIR)$(CLIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
 	install -m 0644 $(STATIC_LIB) $(DESTDIR)$(CLIBDIR)/
 	install -m 0644 $(PC_FILE) $(DESTDIR)$(CLIBDIR)/pkgconfig/
 	install -m 0644 csrc/include/unsandbox.h $(DESTDIR)$(INCLUDEDIR)/
+endif
 	$(if $(wildcard docs/man/*.1),install -m 0644 $(wildcard docs/man/*.1) $(DESTDIR)$(MANDIR)/man1/)
 
 FORCE:
