@@ -10,9 +10,50 @@ override CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter 
 # string literals written through a non-const pointer (exec argument
 # vectors are const arrays, cast once at the exec call as POSIX intends)
 override CFLAGS   += -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wwrite-strings
-override CPPFLAGS += -Icsrc -I/usr/include/lua5.4 -I/usr/include/x86_64-linux-gnu
-LUA_LIBS  = -llua5.4
-CJSON_LIB = -llua5.4-cjson
+
+# ---- which Lua, and where headers and libraries are -------------------
+# `make LUA=luajit|5.1|5.3|5.4` builds the module for that Lua (5.4 by
+# default): build/<lua>/unsandbox/core.so (5.4: lua/unsandbox/core.so),
+# its binding objects in build/<lua>/lua/ (5.4: build/lua/), so the four
+# builds live side by side; the Lua-free core is shared. unlua, the C
+# tests and the examples of C hosts are 5.4 only. A LUA set in the
+# environment is not ours (LuaRocks' LUA is an interpreter's path):
+# without LUA on the command line, LUA_INCDIR's headers say which Lua it
+# is (LuaRocks passes LUA_INCDIR), else 5.4.
+ifneq ($(origin LUA),command line)
+  ifneq ($(LUA_INCDIR),)
+    LUA := $(if $(wildcard $(LUA_INCDIR)/luajit.h),luajit,$(shell sed -n \
+      's/^\#define[[:space:]]*LUA_VERSION_NUM[[:space:]]*50\([1-4]\).*/5.\1/p' $(LUA_INCDIR)/lua.h))
+  else
+    LUA := 5.4
+  endif
+endif
+ifeq ($(filter luajit 5.1 5.3 5.4,$(LUA)),)
+  $(error LUA=$(LUA): the module builds for luajit, 5.1, 5.3 or 5.4)
+endif
+# its pkg-config name and interpreter, and the version its modules install under
+LUA_PC      = $(if $(filter luajit,$(LUA)),luajit,lua$(LUA))
+LUA_INTERP  = $(LUA_PC)
+LUA_ABI     = $(if $(filter luajit,$(LUA)),5.1,$(LUA))
+# Headers: these variables (LuaRocks passes them from the rockspec), else
+# pkg-config for Lua, else the compiler's own search path. lua-compat53
+# (Debian's lua-compat53-dev) gives 5.1 and LuaJIT the 5.3 C API.
+LUA_INCDIR      ?= $(patsubst -I%,%,$(firstword $(shell pkg-config --cflags-only-I $(LUA_PC) 2>/dev/null)))
+COMPAT53_INCDIR ?= /usr/include/lua5.1
+CURL_INCDIR     ?=
+OPENSSL_INCDIR  ?=
+CJSON_LIBDIR    ?=
+LUA_LIBDIR      ?=
+incdir = $(if $(1),-isystem $(1))
+libdir = $(if $(1),-L$(1))
+override CPPFLAGS += -Icsrc $(call incdir,$(LUA_INCDIR)) $(call incdir,$(CURL_INCDIR)) \
+                     $(call incdir,$(OPENSSL_INCDIR))
+ifneq ($(filter luajit 5.1,$(LUA)),)
+  override CPPFLAGS += $(call incdir,$(COMPAT53_INCDIR))
+endif
+# what 5.4 hosts of our own (unlua, embed_demo, the C tests) link
+LUA_LIBS  = $(call libdir,$(LUA_LIBDIR)) -llua5.4
+CJSON_LIB = $(call libdir,$(CJSON_LIBDIR)) -llua5.4-cjson
 NET_LIBS  = -lcurl -lcrypto
 # unsandboxd's own: archives are the agent's (AGENT_LIBS), HTTP is served,
 # never fetched (spec/link_unit_spec.lua checks each binary uses what it links)
@@ -37,7 +78,9 @@ AGENT_SRC  := $(wildcard csrc/agent/*.c)
 TEST_SRC   := $(wildcard csrc/tests/*_test.c)
 
 CORE_OBJ   := $(CORE_SRC:csrc/%.c=build/%.o)
-BIND_OBJ   := $(BIND_SRC:csrc/%.c=build/%.o)
+# the binding of this LUA (5.4's where it always was)
+BIND_DIR   := $(if $(filter 5.4,$(LUA)),build/lua,build/$(LUA)/lua)
+BIND_OBJ   := $(BIND_SRC:csrc/lua/%.c=$(BIND_DIR)/%.o)
 LAZY_OBJ   := $(LAZY_SRC:csrc/%.c=build/%.o)
 HOST_OBJ   := $(HOST_SRC:csrc/%.c=build/%.o)
 SERVER_OBJ := $(SERVER_SRC:csrc/%.c=build/%.o)
@@ -48,9 +91,15 @@ AGENT_OBJ  := $(AGENT_SRC:csrc/%.c=build/%.o)
 AGENT_LIB  := $(filter-out build/agent/main.o,$(AGENT_OBJ))
 TEST_BIN   := $(TEST_SRC:csrc/tests/%.c=build/tests/%)
 
-MODULE    = lua/unsandbox/core.so
-# the facade: lua/unsandbox/ and its folders by concern (exec/, cp/, cli/)
+MODULE    = $(if $(filter 5.4,$(LUA)),lua,build/$(LUA))/unsandbox/core.so
+# the module of every Lua (make all-luas); `make test` uses LuaJIT's too
+LUA_TARGETS = luajit 5.1 5.3 5.4
+# the facade: lua/unsandbox/ and its folders by concern (exec/, cp/, cli/);
+# cli/ is the `un` tool that unlua runs: 5.4 only, and installed only there
 FACADE_LUA := $(sort $(wildcard lua/unsandbox/*.lua lua/unsandbox/*/*.lua))
+ifneq ($(LUA),5.4)
+  FACADE_LUA := $(filter-out lua/unsandbox/cli/%,$(FACADE_LUA))
+endif
 # the same relative to lua/unsandbox/, and the folders, for install
 FACADE_REL := $(FACADE_LUA:lua/unsandbox/%=%)
 FACADE_DIRS := $(sort $(filter-out ./,$(dir $(FACADE_REL))))
@@ -63,9 +112,25 @@ EMBED     = examples/embed/embed_demo
 FRAME     = examples/embed/frame_loop
 
 .PHONY: all deps test check-c demo bench rock-check clean fuzz sanitize coverage install rock install-rock doc
+.PHONY: module all-luas test-all-luas
+ifeq ($(LUA),5.4)
 all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(FRAME) $(TEST_BIN) $(LUA_BC)
+else
+# another Lua: its module (the programs and C tests are 5.4's)
+all: $(MODULE)
+endif
+module: $(MODULE)
+
+# the module for every Lua of LUA_TARGETS, side by side
+all-luas:
+	@for l in $(LUA_TARGETS); do $(MAKE) -s --no-print-directory LUA=$$l module || exit 1; done
 
 build/%.o: csrc/%.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BIND_DIR)/%.o: csrc/lua/%.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
@@ -73,6 +138,7 @@ build/%.o: csrc/%.c
 # libcurl and libcrypto are loaded on first use (csrc/lazy/lazy.h): a
 # module that still needs one of their symbols from the loader is refused
 $(MODULE): $(CORE_OBJ) $(BIND_OBJ) $(LAZY_OBJ)
+	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -shared -o $@ $^ -ldl
 	$(Q)if nm -D --undefined-only $@ | grep -E ' (curl_|EVP_|OSSL_|OPENSSL_|CRYPTO_|RAND_)'; then \
@@ -177,12 +243,20 @@ DEPS = @scripts/deps.sh
 deps:
 	$(DEPS) build run test doc fuzz coverage
 
-# The README's test command: installs what is missing, builds, runs the C
-# unit tests and every busted spec, ends with "N passed, N failed".
+# The README's test command: installs what is missing, builds (the module
+# for every Lua too), runs the C unit tests and every busted spec under
+# Lua 5.4 and again under LuaJIT (each file's results must be the same
+# under both), ends with "N passed, N failed". test-all-luas runs the
+# specs under 5.1 and 5.3 as well.
 test:
 	$(DEPS) build run test
-	@$(MAKE) -s --no-print-directory all
-	@scripts/run-tests.sh
+	@$(MAKE) -s --no-print-directory all all-luas
+	@UNSB_LUAS="luajit" scripts/run-tests.sh
+
+test-all-luas:
+	$(DEPS) build run test
+	@$(MAKE) -s --no-print-directory all all-luas
+	@UNSB_LUAS="luajit 5.1 5.3" scripts/run-tests.sh
 
 check-c: all
 	@for t in $(TEST_BIN); do $$t; done
@@ -219,7 +293,7 @@ $(BENCH_TOOL): bench/tool.c
 
 bench:
 	$(DEPS) build run test
-	@$(MAKE) -s --no-print-directory all $(BENCH_TOOL)
+	@$(MAKE) -s --no-print-directory all all-luas $(BENCH_TOOL)
 	@bench/run.sh
 
 # The reference of the public module (LDoc, docs/config.ld) in build/doc/;
@@ -242,8 +316,8 @@ rock-check:
 # LuaRocks sets BINDIR, LUADIR and LIBDIR to its tree's (the rockspec).
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
-LUADIR     ?= $(PREFIX)/share/lua/5.4
-LIBDIR     ?= $(PREFIX)/lib/lua/5.4
+LUADIR     ?= $(PREFIX)/share/lua/$(LUA_ABI)
+LIBDIR     ?= $(PREFIX)/lib/lua/$(LUA_ABI)
 CLIBDIR    ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
@@ -267,8 +341,17 @@ $(PC_FILE): FORCE
 	  'Libs: -L$${libdir} -lunsandbox -ldl -lm' 'Cflags: -I$${includedir}' > $@
 
 # what the rockspec builds and installs (its tree gets the module, unlua
-# and un; `un --local` then finds unsandboxd on $PATH)
+# and un; `un --local` then finds unsandboxd on $PATH). For another Lua
+# than 5.4: the module and the facade's sources (unlua and un are a 5.4
+# host and its tool, and luac5.4's bytecode is 5.4's).
+ifeq ($(LUA),5.4)
 rock: $(MODULE) $(UNLUA) $(LUA_BC)
+ROCK_BINS = $(UNLUA) bin/un
+else
+rock: $(MODULE)
+ROCK_BINS =
+PRECOMPILE = 0
+endif
 
 # the facade's files keep their folders (unsandbox/exec/jobs.lua is the
 # module unsandbox.exec.jobs)
@@ -276,19 +359,24 @@ FACADE_FROM = $(if $(filter 0,$(PRECOMPILE)),lua/unsandbox,build/luac/unsandbox)
 install-rock: rock
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LUADIR)/unsandbox $(DESTDIR)$(LIBDIR)/unsandbox \
 	  $(addprefix $(DESTDIR)$(LUADIR)/unsandbox/,$(FACADE_DIRS))
-	install -m 0755 $(UNLUA) bin/un $(DESTDIR)$(BINDIR)/
+	$(if $(ROCK_BINS),install -m 0755 $(ROCK_BINS) $(DESTDIR)$(BINDIR)/)
 	@for f in $(FACADE_REL); do \
 	  echo "install -m 0644 $(FACADE_FROM)/$$f $(DESTDIR)$(LUADIR)/unsandbox/$$f"; \
 	  install -m 0644 $(FACADE_FROM)/$$f $(DESTDIR)$(LUADIR)/unsandbox/$$f || exit 1; \
 	done
 	install -m 0755 $(MODULE) $(DESTDIR)$(LIBDIR)/unsandbox/
 
-install: install-rock $(UNSANDBOXD) $(AGENT) $(STATIC_LIB) $(PC_FILE)
-	install -d $(DESTDIR)$(CLIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1
+# (the library for C hosts is 5.4's, as its unsandbox.pc says: another
+# LUA installs the module, the facade and the servers)
+install: install-rock $(UNSANDBOXD) $(AGENT) $(if $(filter 5.4,$(LUA)),$(STATIC_LIB) $(PC_FILE))
+	install -d $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(UNSANDBOXD) $(AGENT) $(DESTDIR)$(BINDIR)/
+ifeq ($(LUA),5.4)
+	install -d $(DESTDIR)$(CLIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
 	install -m 0644 $(STATIC_LIB) $(DESTDIR)$(CLIBDIR)/
 	install -m 0644 $(PC_FILE) $(DESTDIR)$(CLIBDIR)/pkgconfig/
 	install -m 0644 csrc/include/unsandbox.h $(DESTDIR)$(INCLUDEDIR)/
+endif
 	$(if $(wildcard docs/man/*.1),install -m 0644 $(wildcard docs/man/*.1) $(DESTDIR)$(MANDIR)/man1/)
 
 FORCE:

@@ -1,7 +1,11 @@
 -- LuaRocks build: the Makefile's `rock` target (the module and unlua)
 -- and `install-rock` into the tree (the Lua files, core.so, unlua and un),
 -- so the rock builds exactly what `make` does, with no second list of
--- sources. unlua links the system's lua-cjson (liblua5.4-cjson, Debian's
+-- sources. It builds for whichever Lua LuaRocks targets (5.1, LuaJIT, 5.3
+-- or 5.4): the Makefile reads which from LUA_INCDIR's headers; only a 5.4
+-- rock has unlua and un. The include and library directories LuaRocks
+-- found (its variables and the external dependencies') reach the Makefile
+-- as build variables. unlua links the system's lua-cjson (liblua5.4-cjson, Debian's
 -- lua-cjson-dev), so that is what the rock requires: an external
 -- dependency, which the system package satisfies (a lua-cjson rock would
 -- not give unlua a library to link). `luarocks test` runs the #unit specs,
@@ -14,7 +18,7 @@ source = {
   tag = "v0.1.0",
 }
 description = {
-  summary = "Run untrusted code in remote sandboxes (unsandbox execution API, sandbox Control Plane) from Lua 5.4",
+  summary = "Run untrusted code in remote sandboxes (unsandbox execution API, sandbox Control Plane) from Lua 5.1-5.4 and LuaJIT",
   detailed = [[
     A client of the unsandbox execution API with a C core (libcurl, OpenSSL;
     session terminals too: WebSocket over libcurl's connections):
@@ -32,7 +36,7 @@ description = {
   license = "MIT",
 }
 dependencies = {
-  "lua >= 5.4, < 5.5",
+  "lua >= 5.1, < 5.5",
 }
 external_dependencies = {
   CURL = { header = "curl/curl.h", library = "curl" },
@@ -43,9 +47,13 @@ external_dependencies = {
 build = {
   type = "make",
   build_target = "rock",
-  build_variables = { CFLAGS = "$(CFLAGS)" },
+  build_variables = {
+    CFLAGS = "$(CFLAGS)", LUA_INCDIR = "$(LUA_INCDIR)", LUA_LIBDIR = "$(LUA_LIBDIR)",
+    CURL_INCDIR = "$(CURL_INCDIR)", OPENSSL_INCDIR = "$(OPENSSL_INCDIR)", CJSON_LIBDIR = "$(CJSON_LIBDIR)",
+  },
   install_target = "install-rock",
-  install_variables = { BINDIR = "$(BINDIR)", LUADIR = "$(LUADIR)", LIBDIR = "$(LIBDIR)" },
+  install_variables = { BINDIR = "$(BINDIR)", LUADIR = "$(LUADIR)", LIBDIR = "$(LIBDIR)",
+                        LUA_INCDIR = "$(LUA_INCDIR)" },
 }
 -- the system's busted (Debian's lua-busted), not a rock to download: the
 -- #unit specs run offline (busted still runs the set-up of the other

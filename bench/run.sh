@@ -35,3 +35,4 @@ lua5.4 bench/memory.lua
 lua5.4 bench/terminal.lua
 lua5.4 bench/fairness.lua
 lua5.4 bench/agent.lua
+lua5.4 bench/luas.lua

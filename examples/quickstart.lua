@@ -2,7 +2,9 @@
 --   unlua --local examples/quickstart.lua
 -- which starts a private unsandboxd on loopback (no account, no network)
 -- and points the library at it through UNSANDBOX_URL and the key variables.
--- The same script runs against the real service with your own keys.
+-- The same script runs against the real service with your own keys, and
+-- under any Lua the library supports: luajit, lua5.1, lua5.3 and lua5.4
+-- (with LUA_PATH / LUA_CPATH set as in docs/guide/hosts.md).
 local unsandbox = require "unsandbox"
 
 local function section(title) print("\n== " .. title) end
@@ -52,8 +54,9 @@ section("A sandbox of the Control Plane")
 if not os.getenv("SANDBOX_CONTROL_PLANE_URL") then
   print("(SANDBOX_CONTROL_PLANE_URL is not set: skipped)")
 else
-  local ok, err = pcall(function()
-    local sb <close> = assert(unsandbox.Sandbox.create { name = "quickstart" })
+  -- with() releases the sandbox however the function ends (on Lua 5.4,
+  -- `local sb <close> = ...` does the same)
+  local function tour(sb)
     print("sandbox " .. sb:name() .. " runs as " .. sb:status().sandbox_id)
     assert(sb:write_file("hello.py", "print('Hello from a Control Plane sandbox')\n"))
     io.write("run: ", assert(sb:run_command("python3", { "hello.py" })).stdout)
@@ -62,6 +65,9 @@ else
       io.stdout:flush()
     end))
     print("checkpoint " .. assert(sb:checkpoint()).checkpoint_id)
+  end
+  local ok, err = pcall(function()
+    return unsandbox.with(assert(unsandbox.Sandbox.create { name = "quickstart" }), tour)
   end)
   if not ok then print("the sandbox tour stopped: " .. tostring(err)) end
 end

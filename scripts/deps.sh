@@ -8,16 +8,20 @@
 # prints the exact command and fails.
 set -euo pipefail
 
-# the C build of the module, the programs and the C tests
+# the C build of the module, the programs and the C tests; the module for
+# LuaJIT, 5.1 and 5.3 too (make all-luas; lua-compat53-dev gives 5.1 and
+# LuaJIT the 5.3 C API; lua-cjson has cjson for every Lua)
 build=(gcc g++ make pkg-config liblua5.4-dev lua5.4 lua-cjson lua-cjson-dev libreadline-dev
        libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libjansson-dev libsqlite3-dev
-       libarchive-dev)
+       libarchive-dev luajit libluajit-5.1-dev lua5.1 liblua5.1-0-dev lua5.3 liblua5.3-dev
+       lua-compat53-dev)
 # what unsandboxd needs to run sandboxes (make demo)
 run=(bubblewrap slirp4netns util-linux procps e2fsprogs openssl)
 # the specs: busted, their helpers, the peers they talk to, and the Lua lint
-# (luacheck, spec/lint_unit_spec.lua)
+# (luacheck, spec/lint_unit_spec.lua); the hosts the library is proven in
+# (LÖVE under xvfb-run, Neovim)
 test=(lua-busted lua-socket luarocks lua-luv faketime sqlite3 nghttp2-proxy python3 perl nodejs
-      lua-ldoc lua-check)
+      lua-ldoc lua-check love neovim xvfb xauth)
 doc=(lua-ldoc)
 fuzz=(clang-14 libclang-rt-14-dev)
 coverage=(lcov)

@@ -4,6 +4,8 @@
 # --deps-mode is needed), then stock lua5.4 requires the module from that
 # tree, and the tree's unlua and un run from / with nothing of the checkout
 # on their paths (un --local uses this checkout's unsandboxd via UNSANDBOXD).
+# Then the same rockspec for LuaJIT (LuaRocks' 5.1 with LuaJIT's headers as
+# its LUA_INCDIR): stock luajit requires the module from that tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -38,3 +40,20 @@ out=$(env -u UNSANDBOX_URL -u UNSANDBOX_PUBLIC_KEY -u UNSANDBOX_SECRET_KEY HOME=
   UNSANDBOXD="$root/bin/unsandboxd" "$work/tree/bin/un" --local -s bash 'echo rock un ok')
 [ "$out" = "rock un ok" ] || { echo "rock un --local printed: $out" >&2; exit 1; }
 echo "$out"
+
+# LuaJIT: the rockspec builds for whichever Lua LuaRocks targets
+(
+  cd "$work/src"
+  make -s clean >/dev/null 2>&1 || true
+  luarocks --lua-version=5.1 --tree "$work/jit" make "$rockspec" \
+    LUA_INCDIR=/usr/include/luajit-2.1 CURL_INCDIR=/usr/include/x86_64-linux-gnu \
+    CJSON_LIBDIR=/usr/lib/x86_64-linux-gnu >"$work/jit.log" 2>&1 || { cat "$work/jit.log" >&2; exit 1; }
+)
+[ ! -e "$work/jit/bin/unlua" ] || { echo "a LuaJIT rock installed unlua (a 5.4 host)" >&2; exit 1; }
+export ROCK_TREE="$work/jit"
+eval "$(luarocks --lua-version=5.1 --tree "$work/jit" path)"
+luajit -e '
+  local u = require "unsandbox"
+  assert(package.searchpath("unsandbox.core", package.cpath):find(os.getenv("ROCK_TREE"), 1, true))
+  assert(u.detect_language("x.py") == "python")
+  print("rock luajit ok: unsandbox " .. u.VERSION .. " under " .. jit.version)'

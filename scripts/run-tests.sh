@@ -13,6 +13,12 @@
 # Arguments are passed to every busted run (e.g. -t unit); UNSB_C_ENV /
 # UNSB_BUSTED_ENV: NAME=value words set for the C tests / for busted
 # (make sanitize sets the sanitizers' options and preload).
+#
+# UNSB_LUAS: more Luas to run every spec file under, besides 5.4 (`make
+# test`: luajit; `make test-all-luas`: luajit 5.1 5.3), each with its own
+# build of the module (build/<lua>/unsandbox/core.so). A file's results
+# must then be the same under each: the same tests, passing and failing
+# alike; a file whose results differ counts as a failure and is named.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,23 +34,42 @@ for t in build/tests/*; do
   [ -x "$t" ] && [ -f "$t" ] && units+=("$t")
 done
 for s in spec/*_spec.lua; do units+=("$s"); done
+read -r -a extra_luas <<<"${UNSB_LUAS:-}"
+for l in "${extra_luas[@]}"; do
+  [ -f "build/$l/unsandbox/core.so" ] || { echo "run-tests: no build/$l/unsandbox/core.so (make LUA=$l)" >&2; exit 2; }
+  for s in spec/*_spec.lua; do units+=("$l:$s"); done
+done
 
-# the units, longest first by the last run's times (unknown ones first)
+# the interpreter of a Lua's name (luajit, 5.1, 5.3)
+interp() { if [ "$1" = luajit ]; then echo luajit; else echo "lua$1"; fi; }
+
+# the units, longest first by the last run's times (unknown ones first);
+# the C tests and 5.4's specs, then each other Lua's in turn, so that one
+# spec file seldom runs under two Luas at once (its servers' sandboxes
+# and the processes they count would meet: see wait_for_file)
 order() {
   for u in "${units[@]}"; do
-    local t
+    local t pass=0
+    [[ $u == *:spec/* ]] && pass=1
     t=$(awk -v u="$u" '$2 == u { print $1 }' "$times" 2>/dev/null)
-    echo "${t:-99999} $u"
-  done | sort -rn -k1,1 | cut -d' ' -f2-
+    echo "$pass ${t:-99999} $u"
+  done | sort -k1,1n -k2,2rn | cut -d' ' -f3-
 }
+
+# the spec file of a unit ("luajit:spec/x_spec.lua" -> "spec/x_spec.lua")
+file_of() { echo "${1#*:}"; }
 
 # one unit: its TAP in $out/<name>.tap, its seconds in $out/<name>.time
 run_unit() {
   local u=$1 name t0 rc
-  name=$(echo "$u" | tr '/' '_')
+  name=$(echo "$u" | tr '/:' '__')
   t0=$(date +%s.%N)
   if [[ $u == spec/* ]]; then
     env ${UNSB_BUSTED_ENV:-} busted -o TAP "${busted_args[@]}" "$u" >"$out/$name.tap" 2>&1
+  elif [[ $u == *:spec/* ]]; then
+    local l=${u%%:*}
+    env ${UNSB_BUSTED_ENV:-} busted --lua="$(interp "$l")" --cpath="build/$l/?.so" -o TAP \
+      "${busted_args[@]}" "${u#*:}" >"$out/$name.tap" 2>&1
   else
     env ${UNSB_C_ENV:-} "$u" >"$out/$name.tap" 2>&1
   fi
@@ -55,7 +80,7 @@ run_unit() {
 
 report_unit() {
   local u=$1 name p f s
-  name=$(echo "$u" | tr '/' '_')
+  name=$(echo "$u" | tr '/:' '__')
   p=$(grep -acE '^ok [0-9]+' "$out/$name.tap")
   f=$(grep -acE '^not ok [0-9]+' "$out/$name.tap")
   s=$(cat "$out/$name.time")
@@ -71,7 +96,7 @@ reap() {
   local gone=0 n
   wait -n || [ $? -ne 127 ] || gone=1      # 127: no job left to wait for
   for i in "${!running[@]}"; do
-    n=$(echo "${running[$i]}" | tr '/' '_')
+    n=$(echo "${running[$i]}" | tr '/:' '__')
     if [ "$gone" -eq 1 ] && [ ! -f "$out/$n.time" ]; then  # its job died unreported
       touch "$out/$n.tap"; echo 99 >"$out/$n.rc"; echo 0 >"$out/$n.time"
     fi
@@ -81,8 +106,21 @@ reap() {
 
 busted_args=("$@")
 running=()
+# waits while the unit's spec file runs under another Lua
+wait_for_file() {
+  local f busy
+  f=$(file_of "$1")
+  while :; do
+    busy=0
+    for r in "${running[@]}"; do [ "$(file_of "$r")" = "$f" ] && busy=1; done
+    [ "$busy" -eq 0 ] && return
+    reap
+  done
+}
+
 while IFS= read -r u; do
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do reap; done
+  wait_for_file "$u"
   run_unit "$u" &
   running+=("$u")
 done < <(order)
@@ -91,7 +129,7 @@ while [ "${#running[@]}" -gt 0 ]; do reap; done
 status=0 passed=0 failed=0
 : >"$times.new"
 for u in "${units[@]}"; do
-  name=$(echo "$u" | tr '/' '_')
+  name=$(echo "$u" | tr '/:' '__')
   f="$out/$name.tap"
   passed=$((passed + $(grep -acE '^ok [0-9]+' "$f")))
   nf=$(grep -acE '^not ok [0-9]+' "$f")
@@ -108,6 +146,26 @@ for u in "${units[@]}"; do
   fi
 done
 mv "$times.new" "$times"
+
+# the same results under every Lua: each test's name and outcome (sorted:
+# a spec that makes its tests from pairs() makes them in each Lua's order)
+outcomes() { grep -aE '^(not )?ok [0-9]+' "$1" | sed -E 's/^(not ok|ok) [0-9]+ - /\1 /' | sort; }
+if [ "${#extra_luas[@]}" -gt 0 ]; then
+  differ=0
+  for s in spec/*_spec.lua; do
+    ref="$out/$(echo "$s" | tr '/' '_').tap"
+    for l in "${extra_luas[@]}"; do
+      other="$out/$(echo "$l:$s" | tr '/:' '__').tap"
+      if ! diff -q <(outcomes "$ref") <(outcomes "$other") >/dev/null; then
+        echo "== $s: the results under $l differ from 5.4's:"
+        diff <(outcomes "$ref") <(outcomes "$other") | head -n 20
+        differ=$((differ + 1))
+      fi
+    done
+  done
+  failed=$((failed + differ))
+  [ "$differ" -eq 0 ] && echo "== the same results under 5.4 and ${extra_luas[*]}"
+fi
 
 # specs waiting for a server feature say so (busted's pending: "ok N - # SKIP")
 skipped=$(cat "$out"/*.tap | grep -acE '^ok [0-9]+ - # SKIP' || true)

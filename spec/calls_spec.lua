@@ -9,6 +9,7 @@
 local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
+local lua = require "spec.helpers.lua"
 
 describe("every call #integration", function()
   local srv, c
@@ -21,9 +22,9 @@ describe("every call #integration", function()
   local function watched(fn)
     local events = {}
     local prev = unsandbox.on_request(function(ev) events[#events + 1] = ev end)
-    local r = table.pack(fn())
+    local r = lua.pack(fn())
     unsandbox.on_request(prev)
-    return events, table.unpack(r, 1, r.n)
+    return events, lua.unpack(r, 1, r.n)
   end
 
   setup(function()
@@ -74,7 +75,8 @@ describe("every call #integration", function()
 
   describe("timing", function()
     it("adds up over retries: exchanges, the waits between them, the whole time", function()
-      local retrying <close> = unsandbox.client(srv.client_opts { retry = { max = 3 } })
+      local retrying = unsandbox.client(srv.client_opts { retry = { max = 3 } })
+      finally(function() retrying:close() end)
       arm { mode = "status", status = 429, count = 4, path = "/jobs" }
       local events, r, err = watched(function() return retrying:call("GET", "/jobs") end)
       assert.is_nil(r)
@@ -102,13 +104,15 @@ describe("every call #integration", function()
     end)
 
     it("is on the Manager's results and errors, over every exchange of a call", function()
-      local m <close> = unsandbox.manager { url = srv.cp_url, token = srv.token, env = {} }
+      local m = unsandbox.manager { url = srv.cp_url, token = srv.token, env = {} }
+      finally(function() m:close() end)
       local events, rt = watched(function() return m:ensure_runtime("timing") end)
       assert.is_true(#events >= 2)   -- the workspace, then the runtime
       assert.equal(#events, rt.timing.exchanges)
       local list = assert(m:list_workspaces())
       assert.equal(1, list.timing.exchanges)
-      local bad <close> = unsandbox.manager { url = srv.cp_url, token = "sk_nope", env = {} }
+      local bad = unsandbox.manager { url = srv.cp_url, token = "sk_nope", env = {} }
+      finally(function() bad:close() end)
       local _, err = bad:whoami()
       assert.same({ 401, 1 }, { err.status, err.timing.exchanges })
       assert(m:release_runtime("timing"))

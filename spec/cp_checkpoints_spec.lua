@@ -7,6 +7,7 @@ local server = require "spec.helpers.unsandboxd"
 local cp = require "spec.helpers.cp"
 local mcp = require "spec.helpers.mcp"
 local fs = require "spec.helpers.fs"
+local lua = require "spec.helpers.lua"
 
 describe("Control Plane checkpoints #integration", function()
   local srv, ws, sb
@@ -88,10 +89,10 @@ describe("Control Plane checkpoints #integration", function()
     write("guard.txt", "untouched")
     local _, c = cp.request(srv, "POST", path("/checkpoints"), { token = srv.token })
     local p = io.popen("ls -t " .. fs.quote(srv.data .. "/objects/blobs") .. " | head -1")
-    local blob = srv.data .. "/objects/blobs/" .. p:read("l")
+    local blob = srv.data .. "/objects/blobs/" .. p:read("*l")
     p:close()
     local f = io.open(blob, "rb")
-    assert.are.equal(c.bytes, #f:read("a"))
+    assert.are.equal(c.bytes, #f:read("*a"))
     f:close()
     -- "../escape" first, then padding to the stored size (the store checks the size)
     local py = string.format([[
@@ -105,7 +106,7 @@ z = gzip.compress(buf.getvalue())
 open(%q, "wb").write(z + b"\0" * (%d - len(z)))
 ]], blob, c.bytes)
     local script = fs.write(os.tmpname(), py)
-    assert.is_true(os.execute("python3 " .. fs.quote(script)))
+    assert.is_true(lua.sh("python3 " .. fs.quote(script)))
     os.remove(script)
     write("guard.txt", "changed after the checkpoint")
     local rst, doc = cp.request(srv, "POST", path("/checkpoints/" .. c.checkpoint_id .. "/restore"),
@@ -140,7 +141,7 @@ open(%q, "wb").write(z + b"\0" * (%d - len(z)))
   it("deletes a checkpoint once, with its history (the platform's schema: history_retained false)", function()
     local function blobs()
       local p = io.popen("ls " .. fs.quote(srv.data .. "/objects/blobs") .. " | wc -l")
-      local n = p:read("n")
+      local n = p:read("*n")
       p:close()
       return n
     end

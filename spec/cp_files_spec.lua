@@ -9,6 +9,7 @@ local cp = require "spec.helpers.cp"
 local mcp = require "spec.helpers.mcp"
 local json = require "cjson"
 local core = require "unsandbox.core"
+local lua = require "spec.helpers.lua"
 
 describe("Control Plane file routes #integration", function()
   local srv, ws, sb
@@ -170,7 +171,7 @@ describe("Control Plane file routes #integration", function()
     assert.are.equal(200, st)
     assert.is_true(doc.truncated)
     assert.is_true(doc.end_line < 2000)
-    assert.is_true(utf8.len(doc.content) <= 8000)
+    assert.is_true(lua.utf8_len(doc.content) <= 8000)
     st, doc = get("read", "path=long.txt")
     assert.are.equal(200, st)
     assert.are.equal(1, doc.clipped_line)

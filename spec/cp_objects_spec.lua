@@ -189,7 +189,7 @@ describe("Control Plane objects #integration", function()
       local up = ticket(loc, "upload")
       local function pending()
         local ls = io.popen("ls " .. srv.data .. "/objects/tmp | wc -l")
-        local n = tonumber(ls:read("l"))
+        local n = tonumber(ls:read("*l"))
         ls:close()
         return n
       end

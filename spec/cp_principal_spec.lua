@@ -5,6 +5,7 @@
 local server = require "spec.helpers.unsandboxd"
 local cp = require "spec.helpers.cp"
 local json = require "cjson"
+local lua = require "spec.helpers.lua"
 
 local req = cp.request
 local SUBJECT = string.rep("c", 32)
@@ -94,7 +95,7 @@ describe("Control Plane workspace principals #integration", function()
     -- the row now belongs to a subject (as a row squatted under an
     -- earlier server would): the same create no longer sees it
     local db = server.sh_quote(srv.data .. "/unsandboxd.db")
-    assert.is_true(os.execute("sqlite3 " .. db .. " \"UPDATE cp_workspaces SET subject = '"
+    assert.is_true(lua.sh("sqlite3 " .. db .. " \"UPDATE cp_workspaces SET subject = '"
       .. SUBJECT .. "' WHERE id = '" .. lease.workspace_id .. "'\""))
     local again, doc = req(srv, "POST", "/v1/workspaces", { token = plain, body = { session_id = "kept" } })
     assert.are.equal(404, again, json.encode(doc))

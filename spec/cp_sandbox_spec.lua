@@ -7,6 +7,7 @@
 -- runtime also when its block fails.
 local server = require "spec.helpers.unsandboxd"
 local cp = require "spec.helpers.cp"
+local lua = require "spec.helpers.lua"
 local core = require "unsandbox.core"
 
 describe("unsandbox.Sandbox #integration", function()
@@ -50,10 +51,9 @@ describe("unsandbox.Sandbox #integration", function()
       back:close()
     end)
 
-    it("<close> releases the runtime when the block ends by an error", function()
+    it("<close> (5.4), or unsandbox.with, releases the runtime when the block ends by an error", function()
       local id
-      local ok, err = pcall(function()
-        local sb <close> = sandbox("closing")
+      local ok, err = pcall(lua.scope, sandbox("closing"), function(sb)
         id = sb:status().sandbox_id
         error("the block failed")
       end)
@@ -68,7 +68,8 @@ describe("unsandbox.Sandbox #integration", function()
 
   describe("files through MCP", function()
     it("write, read, edit, glob and grep", function()
-      local sb <close> = sandbox("files")
+      local sb = sandbox("files")
+      finally(function() sb:close() end)
       local text = "print('hi')\n# TODO one\n"
       local w = assert(sb:write_file("/workspace/src/main.py", text))
       assert.same({ "src/main.py", #text }, { w.path, w.bytes })
@@ -88,7 +89,8 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("keeps -32602 (bad arguments) apart from other JSON-RPC errors", function()
-      local sb <close> = sandbox("rpc-errors")
+      local sb = sandbox("rpc-errors")
+      finally(function() sb:close() end)
       local r, err = sb:read_file("missing.txt")
       assert.is_nil(r)
       assert.same({ "rpc", 502, -32602 }, { err.kind, err.status, err.rpc_code })
@@ -101,7 +103,8 @@ describe("unsandbox.Sandbox #integration", function()
 
   describe("commands", function()
     it("run_command quotes argv for the shell and reports exit codes as data", function()
-      local sb <close> = sandbox("commands")
+      local sb = sandbox("commands")
+      finally(function() sb:close() end)
       local r = assert(sb:run_command("printf", { "%s|", "a; echo unsafe", "$HOME", "it's", "" }))
       assert.equal("a; echo unsafe|$HOME|it's||", r.stdout)
       assert.equal(0, r.exit_code)
@@ -114,7 +117,8 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("stream delivers the first chunk before the command ends", function()
-      local sb <close> = sandbox("stream")
+      local sb = sandbox("stream")
+      finally(function() sb:close() end)
       local t0, seen = core.monotonic_ms(), {}
       local r = assert(sb:stream("echo a; sleep 2; echo b >&2", function(channel, chunk, seq)
         seen[#seen + 1] = { channel, chunk, seq, core.monotonic_ms() - t0 }
@@ -130,7 +134,8 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("is_cancelled() stops a stream mid-way: 499, the connection closed, the sandbox usable", function()
-      local sb <close> = sandbox("cancel")
+      local sb = sandbox("cancel")
+      finally(function() sb:close() end)
       local chunks, t_cancel = 0, nil
       local t0 = core.monotonic_ms()
       local r, err = sb:stream("for i in $(seq 1 100); do echo $i; sleep 0.1; done", function()
@@ -147,14 +152,16 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("the interrupt flag (Ctrl-C in unlua) cancels a stream too", function()
-      local sb <close> = sandbox("interrupt")
+      local sb = sandbox("interrupt")
+      finally(function() sb:close() end)
       local r, err = sb:stream("echo first; sleep 20; echo never", function() core.interrupt() end, 30)
       assert.is_nil(r)
       assert.same({ 499, "interrupted" }, { err.status, err.reason })
     end)
 
     it("an error raised by on_chunk propagates and closes the stream", function()
-      local sb <close> = sandbox("raise")
+      local sb = sandbox("raise")
+      finally(function() sb:close() end)
       local ok, err = pcall(sb.stream, sb, "echo x; sleep 20", function() error("consumer broke") end, 30)
       assert.is_false(ok)
       assert.matches("consumer broke", err)
@@ -162,7 +169,8 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("lines() iterates lines per channel as they come, and a break closes the stream", function()
-      local sb <close> = sandbox("lines")
+      local sb = sandbox("lines")
+      finally(function() sb:close() end)
       local got = {}
       for channel, line in sb:lines("printf 'one\\ntw'; sleep 0.3; printf 'o\\nthree'; echo err >&2") do
         got[#got + 1] = channel .. ":" .. line
@@ -183,20 +191,23 @@ describe("unsandbox.Sandbox #integration", function()
       local tm = unsandbox.manager { url = srv.cp_url, token = key, env = {} }
       local subject = string.rep("d", 32)
       tm:with_subject(subject, function()
-        local sb <close> = assert(unsandbox.Sandbox.create { name = "subject-box", manager = tm })
-        assert(sb:write_file("marker.txt", "mine\n"))
-        local got = {}
-        for _, line in sb:lines("cat marker.txt") do got[#got + 1] = line end
-        assert.same({ "mine" }, got)
+        unsandbox.with(assert(unsandbox.Sandbox.create { name = "subject-box", manager = tm }), function(sb)
+          assert(sb:write_file("marker.txt", "mine\n"))
+          local got = {}
+          for _, line in sb:lines("cat marker.txt") do got[#got + 1] = line end
+          assert.same({ "mine" }, got)
+        end)
       end)
       -- the same name without the subject is another workspace
-      local sb <close> = assert(unsandbox.Sandbox.create { name = "subject-box", manager = tm })
+      local sb = assert(unsandbox.Sandbox.create { name = "subject-box", manager = tm })
+      finally(function() sb:close() end)
       local r = assert(sb:run_command("cat", { "marker.txt" }))
       assert.are_not.equal(0, r.exit_code)
     end)
 
     it("on_chunk may yield: a stream inside a coroutine", function()
-      local sb <close> = sandbox("yielding")
+      local sb = sandbox("yielding")
+      finally(function() sb:close() end)
       local co = coroutine.wrap(function()
         return sb:stream("echo 1; echo 2", function(_, chunk) coroutine.yield(chunk) end, 10)
       end)
@@ -212,7 +223,8 @@ describe("unsandbox.Sandbox #integration", function()
 
   describe("PTY sessions", function()
     it("exec, send, wait and kill in one shell", function()
-      local sb <close> = sandbox("pty")
+      local sb = sandbox("pty")
+      finally(function() sb:close() end)
       local sh = sb:shell()
       local r = assert(sh:exec("cd /tmp; X=42; tty"))
       assert.matches("^/dev/pts/", r.stdout)
@@ -231,18 +243,18 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("a Shell closes like every resource: its processes killed, unless detached", function()
-      local sb <close> = sandbox("pty-close")
+      local sb = sandbox("pty-close")
+      finally(function() sb:close() end)
       local function sleepers()
         local r = assert(sb:run_command("sh", { "-c", "ps -eo args | grep -c '^sleep 31[4]' || true" }))
         return tonumber(r.stdout)
       end
       local id
-      do
-        local sh <close> = sb:shell()
+      lua.scope(sb:shell(), function(sh)
         id = sh.id
         assert(sh:exec("sleep 314", { async = true }))
         assert.equal(1, sleepers())
-      end
+      end)
       assert.equal(0, sleepers())         -- the block's end killed them (session_kill)
       local sh = sb:shell { id = id }
       assert(sh:exec("sleep 314", { async = true }))
@@ -250,10 +262,9 @@ describe("unsandbox.Sandbox #integration", function()
       assert.error_matches(function() return sh:exec("true") end, "attempt to use a closed Shell")
       assert.is_true(sh:close())          -- idempotent; a detached Shell sends nothing
       assert.equal(1, sleepers())         -- detached: the session goes on
-      do
-        local again <close> = sb:shell { id = id }   -- and is taken up again
+      lua.scope(sb:shell { id = id }, function(again)   -- and is taken up again
         assert.is_true(assert(again:wait(1)).running)
-      end
+      end)
       assert.equal(0, sleepers())
       -- a Shell that never ran anything has nothing to kill
       local events = {}
@@ -264,7 +275,8 @@ describe("unsandbox.Sandbox #integration", function()
     end)
 
     it("a 17th session is -32001 (all busy), not -32602", function()
-      local sb <close> = sandbox("pty-busy")
+      local sb = sandbox("pty-busy")
+      finally(function() sb:close() end)
       for i = 1, 16 do assert(sb:shell { id = "s" .. i }:exec("true")) end
       local r, err = sb:shell { id = "s17" }:exec("true")
       assert.is_nil(r)
@@ -274,7 +286,8 @@ describe("unsandbox.Sandbox #integration", function()
 
   describe("binary files and the file routes", function()
     it("upload and download any bytes", function()
-      local sb <close> = sandbox("binary")
+      local sb = sandbox("binary")
+      finally(function() sb:close() end)
       local bytes = {}
       for i = 0, 255 do bytes[#bytes + 1] = string.char(i) end
       local blob = table.concat(bytes):rep(40)
@@ -304,7 +317,8 @@ describe("unsandbox.Sandbox #integration", function()
 
   describe("checkpoints", function()
     it("checkpoint, change, restore: the files come back", function()
-      local sb <close> = sandbox("ckpt")
+      local sb = sandbox("ckpt")
+      finally(function() sb:close() end)
       assert(sb:write_file("app.txt", "version 1\n"))
       local c = assert(sb:checkpoint())
       assert.matches("^cp%-", c.checkpoint_id)

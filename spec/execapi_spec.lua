@@ -6,6 +6,7 @@
 local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"
 local wait = require "spec.helpers.wait"
+local lua = require "spec.helpers.lua"
 
 local TICKER = "while true; do echo tick; sleep 0.2; done"
 
@@ -18,7 +19,7 @@ describe("execution API routes #integration", function()
     srv = server.start { args = { "--enable-faults" } }
     c = unsandbox.client(srv.client_opts())
     local p = assert(io.popen(server.sh_quote(server.bin) .. " keys add --data " .. server.sh_quote(srv.data)))
-    local out = p:read("a")
+    local out = p:read("*a")
     p:close()
     pk2 = out:match("UNSANDBOX_PUBLIC_KEY=(%S+)")
     c2 = unsandbox.client { url = srv.url, public_key = pk2, secret_key = out:match("UNSANDBOX_SECRET_KEY=(%S+)") }
@@ -190,7 +191,7 @@ describe("execution API routes #integration", function()
       assert.equal(404, err.status)
       assert(c:grant_image_access(img.id, pk2))
       local trusted = assert(c:image_trusted(img.id))
-      assert.same({ pk2 }, { table.unpack(trusted) })   -- the items (a list carries timing too)
+      assert.same({ pk2 }, { lua.unpack(trusted) })   -- the items (a list carries timing too)
       assert.equal(1, trusted.timing.exchanges)
       assert.is_true(has(assert(c2:list_images("shared")), img.id))
       local spawned = assert(c2:spawn_image(img.id, { name = "spawned", ports = { 80 } }))

@@ -5,6 +5,8 @@
 local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"
 local wait = require "spec.helpers.wait"
+local core = require "unsandbox.core"
+local lua = require "spec.helpers.lua"
 
 describe("facade #integration", function()
   local srv, c
@@ -101,19 +103,19 @@ describe("facade #integration", function()
     -- patched on its own), so they print as 68, not 68.0
     it("whole numbers are integers in every document", function()
       local k = assert(c:validate_keys())
-      assert.equal("integer", math.type(k.tier))
-      assert.equal("integer", math.type(k.rate_per_minute))
+      assert.equal("integer", lua.math_type(k.tier))
+      assert.equal("integer", lua.math_type(k.rate_per_minute))
       local r = assert(c:execute_code("bash", "exit 3"))
-      assert.equal("integer", math.type(r.exit_code))
-      assert.equal("integer", math.type(r.created_at))
+      assert.equal("integer", lua.math_type(r.exit_code))
+      assert.equal("integer", lua.math_type(r.created_at))
       local s = assert(c:create_session())
       local g = assert(c:get_session(s.id))
-      assert.equal("integer", math.type(g.ttl))
-      assert.equal("integer", math.type(g.vcpu))
+      assert.equal("integer", lua.math_type(g.ttl))
+      assert.equal("integer", lua.math_type(g.vcpu))
       assert.equal("3600", tostring(g.ttl))
       assert(c:delete_session(s.id))
       local doc = assert(c:call("GET", "/jobs/" .. r.job_id))
-      assert.equal("integer", math.type(doc.exit_code))
+      assert.equal("integer", lua.math_type(doc.exit_code))
     end)
   end)
 

@@ -6,6 +6,7 @@
 -- before anything is sent.
 local unsandbox = require "unsandbox"
 local proc = require "spec.helpers.proc"
+local lua = require "spec.helpers.lua"
 
 local KEYS = { public_key = "unsb-pk-aaaa-bbbb-cccc-dddd", secret_key = "unsb-sk-aaaa-bbbb-cccc-dddd-eeee",
                url = "http://127.0.0.1:9" }
@@ -116,10 +117,10 @@ describe("facade #unit", function()
     it("every public function refuses an unknown option at the caller's line", function()
       for name in pairs(public.PUBLIC) do
         local args, pos = with_opts(name, { bogus = 1 })
-        local msg = raised(function() local r = c[name](c, table.unpack(args, 1, pos)); return r end)
+        local msg = raised(function() local r = c[name](c, lua.unpack(args, 1, pos)); return r end)
         assert.matches(THIS, msg, name)
         assert.matches("'" .. name .. "' %(unknown option 'bogus'", msg, name)
-        msg = raised(function() local r = unsandbox[name](table.unpack(args, 1, pos)); return r end)
+        msg = raised(function() local r = unsandbox[name](lua.unpack(args, 1, pos)); return r end)
         assert.matches(THIS, msg, name)
         assert.matches("unknown option 'bogus'", msg, name)
       end
@@ -128,10 +129,10 @@ describe("facade #unit", function()
     it("a Client's method refuses connection options: they would be ignored there", function()
       for name, pos in pairs(public.PUBLIC) do
         local args, n = with_opts(name, { url = KEYS.url })
-        local msg = raised(function() local r = c[name](c, table.unpack(args, 1, n)); return r end)
+        local msg = raised(function() local r = c[name](c, lua.unpack(args, 1, n)); return r end)
         assert.matches("unknown option 'url'", msg, name)
         if pos < 0 then   -- the module function always uses the default client
-          msg = raised(function() local r = unsandbox[name](table.unpack(args, 1, n)); return r end)
+          msg = raised(function() local r = unsandbox[name](lua.unpack(args, 1, n)); return r end)
           assert.matches("unknown option 'url'", msg, name)
         end
       end

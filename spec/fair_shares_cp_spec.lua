@@ -257,7 +257,7 @@ describe("fair shares: object transfers of one tenant #integration", function()
       local data = server.tmpdir("unsbd-share")
       local p = io.popen(server.sh_quote(server.bin) .. " --data " .. server.sh_quote(data) .. " " .. args
         .. " 2>&1; echo rc=$?")
-      local out = p:read("a")
+      local out = p:read("*a")
       p:close()
       server.rm_rf(data)
       assert.matches("rc=2", out, 1, true)

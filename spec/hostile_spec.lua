@@ -5,6 +5,7 @@
 -- value), never a Lua error, a wrong kind or a request to another route.
 local hostile = require "spec.helpers.hostile"
 local unsandbox = require "unsandbox"
+local lua = require "spec.helpers.lua"
 
 -- A server that answers every request with the same JSON document.
 local function always(status, body, headers)
@@ -23,7 +24,7 @@ end
 local function against(body, fn, status)
   local h = always(status or 200, body)
   local c = client(h)
-  local res = table.pack(pcall(fn, c))
+  local res = lua.pack(pcall(fn, c))
   c:close()
   local seen = h.requests()
   h.stop()
@@ -100,10 +101,10 @@ describe("the client against a hostile server #integration", function()
     end
     -- the items as sent (a list also carries the call's timing)
     local list = against('[{"job_id":"job_1"}]', function(c) return c:list_jobs() end)
-    assert.are.same({ { job_id = "job_1" } }, { table.unpack(list) })
+    assert.are.same({ { job_id = "job_1" } }, { lua.unpack(list) })
     assert.equal(1, list.timing.exchanges)
     list = against('{"count":0}', function(c) return c:list_sessions() end)
-    assert.are.same({}, { table.unpack(list) })
+    assert.are.same({}, { lua.unpack(list) })
   end)
 
   it("checks the ids of created resources and the type of logs", function()

@@ -5,7 +5,7 @@
 local fs = require "spec.helpers.fs"
 local proc = require "spec.helpers.proc"
 
-local ROOT = io.popen("cd " .. fs.quote(os.getenv("UNSANDBOX_ROOT") or ".") .. " && pwd"):read("l")
+local ROOT = io.popen("cd " .. fs.quote(os.getenv("UNSANDBOX_ROOT") or ".") .. " && pwd"):read("*l")
 
 describe("make install #integration", function()
   local dir

@@ -37,7 +37,7 @@ end
 local function sql(srv, statement)
   local p = io.popen("sqlite3 " .. server.sh_quote(srv.data .. "/unsandboxd.db") .. " "
     .. server.sh_quote(statement) .. " 2>&1; echo EXIT=$?")
-  local out = p:read("a")
+  local out = p:read("*a")
   p:close()
   local code = tonumber(out:match("EXIT=(%d+)%s*$"))
   assert(code == 0, out)

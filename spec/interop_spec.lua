@@ -18,7 +18,7 @@ local function run_interop(srv, lenient)
     "--vectors", q(ROOT .. "/spec/fixtures/signing.json"),
     lenient and "--lenient" or "", "2>&1" }, " ")
   local p = assert(io.popen(cmd))
-  local out = p:read("a")
+  local out = p:read("*a")
   local ok, _, code = p:close()
   return ok, code, out
 end
@@ -34,7 +34,7 @@ end
 describe("interop: an independent Python client #integration", function()
   it("has python3 with only the standard library", function()
     local p = assert(io.popen("python3 -c 'import urllib.request, hmac, hashlib, json; print(1)' 2>&1"))
-    assert.equal("1\n", p:read("a"))
+    assert.equal("1\n", p:read("*a"))
     p:close()
   end)
 

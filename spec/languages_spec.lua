@@ -40,7 +40,7 @@ describe("get_languages() cache #integration", function()
 
   local function mode(path)
     local p = io.popen("stat -c %a " .. fs.quote(path))
-    local m = p:read("l")
+    local m = p:read("*l")
     p:close()
     return m
   end

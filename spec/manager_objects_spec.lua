@@ -49,7 +49,7 @@ describe("unsandbox.manager objects #integration", function()
       local loc = { scope = "upload", upload_id = "u-single", path = "source/a.txt" }
       assert(m:put_object(loc, "hello"))
       local t = assert(m:issue_object_ticket(loc, "download", 100, "text/plain"))
-      assert.equal("hello", assert(m:download_with_ticket(t)):read("a"))
+      assert.equal("hello", assert(m:download_with_ticket(t)):read("*a"))
       local r, err = m:download_with_ticket(t)
       assert.is_nil(r)
       assert.same({ 401, "invalid, expired, or already used object ticket" }, { err.status, err.message })

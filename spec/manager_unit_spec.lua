@@ -6,6 +6,7 @@
 local cjson = require "cjson"
 local fs = require "spec.helpers.fs"
 local listener = require "spec.helpers.listener"
+local lua = require "spec.helpers.lua"
 
 local SUBJ = "0645ca35688bd5af1135ecc65edaa4ce"
 local OTHER = "fb2d3e7e2d1a7b0f6b8c1e2d3a4b5c6d"
@@ -69,7 +70,7 @@ describe("unsandbox Control Plane #unit", function()
       local m = manager { token = "s3cr3t-token" }
       assert.equal("unsandbox.Manager (" .. l.url .. ")", tostring(m))
       assert.not_matches("s3cr3t", tostring(m))
-      do local _ <close> = m end
+      lua.scope(m, function() end)
       assert.equal("unsandbox.Manager (closed)", tostring(m))
       m:close()
       assert.matches("attempt to use a closed Manager", raised(m.whoami, m))
@@ -192,7 +193,8 @@ describe("unsandbox Control Plane #unit", function()
       end)
       local b = coroutine.wrap(function()
         seen[#seen + 1] = "b1:" .. tostring(m:acting_subject())
-        local _ <close> = m:bind_subject(OTHER)
+        local bind = m:bind_subject(OTHER)
+        finally(function() bind:close() end)
         seen[#seen + 1] = "b2:" .. m:acting_subject()
         coroutine.yield()
         seen[#seen + 1] = "b3:" .. m:acting_subject()
@@ -247,10 +249,9 @@ describe("unsandbox Control Plane #unit", function()
         coroutine.wrap(function() assert.is_nil(unsandbox.current_trace()) end)()
       end)
       local tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"
-      do
-        local _ <close> = unsandbox.trace(tp)
+      lua.scope(unsandbox.trace(tp), function()
         assert.same({ "4bf92f3577b34da6a3ce929d0e0e4736", "00" }, { unsandbox.current_trace() })
-      end
+      end)
       assert.is_nil(unsandbox.current_trace())
       for _, bad in ipairs { "xyz", string.rep("0", 32), string.rep("A", 32), "00-" .. string.rep("0",
         32) .. "-00f067aa0ba902b7-01" } do
@@ -507,11 +508,10 @@ describe("unsandbox Control Plane #unit", function()
       assert.equal(0, l.count())
     end)
 
-    it("<close> closes also when the block fails, without hiding the error", function()
+    it("<close> (5.4), or unsandbox.with, closes also when the block fails, without hiding the error", function()
       local m = manager { token = false }
       local sb = core.sandbox(m, "closing")
-      local ok, err = pcall(function()
-        local _ <close> = sb
+      local ok, err = pcall(lua.scope, sb, function()
         error("the block's own error")
       end)
       assert.is_false(ok)
@@ -520,7 +520,7 @@ describe("unsandbox Control Plane #unit", function()
       assert.matches("attempt to use a closed Sandbox", raised(sb.read_file, sb, "a"))
       -- a normal end whose release fails raises that failure
       local sb2 = core.sandbox(m, "closing-2")
-      ok, err = pcall(function() local _ <close> = sb2 end)
+      ok, err = pcall(lua.scope, sb2, function() end)
       assert.is_false(ok)
       assert.equal("credentials", err.kind)
       assert.equal(0, l.count())

@@ -169,7 +169,7 @@ describe("MCP client rules #unit", function()
     end, 10, 0.1)
     p:close()
     local f = io.open(log)
-    local child_out = f and f:read("a") or ""
+    local child_out = f and f:read("*a") or ""
     if f then f:close() end
     os.remove(log)
     return r, err, child_out

@@ -64,6 +64,6 @@ describe("misuse #unit", function()
     assert.matches(THIS .. "bad argument 'name' to 'create' %(must not be blank%)",
       raised(function() local s = unsandbox.Sandbox.create { name = "\t ", manager = m }; return s end))
     assert.matches(THIS .. "bad argument 'name' to 'create' %(must be valid UTF%-8%)",
-      raised(function() local s = unsandbox.Sandbox.create { name = "b\xffx", manager = m }; return s end))
+      raised(function() local s = unsandbox.Sandbox.create { name = "b\255x", manager = m }; return s end))
   end)
 end)

@@ -9,6 +9,7 @@ local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"
 local fs = require "spec.helpers.fs"
 local core = require "unsandbox.core"
+local lua = require "spec.helpers.lua"
 
 local PARTS = { "queue_ms", "resolve_ms", "connect_ms", "tls_ms", "server_ms", "transfer_ms" }
 
@@ -256,7 +257,7 @@ seg("websocket_refused") assert(not c:session_shell("nope", "exit\n"))
 seg("end")
 ]], srv.url, srv.public_key, srv.secret_key, srv.cp_url, key, sid))
       local out, err = dir .. "/out", dir .. "/err"
-      assert(os.execute(string.format("cd %s && UNSANDBOX_DEBUG=1 timeout 120 lua5.4 %s >%s 2>%s",
+      assert(lua.sh(string.format("cd %s && UNSANDBOX_DEBUG=1 timeout 120 lua5.4 %s >%s 2>%s",
         fs.quote(os.getenv("UNSANDBOX_ROOT") or "."), fs.quote(script), fs.quote(out), fs.quote(err))),
         (fs.read(out) or "") .. (fs.read(err) or ""))
       local kinds, seen = {}, nil
@@ -344,11 +345,11 @@ c:list_jobs()
       f:close()
       local err = dir .. "/err"
       local env = debug and "UNSANDBOX_DEBUG=1" or "UNSANDBOX_DEBUG="
-      assert(os.execute(string.format("cd %s && %s timeout 60 lua5.4 %s 2>%s",
+      assert(lua.sh(string.format("cd %s && %s timeout 60 lua5.4 %s 2>%s",
         fs.quote(os.getenv("UNSANDBOX_ROOT") or "."),
         env, fs.quote(script), fs.quote(err))))
       local h = assert(io.open(err))
-      local text = h:read("a")
+      local text = h:read("*a")
       h:close()
       fs.rm_rf(dir)
       return text

@@ -32,14 +32,14 @@ end
 -- What a program can learn of its sandbox, with what differs between any
 -- two runs (slot uid, random bind file names, the host's process count)
 -- taken out.
-local FINGERPRINT = [[
+local FINGERPRINT = [==[
 id; umask; hostname; nice; cut -d' ' -f18,19,41 /proc/1/stat; cut -d' ' -f41 /proc/self/stat; ulimit -a
 cat /proc/self/limits /proc/self/cgroup /proc/1/cgroup
 awk '{ $1=""; $2=""; $3=""; print }' /proc/self/mountinfo
 env | sort; ls -la --time-style=+ / /tmp /sandbox /code /dev /dev/shm /proc/self/fd 2>&1 | sed 's/pipe:\[[0-9]*\]/pipe/'
 grep -E '^(Cap|NoNewPrivs|Seccomp|Uid|Gid|Groups|Sig|Shd|Blk|NSpid|NSpgid|NSsid|Umask)' /proc/self/status
 tr '\0' ' ' < /proc/1/cmdline; echo; cut -d: -f1 /proc/net/dev; cat /etc/passwd /etc/group /etc/resolv.conf 2>&1
-]]
+]==]
 
 local function normalise(text)
   return (text:gsub("uid=%d+", "uid=SLOT"):gsub("gid=%d+", "gid=SLOT")

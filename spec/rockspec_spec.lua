@@ -2,13 +2,14 @@
 -- tree from which stock lua5.4 requires the module and whose unlua and un
 -- work.
 local proc = require "spec.helpers.proc"
+local lua = require "spec.helpers.lua"
 
 local function rockspec()
   local p = io.popen("ls unsandbox-*.rockspec")
-  local name = p:read("l")
+  local name = p:read("*l")
   p:close()
   local env = {}
-  assert(loadfile(name, "t", env))()
+  assert(lua.loadfile(name, env))()
   return env, name
 end
 
@@ -21,7 +22,7 @@ describe("rockspec", function()
     for _, v in ipairs { "BINDIR", "LUADIR", "LIBDIR" } do
       assert.are.equal("$(" .. v .. ")", spec.build.install_variables[v])
     end
-    local makefile = assert(io.open("Makefile")):read("a")
+    local makefile = assert(io.open("Makefile")):read("*a")
     assert.matches("\nrock:", makefile)
     assert.matches("\ninstall%-rock:", makefile)
     -- the system's lua-cjson satisfies it; no rock of it is asked for
@@ -37,7 +38,7 @@ describe("rockspec", function()
   end)
 
   it("the files luarocks make leaves behind are ignored #unit", function()
-    local ignore = assert(io.open(".gitignore")):read("a")
+    local ignore = assert(io.open(".gitignore")):read("*a")
     for _, pattern in ipairs { "*.rock", "/lua_modules/", "/.luarocks/" } do
       assert.is_truthy(ignore:find(pattern, 1, true), pattern .. " is not in .gitignore")
     end
@@ -51,11 +52,12 @@ describe("rockspec", function()
     assert.are.equal(core.VERSION, require("unsandbox").VERSION)
   end)
 
-  it("installs into a temporary tree that stock lua5.4 requires from #integration", function()
+  it("installs into a temporary tree that stock lua5.4 requires from, and one for LuaJIT #integration", function()
     local out, code = proc.run("scripts/rock-check.sh")
     assert.are.equal(0, code, out)
     assert.matches("rock ok: unsandbox 0.1.0", out)
     assert.matches("rock unlua ok", out)
     assert.matches("rock un ok", out)
+    assert.matches("rock luajit ok: unsandbox 0.1.0 under LuaJIT 2.1", out)
   end)
 end)

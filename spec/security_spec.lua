@@ -86,7 +86,7 @@ end
 
 local function archive_text(path)
   local p = io.popen("tar -xzOf " .. q(path) .. " 2>/dev/null")
-  local s = p:read("a")
+  local s = p:read("*a")
   p:close()
   return s
 end
@@ -237,7 +237,7 @@ describe("security: disk is bounded #integration", function()
     assert.matches("No space left on device", res.stderr)
     assert.matches("wrote [01]\n", res.stdout)
     local p = io.popen("du -sk " .. q(srv.data))
-    local used = tonumber(p:read("a"):match("^(%d+)"))
+    local used = tonumber(p:read("*a"):match("^(%d+)"))
     p:close()
     assert.is_true(used < 100 * 1024, "data directory grew to " .. used .. " KiB")
     ok_call(c, "DELETE", "/sessions/" .. ses.id)

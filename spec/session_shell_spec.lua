@@ -19,10 +19,10 @@ local function check(group)
     "--pk", q(srv.public_key), "--sk", q(srv.secret_key), "--pk2", q(pk2), "--sk2", q(sk2),
     "--pid", tostring(srv.pid), group, "2>&1" }, " ")
   local p = assert(io.popen(cmd))
-  local out = p:read("a")
+  local out = p:read("*a")
   local ok = p:close()
   local f = io.open(srv.log)
-  local log = f and f:read("a") or ""
+  local log = f and f:read("*a") or ""
   if f then f:close() end
   srv.stop()
   local tail = "\nserver log (tail):\n" .. log:sub(-4000)

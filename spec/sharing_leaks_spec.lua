@@ -7,7 +7,7 @@ local mcp = require "spec.helpers.mcp"
 
 local function realpath(p)
   local h = assert(io.popen("realpath " .. server.sh_quote(p)))
-  local out = h:read("l")
+  local out = h:read("*l")
   h:close()
   return assert(out, "realpath " .. p)
 end

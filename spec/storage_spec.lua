@@ -12,6 +12,7 @@ local core = require "unsandbox.core"
 local json = require "cjson"
 local fs = require "spec.helpers.fs"
 local wait = require "spec.helpers.wait"
+local lua = require "spec.helpers.lua"
 
 local MiB = 1024 * 1024
 local ARGS = { "--disk-mb", "16", "--disk-budget-mb", "96", "--sync-ms", "60000" }
@@ -48,7 +49,7 @@ end
 -- counts whole, as the ledger counts it).
 local function apparent(dir)
   local p = io.popen("du -s --apparent-size -B1 " .. fs.quote(dir) .. " 2>/dev/null")
-  local n = tonumber((p:read("a") or ""):match("^(%d+)"))
+  local n = tonumber((p:read("*a") or ""):match("^(%d+)"))
   p:close()
   return n or 0
 end
@@ -334,7 +335,7 @@ describe("what a crash left half made #integration", function()
     c:close()
     srv.stop(true)
     local d = srv.data
-    local function exists(p) return os.execute("test -e " .. fs.quote(p)) == true end
+    local function exists(p) return lua.sh("test -e " .. fs.quote(p)) end
     -- as the server leaves them when it dies between a write and its row
     os.execute("mkdir -p " .. fs.quote(d .. "/sessions/unsb-session-orphan/work") .. " && truncate -s 16M "
                .. fs.quote(d .. "/sessions/unsb-session-orphan/disk.img"))
@@ -413,7 +414,7 @@ describe("finished jobs expire #integration", function()
 
   it("--job-retention must be a number of seconds", function()
     local p = io.popen(server.sh_quote(server.bin) .. " --data /nonexistent --job-retention 0 2>&1; echo rc=$?")
-    local out = p:read("a")
+    local out = p:read("*a")
     p:close()
     assert.matches("rc=2", out)
     assert.matches("%-%-job%-retention", out)

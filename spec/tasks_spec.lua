@@ -11,6 +11,7 @@ local cp = require "spec.helpers.cp"
 local core = require "unsandbox.core"
 local fs = require "spec.helpers.fs"
 local wait = require "spec.helpers.wait"
+local lua = require "spec.helpers.lua"
 
 local SUBJ_A = string.rep("a", 32)
 local SUBJ_B = string.rep("b", 32)
@@ -299,7 +300,7 @@ print("RUN", ok, err and err.kind)
       fds, timeout = unsandbox.pollfds()
       return #fds > 0
     end, 100))
-    assert.equal("integer", math.type(fds[1].fd))
+    assert.equal("integer", lua.math_type(fds[1].fd))
     assert.matches("^r?w?$", fds[1].events)
     assert.is_true(timeout >= -1)
     assert.is_true((unsandbox.run(30)))
@@ -375,10 +376,11 @@ describe("tasks and the Control Plane #integration", function()
     local order = {}
     local function box(name)
       return unsandbox.spawn(function()
-        local sb <close> = assert(unsandbox.Sandbox.create { name = name, manager = m })
-        return assert(sb:stream("for i in 1 2 3; do echo $i; sleep 0.5; done", function(_, chunk)
-          for line in chunk:gmatch("%d") do order[#order + 1] = name .. line end
-        end, 30))
+        return unsandbox.with(assert(unsandbox.Sandbox.create { name = name, manager = m }), function(sb)
+          return assert(sb:stream("for i in 1 2 3; do echo $i; sleep 0.5; done", function(_, chunk)
+            for line in chunk:gmatch("%d") do order[#order + 1] = name .. line end
+          end, 30))
+        end)
       end)
     end
     local a, b = box("task-a"), box("task-b")

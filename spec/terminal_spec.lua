@@ -47,7 +47,7 @@ describe("session terminal #integration", function()
     env = { UNSANDBOX_URL = srv.url, UNSANDBOX_PUBLIC_KEY = srv.public_key,
             UNSANDBOX_SECRET_KEY = srv.secret_key, HOME = dir }
     local p = assert(io.popen(server.sh_quote(server.bin) .. " keys add --data " .. server.sh_quote(srv.data)))
-    local keys = p:read("a")
+    local keys = p:read("*a")
     p:close()
     other = unsandbox.client { url = srv.url, public_key = keys:match("UNSANDBOX_PUBLIC_KEY=(%S+)"),
                                secret_key = keys:match("UNSANDBOX_SECRET_KEY=(%S+)") }
@@ -61,7 +61,8 @@ describe("session terminal #integration", function()
 
   describe("client:session_attach()", function()
     it("runs the shell: output, then the exit event with its code, then a clean end", function()
-      local t <close> = assert(patient(c.session_attach, c, sid))
+      local t = assert(patient(c.session_attach, c, sid))
+      finally(function() t:close() end)
       assert.is_true(t:send("echo hi; exit 3\n"))
       local out, code, err = drain(t)
       assert.is_nil(err)
@@ -78,7 +79,7 @@ describe("session terminal #integration", function()
         local unsandbox = require "unsandbox"
         local function maps()
           local f = assert(io.open("/proc/self/maps"))
-          local text = f:read("a")
+          local text = f:read("*a")
           f:close()
           local libs = {}
           for lib in text:gmatch("/([%w_+-]+)%.so[%.%d]*\n") do libs[lib] = true end
@@ -98,7 +99,8 @@ describe("session terminal #integration", function()
     end)
 
     it("resizes the PTY the shell sees", function()
-      local t <close> = assert(patient(c.session_attach, c, sid))
+      local t = assert(patient(c.session_attach, c, sid))
+      finally(function() t:close() end)
       assert.is_true(t:resize(123, 45))
       assert.is_true(t:send("stty size; exit\n"))
       local out, code = drain(t)
@@ -124,7 +126,8 @@ describe("session terminal #integration", function()
     end)
 
     it("refuses a wrong secret with 401, and a frozen session with 409", function()
-      local bad <close> = unsandbox.client(srv.client_opts { secret_key = "not-the-secret" })
+      local bad = unsandbox.client(srv.client_opts { secret_key = "not-the-secret" })
+      finally(function() bad:close() end)
       local t, err = patient(bad.session_attach, bad, sid)
       assert.is_nil(t)
       assert.are.equal(401, err.status)
@@ -141,8 +144,9 @@ describe("session terminal #integration", function()
       local gone = server.start()
       local port = gone.port
       gone.stop()   -- its port is now closed
-      local dead <close> = unsandbox.client { url = "http://127.0.0.1:" .. port,
+      local dead = unsandbox.client { url = "http://127.0.0.1:" .. port,
         public_key = srv.public_key, secret_key = srv.secret_key }
+      finally(function() dead:close() end)
       local t, err = patient(dead.session_attach, dead, sid)
       assert.is_nil(t)
       assert.are.equal("transport", err.kind)
@@ -167,7 +171,8 @@ describe("session terminal #integration", function()
     end)
 
     it("caps queued input: 'terminal input queue full', nothing lost before it", function()
-      local t <close> = assert(patient(c.session_attach, c, sid, { max_input = 1024 }))
+      local t = assert(patient(c.session_attach, c, sid, { max_input = 1024 }))
+      finally(function() t:close() end)
       local ok, err = t:send(string.rep("x", 2000))
       assert.is_nil(ok)
       assert.matches("terminal input queue full", err.message)
@@ -191,7 +196,8 @@ describe("session terminal #integration", function()
     end)
 
     it("times out a read that gets nothing, and a shell that never exits", function()
-      local t <close> = assert(patient(c.session_attach, c, sid))
+      local t = assert(patient(c.session_attach, c, sid))
+      finally(function() t:close() end)
       assert.is_string(t:read(10))   -- the prompt
       local item, err
       for _ = 1, 20 do   -- the rest of the prompt, then silence
@@ -219,7 +225,8 @@ describe("session terminal #integration", function()
     end
 
     it("waits for output by yielding: other tasks go on, step(0) returns, its socket is the host's to poll", function()
-      local t <close> = assert(patient(c.session_attach, c, sid))
+      local t = assert(patient(c.session_attach, c, sid))
+      finally(function() t:close() end)
       assert(t:send("echo ready\n"))
       assert(read_until(t, "ready"))   -- outside a task: the blocking read, as before
       -- a reader waits for a line the quiet shell has not printed
@@ -246,7 +253,8 @@ describe("session terminal #integration", function()
     end)
 
     it("a task waiting on a read can be cancelled, and the terminal goes on", function()
-      local t <close> = assert(patient(c.session_attach, c, sid))
+      local t = assert(patient(c.session_attach, c, sid))
+      finally(function() t:close() end)
       local reader = unsandbox.spawn(read_until, t, "never")
       for _ = 1, 100 do
         if reader:status() == "waiting" then break end
@@ -261,7 +269,8 @@ describe("session terminal #integration", function()
     end)
 
     it("under a flood of output a step moves a bounded amount, never the whole flood", function()
-      local t <close> = assert(patient(c.session_attach, c, sid))
+      local t = assert(patient(c.session_attach, c, sid))
+      finally(function() t:close() end)
       local total, most, steps = 0, 0, 0
       local reader = unsandbox.spawn(function()
         while true do

@@ -17,9 +17,10 @@ describe("terminal over wss #integration", function()
   end
 
   local function attach(ca_file)
-    local c <close> = unsandbox.client { url = "https://127.0.0.1:" .. port, public_key = "pk",
-                                         secret_key = "sk", ca_file = ca_file }
-    return c:session_attach("s1", { connect_timeout = 10 })
+    local c = unsandbox.client { url = "https://127.0.0.1:" .. port, public_key = "pk",
+                                 secret_key = "sk", ca_file = ca_file }
+    -- the Terminal copies what it needs: the client may close at once
+    return unsandbox.with(c, c.session_attach, "s1", { connect_timeout = 10 })
   end
 
   setup(function()

@@ -7,6 +7,7 @@
 local unsandbox = require "unsandbox"
 local core = require "unsandbox.core"
 local terminal = require "unsandbox.exec.terminal"
+local lua = require "spec.helpers.lua"
 
 describe("unsandbox.terminal #unit", function()
   describe("detach_filter()", function()
@@ -56,7 +57,7 @@ describe("unsandbox.terminal #unit", function()
       assert.are.same({ type = "exit", exit_code = 3 }, terminal.event_of('{"type":"exit","exit_code":3}'))
       assert.are.same({ type = "exit" }, terminal.event_of('{"type":"exit"}'))
       assert.are.same({ type = "detached" }, terminal.event_of('{"type":"detached"}'))
-      assert.are.equal("integer", math.type(terminal.event_of('{"type":"exit","exit_code":7.0}').exit_code))
+      assert.are.equal("integer", lua.math_type(terminal.event_of('{"type":"exit","exit_code":7.0}').exit_code))
     end)
 
     it("passes an unknown type on without nulls", function()
@@ -163,7 +164,7 @@ describe("unsandbox.terminal #unit", function()
       assert.has_error(function() core.tty_restore(0, "short") end)
       assert.has_error(function() core.tty_size(-1) end)
       assert.has_error(function() core.fd_read(0, 0) end)
-      assert.has_error(function() core.fd_read(0, 1 << 30) end)
+      assert.has_error(function() core.fd_read(0, 2 ^ 30) end)
     end)
 
     it("take no signal that did not come", function()

@@ -16,7 +16,7 @@ describe("un Control Plane commands #integration", function()
     local errfile = dir .. "/stderr"
     local out, code = proc.run("bin/un " .. args, e, errfile)
     local f = io.open(errfile)
-    local err = f and f:read("a") or ""
+    local err = f and f:read("*a") or ""
     if f then f:close() end
     return out, err, code
   end
@@ -121,9 +121,9 @@ describe("un Control Plane commands #integration", function()
     -- for a file that a second run makes only once that line was read
     local p = io.popen(proc.env_prefix(env) .. "bin/un sandbox run cli-run -- " ..
       proc.quote("rm -f go; echo first; until [ -f go ]; do sleep 0.1; done; echo second") .. " 2>/dev/null")
-    local first = p:read("l")
+    local first = p:read("*l")
     local _, _, made = un("sandbox run cli-run -- touch go")
-    local rest = p:read("a")
+    local rest = p:read("*a")
     p:close()
     assert.are.equal("first", first)
     assert.are.equal(0, made)

@@ -13,7 +13,7 @@ describe("un execution subcommands #integration", function()
     local errfile = dir .. "/stderr"
     local out, code = proc.run("bin/un " .. args, env, errfile)
     local f = io.open(errfile)
-    local err = f and f:read("a") or ""
+    local err = f and f:read("*a") or ""
     if f then f:close() end
     return out, err, code
   end

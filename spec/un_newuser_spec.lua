@@ -11,7 +11,7 @@ local wait = require "spec.helpers.wait"
 -- absolute, since some commands run in another directory
 local function checkout()
   local p = assert(io.popen("pwd"))
-  local here = p:read("l")
+  local here = p:read("*l")
   p:close()
   return here
 end
@@ -29,7 +29,7 @@ describe("un, a new user's commands #integration", function()
       proc.quote(UN) .. " " .. args
     local out, code = proc.run("sh -c " .. proc.quote(cmd), env, errfile)
     local f = io.open(errfile)
-    local err = f and f:read("a") or ""
+    local err = f and f:read("*a") or ""
     if f then f:close() end
     return out, err, code
   end
@@ -208,14 +208,14 @@ describe("un, a new user's commands #integration", function()
       assert(core.mkdirs(work))
       local _, err, code = un("-a -o out/ -s bash 'echo hi > report.txt'", work)
       assert.equal(0, code, err)
-      assert.equal("hi\n", assert(io.open(work .. "/out/report.txt")):read("a"))
+      assert.equal("hi\n", assert(io.open(work .. "/out/report.txt")):read("*a"))
       assert.matches("saved out/report.txt", err, 1, true)
     end)
 
     it("makes nested directories", function()
       local _, err, code = un("-a -o " .. proc.quote(dir .. "/a/b/c") .. " -s bash 'echo x > f.txt'")
       assert.equal(0, code, err)
-      assert.equal("x\n", assert(io.open(dir .. "/a/b/c/f.txt")):read("a"))
+      assert.equal("x\n", assert(io.open(dir .. "/a/b/c/f.txt")):read("*a"))
     end)
 
     it("a failure to save is reported with its reason; the program's exit code is kept", function()

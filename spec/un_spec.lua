@@ -14,7 +14,7 @@ describe("un #integration", function()
     local errfile = dir .. "/stderr"
     local out, code = proc.run("bin/un " .. args, e, errfile)
     local f = io.open(errfile)
-    local err = f and f:read("a") or ""
+    local err = f and f:read("*a") or ""
     if f then f:close() end
     return out, err, code
   end
@@ -123,7 +123,7 @@ describe("un #integration", function()
     local _, err, code = un("-a -o " .. proc.quote(outdir) .. " -s bash 'echo made > report.txt'")
     assert.are.equal(0, code, err)
     local f = assert(io.open(outdir .. "/report.txt"))
-    assert.are.equal("made\n", f:read("a"))
+    assert.are.equal("made\n", f:read("*a"))
     f:close()
   end)
 
@@ -201,7 +201,7 @@ describe("un #integration", function()
     assert.are.equal(0, code, out)
     assert.are.equal("from-stdin\n", out)
     local f = assert(io.open(errfile))
-    assert.are.equal("", f:read("a"))
+    assert.are.equal("", f:read("*a"))
     f:close()
 
     -- in argv: it works, with a warning that never shows the key itself

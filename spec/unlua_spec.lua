@@ -4,11 +4,12 @@
 local helper = require "spec.helpers.unsandboxd"
 local fs = require "spec.helpers.fs"
 local wait = require "spec.helpers.wait"
+local lua = require "spec.helpers.lua"
 local read, write = fs.read, fs.write
 
 local q = helper.sh_quote
 -- absolute, so that tests may run commands from other directories
-local ROOT = io.popen("cd " .. q(os.getenv("UNSANDBOX_ROOT") or ".") .. " && pwd"):read("l")
+local ROOT = io.popen("cd " .. q(os.getenv("UNSANDBOX_ROOT") or ".") .. " && pwd"):read("*l")
 local UNLUA = ROOT .. "/bin/unlua"
 local EMBED = ROOT .. "/examples/embed/embed_demo"
 
@@ -19,7 +20,7 @@ local tmp  -- a fresh directory per test
 -- Runs a shell command line; returns its stdout+stderr and exit status.
 local function sh(cmdline)
   local p = assert(io.popen("(" .. cmdline .. ") 2>&1; echo EXIT=$?"))
-  local out = p:read("a")
+  local out = p:read("*a")
   p:close()
   local body, code = out:match("^(.*)EXIT=(%d+)\n?$")
   return body, tonumber(code)
@@ -43,14 +44,14 @@ local function running(pid)
 end
 
 local function exists(path)
-  return os.execute("test -e " .. q(path)) == true
+  return lua.sh("test -e " .. q(path))
 end
 
 -- The readiness signal of the SIGINT specs: the process is blocked in C
 -- in one of the system calls named (its /proc/PID/syscall), so a SIGINT
 -- sent now meets the core's interrupt path, not Lua code. Numbers of
 -- x86_64 and aarch64.
-local ARCH = io.popen("uname -m"):read("l")
+local ARCH = io.popen("uname -m"):read("*l")
 local SYSCALLS = {
   x86_64 = { sleep = { [35] = true, [230] = true }, poll = { [7] = true, [271] = true } },
   aarch64 = { sleep = { [101] = true, [115] = true }, poll = { [73] = true } },
@@ -86,7 +87,7 @@ end
 -- exports to it / passes on the server's command line.
 local REPORT = [[
   local pid = os.getenv("UNSANDBOXD_PID")
-  local cmd = io.open("/proc/" .. pid .. "/cmdline"):read("a")
+  local cmd = io.open("/proc/" .. pid .. "/cmdline"):read("*a")
   print("PID=" .. pid)
   print("DATA=" .. cmd:match("%-%-data%z([^%z]+)"))
   print("URL=" .. os.getenv("UNSANDBOX_URL"), "LOCAL=" .. tostring(os.getenv("UNSANDBOX_LOCAL")))
@@ -243,7 +244,7 @@ describe("unlua #unit", function()
         .. " -e 'print(package.searchpath(\"unsandbox\", package.path))'")
       assert.equal(0, code)
       assert.matches("/lua/unsandbox/init%.lua\n$", out)
-      local real = io.popen("realpath " .. q(ROOT .. "/lua/unsandbox/init.lua")):read("l")
+      local real = io.popen("realpath " .. q(ROOT .. "/lua/unsandbox/init.lua")):read("*l")
       assert.equal(real .. "\n", out)
     end)
 
@@ -266,7 +267,7 @@ describe("unlua #unit", function()
     local MAPS = [[
       local function has(lib)
         local f = assert(io.open("/proc/self/maps"))
-        local m = f:read("a"); f:close()
+        local m = f:read("*a"); f:close()
         return m:find(lib, 1, true) and lib or "-"
       end
       local function libs() return has("libcurl") .. " " .. has("libcrypto") end
@@ -333,7 +334,7 @@ describe("unlua #unit", function()
 
     it("copied anywhere, still has the core and the facade built in", function()
       local copy = tmp .. "/bin"
-      assert(os.execute("mkdir -p " .. q(copy) .. " && cp " .. q(UNLUA) .. " " .. q(copy)))
+      assert(lua.sh("mkdir -p " .. q(copy) .. " && cp " .. q(UNLUA) .. " " .. q(copy)))
       local out, code = sh("cd / && env -u LUA_PATH -u LUA_PATH_5_4 LUA_CPATH_5_4=/nonexistent/?.so "
         .. q(copy .. "/unlua") .. " -e " .. q([[
           local u = require "unsandbox"
@@ -416,7 +417,7 @@ describe("unlua #unit", function()
       assert.matches("did not start: it exited before announcing its URL", out)
       assert.matches("| cannot bind: %-%-listen 127%.0%.0%.1:0 %-%-data ", out)
       assert.not_matches("ran", out)
-      assert.equal("", io.popen("ls " .. q(tmp) .. " | grep unlua-local"):read("a"))
+      assert.equal("", io.popen("ls " .. q(tmp) .. " | grep unlua-local"):read("*a"))
     end)
 
     it("exports the announced settings and stops the server on os.exit", function()

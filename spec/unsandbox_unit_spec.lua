@@ -1,6 +1,7 @@
 -- #unit specs of the public module: everything that needs no server.
 local cjson = require "cjson"
 local fs = require "spec.helpers.fs"
+local lua = require "spec.helpers.lua"
 local read, write = fs.read, fs.write
 local function tmpdir() return fs.tmpdir("unsb-unit") end
 
@@ -126,7 +127,7 @@ describe("unsandbox #unit", function()
       assert.are.equal("python", unsandbox.detect_language(dir .. "/tool", "#!/usr/bin/python3"))
       assert.is_nil(unsandbox.detect_language(dir .. "/missing"))
       assert.is_nil(unsandbox.detect_language(dir))                 -- a directory
-      assert(os.execute("mkfifo " .. dir .. "/fifo"))
+      assert(lua.sh("mkfifo " .. dir .. "/fifo"))
       assert.is_nil(unsandbox.detect_language(dir .. "/fifo"))      -- nobody writes to it
       os.execute("rm -rf " .. dir)
     end)
@@ -239,7 +240,7 @@ describe("unsandbox #unit", function()
     }
     for _, case in ipairs(cases) do
       it(case[1] .. " raises naming '" .. case[3] .. "'", function()
-        local ok, err = pcall(c[case[1]], c, table.unpack(case[2], 1, 3))
+        local ok, err = pcall(c[case[1]], c, lua.unpack(case[2], 1, 3))
         assert.is_false(ok)
         assert.matches(case[3], err, 1, true)
         assert.matches(case[1], err, 1, true)

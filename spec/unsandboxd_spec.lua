@@ -10,6 +10,7 @@ local socket = require "socket"
 local rawhttp = require "spec.helpers.rawhttp"
 local fs = require "spec.helpers.fs"
 local wait = require "spec.helpers.wait"
+local lua = require "spec.helpers.lua"
 local read, alive = fs.read, fs.alive
 
 local q = server.sh_quote
@@ -87,7 +88,7 @@ end
 
 local function mode_of(path)
   local p = io.popen("stat -c %a " .. q(path) .. " 2>/dev/null")
-  local m = p:read("l")
+  local m = p:read("*l")
   p:close()
   return m
 end
@@ -442,7 +443,7 @@ describe("unsandboxd #integration", function()
 
     it("another key sees none of this key's jobs", function()
       local _, doc = call(c, "POST", "/execute", { language = "bash", code = "true" })
-      local out = io.popen(q(server.bin) .. " keys add --data " .. q(srv.data)):read("a")
+      local out = io.popen(q(server.bin) .. " keys add --data " .. q(srv.data)):read("*a")
       local pk = out:match("UNSANDBOX_PUBLIC_KEY=(%S+)")
       local sk = out:match("UNSANDBOX_SECRET_KEY=(%S+)")
       local other = client(srv, { public_key = pk, secret_key = sk })
@@ -513,7 +514,7 @@ describe("unsandboxd #integration", function()
       assert.are.equal("one\ndeep\na.txt\nd\n", after.stdout)
       -- nothing half-applied or left behind next to the volume
       local p = io.popen("ls -a " .. q(srv.data .. "/sessions/" .. id))
-      local entries = p:read("a")
+      local entries = p:read("*a")
       p:close()
       assert.are.equal(".\n..\ndisk.img\nwork\n", entries)
 
@@ -822,7 +823,7 @@ describe("unsandboxd limits, restart and shutdown #integration", function()
       .. ">/dev/null 2>&1 &", server.sh_quote(string.format(
         "require('unsandbox').client{url=%q, public_key=%q, secret_key=%q}:execute_code('bash', 'sleep 30')",
         srv.url, srv.public_key, srv.secret_key)))
-    assert(os.execute(waiter))
+    assert(lua.sh(waiter))
     local listed = wait.eventually(function()
       local _, list = call(c, "GET", "/jobs")
       return list.jobs[1]
@@ -899,7 +900,7 @@ end)
 describe("unsandboxd command line #integration", function()
   local function run(args)
     local p = io.popen(q(server.bin) .. " " .. args .. " 2>&1; echo EXIT=$?")
-    local out = p:read("a")
+    local out = p:read("*a")
     p:close()
     return out:gsub("EXIT=%d+%s*$", ""), tonumber(out:match("EXIT=(%d+)%s*$"))
   end
@@ -935,8 +936,8 @@ describe("unsandboxd command line #integration", function()
     local dir = server.tmpdir("unsb-v6")
     local p = io.popen(q(server.bin) .. " --listen '[::1]:0' --data " .. q(dir)
       .. " 2>/dev/null & echo PID=$!")
-    local pid = p:read("l"):match("PID=(%d+)")
-    local line = p:read("l")
+    local pid = p:read("*l"):match("PID=(%d+)")
+    local line = p:read("*l")
     os.execute("kill -TERM " .. pid)
     p:close()
     server.rm_rf(dir)

@@ -18,8 +18,7 @@
 
 #include <stddef.h>
 
-#include <lua.h>
-#include <lauxlib.h>
+#include "lua/compat.h"
 
 #include "core/client.h"
 #include "core/cpclient.h"
@@ -154,16 +153,26 @@ void ub_lease_methods(lua_State *L);
 void ub_open_loop(lua_State *L);
 /* The state's loop, shared by every Client and Manager made in it. */
 unsb_loop *ub_loop(lua_State *L);
-/* 1 when the running thread is a task's (core.task_thread) and may yield. */
+/* 1 when the running thread is a task's (core.task_thread) and may yield:
+** never while the binding calls Lua code itself (ub_call_lua). */
 int ub_task_can_yield(lua_State *L);
+/* lua_pcall for the binding's own calls into Lua (a __close that runs
+** the facade's release): calls inside it block rather than wait as a
+** task, since no C frame can be suspended (5.4 and LuaJIT know this by
+** lua_isyieldable; 5.1 has no such question, so it is said here). */
+int ub_call_lua(lua_State *L, int nargs, int nresults);
 /* A new token that wakes the running thread, which waits on the value at
 ** obj_idx (a Transfer), or with obj_idx 0 on a timer of that token: what
 ** cancelling the task ends. */
 unsb_token ub_wait(lua_State *L, int obj_idx);
 /* The running thread no longer waits on anything. */
 void ub_wait_done(lua_State *L);
-/* Yields core.YIELD to the scheduler; k continues. */
-int ub_yield(lua_State *L, lua_KContext ctx, lua_KFunction k);
+/* How a call inside a task waits: returns core.YIELD, k and the nargs
+** values on top of the stack. The facade (tasks.lua) yields to the
+** scheduler and, once the loop woke the thread, calls k(values...): the
+** call goes on there (k may wait again). The binding never yields from
+** C, so this works on every Lua the binding is built for. */
+int ub_yield(lua_State *L, lua_CFunction k, int nargs);
 
 /* ---- transfers (transfer.c) and buffered calls (exchange.c) ---- */
 enum { UB_XFER_BUFFER = 0, UB_XFER_SSE = 1, UB_XFER_RAW = 2 };

@@ -31,7 +31,7 @@ static const char *push_value(lua_State *L, int idx, const char *key) {
     case LUA_TNUMBER:
       i = lua_tointegerx(L, idx, &exact);   /* floats only when exactly an integer */
       if (exact) {
-        lua_pushfstring(L, "%I", i);
+        lua_pushfstring(L, UB_I, UB_IARG(i));
         return NULL;
       }
       return lua_pushfstring(L, "query.%s: an integer expected, got %f", key, lua_tonumber(L, idx));

@@ -86,8 +86,8 @@ static int shell_quote(lua_State *L, ub_mode mode) {
   size_t *lens = lua_newuserdatauv(L, n * sizeof *lens, 0);
   for (lua_Unsigned i = 1; i <= n; i++) {
     if (lua_rawgeti(L, 1, (lua_Integer)i) != LUA_TSTRING)
-      return ub_bad_value(L, mode, 1, lua_pushfstring(L, "argv[%I]: string expected, got %s",
-                                                      (lua_Integer)i, luaL_typename(L, -1)));
+      return ub_bad_value(L, mode, 1, lua_pushfstring(L, "argv[" UB_I "]: string expected, got %s",
+                                                      UB_IARG(i), luaL_typename(L, -1)));
     args[i - 1] = lua_tolstring(L, -1, &lens[i - 1]);   /* anchored by argv */
     lua_pop(L, 1);
   }

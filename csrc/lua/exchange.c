@@ -2,9 +2,10 @@
 ** One buffered call of a Client or a Manager, from an open Transfer to
 ** the values Lua gets: the one path both clients' `request`/`_request`
 ** take, so "start one transfer, drive until it is done" has no second
-** form. Inside a task the wait yields (a continuation resumes it when the
-** transfer's token fires); anywhere else it drives the loop, blocking as
-** calls always did. Either way the Transfer is closed before returning.
+** form. Inside a task the call returns core.YIELD and a continuation
+** (ub_yield): the facade yields and calls it when the transfer's token
+** fires; anywhere else it drives the loop, blocking as calls always did.
+** Either way the Transfer is closed before the results are returned.
 **
 ** Results carry `timing` (ms, from core/http.h's unsb_http_timing);
 ** failures return nil, kind, message and a fourth value {timing=, sent=}
@@ -49,13 +50,17 @@ int ub_push_failure(lua_State *L, const unsb_error *err, const unsb_http_timing 
   return 4;
 }
 
-static int finish_k(lua_State *L, int status, lua_KContext ctx) {
-  int tidx = (int)ctx;
+static int finish_k(lua_State *L);
+
+/* woken: the thread is back from a wait on this Transfer */
+static int finish_at(lua_State *L, int tidx, int woken) {
   unsb_http_xfer *x = ub_transfer_xfer(L, tidx);
+  if (woken) ub_wait_done(L);
   if (x && !unsb_http_done(x)) {
     if (ub_task_can_yield(L)) {
       ub_transfer_watch(L, tidx);
-      return ub_yield(L, ctx, finish_k);
+      lua_pushvalue(L, tidx);
+      return ub_yield(L, finish_k, 1);
     }
     unsb_error err;
     if (unsb_http_drive(unsb_http_of(x), x, &err) != 0) {
@@ -65,12 +70,17 @@ static int finish_k(lua_State *L, int status, lua_KContext ctx) {
       return ub_push_failure(L, &err, &t);
     }
   }
-  if (status == LUA_YIELD) ub_wait_done(L);
   int n = ub_transfer_push_result(L, tidx);
-  ub_transfer_close(L, lua_absindex(L, tidx));
+  ub_transfer_close(L, tidx);
   return n;
 }
 
+/* The continuation: k(transfer). */
+static int finish_k(lua_State *L) {
+  luaL_checkudata(L, 1, UB_TRANSFER);
+  return finish_at(L, 1, 1);
+}
+
 int ub_transfer_finish(lua_State *L, int tidx) {
-  return finish_k(L, LUA_OK, (lua_KContext)lua_absindex(L, tidx));
+  return finish_at(L, lua_absindex(L, tidx), 0);
 }

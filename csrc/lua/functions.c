@@ -80,18 +80,23 @@ static int l_poll_delay(lua_State *L) {
   return 1;
 }
 
-/* Inside a task: a timer of the loop, and a yield until it fires (the
+/* Inside a task: a timer of the loop, and a wait until it fires (the
 ** thread may be resumed early by nothing but a cancelled wait: it looks
-** at the clock again). Stack: ms, due. */
-static int sleep_k(lua_State *L, int status, lua_KContext ctx) {
+** at the clock again). The continuation gets due (monotonic ms). */
+static int sleep_until(lua_State *L, int64_t due);
+
+static int sleep_k(lua_State *L) {
+  ub_wait_done(L);
+  return sleep_until(L, (int64_t)luaL_checkinteger(L, 1));
+}
+
+static int sleep_until(lua_State *L, int64_t due) {
   unsb_error err;
-  (void)ctx;
-  int64_t due = (int64_t)lua_tointeger(L, 2);
-  if (status == LUA_YIELD) ub_wait_done(L);
   if (unsb_monotonic_ms() < due) {
     unsb_token tok = ub_wait(L, 0);
     if (unsb_loop_timer(ub_loop(L), due, tok, &err) != 0) return luaL_error(L, "not enough memory");
-    return ub_yield(L, 0, sleep_k);
+    lua_pushinteger(L, (lua_Integer)due);
+    return ub_yield(L, sleep_k, 1);
   }
   lua_pushboolean(L, 1);
   return 1;
@@ -99,11 +104,7 @@ static int sleep_k(lua_State *L, int status, lua_KContext ctx) {
 
 static int l_sleep(lua_State *L) {
   lua_Integer ms = ub_check_ms(L, 1, "ms", LUA_MININTEGER);
-  if (ms > 0 && ub_task_can_yield(L)) {
-    lua_settop(L, 1);
-    lua_pushinteger(L, (lua_Integer)(unsb_monotonic_ms() + ms));
-    return sleep_k(L, LUA_OK, 0);
-  }
+  if (ms > 0 && ub_task_can_yield(L)) return sleep_until(L, unsb_monotonic_ms() + ms);
   if (unsb_sleep_ms(ms) != 0) {
     lua_pushnil(L);
     lua_pushliteral(L, "interrupted");

@@ -7,11 +7,13 @@
 ** and registers here (core.task_thread). A C function that has to wait —
 ** a transfer, a stream step, a sleep — asks ub_task_can_yield: when the
 ** running thread is registered and may yield, it takes a token
-** (ub_wait), hands it to what it waits on, and yields the sentinel
-** core.YIELD with a continuation (lua_yieldk); otherwise it blocks as it
-** always did. core.loop_step drives the loop and turns the tokens that
-** fired into the threads to resume. Only registered threads ever yield
-** the sentinel: a user's own coroutine inside a task never receives it.
+** (ub_wait), hands it to what it waits on, and returns the sentinel
+** core.YIELD with a continuation (ub_yield): the facade yields from Lua
+** and calls the continuation once resumed, so no C frame is ever
+** suspended (5.1 and LuaJIT have no lua_yieldk). Otherwise it blocks as
+** it always did. core.loop_step drives the loop and turns the tokens that
+** fired into the threads to resume. Only registered threads ever get the
+** sentinel: a user's own coroutine inside a task never receives it.
 **
 ** State, all in the Loop userdata kept in the registry (no C globals, so
 ** two Lua states never interfere): user value 1 maps token -> thread,
@@ -30,6 +32,7 @@
 typedef struct {
   unsb_loop *l;
   unsb_token next;
+  int calls_from_c;   /* > 0: the binding is calling Lua code (ub_call_lua) */
 } lloop;
 
 static const char LOOP_KEY = 'L';   /* its address keys the registry */
@@ -53,7 +56,11 @@ unsb_loop *ub_loop(lua_State *L) {
 
 int ub_task_can_yield(lua_State *L) {
   if (!lua_isyieldable(L)) return 0;
-  push_loop(L);
+  lloop *lp = push_loop(L);
+  if (lp->calls_from_c > 0) {
+    lua_pop(L, 1);
+    return 0;
+  }
   lua_getiuservalue(L, -1, 3);
   lua_pushthread(L);
   int yes = lua_rawget(L, -2) == LUA_TBOOLEAN;
@@ -86,9 +93,20 @@ void ub_wait_done(lua_State *L) {
   lua_pop(L, 2);
 }
 
-int ub_yield(lua_State *L, lua_KContext ctx, lua_KFunction k) {
+int ub_yield(lua_State *L, lua_CFunction k, int nargs) {
   lua_pushlightuserdata(L, (void *)&YIELD_MARK);
-  return lua_yieldk(L, 1, ctx, k);
+  lua_pushcfunction(L, k);
+  lua_rotate(L, -(nargs + 2), 2);   /* YIELD, k below the values */
+  return nargs + 2;
+}
+
+int ub_call_lua(lua_State *L, int nargs, int nresults) {
+  lloop *lp = push_loop(L);
+  lua_pop(L, 1);
+  lp->calls_from_c++;
+  int rc = lua_pcall(L, nargs, nresults, 0);
+  lp->calls_from_c--;
+  return rc;
 }
 
 /* ---------------------------------------------------------------------
@@ -196,9 +214,7 @@ static int l_loop_abort(lua_State *L) {
   return 0;
 }
 
-static int park_k(lua_State *L, int status, lua_KContext ctx) {
-  (void)status;
-  (void)ctx;
+static int park_k(lua_State *L) {
   ub_wait_done(L);
   return 0;
 }
@@ -212,7 +228,7 @@ static int l_park(lua_State *L) {
   unsb_token tok = ub_wait(L, 0);
   if (ms > 0 && unsb_loop_timer(ub_loop(L), unsb_monotonic_ms() + ms, tok, &err) != 0)
     return luaL_error(L, "not enough memory");
-  return ub_yield(L, 0, park_k);
+  return ub_yield(L, park_k, 0);
 }
 
 /* core.unpark(co): a parked thread is woken at the next loop step. */
@@ -298,6 +314,7 @@ static void make_loop(lua_State *L) {
   lloop *lp = lua_newuserdatauv(L, sizeof *lp, 3);
   lp->l = NULL;
   lp->next = 0;
+  lp->calls_from_c = 0;
   luaL_setmetatable(L, UB_LOOP);
   lua_newtable(L);                /* token -> thread */
   lua_setiuservalue(L, -2, 1);

@@ -78,7 +78,7 @@ static const char *read_options(lua_State *L, unsb_cp_config *cfg) {
   ** the text stays on the stack (the caller returns its userdata by index) */
   if (lua_getfield(L, 1, "refresh") != LUA_TNIL) {
     if (!lua_isinteger(L, -1)) ub_type_error(L, 1, -1, "refresh", "integer");
-    cfg->refresh = lua_pushfstring(L, "%I", lua_tointeger(L, -1));
+    cfg->refresh = lua_pushfstring(L, UB_I, UB_IARG(lua_tointeger(L, -1)));
   }
   return NULL;
 }

@@ -45,9 +45,9 @@ static const char *const FILES[] = {
 };
 static const char *const CODEC[] = {"base64_encode", "base64_decode", "sha256", "sha256_stream",
                                       NULL};
-/* the event loop, tasks, clocks and the interrupt flag */
+/* the event loop, its transfers, tasks, clocks and the interrupt flag */
 static const char *const LOOP[] = {
-  "task_thread", "loop_step", "loop_pollfds", "loop_abort", "loop_stats", "park", "unpark",
+  "Transfer", "task_thread", "loop_step", "loop_pollfds", "loop_abort", "loop_stats", "park", "unpark",
   "can_yield", "YIELD", "sleep", "now", "monotonic_ms", "monotonic_us", "interrupt",
   "interrupt_take", NULL,
 };

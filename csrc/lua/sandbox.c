@@ -92,7 +92,7 @@ static int l_close_meta(lua_State *L) {
   }
   lua_pushvalue(L, 1);
   lua_pushvalue(L, 2);
-  int rc = lua_pcall(L, 2, 0, 0);
+  int rc = ub_call_lua(L, 2, 0);
   s->open = 0;                       /* closed even when the release failed */
   if (rc != LUA_OK) return lua_error(L);
   return 0;

@@ -60,7 +60,7 @@ static int drive(unsb_wsc *ws, long ms, unsb_error *err) {
 ** open
 ** ------------------------------------------------------------------- */
 
-static int open_k(lua_State *L, int status, lua_KContext ctx);
+static int open_k(lua_State *L);
 
 /* Until the upgrade is done (the Terminal at uidx) or failed. */
 static int wait_open(lua_State *L, int uidx) {
@@ -70,7 +70,8 @@ static int wait_open(lua_State *L, int uidx) {
     int status = 0, rc = unsb_wsc_connected(u->ws, &status, &err);
     if (rc == 0 && ub_task_can_yield(L)) {
       unsb_wsc_notify(u->ws, ub_wait(L, 0));
-      return ub_yield(L, uidx, open_k);
+      lua_pushvalue(L, uidx);
+      return ub_yield(L, open_k, 1);   /* k(terminal) */
     }
     if (rc == 0 && drive(u->ws, UNSB_SLICE_MS, &err) == 0) continue;
     if (rc == 1) {
@@ -83,13 +84,13 @@ static int wait_open(lua_State *L, int uidx) {
   }
 }
 
-static int open_k(lua_State *L, int status, lua_KContext ctx) {
-  lterminal *u = lua_touserdata(L, (int)ctx);
-  (void)status;
+static int open_k(lua_State *L) {
+  lterminal *u = luaL_checkudata(L, 1, UB_TERMINAL);
+  lua_settop(L, 1);
   ub_wait_done(L);
   if (!u->ws) return luaL_error(L, "attempt to use a closed Terminal");
   unsb_wsc_notify(u->ws, 0);
-  return wait_open(L, (int)ctx);
+  return wait_open(L, 1);
 }
 
 static const char *const OPEN_OPTIONS[] = {"connect_timeout", "max_input", "debug", NULL};
@@ -151,10 +152,8 @@ static int push_service(lua_State *L, lterminal *u) {
   return 2;
 }
 
-static int service_k(lua_State *L, int status, lua_KContext ctx) {
+static int service_k(lua_State *L) {
   lterminal *u = luaL_checkudata(L, 1, UB_TERMINAL);
-  (void)status;
-  (void)ctx;
   ub_wait_done(L);
   if (!u->ws) return luaL_error(L, "attempt to use a closed Terminal");
   unsb_loop_timer_cancel(unsb_wsc_loop(u->ws), u->token);
@@ -181,7 +180,7 @@ static int l_service(lua_State *L) {
     unsb_wsc_notify(u->ws, u->token);
     if (unsb_loop_timer(unsb_wsc_loop(u->ws), unsb_monotonic_ms() + ms, u->token, &err) != 0)
       return luaL_error(L, "not enough memory");
-    return ub_yield(L, 0, service_k);
+    return ub_yield(L, service_k, 1);   /* k(terminal) */
   }
   int64_t end = unsb_monotonic_ms() + ms;
   unsb_loop_signalled(unsb_wsc_loop(u->ws));   /* only the signals of this wait count */

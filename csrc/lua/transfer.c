@@ -234,9 +234,7 @@ static ub_transfer *check_open(lua_State *L) {
 }
 
 /* Inside a task: woken by a piece, the end, or the ms timer. */
-static int step_k(lua_State *L, int status, lua_KContext ctx) {
-  (void)status;
-  (void)ctx;
+static int step_k(lua_State *L) {
   ub_transfer *t = check_open(L);
   unsb_loop_timer_cancel(t->loop, t->token);
   t->token = 0;
@@ -254,7 +252,7 @@ static int l_step(lua_State *L) {
     ub_transfer_watch(L, 1);
     if (unsb_loop_timer(t->loop, unsb_monotonic_ms() + ms, t->token, &err) != 0)
       return luaL_error(L, "not enough memory");
-    return ub_yield(L, 0, step_k);
+    return ub_yield(L, step_k, 1);   /* k(t) */
   }
   if (advance(t, ms, &err) != 0) return ub_push_error(L, &err);
   return push_pieces(L, t);
@@ -336,6 +334,8 @@ void ub_open_transfer(lua_State *L) {
   luaL_newmetatable(L, UB_TRANSFER);
   luaL_setfuncs(L, META, 0);
   luaL_newlib(L, METHODS);
-  lua_setfield(L, -2, "__index");
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, "__index");
+  lua_setfield(L, -3, "Transfer");   /* core.loop.Transfer: the facade wraps step (tasks.lua) */
   lua_pop(L, 1);
 }

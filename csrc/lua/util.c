@@ -41,7 +41,8 @@ static lua_Integer to_ms(lua_State *L, int arg, int idx, const char *name, lua_I
     v = (lua_Integer)ceil(n);
   }
   if (v < min)
-    luaL_argerror(L, arg, lua_pushfstring(L, "%s: must be at least %I, got %I", name, min, v));
+    luaL_argerror(L, arg, lua_pushfstring(L, "%s: must be at least " UB_I ", got " UB_I, name,
+                                         UB_IARG(min), UB_IARG(v)));
   return v;
 }
 

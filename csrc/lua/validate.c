@@ -69,7 +69,7 @@ static int l_paths_conflict(lua_State *L) {
   size_t *order = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *order, 0);
   for (lua_Integer k = 1; k <= n; k++) {
     if (lua_rawgeti(L, 1, k) != LUA_TSTRING)
-      return luaL_argerror(L, 1, lua_pushfstring(L, "names[%I]: string expected", k));
+      return luaL_argerror(L, 1, lua_pushfstring(L, "names[" UB_I "]: string expected", UB_IARG(k)));
     names[k - 1] = lua_tolstring(L, -1, &lens[k - 1]);   /* anchored by the table */
     lua_pop(L, 1);
   }

@@ -1,6 +1,7 @@
 --- Argument checks for the public functions. Misuse raises at the
 -- caller's level with a message naming the function and the argument.
 -- Internal module.
+local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 
 local M = {}
@@ -14,22 +15,43 @@ local function library_file(source)
     or source:find("unsandbox[/\\][%w_]+[/\\][%w_]+%.lua$") ~= nil
 end
 
-local function user_level()
-  local level = 3
+-- (5.1 shows a frame a tail call replaced as what "tail": not the user's)
+local function user_code(info)
+  return info.what ~= "C" and info.what ~= "tail" and not library_file(info.source)
+end
+
+-- Raises msg at the first frame outside the library: a level of this
+-- coroutine, or, when the library's frames end the coroutine (a helper of
+-- compat.pcall runs them on 5.1), the place in the coroutine that made it,
+-- written in front of msg as error would.
+local function raise_at_user(msg)
+  local level = 3                 -- 1 raise_at_user, 2 fail or raise, 3 their caller
   while true do
     local info = debug.getinfo(level, "S")
-    if not info then return 1 end
-    if info.what ~= "C" and not library_file(info.source) then return level - 1 end
+    if not info then break end
+    if user_code(info) then error(msg, level) end
     level = level + 1
   end
+  local co = coroutine.running()
+  while co and compat.parent_of(co) do
+    co = compat.parent_of(co)
+    for l = 1, 200 do
+      local info = debug.getinfo(co, l, "Sl")
+      if not info then break end
+      if user_code(info) then
+        error(info.short_src .. ":" .. (info.currentline or 0) .. ": " .. msg, 0)
+      end
+    end
+  end
+  error(msg, 1)
 end
 
 --- The one message of a misuse: "bad argument 'name' to 'fname' (msg)",
 -- or with arg a position "bad argument #n to 'fname' (msg)" (as lauxlib
 -- says it), raised at the caller's line.
 local function fail(fname, arg, msg)
-  local what = math.type(arg) == "integer" and "#" .. arg or "'" .. tostring(arg) .. "'"
-  error(string.format("bad argument %s to '%s' (%s)", what, fname, msg), user_level())
+  local what = compat.math_type(arg) == "integer" and "#" .. arg or "'" .. tostring(arg) .. "'"
+  raise_at_user(string.format("bad argument %s to '%s' (%s)", what, fname, msg))
 end
 
 function M.type(fname, arg, v, want, optional)
@@ -57,10 +79,10 @@ end
 
 function M.int_range(fname, arg, v, lo, hi)
   if v == nil then return nil end
-  if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v)) then
+  if compat.math_type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v)) then
     fail(fname, arg, "integer expected, got " .. type(v) .. (type(v) == "number" and " " .. v or ""))
   end
-  v = math.tointeger(v)
+  v = compat.tointeger(v)
   if v < lo or v > hi then
     fail(fname, arg, string.format("must be between %d and %d, got %d", lo, hi, v))
   end
@@ -114,7 +136,7 @@ end
 -- argument (a closed object, a call from the wrong place, a variable of
 -- the environment the core refused).
 function M.raise(msg)
-  error(tostring(msg), user_level())
+  raise_at_user(tostring(msg))
 end
 
 --- What the returning form of a core function gave (csrc/lua/binding.h:

@@ -6,6 +6,8 @@
 -- thread included) has its own value, and a coroutine created inside a
 -- binding starts with none. Bindings nest: closing one restores the value
 -- that was bound before it. Internal module.
+local compat = require "unsandbox.compat"
+
 local M = {}
 
 -- every store made by M.store(), so a task can copy all of a coroutine's
@@ -26,7 +28,7 @@ local function slot(store, owner)
 end
 
 local function current_co()
-  return (coroutine.running())
+  return compat.running()
 end
 
 --- The value bound for the running coroutine, or nil.
@@ -39,7 +41,7 @@ local Binding = { __name = "unsandbox.Binding" }
 Binding.__index = Binding
 
 --- Restores what was bound before; idempotent. A binding is closed by
--- the `<close>` of the caller's block (or by close()).
+-- close() (or the `<close>` of a 5.4 caller's block).
 function Binding:close()
   if self.closed then return end
   self.closed = true
@@ -62,10 +64,10 @@ function M.bind(store, owner, value)
 end
 
 --- Runs fn(...) with value bound, and unbinds whatever way fn ends
--- (return, error, or a coroutine closed while suspended inside it).
+-- (return or error; a coroutine dropped while suspended inside it takes
+-- its bindings with it).
 function M.with(store, owner, value, fn, ...)
-  local _ <close> = M.bind(store, owner, value)
-  return fn(...)
+  return compat.closing({ M.bind(store, owner, value), n = 1 }, fn, ...)
 end
 
 --- A weak-keyed store for M.bind / M.get.

@@ -1,4 +1,5 @@
---- unsandbox: run untrusted code in remote sandboxes from Lua 5.4.
+--- unsandbox: run untrusted code in remote sandboxes from Lua 5.4, 5.3,
+-- 5.1 and LuaJIT 2.1 (LÖVE, Neovim, OpenResty and other hosts).
 --
 -- Two services: the execution API (a Client, below) and the sandbox
 -- platform's Control Plane (unsandbox.manager{...} and unsandbox.Sandbox,
@@ -11,6 +12,7 @@
 -- client configured from the environment. Expected failures return
 -- `nil, err` (an unsandbox.Error); misuse raises. Success is one value.
 -- @module unsandbox
+local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local Error = require "unsandbox.errors"
@@ -23,7 +25,21 @@ local unsandbox = {
   VERSION = core.VERSION,
   Error = Error,
   core = core,
+  with = compat.with,
+  pcall = compat.pcall,
 }
+
+--- with(resource, fn, ...) -> what fn(resource, ...) returns: resource (a
+-- Client, Manager, Sandbox, Shell, Terminal, binding: anything with
+-- close) is closed however fn ends, and what fn raised is raised again.
+-- On Lua 5.4 `local x <close> = resource` does the same; this is the way
+-- on 5.1, LuaJIT and 5.3, which have no to-be-closed variables.
+-- @function with
+
+--- pcall(f, ...): pcall that a task's calls can wait across. PUC Lua 5.1
+-- cannot yield across its own pcall (LuaJIT and 5.2+ can, and there this
+-- is pcall itself): inside a task on 5.1, protect library calls with it.
+-- @function pcall
 
 local Client = core.exec.Client   -- the methods table of the C userdata
 
@@ -88,8 +104,8 @@ function unsandbox.client(opts)
   for _, k in ipairs { "public_key", "secret_key", "url", "ca_file" } do
     check.type("client", k, opts[k], "string", true)
   end
-  check.int_range("client", "account", opts.account, 0, math.maxinteger)
-  check.int_range("client", "max_response", opts.max_response, 1, math.maxinteger)
+  check.int_range("client", "account", opts.account, 0, compat.maxinteger)
+  check.int_range("client", "max_response", opts.max_response, 1, compat.maxinteger)
   check.positive("client", "timeout", opts.timeout)
   check.positive("client", "connect_timeout", opts.connect_timeout)
   check.type("client", "on_request", opts.on_request, "function", true)
@@ -147,7 +163,7 @@ function unsandbox.sign(secret, timestamp, method, path, body)
   local args = { secret, timestamp, method, path, body }
   for i, a in ipairs(SIGN_ARGS) do
     local v, t = args[i], type(args[i])
-    local fine = t == a[2] or (a[3] and v == nil) or (i == 2 and (t == "string" or math.type(v) == "integer"))
+    local fine = t == a[2] or (a[3] and v == nil) or (i == 2 and (t == "string" or compat.math_type(v) == "integer"))
     if not fine then check.fail("sign", i, a[1] .. ": " .. a[2] .. " expected, got " .. t) end
   end
   return core.exec.sign(secret, timestamp, method, path, body)

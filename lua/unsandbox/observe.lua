@@ -24,6 +24,7 @@
 -- coroutine and never inherited by a task: a task's calls are its own.
 -- Internal module.
 local core = require "unsandbox.core"
+local compat = require "unsandbox.compat"
 local Error = require "unsandbox.errors"
 
 local M = {}
@@ -196,11 +197,7 @@ local bound = setmetatable({}, { __mode = "k" })   -- coroutine -> its call's me
 
 --- The meter of the public call the running coroutine is in, or nil.
 function M.current()
-  return bound[coroutine.running()]
-end
-
-local function unbind(co)
-  return setmetatable({}, { __close = function() bound[co] = nil end })
+  return bound[compat.running()]
 end
 
 -- What a call returns, stamped with its meter: an Error gets timing, and
@@ -223,25 +220,37 @@ end
 -- adds to the same one) and stamps what it returns (see stamped). stamp
 -- false: only errors are stamped (results that are not documents, such
 -- as execute_many's tables of results indexed like its input).
+-- Unbinds co's meter and passes on how the call ended.
+local function unbind(co, ok, ...)
+  bound[co] = nil
+  if not ok then error((...), 0) end
+  return ...
+end
+
 function M.call(stamp, fn, ...)
-  local co = coroutine.running()
+  local co = compat.running()
   if bound[co] then return fn(...) end
   local meter = M.meter()
   bound[co] = meter
-  local _ <close> = unbind(co)
-  return stamped(meter, stamp, fn(...))
+  return stamped(meter, stamp, unbind(co, compat.pcall(fn, ...)))
 end
 
 --- Runs fn(...) with no call's meter bound: the caller's own code that a
 -- call runs (on_chunk, on_poll, on_sudo), whose library calls are calls
 -- of their own, each with its own timing.
+-- Binds meter for co again and passes on how the caller's code ended.
+local function rebind(co, meter, ok, ...)
+  bound[co] = meter
+  if not ok then error((...), 0) end
+  return ...
+end
+
 function M.outside(fn, ...)
-  local co = coroutine.running()
+  local co = compat.running()
   local meter = bound[co]
   if not meter then return fn(...) end
   bound[co] = nil
-  local _ <close> = setmetatable({}, { __close = function() bound[co] = meter end })
-  return fn(...)
+  return rebind(co, meter, compat.pcall(fn, ...))
 end
 
 --- A copy of one exchange's timing in the shape of a call's.

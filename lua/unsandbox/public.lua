@@ -9,6 +9,8 @@
 -- connection options raise as unknown ones. Nothing else of the Client
 -- (request, info, url, close) becomes a module function. Internal module:
 -- init.lua installs it.
+local compat = require "unsandbox.compat"
+
 local M = {}
 
 -- The Client's methods by module, one module per resource of the
@@ -179,10 +181,10 @@ function M.install(unsandbox, Client, connection, add)
       local method = Client[name]
       local conn = pos > 0 and connection_opts((select(pos, ...)), connection)
       if not conn then return method(unsandbox.default_client(), ...) end
-      local args = table.pack(...)
+      local args = compat.pack(...)
       args[pos] = strip(args[pos], connection)
-      local c <close> = unsandbox.client(conn)
-      return method(c, table.unpack(args, 1, args.n))
+      local c = unsandbox.client(conn)
+      return compat.closing({ c, n = 1 }, method, c, compat.unpack(args, 1, args.n))
     end
   end
 end

@@ -17,6 +17,7 @@
 --     library sleeping less than the server asked.
 -- Every attempt is a new request, freshly signed, and its own event for
 -- the hook (attempt = 1, 2, ...). Internal module.
+local compat = require "unsandbox.compat"
 local check = require "unsandbox.check"
 
 local M = {}
@@ -37,7 +38,7 @@ function M.policy(fname, spec, cp)
   local on = spec.on or { 429, 503 }
   check.type(fname, "retry.on", on, "table")
   for i, v in ipairs(on) do
-    if math.type(v) == "integer" and v >= 100 and v <= 599 then p.on[v] = true
+    if compat.math_type(v) == "integer" and v >= 100 and v <= 599 then p.on[v] = true
     elseif v == "transport" or v == "timeout" then p.on[v] = true
     else
       check.fail(fname, "retry.on[" .. i .. "]", "an HTTP status (100-599), \"transport\" or \"timeout\" expected")

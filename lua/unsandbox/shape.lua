@@ -5,6 +5,7 @@
 -- Ids from the server pass the same validator as ids from the user
 -- (core.rules.valid_id), so a server cannot steer a poll to another route.
 -- Internal module.
+local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 local Error = require "unsandbox.errors"
 
@@ -20,7 +21,7 @@ function M.is_list(t)
   if type(t) ~= "table" then return false end
   local n = 0
   for k in pairs(t) do
-    if math.type(k) ~= "integer" or k < 1 then return false end
+    if compat.math_type(k) ~= "integer" or k < 1 then return false end
     n = n + 1
   end
   return n == #t
@@ -100,7 +101,7 @@ function M.retry_after(v)
   if type(v) ~= "number" or v ~= v then return nil end
   if v <= 0 then return 0 end
   if v >= core.rules.LIMITS.retry_after then return core.rules.LIMITS.retry_after end
-  return math.tointeger(v) or math.tointeger(math.ceil(v))
+  return compat.tointeger(v) or compat.tointeger(math.ceil(v))
 end
 
 --- A value that will be sent back in a header (a sudo challenge id):

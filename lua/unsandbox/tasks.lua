@@ -1,10 +1,13 @@
 --- The scheduler: tasks are coroutines the library runs on the
 -- event loop of the C core. Inside a task every call of the library —
 -- execute_code, wait_for_job, Manager and Sandbox methods, streams —
--- yields instead of blocking: the binding (csrc/lua/loop.c) yields the
--- sentinel core.loop.YIELD from a registered task thread, with a continuation
--- that picks the call up when the loop wakes the thread. So a task costs
--- a coroutine and nothing else while it waits: no thread, no busy loop.
+-- yields instead of blocking: in a registered task thread the binding
+-- (csrc/lua/loop.c) returns the sentinel core.loop.YIELD and a
+-- continuation instead of waiting; the C functions that can do so are
+-- wrapped here (settle) to yield YIELD from Lua and call the continuation
+-- when the loop wakes the thread. No C frame is ever suspended, so this
+-- works the same on 5.4, 5.3, 5.1 and LuaJIT. A task costs a coroutine
+-- and nothing else while it waits: no thread, no busy loop.
 --
 --   local t = unsandbox.spawn(fn, ...)   -- starts at the next step
 --   unsandbox.step(ms)                   -- advance everything once
@@ -18,6 +21,7 @@
 -- runs the cleanups its calls registered (cancelling remote jobs) as
 -- tasks of their own, each bounded by its own timeout. Internal module;
 -- init.lua exports spawn, step, run, pollfds and completed.
+local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local context = require "unsandbox.context"
@@ -57,6 +61,13 @@ local function register(t, th)
   core.loop.task_thread(th, true)
 end
 
+-- On 5.1 a library pcall inside a task runs in a helper coroutine
+-- (compat.pcall): it waits as the task's own thread.
+compat.on_helper = function(co, parent)
+  local t = by_thread[parent]
+  if t then register(t, co) end
+end
+
 local function unregister_all(t)
   for th in pairs(t.threads) do
     core.loop.task_thread(th, false)
@@ -76,7 +87,7 @@ local function finish(t, ok, ...)
   unregister_all(t)
   t.cleanups = {}
   if ok then
-    t.state, t.results = "done", table.pack(...)
+    t.state, t.results = "done", compat.pack(...)
   else
     t.state, t.err = "failed", (...)
   end
@@ -87,10 +98,10 @@ local function resume(t)
   local prev = current
   current = t
   t.state = "running"
-  local r = table.pack(coroutine.resume(t.co))
+  local r = compat.pack(coroutine.resume(t.co))
   current = prev
   if coroutine.status(t.co) == "dead" then
-    finish(t, table.unpack(r, 1, r.n))
+    finish(t, compat.unpack(r, 1, r.n))
   elseif r[2] == YIELD then
     t.state = "waiting"                -- woken by the loop (or unpark)
   else
@@ -141,14 +152,14 @@ function M.spawn(fn, ...)
   if not callable(fn) then
     check.fail("spawn", 1, "function expected, got " .. type(fn))
   end
-  local args = table.pack(...)
+  local args = compat.pack(...)
   next_id = next_id + 1
   local t = setmetatable({ id = next_id, state = "ready", on_finish = {}, cleanups = {},
                            threads = setmetatable({}, { __mode = "k" }),
                            children = setmetatable({}, { __mode = "k" }),
                            transfers = setmetatable({}, { __mode = "k" }) }, Task)
   if current then current.children[t] = true end
-  t.co = coroutine.create(function() return fn(table.unpack(args, 1, args.n)) end)
+  t.co = coroutine.create(function() return fn(compat.unpack(args, 1, args.n)) end)
   context.apply(context.capture(), t.co)
   register(t, t.co)
   live[t] = true
@@ -180,7 +191,7 @@ function Task:done() return FINISHED[self.state] == true end
 -- What the task's function returned, or nil and what it raised (or the
 -- cancellation Error).
 local function outcome(t)
-  if t.state == "done" then return table.unpack(t.results, 1, t.results.n) end
+  if t.state == "done" then return compat.unpack(t.results, 1, t.results.n) end
   return nil, t.err
 end
 
@@ -273,13 +284,13 @@ function Task:cancel(why)
   unregister_all(self)
   local prev = current
   current = nil
-  coroutine.close(self.co)
+  compat.close_coroutine(self.co)
   current = prev
   local cleanups = self.cleanups
   self.cleanups = {}
   for _, c in pairs(cleanups) do
     local t = M.spawn(function()
-      local ok, done = pcall(c.fn)
+      local ok, done = compat.pcall(c.fn)
       if c.job_id and c.job_id == err.job_id then err.cancelled = ok and done == true end
     end)
     t.system = true
@@ -482,7 +493,10 @@ end
 --- Waits for every task of list to end (see completed): true, or nil and
 -- Error(interrupted) after Ctrl-C (the tasks were cancelled).
 function M.wait_all(list)
-  for _ in M.completed(list) do end
+  -- the iterator called, not looped over with for-in: PUC 5.1 cannot
+  -- yield from inside a for-in's call of its iterator
+  local next_done = M.completed(list)
+  while next_done() do end
   for _, t in pairs(list) do
     if t and not t:done() then
       return nil, Error.new { kind = "interrupted", message = "interrupted while waiting for tasks" }
@@ -490,6 +504,45 @@ function M.wait_all(list)
   end
   return true
 end
+
+------------------------------------------------------------------------
+-- waits inside a task
+------------------------------------------------------------------------
+
+-- A C function that would wait inside a task returns YIELD, k, ...: the
+-- thread yields YIELD to the scheduler (resume() above sees it) and, once
+-- woken, k(...) goes on with the call (it may wait again). Tail calls: a
+-- wait of many rounds takes no stack.
+local settle
+
+local function wait_then(k, ...)
+  coroutine.yield(YIELD)
+  return settle(k(...))
+end
+
+function settle(first, ...)
+  if first == YIELD then return wait_then(...) end
+  return first, ...
+end
+
+-- Every C function that can wait, wrapped in place in each table that
+-- holds it (a facade loaded again finds Lua wrappers there, and leaves
+-- them).
+local function settle_all(where, names)
+  for _, name in ipairs(names) do
+    local f = where[name]
+    if type(f) == "function" and debug.getinfo(f, "S").what == "C" then
+      where[name] = function(...) return settle(f(...)) end
+    end
+  end
+end
+settle_all(core, { "sleep", "park", "terminal_open" })
+settle_all(core.loop, { "sleep", "park" })
+settle_all(core.term, { "terminal_open" })
+settle_all(core.exec.Client, { "request", "_request" })
+settle_all(core.cp.Manager, { "_request" })
+settle_all(core.loop.Transfer, { "step" })
+settle_all(core.Terminal, { "_service" })
 
 ------------------------------------------------------------------------
 -- streams opened inside a task
@@ -528,12 +581,12 @@ end
 -- of co on to the scheduler (this thread is a task's then) and resumes
 -- co once woken, so the caller sees only co's own yields.
 function M.resume(co, ...)
-  local r = table.pack(coroutine.resume(co, ...))
+  local r = compat.pack(coroutine.resume(co, ...))
   while r[1] and r[2] == YIELD and coroutine.status(co) == "suspended" do
     coroutine.yield(YIELD)
-    r = table.pack(coroutine.resume(co))
+    r = compat.pack(coroutine.resume(co))
   end
-  return table.unpack(r, 1, r.n)
+  return compat.unpack(r, 1, r.n)
 end
 
 return M

@@ -19,6 +19,7 @@
 -- {error, message, reason}, the Control Plane's {error} or its raw text),
 -- and how a 2xx body that is not JSON is taken (a protocol error, or the
 -- Control Plane's {raw = text}). Internal module.
+local compat = require "unsandbox.compat"
 local cjson = require "cjson.safe"
 local core = require "unsandbox.core"
 local advice = require "unsandbox.advice"
@@ -38,7 +39,7 @@ local function normalise(v)
   if type(v) ~= "table" then return v end
   for k, x in pairs(v) do
     if x == cjson.null then v[k] = nil
-    elseif math.type(x) == "float" then v[k] = math.tointeger(x) or x
+    elseif compat.math_type(x) == "float" then v[k] = compat.tointeger(x) or x
     else normalise(x) end
   end
   return v
@@ -49,7 +50,7 @@ M.normalise = normalise
 function M.decode_json(text)
   local v, err = cjson.decode(text)
   if v == nil then return nil, err end
-  if math.type(v) == "float" then return math.tointeger(v) or v end
+  if compat.math_type(v) == "float" then return compat.tointeger(v) or v end
   return normalise(v)
 end
 
@@ -101,7 +102,7 @@ end
 -- numbers them in info.arg), or by itself when it names none.
 local function misuse(o, msg, info)
   local arg = info and info.arg
-  if math.type(arg) == "integer" then check.fail(o.fname or "call", arg, msg) end
+  if compat.math_type(arg) == "integer" then check.fail(o.fname or "call", arg, msg) end
   check.raise(msg)
 end
 
@@ -310,7 +311,7 @@ function M.call(p, owner, method, path, o)
   local state = owner:_state()
   local meter = o.meter or observe.current()
   local trace = M.trace()
-  for n = 1, math.maxinteger do
+  for n = 1, compat.maxinteger do
     local doc, err, resp, kind, info = attempt(p, owner, state, method, path, payload, o, n, trace, meter)
     if not err then return doc, resp end
     local wait = not o.once and retry.wait(state.retry, n, { method = method,

@@ -17,6 +17,7 @@
 -- caller's own code around their calls (with_subject, lines) or make no
 -- exchange are left out. Internal module.
 local core = require "unsandbox.core"
+local compat = require "unsandbox.compat"
 local context = require "unsandbox.context"
 local Error = require "unsandbox.errors"
 local observe = require "unsandbox.observe"
@@ -42,7 +43,9 @@ local function rethrow(e)
   error(e, 0)
 end
 
-local function outcome(ok, ...)
+-- The trace binding b (or nil) closed, then the call's outcome.
+local function outcome(b, ok, ...)
+  if b then b:close() end
   if ok then return ... end
   rethrow((...))
 end
@@ -54,9 +57,9 @@ end
 -- The frame of one call of method (a nested call just runs).
 local function frame(stamp, traced, method, ...)
   if observe.current() then return method(...) end
-  local _ <close> = traced and not context.get(context.traces, context.TRACE_OWNER)
+  local b = traced and not context.get(context.traces, context.TRACE_OWNER)
     and context.bind(context.traces, context.TRACE_OWNER, new_trace()) or nil
-  return outcome(pcall(observe.call, stamp, method, ...))
+  return outcome(b, compat.pcall(observe.call, stamp, method, ...))
 end
 
 --- Wraps every function of class (a method table) but those named in

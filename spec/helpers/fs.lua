@@ -9,7 +9,7 @@ end
 function M.read(path)
   local f = io.open(path, "rb")
   if not f then return nil end
-  local s = f:read("a")
+  local s = f:read("*a")
   f:close()
   return s
 end
@@ -25,7 +25,7 @@ end
 -- A fresh directory under /tmp.
 function M.tmpdir(prefix)
   local p = io.popen("mktemp -d /tmp/" .. (prefix or "unsb") .. ".XXXXXX")
-  local dir = p:read("l")
+  local dir = p:read("*l")
   p:close()
   return dir
 end

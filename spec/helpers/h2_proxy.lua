@@ -26,7 +26,7 @@ function M.start(pem, key, backend_port, log)
     "nghttpx --conf=/dev/null --single-thread --no-ocsp --frontend='127.0.0.1,%d' " ..
     "--backend='127.0.0.1,%d' --errorlog-file=%s %s %s </dev/null >/dev/null 2>&1 & echo $!",
     port, backend_port, q(log), q(key), q(pem)))
-  local proxy = { port = port, pid = tonumber(p:read("l")), url = "https://127.0.0.1:" .. port }
+  local proxy = { port = port, pid = tonumber(p:read("*l")), url = "https://127.0.0.1:" .. port }
   p:close()
   -- ready: it accepts a connection (or it is gone: then it never will)
   local up = wait.eventually(function()

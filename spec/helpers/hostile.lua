@@ -33,7 +33,7 @@ function M.start(script)
   -- the shell's PID line and the server's PORT line come in either order
   local pid, port
   for _ = 1, 2 do
-    local line = pipe:read("l") or ""
+    local line = pipe:read("*l") or ""
     pid = pid or tonumber(line:match("^PID=(%d+)"))
     port = port or tonumber(line:match("^PORT=(%d+)"))
   end

@@ -152,7 +152,7 @@ end
 -- unsandboxd-<pid>-...): other servers on the machine share slot uids.
 function M.sandbox_procs(srv)
   local p = io.popen("ls /proc")
-  local names = p:read("a")
+  local names = p:read("*a")
   p:close()
   local needle, n = "/unsandboxd%-" .. srv.pid .. "%-%d+/run%-", 0
   for name in names:gmatch("%d+") do

@@ -67,7 +67,7 @@ function M.sha256(s)
   local dir = fs.tmpdir("sha")
   fs.write(dir .. "/d", s)
   local p = io.popen("sha256sum " .. fs.quote(dir .. "/d"))
-  local out = p:read("l")
+  local out = p:read("*l")
   p:close()
   fs.rm_rf(dir)
   return out:match("^(%x+)")
@@ -92,7 +92,7 @@ end
 -- volumes are mounted); returns its first output line.
 function M.in_server(srv, cmd)
   local p = io.popen("nsenter --target " .. srv.pid .. " --mount -- sh -c " .. fs.quote(cmd) .. " 2>&1")
-  local out = p:read("l")
+  local out = p:read("*l")
   p:close()
   return out
 end

@@ -26,7 +26,7 @@ M.LUA_ENV = {
 function M.run(cmd, env, errfile)
   local redirect = " </dev/null" .. (errfile and (" 2>" .. q(errfile)) or " 2>&1")
   local p = io.popen(M.env_prefix(env) .. cmd .. redirect .. "; echo \"EXIT=$?\"")
-  local out = p:read("a")
+  local out = p:read("*a")
   p:close()
   local code = tonumber(out:match("EXIT=(%d+)%s*$"))
   out = out:gsub("EXIT=%d+%s*$", "")

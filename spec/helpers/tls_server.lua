@@ -5,6 +5,7 @@
 local fs = require "spec.helpers.fs"
 local socket = require "socket"
 local wait = require "spec.helpers.wait"
+local lua = require "spec.helpers.lua"
 
 local M = {}
 local q = fs.quote
@@ -20,7 +21,7 @@ end
 --- make_cert(dir, name, san) -> pem, key: a self-signed certificate for
 -- san ("IP:127.0.0.1", "DNS:example.com"), valid for a day.
 function M.make_cert(dir, name, san)
-  assert(os.execute(string.format(
+  assert(lua.sh(string.format(
     "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -keyout %s -out %s -subj /CN=%s " ..
     "-addext subjectAltName=%s >/dev/null 2>&1",
     q(dir .. "/" .. name .. ".key"), q(dir .. "/" .. name .. ".pem"), san:match(":(.*)"), san)))
@@ -34,7 +35,7 @@ function M.start(pem, key)
   local p = io.popen(string.format(
     "openssl s_server -accept 127.0.0.1:%d -cert %s -key %s -www -quiet </dev/null >/dev/null 2>&1 & echo $!",
     port, q(pem), q(key)))
-  local srv = { port = port, pid = tonumber(p:read("l")) }
+  local srv = { port = port, pid = tonumber(p:read("*l")) }
   p:close()
   if wait.eventually(function()
     local c = socket.connect("127.0.0.1", port)

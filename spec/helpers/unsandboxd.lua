@@ -30,7 +30,7 @@ function M.start(opts)
   local pipe = assert(io.popen(cmd, "r"))
   local srv = { data = data, log = log, owns_data = not opts.data, pipe = pipe }
   for _ = 1, 10 do
-    local line = pipe:read("l")
+    local line = pipe:read("*l")
     if not line then break end
     local k, v = line:match("^([%w_]+)=(.*)$")
     if k == "UNSANDBOXD_PID" then srv.pid = tonumber(v)
@@ -44,7 +44,7 @@ function M.start(opts)
   if not (srv.pid and srv.url and srv.secret_key) then
     if srv.pid then os.execute("kill -9 " .. srv.pid .. " 2>/dev/null") end
     local f = io.open(log)
-    local text = f and f:read("a") or ""
+    local text = f and f:read("*a") or ""
     if f then f:close() end
     pipe:close()
     os.remove(log)
@@ -81,7 +81,7 @@ end
 -- data directory (`unsandboxd keys add`), for specs that need two owners.
 function M.add_key(srv)
   local p = assert(io.popen(M.sh_quote(M.bin) .. " keys add --data " .. M.sh_quote(srv.data) .. " 2>&1"))
-  local out = p:read("a")
+  local out = p:read("*a")
   p:close()
   local pk, sk = out:match("UNSANDBOX_PUBLIC_KEY=(%S+)"), out:match("UNSANDBOX_SECRET_KEY=(%S+)")
   assert(pk and sk, "keys add failed: " .. out)

@@ -4,6 +4,7 @@
 -- runtime (§10): without a running one the server answers 409 with a
 -- hint, returned as err.hint. The binary pair is what Sandbox upload and
 -- download use: bytes of any kind, checked by SHA-256 both ways.
+local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local transport = require "unsandbox.transport"
@@ -23,7 +24,7 @@ local function files_call(self, fname, key, method, op, o)
   return transport.cp_request(self, fname, method, "/v1/workspaces/" .. ws.workspace_id .. "/files/" .. op, o)
 end
 
-local function int(fname, arg, v) return check.int_range(fname, arg, v, 0, math.maxinteger) end
+local function int(fname, arg, v) return check.int_range(fname, arg, v, 0, compat.maxinteger) end
 
 --- GET …/files/list?path= (default "."; ≤ 500 entries).
 function Manager:list_dir(path, key)

@@ -4,6 +4,7 @@
 -- low-level call). The methods of §8 live in the other files of cp/, one
 -- per concern; all of them go through transport.lua. The userdata and its
 -- C methods are csrc/lua/manager.c.
+local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local context = require "unsandbox.context"
@@ -39,14 +40,14 @@ function M.new(opts)
   check.type("manager", "clock", opts.clock, "function", true)
   check.type("manager", "on_request", opts.on_request, "function", true)
   local policy = retry.policy("manager", opts.retry, true)
-  if opts.refresh ~= nil and math.type(opts.refresh) ~= "integer" then
+  if opts.refresh ~= nil and compat.math_type(opts.refresh) ~= "integer" then
     check.fail("manager", "refresh", "whole seconds (an integer) expected")
   end
   for _, k in ipairs { "url", "token", "session", "ca_file", "tenant" } do
     check.type("manager", k, opts[k], "string", true)
   end
-  check.int_range("manager", "max_response", opts.max_response, 1, math.maxinteger)
-  check.int_range("manager", "lease_capacity", opts.lease_capacity, 0, math.maxinteger)
+  check.int_range("manager", "max_response", opts.max_response, 1, compat.maxinteger)
+  check.int_range("manager", "lease_capacity", opts.lease_capacity, 0, compat.maxinteger)
   check.int_range("manager", "max_concurrency", opts.max_concurrency, 1,
     core.rules.MAX_CONCURRENCY)
   for k, v in pairs(check.type("manager", "env", opts.env, "table", true) or {}) do
@@ -75,9 +76,9 @@ end
 --- Whole seconds of the Manager's clock (monotonic unless a clock= was given).
 function Manager:_now()
   local clock = self:_state().clock
-  if not clock then return core.loop.monotonic_ms() // 1000 end
+  if not clock then return compat.idiv(core.loop.monotonic_ms(), 1000) end
   local t = clock()
-  if math.type(t) ~= "integer" then t = math.tointeger(t) or math.floor(t) end
+  if compat.math_type(t) ~= "integer" then t = compat.tointeger(t) or math.floor(t) end
   return t
 end
 

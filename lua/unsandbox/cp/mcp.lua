@@ -6,6 +6,7 @@
 -- its <close>). Every MCP call first ensures a runtime (§7.9) and sends
 -- the sandbox token through the same request path as every other call.
 -- Internal module; the tool methods are in tools.lua.
+local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 local transport = require "unsandbox.transport"
 local Error = require "unsandbox.errors"
@@ -31,7 +32,7 @@ end
 local function final_result(msg, resp)
   local rid = resp and resp.request_id
   if type(msg.error) == "table" then
-    local code = math.type(msg.error.code) == "integer" and msg.error.code or nil
+    local code = compat.math_type(msg.error.code) == "integer" and msg.error.code or nil
     local text = type(msg.error.message) == "string" and msg.error.message or "error"
     return nil, Error.new { kind = "rpc", status = 502, rpc_code = code, request_id = rid,
       message = "MCP " .. tostring(code or msg.error.code) .. ": " .. text, data = msg.error.data }
@@ -68,9 +69,10 @@ end
 --- A buffered body (§7.10): JSON, or SSE scanned for the final message.
 local function buffered_reply(resp, id)
   if (resp.content_type or ""):lower():find("text/event-stream", 1, true) then
-    local p <close> = core.cp.sse_parser()
+    local p = core.cp.sse_parser()
     local events = p:feed(resp.body) or {}
     for _, ev in ipairs(p:finish() or {}) do events[#events + 1] = ev end
+    p:close()
     for _, ev in ipairs(events) do
       local msg = transport.decode_json(ev.data)
       if is_final(msg, id) then return final_result(msg, resp) end
@@ -125,17 +127,9 @@ local function on_event(data, id, on_chunk)
   return nil
 end
 
---- The streamed call: the Transfer is stepped here, between steps
--- is_cancelled() is asked and every event handed on (on_chunk runs as the
--- caller's own code: wrap.outside). Returns result, err, request_id.
-function M.stream(self, fname, path, id, co, o)
-  co.mode, co.text = "sse", nil
-  local t, ex = transport.cp_open(self, fname, "POST", path, co)
-  if not t then return nil, ex end
-  local _ <close> = t
-  local _ <close> = ex             -- closed first: reports a stream left early
+local function stream_body(self, t, ex, id, o)
   local final
-  for _ = 1, math.maxinteger do
+  for _ = 1, compat.maxinteger do
     if o.is_cancelled and observe.outside(o.is_cancelled) then return nil, cancelled("is_cancelled") end
     local pieces, done_or_kind = t:step(100)
     if not pieces then return nil, cancelled(done_or_kind) end   -- Ctrl-C (interrupted)
@@ -160,6 +154,17 @@ function M.stream(self, fname, path, id, co, o)
     return r, e, resp.request_id
   end
   return nil, transport.cp.bad_reply("MCP SSE ended without a final response", resp), resp.request_id
+end
+
+--- The streamed call: the Transfer is stepped here, between steps
+-- is_cancelled() is asked and every event handed on (on_chunk runs as the
+-- caller's own code: wrap.outside). Returns result, err, request_id.
+function M.stream(self, fname, path, id, co, o)
+  co.mode, co.text = "sse", nil
+  local t, ex = transport.cp_open(self, fname, "POST", path, co)
+  if not t then return nil, ex end
+  -- the exchange closed first: it reports a stream left early
+  return compat.closing({ ex, t, n = 2 }, stream_body, self, t, ex, id, o)
 end
 
 return M

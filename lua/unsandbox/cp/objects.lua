@@ -4,6 +4,7 @@
 -- Every path here is an object call (§7.4): it needs an acting subject
 -- bound for the coroutine or an explicit owner, else it raises before
 -- anything is sent (transport.cp.check_object). Methods of unsandbox.Manager.
+local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local transport = require "unsandbox.transport"
@@ -121,18 +122,23 @@ end
 local Reader = { __name = "unsandbox.ObjectReader" }
 Reader.__index = Reader
 
---- reader:read(n) (bytes), read("a") (the rest), read("l") (a line); nil at the end.
+-- the formats of io's read, with 5.1's "*" too (as 5.3 and 5.4 take it)
+local FORMAT = { a = "a", ["*a"] = "a", l = "l", ["*l"] = "l" }
+
+--- reader:read(n) (bytes), read("a") (the rest), read("l") (a line); nil
+-- at the end. "*a" and "*l" are the same, as in io on every Lua.
 function Reader:read(what)
   if self.pos > #self.data then return nil end
   local s
-  if what == "a" or what == nil then s = self.data:sub(self.pos)
-  elseif what == "l" then
+  local format = what == nil and "a" or FORMAT[what]
+  if format == "a" then s = self.data:sub(self.pos)
+  elseif format == "l" then
     local e = self.data:find("\n", self.pos, true)
     s = self.data:sub(self.pos, e and e - 1 or -1)
     self.pos = (e or #self.data) + 1
     return s
   else
-    check.int_range("read", "n", what, 0, math.maxinteger)
+    check.int_range("read", "n", what, 0, compat.maxinteger)
     s = self.data:sub(self.pos, self.pos + what - 1)
   end
   self.pos = self.pos + #s
@@ -145,12 +151,7 @@ local CAPTURE = { "ETag", "X-Object-Version-Id", "X-Content-SHA256", "Content-Le
 
 -- The content streamed to on_data (the caller's own code) as it comes:
 -- resp, or nil, Error.
-local function stream_download(self, fname, path, co, on_data)
-  co.mode = "raw"
-  local t, ex = transport.cp_open(self, fname, "GET", path, co)
-  if not t then return nil, ex end
-  local _ <close> = t
-  local _ <close> = ex
+local function stream_into(self, t, ex, on_data)
   repeat
     local pieces, done = t:step(100)
     if not pieces then return nil, transport.cp.fail(self, done, "download interrupted") end
@@ -160,6 +161,13 @@ local function stream_download(self, fname, path, co, on_data)
   if not resp then return nil, transport.cp.fail(self, kind, msg) end
   if resp.status >= 400 then return nil, transport.cp.http_error(resp) end
   return resp
+end
+
+local function stream_download(self, fname, path, co, on_data)
+  co.mode = "raw"
+  local t, ex = transport.cp_open(self, fname, "GET", path, co)
+  if not t then return nil, ex end
+  return compat.closing({ ex, t, n = 2 }, stream_into, self, t, ex, on_data)
 end
 
 --- GET /v1/storage/content with a download ticket. opts.on_data(bytes):
@@ -183,7 +191,7 @@ function Manager:download_with_ticket(ticket, opts)
   end
   local h = resp.headers
   local meta = { content_type = resp.content_type, etag = h.ETag, version_id = h["X-Object-Version-Id"],
-    sha256 = h["X-Content-SHA256"], bytes = math.tointeger(tonumber(h["Content-Length"] or "")) }
+    sha256 = h["X-Content-SHA256"], bytes = compat.tointeger(tonumber(h["Content-Length"] or "")) }
   if opts.on_data then return meta, resp.request_id end
   if meta.sha256 and meta.sha256:lower() ~= core.codec.sha256(resp.body) then
     return nil, transport.cp.bad_reply("object content does not match its X-Content-SHA256", resp)

@@ -5,6 +5,7 @@
 -- (M.methods, added by cp/init.lua). `local sb <close> = Sandbox.create{...}` releases the
 -- runtime when the block ends, also by an error (then a failed release
 -- does not hide that error). Workspace files stay with the name.
+local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local context = require "unsandbox.context"
@@ -143,7 +144,7 @@ function SandboxMT:run_command(cmd, args, t)
   local line = check.value("run_command", "args", core.cp.shell_quote(argv, 8192))
   local r, err = self:manager():shell(line, t, self:name())
   if not r then return nil, err end
-  return { exit_code = math.tointeger(r.exit_code) or -1, stdout = r.stdout or "",
+  return { exit_code = compat.tointeger(r.exit_code) or -1, stdout = r.stdout or "",
     stderr = r.stderr or "", timed_out = r.timed_out == true, output_truncated = r.output_truncated == true }, err
 end
 
@@ -200,8 +201,9 @@ function SandboxMT:lines(cmd, t)
   local subject = context.get(context.subjects, m)
   local trace = context.get(context.traces, context.TRACE_OWNER)
   local co = coroutine.create(function()
-    local _ <close> = subject and context.bind(context.subjects, m, subject)
-    local _ <close> = trace and context.bind(context.traces, context.TRACE_OWNER, trace)
+    -- bound for this coroutine alone: they go with it
+    if subject then context.bind(context.subjects, m, subject) end
+    if trace then context.bind(context.traces, context.TRACE_OWNER, trace) end
     local pending = { stdout = "", stderr = "" }
     local r, err = self:stream(cmd, function(channel, chunk)
       local text = pending[channel] .. chunk
@@ -213,7 +215,9 @@ function SandboxMT:lines(cmd, t)
       if pending[ch] ~= "" then coroutine.yield(ch, pending[ch]) end
     end
   end)
-  local closer = setmetatable({}, { __close = function() coroutine.close(co) end })
+  -- 5.4 closes the stream when the loop is left early (the fourth value);
+  -- elsewhere the stream's Transfer is closed when it is collected
+  local closer = setmetatable({}, { __close = function() compat.close_coroutine(co) end })
   return function()
     local ok, channel, line = coroutine.resume(co)
     if not ok then error(channel, 0) end

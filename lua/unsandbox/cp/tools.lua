@@ -5,6 +5,7 @@
 -- (/workspace/...) are made relative by the core's rule (§7.5). Each
 -- method takes the session key last (default: the Manager's session);
 -- the long ones (grep_files, shell_session) also take an options table.
+local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local mcp = require "unsandbox.cp.mcp"
@@ -26,8 +27,8 @@ end
 --- file_read {path[, offset > 1][, limit > 0]}.
 function Manager:read_file(path, offset, limit, key)
   local args = { path = wpath("read_file", path) }
-  offset = count("read_file", "offset", offset, 1, math.maxinteger) or 1
-  limit = count("read_file", "limit", limit, 0, math.maxinteger) or 0
+  offset = count("read_file", "offset", offset, 1, compat.maxinteger) or 1
+  limit = count("read_file", "limit", limit, 0, compat.maxinteger) or 0
   if offset > 1 then args.offset = offset end
   if limit > 0 then args.limit = limit end
   return mcp.call(self, "read_file", "file_read", args, { key = key, timeout = FILE_TIMEOUT })
@@ -52,7 +53,7 @@ end
 function Manager:glob_files(pattern, path, limit, key)
   check.nonempty("glob_files", "pattern", pattern)
   local args = { pattern = pattern, path = wpath("glob_files", path or "", true) }
-  limit = count("glob_files", "limit", limit, 0, math.maxinteger) or 0
+  limit = count("glob_files", "limit", limit, 0, compat.maxinteger) or 0
   if limit > 0 then args.limit = limit end
   return mcp.call(self, "glob_files", "file_glob", args, { key = key, timeout = FILE_TIMEOUT })
 end
@@ -79,7 +80,7 @@ function Manager:grep_files(pattern, path, file_glob, mode, ci, context, use_reg
   context = count("grep_files", "context", context, 0, 5) or 0
   if context > 0 then args.context = context end
   if check.type("grep_files", "use_regex", use_regex, "boolean", true) then args.regex = true end
-  limit = count("grep_files", "limit", limit, 0, math.maxinteger) or 0
+  limit = count("grep_files", "limit", limit, 0, compat.maxinteger) or 0
   if limit > 0 then args.limit = limit end
   return mcp.call(self, "grep_files", "file_grep", args, { key = key, timeout = FILE_TIMEOUT })
 end

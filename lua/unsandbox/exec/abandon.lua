@@ -7,6 +7,7 @@
 -- cancel went through (cancelled). A job the caller started separately
 -- (wait_for_job) is never cancelled here. Internal module.
 local core = require "unsandbox.core"
+local compat = require "unsandbox.compat"
 local transport = require "unsandbox.transport"
 local Error = require "unsandbox.errors"
 local wrap = require "unsandbox.wrap"
@@ -20,7 +21,7 @@ M.CANCEL_WAIT = 5
 -- cancel that follows must not be cut short by it.
 function M.cancel(client, job_id)
   core.loop.interrupt_take()
-  local ok, doc = pcall(transport.request, client, "DELETE", "/jobs/" .. job_id, nil,
+  local ok, doc = compat.pcall(transport.request, client, "DELETE", "/jobs/" .. job_id, nil,
     { timeout = M.CANCEL_WAIT })
   return ok and doc ~= nil
 end
@@ -47,7 +48,7 @@ end
 -- interrupted, job_id, cancelled), whatever Lua instruction it hit. A
 -- returned interrupt or timeout is noted on the Error (M.note).
 function M.guard(client, ids, finished, wait, ...)
-  local ok, r, err = pcall(wait, ...)
+  local ok, r, err = compat.pcall(wait, ...)
   if not ok then
     local interrupt = wrap.is_interrupt(r) or (Error.is(r) and r.kind == "interrupted")
     local cancelled, named

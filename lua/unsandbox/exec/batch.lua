@@ -21,6 +21,7 @@
 local abandon = require "unsandbox.exec.abandon"
 local transport = require "unsandbox.transport"
 local check = require "unsandbox.check"
+local compat = require "unsandbox.compat"
 local Error = require "unsandbox.errors"
 local execute = require "unsandbox.exec.execute"
 local observe = require "unsandbox.observe"
@@ -169,7 +170,7 @@ end
 -- misuse in its options) becomes that input's validation error: it
 -- happens in a worker task, where there is no caller line to raise at.
 local function map_one(self, language, fn, input, i, per_call)
-  local ok, r, err = pcall(function()
+  local ok, r, err = compat.pcall(function()
     local code, call_opts = fn(input, i)
     if type(code) ~= "string" then
       return nil, Error.new { kind = "validation", message = "map: fn returned " .. type(code) ..

@@ -61,7 +61,7 @@ local function read_handle(f, what)
     f:seek("set", here)
     if size - here > FILE_MAX then return nil, too_big(what, size - here, "at most 100 MB per file") end
   end
-  local data = f:read("a")
+  local data = f:read("*a")   -- "*a": 5.1 knows no other spelling
   if not data then return nil, Error.new { kind = "validation", message = what .. ": cannot be read" } end
   if #data > FILE_MAX then return nil, too_big(what, #data, "at most 100 MB per file") end
   return data

@@ -1,5 +1,6 @@
 --- Normalises what the service returns for a run (POST /execute, a job, a
 -- session command) into the table the library documents. Internal module.
+local compat = require "unsandbox.compat"
 local shape = require "unsandbox.shape"
 
 local M = {}
@@ -23,7 +24,7 @@ local function execution_time_ms(doc)
   if ms == nil and type(doc.execution_time) == "number" then
     -- microseconds: whole milliseconds stay an integer
     ms = doc.execution_time / 1000
-    ms = math.tointeger(ms) or ms
+    ms = compat.tointeger(ms) or ms
   end
   return type(ms) == "number" and ms or nil
 end

@@ -12,6 +12,7 @@
 -- Internal module; its methods are documented as the Client's and the
 -- Terminal's.
 -- @submodule unsandbox
+local compat = require "unsandbox.compat"
 local cjson = require "cjson.safe"
 local check = require "unsandbox.check"
 local core = require "unsandbox.core"
@@ -54,7 +55,7 @@ function M.event_of(text)
     return nil, Error.new { kind = "protocol", message = "malformed terminal control message" }
   end
   if doc.type == "exit" then
-    local code = math.tointeger(doc.exit_code)
+    local code = compat.tointeger(doc.exit_code)
     if doc.exit_code ~= nil and not code then
       return nil, Error.new { kind = "protocol", message = "exit message with a bad exit_code" }
     end
@@ -157,6 +158,13 @@ function M.install(Client)
     return attach(self, "session_attach", id, opts)
   end
 
+  -- input sent to the open Terminal t, then what it prints collected
+  local function send_collect(t, input, timeout, max_output)
+    local ok, serr = t:send(input)
+    if not ok then return nil, serr end
+    return collect(t, timeout, max_output)
+  end
+
   --- Runs input in a session's shell over its terminal and collects what it
   -- prints until it exits: {output = "...", exit_code = N}, or nil, Error.
   -- The input should end the shell ("...; exit\n"). opts: those of
@@ -169,12 +177,10 @@ function M.install(Client)
     check.positive("session_shell", "timeout", timeout)
     local max_output = check.int_range("session_shell", "max_output", opts.max_output, 1,
                                        1024 * 1024 * 1024) or 8 * 1024 * 1024
-    local t <close>, err = attach(self, "session_shell", id, { connect_timeout = opts.connect_timeout,
+    local t, err = attach(self, "session_shell", id, { connect_timeout = opts.connect_timeout,
       max_input = opts.max_input, cols = opts.cols, rows = opts.rows })
     if not t then return nil, err end
-    local ok, serr = t:send(input)
-    if not ok then return nil, serr end
-    return collect(t, timeout, max_output)
+    return compat.closing({ t, n = 1 }, send_collect, t, input, timeout, max_output)
   end
 end
 
