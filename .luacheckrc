@@ -15,3 +15,7 @@ files["spec"] = {
   std = "lua54+busted",
   globals = { os = { fields = { "getenv" } } },
 }
+
+-- the examples that run inside other hosts: LÖVE and Neovim (both LuaJIT)
+files["examples/love"] = { std = "luajit", globals = { "love" } }
+files["examples/nvim"] = { std = "luajit", globals = { "vim" } }

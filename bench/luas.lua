@@ -59,7 +59,8 @@ end
 
 -- The LÖVE example: its summary line's longest frame and step, in ms.
 local function love(jobs, idle_s)
-  local p = assert(io.popen(string.format("env %sUNSB_LOVE_JOBS=%d UNSB_LOVE_IDLE_S=%d xvfb-run -a love examples/love 2>/dev/null",
+  local p = assert(io.popen(string.format(
+    "env %sUNSB_LOVE_JOBS=%d UNSB_LOVE_IDLE_S=%d xvfb-run -a love examples/love 2>/dev/null",
     env, jobs, idle_s)))
   local out = p:read("*a")
   p:close()

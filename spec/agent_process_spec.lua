@@ -6,6 +6,7 @@
 -- processes; bad arguments refused before anything is sent.
 local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
+local lua = require "spec.helpers.lua"
 
 describe("unsandbox.Process #integration", function()
   local srv, unsandbox, m, sb
@@ -24,7 +25,8 @@ describe("unsandbox.Process #integration", function()
   local ECHO = [[while IFS= read -r l; do echo "out:$l"; echo "err:$l" >&2; done; echo done; exit 7]]
 
   it("reads stdin line by line and answers on stdout and stderr apart", function()
-    local p <close> = assert(sb:spawn(ECHO))
+    local p = assert(sb:spawn(ECHO))
+    finally(function() p:close() end)
     assert.matches("^p%-%x+$", p.id)
     assert(p:write("one\n"))
     local out, err = "", ""
@@ -53,13 +55,15 @@ describe("unsandbox.Process #integration", function()
 
   it("delivers output to on_stdout/on_stderr while wait runs, and lines per channel", function()
     local seen = { stdout = {}, stderr = {} }
-    local p <close> = assert(sb:spawn({ "sh", "-c", "printf 'a\\nb'; printf 'x\\n' >&2; printf 'c\\n'" }, {
+    local p = assert(sb:spawn({ "sh", "-c", "printf 'a\\nb'; printf 'x\\n' >&2; printf 'c\\n'" }, {
       on_stdout = function(s) seen.stdout[#seen.stdout + 1] = s end,
       on_stderr = function(s) seen.stderr[#seen.stderr + 1] = s end }))
+    finally(function() p:close() end)
     assert.equal(0, p:wait(30))
     assert.equal("a\nbc\n", table.concat(seen.stdout))
     assert.equal("x\n", table.concat(seen.stderr))
-    local q <close> = assert(sb:spawn("printf 'l1\\nl2\\npartial'; printf 'e1\\n' >&2"))
+    local q = assert(sb:spawn("printf 'l1\\nl2\\npartial'; printf 'e1\\n' >&2"))
+    finally(function() q:close() end)
     local lines = {}
     for channel, line in q:lines(30) do lines[#lines + 1] = channel .. ":" .. line end
     table.sort(lines)
@@ -70,7 +74,8 @@ describe("unsandbox.Process #integration", function()
     local bytes = {}
     for i = 0, 255 do bytes[#bytes + 1] = string.char(i) end
     local blob = table.concat(bytes):rep(9000)          -- 2.3 MB: written in file-route pieces
-    local p <close> = assert(sb:spawn("sha256sum | cut -c1-64; head -c 300 /dev/zero | tr '\\0' '\\377'"))
+    local p = assert(sb:spawn("sha256sum | cut -c1-64; head -c 300 /dev/zero | tr '\\0' '\\377'"))
+    finally(function() p:close() end)
     assert(p:write(blob))
     assert(p:close_stdin())
     assert.equal(0, p:wait(60))
@@ -82,8 +87,9 @@ describe("unsandbox.Process #integration", function()
 
   it("cwd and env apply; kill ends the group with the signal as -N; read times out empty", function()
     assert(sb:mkdir("work dir", { parents = true }))
-    local p <close> = assert(sb:spawn("echo \"$PWD $GREETING\"; sleep 600", { cwd = "work dir",
+    local p = assert(sb:spawn("echo \"$PWD $GREETING\"; sleep 600", { cwd = "work dir",
       env = { GREETING = "it's $(not) run" } }))
+    finally(function() p:close() end)
     local out = p:read(20)
     assert.equal("/workspace/work dir it's $(not) run\n", out)
     local o, e = p:read(0.5)
@@ -99,7 +105,8 @@ describe("unsandbox.Process #integration", function()
   end)
 
   it("wait gives up at its timeout as an Error and the process goes on", function()
-    local p <close> = assert(sb:spawn("sleep 600"))
+    local p = assert(sb:spawn("sleep 600"))
+    finally(function() p:close() end)
     local r, err = p:wait(1)
     assert.is_nil(r)
     assert.equal("timeout", err.kind)
@@ -108,20 +115,19 @@ describe("unsandbox.Process #integration", function()
 
   it("<close> kills a running process and removes it; detach leaves it running", function()
     local id
-    do
-      local p <close> = assert(sb:spawn("sleep 600"))
+    lua.scope(assert(sb:spawn("sleep 600")), function(p)
       id = p.id
-    end
+    end)
     local r, err = sb:process(id)
     assert.is_nil(r)
     assert.equal("not_found", err.kind)
     local kept
-    do
-      local p <close> = assert(sb:spawn("sleep 600"))
+    lua.scope(assert(sb:spawn("sleep 600")), function(p)
       kept = p.id
       p:detach()
-    end
-    local again <close> = assert(sb:process(kept))
+    end)
+    local again = assert(sb:process(kept))
+    finally(function() again:close() end)
     assert.is_true(assert(again:status()).running)
     local found = false
     for _, e in ipairs(assert(sb:processes())) do
@@ -133,7 +139,8 @@ describe("unsandbox.Process #integration", function()
   end)
 
   it("another OS process takes a process up again by its id", function()
-    local p <close> = assert(sb:spawn(ECHO))
+    local p = assert(sb:spawn(ECHO))
+    finally(function() p:close() end)
     assert(p:write("first\n"))
     local script = os.tmpname()
     local f = assert(io.open(script, "w"))
@@ -160,7 +167,8 @@ describe("unsandbox.Process #integration", function()
   end)
 
   it("inside a task a wait yields: step(0) returns and other work goes on", function()
-    local p <close> = assert(sb:spawn("cat > /dev/null"))
+    local p = assert(sb:spawn("cat > /dev/null"))
+    finally(function() p:close() end)
     local t = unsandbox.spawn(function() return p:wait(60) end)
     unsandbox.step(0)                      -- the task starts waiting, and step returns
     assert.equal("waiting", t:status())
@@ -170,7 +178,8 @@ describe("unsandbox.Process #integration", function()
   end)
 
   it("a PTY process sees a terminal and takes input through it", function()
-    local p <close> = assert(sb:spawn("tty; read -r name; echo \"hi $name\"", { pty = true }))
+    local p = assert(sb:spawn("tty; read -r name; echo \"hi $name\"", { pty = true }))
+    finally(function() p:close() end)
     assert(p:write("pty\n"))
     assert.equal(0, p:wait(30))
     local out = {}
@@ -189,7 +198,8 @@ describe("unsandbox.Process #integration", function()
     assert.has_error(function() sb:spawn("x", { env = { ["A B"] = "1" } }) end)
     assert.has_error(function() sb:spawn(("x"):rep(7000)) end)
     assert.has_error(function() sb:process("") end)
-    local p <close> = assert(sb:spawn("sleep 600"))
+    local p = assert(sb:spawn("sleep 600"))
+    finally(function() p:close() end)
     assert.has_error(function() p:kill("NOPE") end)
     assert.has_error(function() p:write(42) end)
     assert.has_error(function() p:read(-1) end)

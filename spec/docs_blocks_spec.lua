@@ -10,6 +10,7 @@
 -- holds, and the guide's index lists every page of its folder.
 local docblocks = require "spec.helpers.docblocks"
 local fs = require "spec.helpers.fs"
+local lua = require "spec.helpers.lua"
 local proc = require "spec.helpers.proc"
 
 local ROOT = io.popen("cd " .. fs.quote(os.getenv("UNSANDBOX_ROOT") or ".") .. " && pwd"):read("l")
@@ -73,14 +74,14 @@ describe("the pages #unit", function()
       for target in text:gmatch("%]%(([^)#%s]+)[^)]*%)") do
         if not target:match("^%a+://") and not target:match("^mailto:") then
           local path = ROOT .. "/" .. dir .. "/" .. target
-          assert.is_true(os.execute("test -e " .. fs.quote(path)),
+          assert.is_true(lua.sh("test -e " .. fs.quote(path)),
             page .. " links to " .. target .. ", which is missing")
         end
       end
       for path in text:gmatch("`((%a+)/[%w_./-]+%.%a+)`") do
         local top = path:match("^(%a+)/")
         if ({ docs = 1, spec = 1, examples = 1, lua = 1, csrc = 1, bench = 1, scripts = 1 })[top] then
-          assert.is_true(os.execute("test -e " .. fs.quote(ROOT .. "/" .. path)),
+          assert.is_true(lua.sh("test -e " .. fs.quote(ROOT .. "/" .. path)),
             page .. " names " .. path .. ", which is missing")
         end
       end

@@ -5,7 +5,6 @@
 local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"
 local wait = require "spec.helpers.wait"
-local core = require "unsandbox.core"
 local lua = require "spec.helpers.lua"
 
 describe("facade #integration", function()

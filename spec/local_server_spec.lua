@@ -5,6 +5,7 @@
 -- `unsandboxd --env-file FILE` is what makes the README's background
 -- recipe work.
 local fs = require "spec.helpers.fs"
+local lua = require "spec.helpers.lua"
 local proc = require "spec.helpers.proc"
 
 local ROOT = io.popen("cd " .. fs.quote(os.getenv("UNSANDBOX_ROOT") or ".") .. " && pwd"):read("l")
@@ -56,7 +57,7 @@ describe("un local #integration", function()
     assert.equal("700", mode_of(home .. "/.unsandbox"))
     assert.equal("700", mode_of(dir))
     assert.equal("600", mode_of(dir .. "/env"))
-    assert.is_true(os.execute("test -d " .. fs.quote(dir .. "/data")))
+    assert.is_true(lua.sh("test -d " .. fs.quote(dir .. "/data")))
     -- loopback only
     local addrs = listening(pid)
     assert.is_true(#addrs >= 2, "no listening sockets found for " .. pid)

@@ -7,7 +7,9 @@ local server = require "spec.helpers.unsandboxd"
 
 -- a resource that records how it was closed
 local function resource(log)
-  return setmetatable({}, { __close = function(_, err) log[#log + 1] = err == nil and "closed" or "closed on error" end })
+  return setmetatable({}, { __close = function(_, err)
+    log[#log + 1] = err == nil and "closed" or "closed on error"
+  end })
 end
 
 describe("unsandbox.with #unit", function()
@@ -45,10 +47,13 @@ describe("unsandbox.with #unit", function()
     assert.is_false(ok)
     assert.matches("bad argument #1 to 'with' %(a resource with close expected, got number%)", err)
     ok, err = pcall(unsandbox.with, {}, function() end)
+    assert.is_false(ok)
     assert.matches("bad argument #1 to 'with'", err)
     ok, err = pcall(unsandbox.with, resource({}), "not a function")
+    assert.is_false(ok)
     assert.matches("bad argument #2 to 'with' %(function expected, got string%)", err)
     ok, err = pcall(function() local r = unsandbox.with(resource({}), nil); return r end)
+    assert.is_false(ok)
     assert.matches("with_spec%.lua:%d+: bad argument #2 to 'with'", err)
   end)
 end)

@@ -37,7 +37,8 @@ local angle = 0
 
 -- Job i: a small program whose output says it ran (and which job it was).
 local PROGRAMS = {
-  { "python", "import time\ntime.sleep(0.3)\nprint(sum(range(%d)))", function(n) return string.format("%d", n * (n - 1) / 2) end },
+  { "python", "import time\ntime.sleep(0.3)\nprint(sum(range(%d)))",
+    function(n) return string.format("%d", n * (n - 1) / 2) end },
   { "lua", "print(('x'):rep(%d))", function(n) return ("x"):rep(n) end },
   { "bash", "sleep 0.2; echo $((%d * 7))", function(n) return string.format("%d", n * 7) end },
 }

@@ -68,7 +68,8 @@ end
 
 --- loadfile(path, "t", env) on every Lua (5.1: setfenv).
 function M.loadfile(path, env)
-  if rawget(_G, "setfenv") then
+  local setfenv = rawget(_G, "setfenv")
+  if setfenv then
     local f, err = loadfile(path)
     if f then setfenv(f, env) end
     return f, err

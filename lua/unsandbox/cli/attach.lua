@@ -11,6 +11,7 @@
 -- shell's exit code. One loop, one wait: the terminal's service step
 -- polls the connection and standard input together.
 -- Internal module.
+local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 local Error = require "unsandbox.errors"
 local terminal = require "unsandbox.exec.terminal"
@@ -133,27 +134,34 @@ local function loop(t, state, h)
   end
 end
 
---- Runs the attach; returns un's exit code. h: cli.lua's helpers (check
--- raises un's exit for an Error).
-function M.run(c, id, h)
-  local tty = core.isatty(STDIN)
-  local opts = {}
-  if tty then opts.cols, opts.rows = size() end
-  if not opts.cols then opts.cols, opts.rows = nil, nil end
-  local t <close> = h.check(c:session_attach(id, opts))
+-- The attached terminal t run until it ends, the tty raw meanwhile and
+-- given back however the loop ends.
+local function attached(t, id, h, tty)
   local saved
   if tty then
     local err
     saved, err = core.tty_raw(STDIN)
     if not saved then io.stderr:write("un: ", err, "\n"); return EXIT_LOCAL end
   end
-  local _ <close> = guard(saved)
-  core.tty_signals(true)
-  local state = { tty = tty, filter = tty and terminal.detach_filter() or nil }
-  if tty then io.stderr:write("[attached to ", id, "; detach: Ctrl-] then d]\r\n") end
-  local code = loop(t, state, h)
-  if tty and state.detached then io.stderr:write("\r\n[detached from ", id, "]\r\n") end
-  return code
+  return compat.with(guard(saved), function()
+    core.tty_signals(true)
+    local state = { tty = tty, filter = tty and terminal.detach_filter() or nil }
+    if tty then io.stderr:write("[attached to ", id, "; detach: Ctrl-] then d]\r\n") end
+    local code = loop(t, state, h)
+    if tty and state.detached then io.stderr:write("\r\n[detached from ", id, "]\r\n") end
+    return code
+  end)
+end
+
+--- Runs the attach; returns un's exit code. h: cli.lua's helpers (check
+-- raises un's exit for an Error). The terminal is closed however it ends.
+function M.run(c, id, h)
+  local tty = core.isatty(STDIN)
+  local opts = {}
+  if tty then opts.cols, opts.rows = size() end
+  if not opts.cols then opts.cols, opts.rows = nil, nil end
+  local t = h.check(c:session_attach(id, opts))
+  return compat.with(t, attached, id, h, tty)
 end
 
 --- `un session attach ID` (the command table's function): the shell's

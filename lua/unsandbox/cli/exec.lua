@@ -3,6 +3,7 @@
 -- parsed command line (o.words: its arguments, counted by the parser
 -- against the table's `args`) and a Client, and prints through
 -- cli/output.lua. Internal module.
+local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 local fail = require "unsandbox.cli.fail"
 local out = require "unsandbox.cli.output"
@@ -27,7 +28,7 @@ end }
 -- argv (each quoted for the shell, so it stays one word).
 function M.command_line(words, from)
   if #words == from then return words[from] end
-  return core.cp.shell_quote(table.move(words, from, #words, 1, {}))
+  return core.cp.shell_quote({ compat.unpack(words, from) })
 end
 
 -- A command's output passed through; its exit code becomes un's.
@@ -40,7 +41,7 @@ local function relay(o, r)
 end
 
 local function vcpu(v)
-  local n = math.tointeger(tonumber(v))
+  local n = compat.tointeger(tonumber(v))
   if not n then usage("VCPU expects an integer, got '" .. v .. "'") end
   return n
 end
@@ -164,7 +165,7 @@ function service.domains(o, c)
   if how ~= "add" and how ~= "remove" and how ~= "replace" then
     usage("service domains: add, remove or replace expected, got '" .. how .. "'")
   end
-  local r = check(call(o, c.set_service_domains, c, o.words[1], { [how] = table.move(o.words, 3, #o.words, 1, {}) }))
+  local r = check(call(o, c.set_service_domains, c, o.words[1], { [how] = { compat.unpack(o.words, 3) } }))
   local list = r.domains or {}
   out.did(o, r, "service " .. o.words[1] .. " domains: " .. (#list > 0 and table.concat(list, ", ") or "none"))
 end

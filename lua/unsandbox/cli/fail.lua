@@ -3,6 +3,7 @@
 -- Errors mapped to those codes; a misuse the library raised about a
 -- user's word turned into a usage error that names the command, never a
 -- function of the library. Internal module.
+local compat = require "unsandbox.compat"
 local unsandbox = require "unsandbox"
 local exits = require "unsandbox.cli.exits"
 
@@ -48,7 +49,7 @@ end
 -- with the library's reason and without its function's name.
 function M.guard(where, f, ...)
   local r = table.pack(pcall(f, ...))
-  if r[1] then return table.unpack(r, 2, r.n) end
+  if r[1] then return compat.unpack(r, 2, r.n) end
   local e = r[2]
   if getmetatable(e) == M.Exit or M.is_interrupt(e) then error(e, 0) end
   local text = tostring(e):gsub("^[^\n]-:%d+: ", "")

@@ -4,6 +4,7 @@
 -- this file makes the command's connection (a Client for the execution
 -- API, a Manager for the Control Plane), runs it and maps its failure to
 -- un's exit codes (cli/exits.lua). Run by bin/un under unlua.
+local compat = require "unsandbox.compat"
 local unsandbox = require "unsandbox"
 local core = require "unsandbox.core"
 local commands = require "unsandbox.cli.commands"
@@ -88,7 +89,7 @@ local function dispatch(args)
   local connect = CONNECT[o.command.api]
   local conn = connect and connect(o)
   local code, program = entry.run(o, conn)
-  code = math.tointeger(code) or 0
+  code = compat.tointeger(code) or 0
   if program and exits.is_own(code) then
     io.stderr:write("[un] exit code ", code, " is the program's own\n")
   end

@@ -4,6 +4,7 @@
 -- parse the command line (cli/parse.lua) and write `--help` and the man
 -- page (cli/help.lua), so the three cannot drift apart. A flag means the
 -- same thing in every command that takes it. Internal module.
+local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 
 local M = {}
@@ -11,7 +12,7 @@ local M = {}
 -- Value readers: return the value, or nil and what was expected.
 local function int_in(lo, hi)
   return function(v)
-    local n = math.tointeger(tonumber(v))
+    local n = compat.tointeger(tonumber(v))
     if n and n >= lo and n <= hi then return n end
     return nil, "an integer from " .. lo .. " to " .. hi
   end
@@ -53,7 +54,7 @@ M.OPTIONS = {
     help = "secret key; -k - reads one line of standard input (-k KEY shows the key to every "
       .. "local user in the process list: un warns)" },
   secret_key_file = { flag = "--secret-key-file", value = "FILE", help = "secret key: the first line of FILE" },
-  account = { flag = "--account", value = "N", parse = int_in(0, math.maxinteger),
+  account = { flag = "--account", value = "N", parse = int_in(0, compat.maxinteger),
     help = "row N (0-based) of ~/.unsandbox/accounts.csv, then ./accounts.csv" },
   -- the Control Plane's connection
   token_file = { flag = "--token-file", value = "FILE",
