@@ -29,7 +29,7 @@
 #include "server/cli.h"
 #include "server/cp/cp.h"
 #include "server/cp/auth/auth.h"
-#include "server/cp/runtime/runtime.h"
+#include "server/runtime/runtime.h"
 #include "server/fsutil.h"
 #include "server/mem.h"
 #include "server/http/http.h"

@@ -12,7 +12,7 @@
 #include "server/cp/ops/ops.h"
 #include "server/cp/admin/admin.h"
 #include "server/http/counters.h"
-#include "server/cp/runtime/runtime.h"
+#include "server/runtime/runtime.h"
 #include "server/store/db.h"
 #include "server/store/ledger.h"
 

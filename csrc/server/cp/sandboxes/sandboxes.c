@@ -17,7 +17,7 @@
 #include "core/cpshapes.h"
 #include "server/cp/sandboxes/sandboxes.h"
 #include "server/cp/workspaces/workspaces.h"
-#include "server/cp/runtime/runtime.h"
+#include "server/runtime/runtime.h"
 #include "server/fsutil.h"
 #include "server/ids.h"
 #include "server/store/db.h"

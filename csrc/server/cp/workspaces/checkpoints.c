@@ -19,7 +19,7 @@
 #include "server/cp/objects/routes.h"
 #include "server/cp/objects/store.h"
 #include "server/cp/objects/transfer.h"
-#include "server/cp/runtime/runtime.h"
+#include "server/runtime/runtime.h"
 #include "server/fsutil.h"
 #include "server/ids.h"
 #include "server/sandbox/volume.h"

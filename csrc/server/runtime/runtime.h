@@ -13,8 +13,8 @@
 ** server. Persistent records of sandboxes (ids, statuses) are the
 ** Control Plane store's, kept up to date through the on_end callback.
 */
-#ifndef UX_CP_RUNTIME_H
-#define UX_CP_RUNTIME_H
+#ifndef UX_RUNTIME_H
+#define UX_RUNTIME_H
 
 #include <stddef.h>
 #include <jansson.h>

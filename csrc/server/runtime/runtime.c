@@ -1,12 +1,12 @@
 /*
 ** The registry of runtimes and the calls of runtime.h. Every runtime has
-** a thread of its own (cp/runtime/run.c) because the runner wants the thread
+** a thread of its own (runtime/run.c) because the runner wants the thread
 ** that starts a sandbox to wait for it and to stay alive meanwhile; one
-** watcher thread (cp/runtime/watch.c) does everything timed. This file only
+** watcher thread (runtime/watch.c) does everything timed. This file only
 ** books: it never blocks under the lock, and waits (for a start, for a
 ** stop) are bounded condition waits.
 */
-#include "server/cp/runtime/runtime_int.h"
+#include "server/runtime/runtime_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -11,7 +11,7 @@
 ** runner's kill paths (the run's pid namespace, its cgroup) make sure
 ** nothing the runtime started outlives it.
 */
-#include "server/cp/runtime/runtime_int.h"
+#include "server/runtime/runtime_int.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
-** The agent protocol, server side (see cp/runtime/agent_client.h). Every socket the
+** The agent protocol, server side (see runtime/agent_client.h). Every socket the
 ** server reads is non-blocking and every wait is a poll with the call's
 ** deadline, so a silent, slow or stopped agent costs the caller at most
 ** its own timeout. Writes use send(MSG_NOSIGNAL): an agent that dies
@@ -7,7 +7,7 @@
 ** as they complete, so the buffer never holds more than one partial
 ** frame plus one read.
 */
-#include "server/cp/runtime/agent_client.h"
+#include "server/runtime/agent_client.h"
 
 #include <errno.h>
 #include <fcntl.h>

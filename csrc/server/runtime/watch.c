@@ -19,7 +19,7 @@
 ** their answers collected by one poll() over every ping in flight plus an
 ** eventfd that wakes the watcher when something changes.
 */
-#include "server/cp/runtime/runtime_int.h"
+#include "server/runtime/runtime_int.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -16,13 +16,13 @@
 ** functions take an fd of the control channel and nothing else, so the
 ** C tests drive them against a fake agent too.
 */
-#ifndef UX_CP_AGENT_CLIENT_H
-#define UX_CP_AGENT_CLIENT_H
+#ifndef UX_RUNTIME_AGENT_CLIENT_H
+#define UX_RUNTIME_AGENT_CLIENT_H
 
 #include <stddef.h>
 #include <jansson.h>
 
-#include "server/cp/runtime/runtime.h"   /* the UX_RTC_* codes */
+#include "server/runtime/runtime.h"   /* the UX_RTC_* codes */
 
 #define UX_AGENT_FRAME_MAX   (8u << 20)    /* bytes before the "\n" */
 #define UX_AGENT_EVENTS_MAX  (32u << 20)   /* event bytes in one answer */
