@@ -26,20 +26,26 @@
 #define AGENT_STDERR_CAP (64 * 1024)   /* kept for the end's message */
 #define KILLED           (128 + 9)     /* the run's exit code after SIGKILL */
 
+#define ENV_MAX 64                     /* the registry's and the runtime's own */
+
 /* Starts the sandbox with agent_end as its control channel. */
 static ux_run *start_run(ux_rt *rt, int agent_end, char *err, size_t errlen) {
   ux_runtimes *rts = rt->rts;
-  static const char *const argv[] = { UX_RT_AGENT_IN, "runtime", "--root", "/workspace",
-                                      "--control-fd", "10", NULL };
+  const char *const argv[] = { UX_RT_AGENT_IN, "runtime", "--root", rt->root,
+                               "--control-fd", "10", NULL };
+  const char *env[ENV_MAX];
+  size_t n_env = 0;
+  for (size_t i = 0; i < rts->n_env && n_env < ENV_MAX; i++) env[n_env++] = rts->env[i];
+  for (size_t i = 0; rt->env[i] && n_env < ENV_MAX; i++) env[n_env++] = rt->env[i];
   ux_ro_bind bind = { rts->agent_fd, NULL, UX_RT_AGENT_IN };
   ux_run_spec spec;
   memset(&spec, 0, sizeof spec);
   spec.argv = argv;
-  spec.env = (const char *const *)rts->env;
-  spec.n_env = rts->n_env;
-  spec.network = 0;                      /* zerotrust */
+  spec.env = env;
+  spec.n_env = n_env;
+  spec.network = rt->network;
   spec.ttl_s = 0;                        /* the watcher enforces the TTLs */
-  spec.vcpu = rts->cfg.vcpu;
+  spec.vcpu = rt->vcpu;
   spec.mem = &rt->mem;                   /* claimed by ux_runtimes_start */
   spec.output_cap = AGENT_STDERR_CAP;
   spec.workdir = rt->volume;             /* named in messages only */
@@ -47,7 +53,7 @@ static ux_run *start_run(ux_rt *rt, int agent_end, char *err, size_t errlen) {
   spec.pass_fd = agent_end;
   spec.ro_binds = &bind;
   spec.n_ro_binds = 1;
-  spec.work_mount = "/workspace";
+  spec.work_mount = rt->root;
   return ux_run_start(&spec, err, errlen);
 }
 

@@ -1,17 +1,21 @@
 /*
-** Runtimes of the Control Plane: one long-lived bubblewrap sandbox per
-** workspace (the platform's gVisor pod), running `unsandboxd-agent
-** runtime` on the workspace's volume mounted at /workspace, with no
-** network, through the same runner (slot uid, cgroup, limits) as every
-** other run. The agent executes the MCP tools and the file routes inside
-** the sandbox, as the sandbox's user (docs/internals.md,
-** "unsandboxd-agent"); this module starts and stops runtimes, keeps the
-** registry, enforces the idle and hard TTLs, and carries requests to a
-** runtime's agent over its control socket.
+** Runtimes: long-lived bubblewrap sandboxes, each running `unsandboxd-agent
+** runtime` on a volume, through the same runner (slot uid, cgroup, limits)
+** as every other run. The Control Plane's runtimes (one per workspace,
+** the platform's gVisor pod: the volume at /workspace, no network) and
+** the execution API's living sessions and services (the volume at
+** /sandbox, their network mode and vcpu, a hard TTL or none) are both
+** runtimes, each API with a registry of its own. The agent executes what
+** the APIs ask inside the sandbox, as the sandbox's user
+** (docs/internals.md, "unsandboxd-agent"); this module starts and stops
+** runtimes, keeps the registry, enforces the idle and hard TTLs, watches
+** the agents' health and carries requests to them over their control
+** sockets.
 **
 ** The registry is in memory: runtimes are processes and die with the
-** server. Persistent records of sandboxes (ids, statuses) are the
-** Control Plane store's, kept up to date through the on_end callback.
+** server. Persistent records (sandbox ids and statuses, sessions,
+** services) are the APIs' stores', kept up to date through the on_end
+** callback.
 */
 #ifndef UX_RUNTIME_H
 #define UX_RUNTIME_H
@@ -61,7 +65,11 @@ typedef struct ux_rt_config {
 typedef struct ux_rt_info {
   char sb_id[32], ws_id[32], template_id[64];
   int status;
-  long created_at, expires_at, idle_expires_at;
+  long created_at, expires_at, idle_expires_at;   /* idle: 0 when never */
+  long procs;                 /* processes in the sandbox besides the
+                                 agent's own, at the last health ping
+                                 (-1: none answered yet) */
+  int paused;                 /* ux_runtimes_pause */
   char why[256];              /* for FAILED */
 } ux_rt_info;
 
@@ -94,6 +102,30 @@ void ux_runtimes_free(ux_runtimes *rts);
 int ux_runtimes_start(ux_runtimes *rts, const char *sb_id, const char *ws_id,
                       const char *volume_dir, const char *template_id,
                       char *err, size_t errlen);
+
+/* How one runtime differs from the registry's defaults. */
+typedef struct ux_rt_start {
+  const char *sb_id, *ws_id;  /* its id, and what it serves: one live
+                                 runtime per ws_id (id characters, < 32) */
+  const char *volume_dir;     /* as for ux_runtimes_start */
+  const char *template_id;    /* NULL: "default" */
+  int network;                /* 1: semitrusted (slirp4netns); 0: none */
+  int vcpu;                   /* 0: the registry's */
+  int hard_ttl_s;             /* 0: the registry's */
+  int idle_ttl_s;             /* 0: the registry's; -1: never idle */
+  const char *root;           /* where the volume appears (the agent's
+                                 DIR, cwd and HOME); NULL: /workspace */
+  const char *const *env;     /* "KEY=VALUE" besides the registry's
+                                 agent_env, NULL-terminated (may be NULL) */
+} ux_rt_start;
+
+/* ux_runtimes_start with the differences of st; the same results. */
+int ux_runtimes_start_with(ux_runtimes *rts, const ux_rt_start *st, char *err, size_t errlen);
+
+/* Pauses (1) or resumes (0) the watcher's health checks and idle clock of
+** sb_id, for a caller that freezes its sandbox (a frozen agent cannot
+** answer); the hard TTL keeps counting. 0, or -1 when unknown. */
+int ux_runtimes_pause(ux_runtimes *rts, const char *sb_id, int paused);
 
 /* Waits until sb_id is no longer pending, for at most timeout_ms; returns
 ** its status (0 when unknown). */
@@ -160,5 +192,12 @@ enum {
 int ux_rt_call(ux_rt *rt, const json_t *req, int data_fd, int timeout_ms,
                int (*on_event)(void *ctx, const json_t *event), void *ctx,
                json_t **result, char *err, size_t errlen);
+
+/* ux_rt_call without the 32 MiB bound on events, for a caller whose
+** on_event keeps a bounded amount of them (a log ring, a capped result)
+** while the call may last for days (a service's bootstrap). */
+int ux_rt_call_follow(ux_rt *rt, const json_t *req, int data_fd, int timeout_ms,
+                      int (*on_event)(void *ctx, const json_t *event), void *ctx,
+                      json_t **result, char *err, size_t errlen);
 
 #endif

@@ -24,6 +24,12 @@ struct ux_rt {
   ux_runtimes *rts;
   atomic_int refs;
   char sb_id[32], ws_id[32], template_id[64];
+  char root[64];              /* where the volume appears inside */
+  int network, vcpu;          /* the sandbox's shape */
+  int hard_ttl_s, idle_ttl_s; /* idle < 0: never released for idleness */
+  char **env;                 /* its own KEY=VALUE (NULL-terminated) */
+  long procs;                 /* the last ping's count, -1 before */
+  int paused;                 /* no health checks, no idle clock */
   char *volume;               /* the volume's directory, held in use */
   ux_memclaim mem;            /* its sandbox's memory (membudget.h), from
                                  the start until the sandbox has ended */
