@@ -15,7 +15,8 @@ build=(gcc g++ make pkg-config liblua5.4-dev lua5.4 lua-cjson lua-cjson-dev libr
 # what unsandboxd needs to run sandboxes (make demo)
 run=(bubblewrap slirp4netns util-linux procps e2fsprogs openssl)
 # the specs: busted, their helpers, and the peers they talk to
-test=(lua-busted lua-socket luarocks lua-luv faketime sqlite3 nghttp2-proxy python3 perl nodejs
+# (tmux: the multiplexer of the sessions the terminal and freeze specs use)
+test=(lua-busted lua-socket luarocks lua-luv faketime sqlite3 nghttp2-proxy python3 perl nodejs tmux
       lua-ldoc)
 doc=(lua-ldoc)
 fuzz=(clang-14 libclang-rt-14-dev)

@@ -3,10 +3,12 @@
 */
 #include "agent/terminal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -102,10 +104,37 @@ static pid_t start(const ag_fs *fs, json_t *req, const term_args *a, int datafd,
   return pid;
 }
 
-/* Hangs the terminal up: SIGHUP, then SIGKILL to what stays in its group. */
+/* SIGHUP (and SIGCONT, for a stopped job) to every process of the
+** terminal's session: what a hangup does to the jobs of a shell. */
+static void hup_session(pid_t sid) {
+  DIR *d = opendir("/proc");
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    char path[64], buf[512];
+    long pid = strtol(de->d_name, NULL, 10);
+    if (pid <= 1) continue;
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0) close(fd);
+    if (n <= 0) continue;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    int ppid, pgrp, session;
+    char state;
+    if (p && sscanf(p + 1, " %c %d %d %d", &state, &ppid, &pgrp, &session) == 4 && session == sid) {
+      kill((pid_t)pid, SIGHUP);
+      kill((pid_t)pid, SIGCONT);
+    }
+  }
+  if (d) closedir(d);
+}
+
+/* Hangs the terminal up: SIGHUP to its session (a nohup'd job ignores
+** it, a setsid'd one is not in it), then SIGKILL to what stays in the
+** program's own group. */
 static void hang_up(pid_t pid, int pidfd) {
-  kill(-pid, SIGHUP);
-  kill(-pid, SIGCONT);
+  hup_session(pid);
   struct pollfd p = { pidfd, POLLIN, 0 };
   if (poll(&p, 1, (int)(HANGUP_GRACE_S * 1000)) <= 0) kill(-pid, SIGKILL);
   waitpid(pid, NULL, 0);

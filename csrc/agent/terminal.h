@@ -9,9 +9,10 @@
 **
 ** The answer comes when the program exits: {exit_code} (-N for a signal).
 ** EOF on the request socket first (the server's client detached) hangs
-** the terminal up: SIGHUP to the program's process group, and SIGKILL to
-** it a second later if it is still there; processes that left the group
-** (nohup, setsid, a tmux server) go on living in the sandbox.
+** the terminal up: SIGHUP to every process of its session (the jobs of a
+** shell), and SIGKILL to the program's process group a second later if it
+** is still there; processes that ignore the hangup (nohup) or left the
+** session (setsid, a daemon, a tmux server) go on living in the sandbox.
 */
 #ifndef AG_TERMINAL_H
 #define AG_TERMINAL_H

@@ -140,6 +140,16 @@ static int read_until(int m, const char *want) {
   return 0;
 }
 
+/* 1 when pid runs `sleep` (its cmdline's first word). */
+static int runs_sleep(long pid) {
+  char path[64], buf[64] = "";
+  snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+  int fd = open(path, O_RDONLY);
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0) close(fd);
+  return n > 0 && !strcmp(buf, "sleep");
+}
+
 static void test_terminal(void) {
   int m;
   int fd = terminal_open("{\"op\":\"terminal\",\"argv\":[\"bash\",\"--norc\",\"--noprofile\",\"-i\"],"
@@ -149,15 +159,20 @@ static void test_terminal(void) {
   ok(m >= 0 && ioctl(m, TIOCGWINSZ, &ws) == 0 && ws.ws_col == 100 && ws.ws_row == 30, "at the size asked for");
   const char *line = "echo T=$TERM; tty >/dev/null && echo has-tty\n";
   ok(write(m, line, strlen(line)) > 0 && read_until(m, "has-tty"), "a shell answers on it, with a terminal");
-  line = "nohup sleep 100 >/dev/null 2>&1 & echo $! > nohup.pid; echo $$ > shell.pid; exec sleep 300\n";
-  ok(write(m, line, strlen(line)) > 0, "a nohup'd job is started, then a foreground program");
+  line = "nohup sleep 100 >/dev/null 2>&1 & echo $! > nohup.pid; sleep 200 & echo $! > job.pid; "
+         "echo $$ > shell.pid; exec sleep 300\n";
+  ok(write(m, line, strlen(line)) > 0, "a nohup'd job and a plain one are started, then a foreground program");
   long kept = -1, plain = -1;
   for (double end = now_s() + 10; now_s() < end && (kept <= 0 || plain <= 0); usleep(20000)) {
     kept = read_pid("nohup.pid");
     plain = read_pid("shell.pid");
   }
+  long job = read_pid("job.pid");
+  /* nohup ignores SIGHUP once it runs: wait until it has become the sleep */
+  for (double end = now_s() + 10; now_s() < end && !runs_sleep(kept); usleep(20000)) {}
   close(fd);                                       /* the client detaches */
   ok(plain > 0 && gone_within(plain, 5), "a detach hangs the terminal up: its program ends");
+  ok(job > 0 && gone_within(job, 5), "and so does a plain background job of its shell");
   ok(kept > 0 && proc_alive(kept), "a nohup'd one lives on");
   kill((pid_t)kept, SIGKILL);
   close(m);

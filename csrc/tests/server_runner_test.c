@@ -413,8 +413,8 @@ static void test_readonly(void) {
 
 static void test_files_env(void) {
   ux_file files[] = {
-    { "a.txt", (unsigned char *)"alpha", 5 },
-    { "dir/sub/b.txt", (unsigned char *)"beta", 4 },
+    { "a.txt", (unsigned char *)"alpha", 5, 0 },
+    { "dir/sub/b.txt", (unsigned char *)"beta", 4, 0 },
   };
   const char *env[] = { "FOO=bar baz", "_X1=", "LANG=C" };
   setenv("UNSB_HOST_ONLY", "leak", 1);
@@ -440,7 +440,7 @@ static void test_files_env(void) {
 }
 
 static void bad_name(const char *name, const char *what) {
-  ux_file f = { (char *)name, (unsigned char *)"x", 1 };
+  ux_file f = { (char *)name, (unsigned char *)"x", 1, 0 };
   ux_run_spec s = spec_for("bash", "true");
   s.files = &f; s.n_files = 1;
   char err[512] = "";
@@ -504,7 +504,7 @@ static void test_workdir(void) {
   ok(!strcmp(line, "hi\n"), "its files are on the host");
 
   /* an input file through the symlink the sandbox left must not land in /etc */
-  ux_file via = { "link/evil", (unsigned char *)"z", 1 };
+  ux_file via = { "link/evil", (unsigned char *)"z", 1, 0 };
   ux_run_spec s3 = spec_for("bash", "true");
   s3.workdir = wd; s3.files = &via; s3.n_files = 1;
   ux_run *run3 = ux_run_start(&s3, err, sizeof err);
@@ -537,7 +537,7 @@ static int art(const ux_run_result *r, const char *name, const char *data) {
 }
 
 static void test_artifacts(void) {
-  ux_file in = { "input.txt", (unsigned char *)"in", 2 };
+  ux_file in = { "input.txt", (unsigned char *)"in", 2, 0 };
   ux_run_spec s = spec_for("python",
     "import os\nopen('out.txt','w').write('result')\nos.makedirs('sub')\n"
     "open('sub/r.bin','wb').write(b'\\x00\\x01')\nopen('input.txt','a').write('x')\n"

@@ -324,7 +324,7 @@ int ux_runtimes_start_with(ux_runtimes *rts, const ux_rt_start *st_in, char *err
   ux_rt_start stc = *st_in, *st = &stc;
   if (!st->template_id) st->template_id = "default";
   const char *sb_id = st->sb_id, *ws_id = st->ws_id, *volume_dir = st->volume_dir;
-  if (!id_ok(sb_id, 32) || !id_ok(ws_id, 32) || !id_ok(st->template_id, 64)) {
+  if (!id_ok(sb_id, 32) || !id_ok(ws_id, 64) || !id_ok(st->template_id, 64)) {
     snprintf(err, errlen, "bad runtime, workspace or template id");
     return -1;
   }
@@ -451,6 +451,15 @@ int ux_runtimes_pause(ux_runtimes *rts, const char *sb_id, int paused) {
   return rt ? 0 : -1;
 }
 
+int ux_runtimes_netns(ux_runtimes *rts, const char *sb_id) {
+  if (!sb_id) return -1;
+  pthread_mutex_lock(&rts->mu);
+  ux_rt *rt = find(rts, sb_id);
+  unsigned long long run = rt && ux_rt_live(rt) ? rt->run_id : 0;
+  pthread_mutex_unlock(&rts->mu);
+  return run ? ux_run_netns_id(run) : -1;
+}
+
 void ux_runtimes_touch(ux_runtimes *rts, const char *sb_id) {
   if (!sb_id) return;
   pthread_mutex_lock(&rts->mu);
@@ -498,6 +507,8 @@ ux_rt *ux_runtimes_get(ux_runtimes *rts, const char *sb_id) {
   pthread_mutex_unlock(&rts->mu);
   return rt;
 }
+
+const char *ux_rt_sb_id(const ux_rt *rt) { return rt->sb_id; }
 
 void ux_rt_put(ux_rt *rt) {
   if (!rt) return;

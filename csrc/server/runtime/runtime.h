@@ -63,7 +63,7 @@ typedef struct ux_rt_config {
 
 /* What the registry knows of one runtime. Times are unix seconds. */
 typedef struct ux_rt_info {
-  char sb_id[32], ws_id[32], template_id[64];
+  char sb_id[32], ws_id[64], template_id[64];
   int status;
   long created_at, expires_at, idle_expires_at;   /* idle: 0 when never */
   long procs;                 /* processes in the sandbox besides the
@@ -106,7 +106,7 @@ int ux_runtimes_start(ux_runtimes *rts, const char *sb_id, const char *ws_id,
 /* How one runtime differs from the registry's defaults. */
 typedef struct ux_rt_start {
   const char *sb_id, *ws_id;  /* its id, and what it serves: one live
-                                 runtime per ws_id (id characters, < 32) */
+                                 runtime per ws_id (id characters; < 32, < 64) */
   const char *volume_dir;     /* as for ux_runtimes_start */
   const char *template_id;    /* NULL: "default" */
   int network;                /* 1: semitrusted (slirp4netns); 0: none */
@@ -144,6 +144,10 @@ int ux_runtimes_of_workspace(ux_runtimes *rts, const char *ws_id, char sb_id[32]
 /* Number of live runtimes of the given workspaces (a tenant's capacity). */
 int ux_runtimes_count(ux_runtimes *rts, const char *const *ws_ids, size_t n);
 
+/* An fd of the network namespace of sb_id's sandbox (runner.h's
+** ux_run_netns_id), or -1. */
+int ux_runtimes_netns(ux_runtimes *rts, const char *sb_id);
+
 /* Refreshes the idle clock (MCP and token calls). */
 void ux_runtimes_touch(ux_runtimes *rts, const char *sb_id);
 
@@ -160,6 +164,8 @@ int ux_runtimes_release(ux_runtimes *rts, const char *sb_id);
 ** Every handle needs ux_rt_put, before ux_runtimes_free. */
 ux_rt *ux_runtimes_get(ux_runtimes *rts, const char *sb_id);
 void ux_rt_put(ux_rt *rt);
+/* The runtime id of a handle. */
+const char *ux_rt_sb_id(const ux_rt *rt);
 
 enum {
   UX_RTC_OK = 0,

@@ -23,7 +23,7 @@
 struct ux_rt {
   ux_runtimes *rts;
   atomic_int refs;
-  char sb_id[32], ws_id[32], template_id[64];
+  char sb_id[32], ws_id[64], template_id[64];
   char root[64];              /* where the volume appears inside */
   int network, vcpu;          /* the sandbox's shape */
   int hard_ttl_s, idle_ttl_s; /* idle < 0: never released for idleness */
