@@ -60,7 +60,7 @@ AGENT     = bin/unsandboxd-agent
 EMBED     = examples/embed/embed_demo
 FRAME     = examples/embed/frame_loop
 
-.PHONY: all deps test check-c demo bench rock-check clean fuzz sanitize coverage install rock install-rock doc
+.PHONY: all deps languages test check-c demo bench rock-check clean fuzz sanitize coverage install rock install-rock doc
 all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(FRAME) $(TEST_BIN) $(LUA_BC)
 
 build/%.o: csrc/%.c
@@ -174,6 +174,13 @@ build/tests/agent_%: csrc/tests/agent_%.c csrc/tests/agent_util.h $(AGENT_LIB) $
 DEPS = @scripts/deps.sh
 deps:
 	$(DEPS) build run test doc fuzz coverage
+
+# Optional: the languages Debian packages (scripts/deps.sh's languages
+# group), for a local backend whose GET /languages is close to the
+# service's; each runs once its program is installed (a restart of
+# unsandboxd probes again).
+languages:
+	$(DEPS) languages
 
 # The README's test command: installs what is missing, builds, runs the C
 # unit tests and every busted spec, ends with "N passed, N failed".

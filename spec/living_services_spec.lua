@@ -128,6 +128,41 @@ describe("living services #integration", function()
     assert(c:delete_service(svc.id))
   end)
 
+  it("forward on the host's loopback only, out of reach of the sandboxes themselves", function()
+    local svc = assert(c:create_service { name = "lo", ports = { 8082 }, bootstrap_content = DAEMON:format(8082) })
+    local url = assert(c:get_service(svc.id)).urls[1].url
+    local port = tonumber(url:match(":(%d+)$"))
+    assert.is_truthy(eventually(function() return http_get(url) end, 20))
+    -- the listening socket is 127.0.0.1:port (/proc/net/tcp: 0100007F, state 0A)
+    local tcp = assert(io.open("/proc/net/tcp")):read("a")
+    assert.is_truthy(tcp:find(string.format(":%04X 00000000:0000 0A", port)), "no listener on the port")
+    for addr in tcp:gmatch("%s([0-9A-F]+):" .. string.format("%04X", port) .. " 00000000:0000 0A") do
+      assert.equal("0100007F", addr)
+    end
+    -- a sandbox's own loopback is its own: the host's listener is not there
+    local probe = "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", " .. port
+      .. "), 2)' 2>/dev/null && echo reached || echo refused"
+    local other = assert(c:create_session())
+    assert.equal("refused\n", assert(c:session_execute(other.id, probe)).stdout)
+    assert(c:delete_session(other.id))
+    assert(c:delete_service(svc.id))
+  end)
+
+  it("return a compiled program as an artifact when artifacts are asked for", function()
+    local langs = assert(c:get_languages())
+    local has_c = false
+    for _, l in ipairs(langs) do has_c = has_c or l == "c" end
+    if not has_c then return end
+    local r = assert(c:execute_code("c", "int main(void){return 0;}", { return_artifacts = true }))
+    assert.equal(0, r.exit_code)
+    local bin
+    for _, a in ipairs(r.artifacts or {}) do if a.filename == "main" then bin = a end end
+    assert.is_truthy(bin, "no `main` among the artifacts")
+    assert.equal("\127ELF", bin.content:sub(1, 4))
+    r = assert(c:execute_code("c", "int main(void){return 0;}"))
+    assert.is_nil(r.artifacts and r.artifacts[1], "nothing without asking")
+  end)
+
   it("refuse bad ports and keep serving", function()
     for _, ports in ipairs { { 0 }, { 70000 }, "80", { "80" } } do
       local r, err = c:call("POST", "/services", { ports = ports })

@@ -218,8 +218,8 @@ static int exec_args(json_t *req, exec_opts *o, ag_err *e) {
                  o->collect ? AG_EXEC_OUTPUT_MAX : OUTPUT_MAX_MAX, &max, e) < 0)
     return -1;
   o->output_max = (size_t)max;
-  if (len > AG_EXEC_COMMAND_MAX)
-    return ag_fail(e, AG_INVALID, "argument 'command' is %zu bytes, more than %d", len, AG_EXEC_COMMAND_MAX);
+  size_t most = o->background ? AG_EXEC_BACKGROUND_COMMAND_MAX : AG_EXEC_COMMAND_MAX;
+  if (len > most) return ag_fail(e, AG_INVALID, "argument 'command' is %zu bytes, more than %zu", len, most);
   if (!o->background && (o->follow || json_object_get(req, "env") || json_object_get(req, "files")))
     return ag_fail(e, AG_INVALID, "arguments 'follow', 'env' and 'files' need 'background'");
   if (!o->collect && !o->streaming) return ag_fail(e, AG_INVALID, "argument 'collect' false needs 'stream'");

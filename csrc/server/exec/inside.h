@@ -16,7 +16,9 @@
 #include "server/exec/exec_spec.h"
 #include "server/server.h"
 
-#define UX_INSIDE_COMMAND_MAX 131071   /* one argument of exec (MAX_ARG_STRLEN) */
+/* A command's bytes at most: one argument of exec (MAX_ARG_STRLEN, the
+** agent's bound) less what a service execute's `cd` adds. */
+#define UX_INSIDE_COMMAND_MAX 131000
 
 struct ux_inside {
   ux_server *srv;

@@ -401,8 +401,11 @@ int ux_h_session_terminal(ux_req *r, const char *id) {
   if (ux_reply_header(r, "Sec-WebSocket-Accept", accept) == 0 &&
       ux_req_upgrade(r, "websocket", &up) == 0)
     relay(id, t, &up, idle_s);
+  /* the cap counts open terminals: this one is over for its client now,
+  ** while its shell's hangup is still answered (bounded: the shell
+  ** threads are at most TERM_MAX) */
+  unclaim(r->owner);
   term_end(t);
   ux_req_upgrade_close(r);
-  unclaim(r->owner);
   return 0;
 }

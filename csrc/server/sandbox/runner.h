@@ -157,7 +157,7 @@ int ux_run_netns_id(unsigned long long id);
 void ux_run_result_free(ux_run_result *res);
 
 /* Languages whose interpreter or compiler is installed on this machine,
-** probed once; names sorted. */
+** probed once; in the service's order (spec §5.6), others after them. */
 const char *const *ux_languages(size_t *n);
 int ux_language_known(const char *name);
 

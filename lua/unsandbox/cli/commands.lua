@@ -99,7 +99,8 @@ local function sessions(h)
   return resource(h, "session", {
     list = function(o, c) M.list_of(o, check(c:list_sessions()), { "id", "status", "shell", "network_mode" }) end,
     create = function(o, c)
-      M.id_of(o, check(c:create_session { shell = o.shell, network_mode = o.network, ttl = o.ttl }))
+      M.id_of(o, check(c:create_session { shell = o.shell, network_mode = o.network, ttl = o.ttl,
+        multiplexer = o.multiplexer }))
     end,
     get = function(o, c) M.table_of(o, check(c:get_session(need(o, 3, "session id")))) end,
     delete = function(o, c, id)

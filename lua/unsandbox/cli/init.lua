@@ -23,7 +23,7 @@ usage: un [options] FILE            run FILE (language from its extension or she
        un [options] -s LANG CODE    run CODE in LANG (CODE "-": read it from standard input)
        un languages [--json]
        un jobs [--get ID | --cancel ID]
-       un session list | create [--shell SH] | get ID | delete ID | exec ID CMD | snapshot ID [NAME]
+       un session list | create [--shell SH] [--tmux|--screen] | get ID | delete ID | exec ID CMD | snapshot ID [NAME]
        un service list | create NAME BOOTSTRAP | get ID | delete ID | exec ID CMD | logs ID | snapshot ID [NAME]
        un snapshot list | get ID | restore ID | delete ID | lock ID | unlock ID
        un key
@@ -110,6 +110,7 @@ local function parse(args)
     elseif a == "--get" then o.get = value(a)
     elseif a == "--cancel" then o.cancel = value(a)
     elseif a == "--shell" then o.shell = value(a)
+    elseif a == "--tmux" or a == "--screen" then o.multiplexer = a:sub(3)
     elseif a == "--" then
       for j = i + 1, #args do o.rest[#o.rest + 1] = args[j] end
       break
