@@ -299,9 +299,13 @@ install: install-rock $(UNSANDBOXD) $(AGENT) $(STATIC_LIB) $(PC_FILE)
 FORCE:
 .PHONY: FORCE
 
-# the dependency files of this tree's objects, not of the variant trees
-# (build/<name>/src, scripts/variant.sh), whose rules name the same paths
--include $(shell find build -path 'build/*/src' -prune -o -name '*.d' -print 2>/dev/null)
+# the dependency files of this tree's own objects and programs only: not
+# those of the variant trees (build/<name>/src, scripts/variant.sh) nor of
+# the bench's baseline trees (build/bench/*/), whose rules name the same
+# relative paths, nor those a moved source left behind (their headers are
+# gone: each would make every build relink)
+-include $(wildcard $(patsubst %.o,%.d,$(CORE_OBJ) $(BIND_OBJ) $(LAZY_OBJ) $(HOST_OBJ) $(SERVER_OBJ) \
+                                        $(AGENT_OBJ)) $(TEST_BIN:=.d) build/bench/tool.d)
 
 clean:
 	rm -rf build $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(FRAME)
