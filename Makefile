@@ -111,7 +111,7 @@ AGENT     = bin/unsandboxd-agent
 EMBED     = examples/embed/embed_demo
 FRAME     = examples/embed/frame_loop
 
-.PHONY: all deps test check-c demo bench rock-check clean fuzz sanitize coverage install rock install-rock doc
+.PHONY: all deps languages test check-c demo bench rock-check clean fuzz sanitize coverage install rock install-rock doc
 .PHONY: module all-luas test-all-luas
 ifeq ($(LUA),5.4)
 all: $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(FRAME) $(TEST_BIN) $(LUA_BC)
@@ -242,6 +242,13 @@ build/tests/agent_%: csrc/tests/agent_%.c csrc/tests/agent_util.h $(AGENT_LIB) $
 DEPS = @scripts/deps.sh
 deps:
 	$(DEPS) build run test doc fuzz coverage
+
+# Optional: the languages Debian packages (scripts/deps.sh's languages
+# group), for a local backend whose GET /languages is close to the
+# service's; each runs once its program is installed (a restart of
+# unsandboxd probes again).
+languages:
+	$(DEPS) languages
 
 # The README's test command: installs what is missing, builds (the module
 # for every Lua too), runs the C unit tests and every busted spec under
@@ -382,9 +389,13 @@ endif
 FORCE:
 .PHONY: FORCE
 
-# the dependency files of this tree's objects, not of the variant trees
-# (build/<name>/src, scripts/variant.sh), whose rules name the same paths
--include $(shell find build -path 'build/*/src' -prune -o -name '*.d' -print 2>/dev/null)
+# the dependency files of this tree's own objects and programs only: not
+# those of the variant trees (build/<name>/src, scripts/variant.sh) nor of
+# the bench's baseline trees (build/bench/*/), whose rules name the same
+# relative paths, nor those a moved source left behind (their headers are
+# gone: each would make every build relink)
+-include $(wildcard $(patsubst %.o,%.d,$(CORE_OBJ) $(BIND_OBJ) $(LAZY_OBJ) $(HOST_OBJ) $(SERVER_OBJ) \
+                                        $(AGENT_OBJ)) $(TEST_BIN:=.d) build/bench/tool.d)
 
 clean:
 	rm -rf build $(MODULE) $(UNLUA) $(UNSANDBOXD) $(AGENT) $(EMBED) $(FRAME)

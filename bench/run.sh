@@ -7,7 +7,8 @@
 # unauthenticated bodies, slow readers), a session terminal's attach next
 # to the same session's execute (bench/terminal.lua), then the probes'
 # latency while one party saturates its fair shares, next to idle
-# (bench/fairness.lua). Needs root, as unsandboxd does.
+# (bench/fairness.lua), and living sessions: a command, a creation, the
+# memory of an idle one (bench/living.lua). Needs root, as unsandboxd does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LUA_PATH="lua/?.lua;lua/?/init.lua;bench/?.lua;spec/?.lua;;"
@@ -28,6 +29,20 @@ if [ -z "${BENCH_BASELINE_SERVER:-}" ] && git cat-file -e "$BASELINE_REV^{commit
   fi
   [ -x "$dir/bin/unsandboxd" ] && export BENCH_BASELINE_SERVER="$PWD/$dir/bin/unsandboxd"
 fi
+# The server as it was before sessions lived (each session command a
+# one-shot sandbox over the volume): the baseline of bench/living.lua.
+LIVING_BASELINE_REV=9e7f949
+if [ -z "${BENCH_PRE_LIVING_SERVER:-}" ] && git cat-file -e "$LIVING_BASELINE_REV^{commit}" 2>/dev/null; then
+  dir=build/bench/pre-living
+  if [ ! -x "$dir/bin/unsandboxd" ] || [ ! -x "$dir/bin/unsandboxd-agent" ]; then
+    echo "make bench: building the pre-living server ($LIVING_BASELINE_REV) into $dir"
+    rm -rf "$dir" && mkdir -p "$dir"
+    git archive "$LIVING_BASELINE_REV" | tar -x -C "$dir"
+    make -s -C "$dir" -j"$(nproc)" bin/unsandboxd bin/unsandboxd-agent >"$dir.log" 2>&1 ||
+      { echo "make bench: the pre-living server did not build (see $dir.log)"; rm -rf "$dir"; }
+  fi
+  [ -x "$dir/bin/unsandboxd" ] && export BENCH_PRE_LIVING_SERVER="$PWD/$dir/bin/unsandboxd"
+fi
 lua5.4 bench/bench.lua "$@"
 lua5.4 bench/concurrency.lua
 lua5.4 bench/objects.lua
@@ -36,3 +51,4 @@ lua5.4 bench/terminal.lua
 lua5.4 bench/fairness.lua
 lua5.4 bench/agent.lua
 lua5.4 bench/luas.lua
+lua5.4 bench/living.lua

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages a make target needs, when missing:
-#   scripts/deps.sh GROUP...   (build, run, test, doc, fuzz, coverage)
+#   scripts/deps.sh GROUP...   (build, run, test, doc, fuzz, coverage, languages)
 # Each target asks for its own groups (`make doc` only LDoc), and
 # dpkg-query is asked first: apt-get runs only for packages that are
 # really absent, so a target whose packages are all there never waits for
@@ -19,17 +19,23 @@ build=(gcc g++ make pkg-config liblua5.4-dev lua5.4 lua-cjson lua-cjson-dev libr
 run=(bubblewrap slirp4netns util-linux procps e2fsprogs openssl)
 # the specs: busted, their helpers, the peers they talk to, and the Lua lint
 # (luacheck, spec/lint_unit_spec.lua); the hosts the library is proven in
-# (LÖVE under xvfb-run, Neovim)
-test=(lua-busted lua-socket luarocks lua-luv faketime sqlite3 nghttp2-proxy python3 perl nodejs
+# (LÖVE under xvfb-run, Neovim); tmux, the multiplexer of the sessions the
+# terminal and freeze specs use
+test=(lua-busted lua-socket luarocks lua-luv faketime sqlite3 nghttp2-proxy python3 perl nodejs tmux
       lua-ldoc lua-check love neovim xvfb xauth)
 doc=(lua-ldoc)
+# make languages (optional): the interpreters and compilers of the service's
+# languages that Debian packages, so GET /languages comes as close to the
+# service's list as Debian allows; make demo and make test never need them
+languages=(gcc g++ nodejs default-jdk-headless ruby php-cli golang-go rustc gfortran tcl r-base-core
+           ghc ocaml-interp guile-3.0 sbcl elixir rakudo gdc gnucobol)
 fuzz=(clang-14 libclang-rt-14-dev)
 coverage=(lcov)
 
 packages=()
 for group in "$@"; do
   case $group in
-    build|run|test|doc|fuzz|coverage) eval 'packages+=("${'"$group"'[@]}")' ;;
+    build|run|test|doc|fuzz|coverage|languages) eval 'packages+=("${'"$group"'[@]}")' ;;
     *) echo "deps.sh: unknown group '$group'" >&2; exit 2 ;;
   esac
 done

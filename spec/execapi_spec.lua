@@ -33,7 +33,7 @@ describe("execution API routes #integration", function()
 
   describe("session power", function()
     it("freezes, refuses commands while frozen, unfreezes, boosts and unboosts", function()
-      local s = assert(c:create_session())
+      local s = assert(c:create_session { multiplexer = "tmux" })   -- only such a session freezes
       assert.equal("frozen", assert(c:freeze_session(s.id)).status)
       local r, err = c:session_execute(s.id, "true")
       assert.is_nil(r)

@@ -105,9 +105,9 @@ describe("the C tree's layers #unit", function()
     assert.is_nil(find_cycle({ a = { b = true }, b = { c = true }, d = { a = true, c = true } }))
   end)
 
-  it("keep the transport, the runner and the store below the two APIs", function()
+  it("keep the transport, the runner, the runtimes and the store below the two APIs", function()
     local g = graph(files)
-    for _, low in ipairs({ "server/http", "server/sandbox", "server/store" }) do
+    for _, low in ipairs({ "server/http", "server/runtime", "server/sandbox", "server/store" }) do
       for to in pairs(g[low] or {}) do
         assert.is_nil(to:match("^server/exec") or to:match("^server/cp"), low .. " includes " .. to)
       end

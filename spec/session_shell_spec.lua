@@ -11,8 +11,8 @@ local server = require "spec.helpers.unsandboxd"
 local ROOT = os.getenv("UNSANDBOX_ROOT") or "."
 local SCRIPT = ROOT .. "/spec/interop/ws_terminal_check.py"
 
-local function check(group)
-  local srv = server.start()
+local function check(group, args)
+  local srv = server.start { args = args }
   local pk2, sk2 = server.add_key(srv)
   local q = server.sh_quote
   local cmd = table.concat({ "timeout 300 python3", q(SCRIPT), "--url", q(srv.url),
@@ -59,7 +59,15 @@ describe("GET /sessions/{id}/shell (WebSocket terminal) #integration", function(
   end)
 
   it("ends terminals when the session is deleted or idle", function()
-    assert.is_true(check("lifecycle") >= 7)
+    assert.is_true(check("lifecycle") >= 8)
+  end)
+
+  it("attaches to the living session: its files and processes, REPL shells, re-attachable multiplexers", function()
+    assert.is_true(check("living") >= 8)
+  end)
+
+  it("with --lenient, takes the reference CLI's unsigned handshake for a session that exists", function()
+    assert.is_true(check("lenient", { "--lenient" }) >= 3)
   end)
 
   it("closes every terminal (1001) when unsandboxd stops", function()

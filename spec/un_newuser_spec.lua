@@ -158,7 +158,7 @@ describe("un, a new user's commands #integration", function()
     end)
 
     it("the subcommands of issue 14 too: a line saying what was done, or --json", function()
-      local s = assert(un("session create"):match("^(%S+)\n$"))
+      local s = assert(un("session create --tmux"):match("^(%S+)\n$"))   -- only such a session freezes
       assert.equal("froze session " .. s .. "\n", (un("session freeze " .. s)))
       assert.equal("unfroze session " .. s .. "\n", (un("session unfreeze " .. s)))
       local boosted = cjson.decode((un("--json session boost " .. s .. " 2")))

@@ -12,6 +12,7 @@
 
 #define AG_EXEC_OUTPUT_MAX 64000      /* bytes kept per stream */
 #define AG_EXEC_COMMAND_MAX 8192
+#define AG_EXEC_BACKGROUND_COMMAND_MAX 131071   /* one exec argument (MAX_ARG_STRLEN) */
 
 /* Runs in a handler process: checks the request, runs the command, writes
 ** the events and the final frame to c. Returns when the final frame is

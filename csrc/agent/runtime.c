@@ -34,7 +34,9 @@
 #include "agent/conn.h"
 #include "agent/exec.h"
 #include "agent/files.h"
+#include "agent/procs.h"
 #include "agent/sessions.h"
+#include "agent/terminal.h"
 #include "agent/tree.h"
 #include "agent/walk.h"
 
@@ -58,7 +60,7 @@ static struct {
   size_t nhandlers;
 } rt;
 
-enum { OP_FILE, OP_FILE_FD, OP_PING, OP_EXEC, OP_CHECKPOINT, OP_RESTORE };
+enum { OP_FILE, OP_FILE_FD, OP_PING, OP_EXEC, OP_CHECKPOINT, OP_RESTORE, OP_TERMINAL };
 
 static const struct {
   const char *name;
@@ -80,6 +82,7 @@ static const struct {
   { "exec", OP_EXEC, NULL, NULL },
   { "checkpoint", OP_CHECKPOINT, NULL, NULL },
   { "restore", OP_RESTORE, NULL, NULL },
+  { "terminal", OP_TERMINAL, NULL, NULL },
 };
 
 static void drop_pending(size_t i) {
@@ -106,7 +109,9 @@ static void handler(pending *p, json_t *req, size_t op) {
   switch (ops[op].kind) {
   case OP_PING:
     rc = ag_args_only(req, no_keys, &e);
-    if (rc == 0) result = json_pack("{s:i, s:i}", "pid", (int)getppid(), "uid", (int)getuid());
+    /* procs: what runs besides the agent (a service is up while any does) */
+    if (rc == 0) result = json_pack("{s:i, s:i, s:I}", "pid", (int)getppid(), "uid", (int)getuid(),
+                                    "procs", (json_int_t)ag_procs_count(rt.handler, rt.nhandlers));
     if (rc == 0 && !result) rc = ag_fail(&e, AG_INTERNAL, "out of memory");
     break;
   case OP_FILE: rc = ops[op].fn(&rt.fs, req, &result, &e); break;
@@ -114,6 +119,7 @@ static void handler(pending *p, json_t *req, size_t op) {
   case OP_CHECKPOINT: rc = ag_op_checkpoint(&rt.fs, req, p->datafd, &result, &e); break;
   case OP_RESTORE: rc = ag_op_restore(&rt.fs, req, p->datafd, &result, &e); break;
   case OP_EXEC: ag_exec_serve(&rt.fs, req, &p->c); _exit(0);
+  case OP_TERMINAL: ag_terminal_serve(&rt.fs, req, p->datafd, &p->c); _exit(0);
   }
   if (rc == 0) ag_conn_final_ok(&p->c, result);
   else ag_conn_final_err(&p->c, &e);
@@ -146,7 +152,7 @@ static long op_index(const char *name) {
 }
 
 static int takes_data_fd(int kind) {
-  return kind == OP_CHECKPOINT || kind == OP_RESTORE || kind == OP_FILE_FD;
+  return kind == OP_CHECKPOINT || kind == OP_RESTORE || kind == OP_FILE_FD || kind == OP_TERMINAL;
 }
 
 /* A request frame has arrived on pend[i]: hand it to sessions or fork. */

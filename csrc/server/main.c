@@ -29,11 +29,12 @@
 #include "server/cli.h"
 #include "server/cp/cp.h"
 #include "server/cp/auth/auth.h"
-#include "server/cp/runtime/runtime.h"
+#include "server/runtime/runtime.h"
 #include "server/fsutil.h"
 #include "server/mem.h"
 #include "server/http/http.h"
 #include "server/http/limits.h"
+#include "server/exec/living.h"
 #include "server/exec/expiry.h"
 #include "server/exec/jobs.h"
 #include "server/exec/leftovers.h"
@@ -336,6 +337,7 @@ static void shut_down(ux_server *srv, listeners *l, ux_expiry *expiry) {
   ux_http_quiesce(l->cp);
   ux_jobs_stop(srv->jobs);
   ux_svcs_stop_all(srv->svcs);
+  ux_living_stop(srv);             /* sessions' calls and terminals end now */
   ux_runtimes_stop(srv->cp->rts);  /* MCP and file calls in flight end now */
   unsigned stuck = ux_http_stop(l->exec, deadline) + ux_http_stop(l->cp, deadline);
   if (stuck) {
@@ -345,6 +347,7 @@ static void shut_down(ux_server *srv, listeners *l, ux_expiry *expiry) {
     _exit(0);
   }
   ux_cp_free(srv->cp);            /* its runtimes end here */
+  ux_living_close(srv);           /* and the sessions' and services' */
   ux_runner_shutdown();           /* every run has ended: our cgroups go */
   ux_jobs_free(srv->jobs);
   ux_svcs_free(srv->svcs);
@@ -481,10 +484,12 @@ int main(int argc, char **argv) {
   }
   if (!(srv.jobs = ux_jobs_new(srv.store, srv.cfg.workers, srv.cfg.queue, srv.cfg.key_jobs,
                                srv.cfg.key_queue)) ||
-      !(srv.svcs = ux_svcs_new()) || (srv.cfg.enable_faults && !(srv.faults = ux_faults_new()))) {
+      !(srv.svcs = ux_svcs_new(&srv)) || (srv.cfg.enable_faults && !(srv.faults = ux_faults_new()))) {
     fprintf(stderr, "unsandboxd: cannot initialise the job pool, services or faults\n");
     return 1;
   }
+  if (ux_living_open(&srv, err, sizeof err) != 0) { fprintf(stderr, "unsandboxd: %s\n", err); return 1; }
+  ux_living_expire_sessions(&srv);     /* the others start again when next used */
   ux_services_resume(&srv);
 
   if (!(srv.cp = ux_cp_new(&srv, err, sizeof err))) { fprintf(stderr, "unsandboxd: %s\n", err); return 1; }

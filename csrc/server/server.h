@@ -16,6 +16,7 @@ typedef struct ux_store ux_store;
 typedef struct ux_jobs ux_jobs;
 typedef struct ux_svcs ux_svcs;
 typedef struct ux_faults ux_faults;
+typedef struct ux_runtimes ux_runtimes;
 
 typedef struct ux_config {
   const char *listen;     /* "HOST:PORT", "[V6]:PORT" */
@@ -60,6 +61,7 @@ typedef struct ux_server {
   ux_store *store;
   ux_jobs *jobs;
   ux_svcs *svcs;
+  ux_runtimes *living;    /* the sandboxes of sessions and services (exec/living.h) */
   ux_faults *faults;      /* NULL unless --enable-faults */
   struct ux_cp *cp;       /* the Control Plane */
 } ux_server;

@@ -24,7 +24,7 @@
 #include <unistd.h>
 #include <jansson.h>
 
-#include "server/cp/runtime/runtime.h"
+#include "server/runtime/runtime.h"
 #include "server/fsutil.h"
 #include "server/sandbox/cgroup.h"
 #include "server/sandbox/runner.h"

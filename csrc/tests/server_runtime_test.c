@@ -1,5 +1,5 @@
 /*
-** Runtimes (cp/runtime/runtime.h) end to end with real processes: bubblewrap
+** Runtimes (runtime/runtime.h) end to end with real processes: bubblewrap
 ** sandboxes on real volumes running bin/unsandboxd-agent, through the
 ** same runner as every other run. Start and readiness, calls (ping, exec,
 ** file ops, a checkpoint through a data fd, streamed exec, cancel),

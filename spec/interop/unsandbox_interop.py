@@ -150,13 +150,19 @@ def sessions(t, api):
     s, d = api.call("POST", "/sessions/%s/shell" % sid, {"command": "echo data > f.txt"})
     t.ok(s == 200 and d.get("exit_code") == 0, "session shell writes a file", d)
     s, d = api.call("POST", "/sessions/%s/freeze" % sid, {})
-    t.ok(s == 200 and d.get("status") == "frozen", "POST /sessions/{id}/freeze", d)
-    s, d = api.call("POST", "/sessions/%s/shell" % sid, {"command": "true"})
+    t.ok(s == 400 and "multiplexer" in d.get("message", ""),
+         "freeze without a multiplexer is 400 (section 4.2, 6)", (s, d))
+    s, d = api.call("POST", "/sessions", {"multiplexer": "tmux"})
+    mux = d.get("session_id")
+    s, d = api.call("POST", "/sessions/%s/freeze" % mux, {})
+    t.ok(s == 200 and d.get("status") == "frozen", "POST /sessions/{id}/freeze (a tmux session)", d)
+    s, d = api.call("POST", "/sessions/%s/shell" % mux, {"command": "true"})
     t.ok(s == 409, "a frozen session refuses commands with 409", (s, d))
-    s, d = api.call("POST", "/sessions/%s/unfreeze" % sid, {})
+    s, d = api.call("POST", "/sessions/%s/unfreeze" % mux, {})
     t.ok(s == 200 and d.get("status") == "running", "POST /sessions/{id}/unfreeze", d)
-    s, d = api.call("POST", "/sessions/%s/shell" % sid, {"command": "cat f.txt"})
-    t.ok(s == 200 and d.get("stdout") == "data\n", "the unfrozen session runs commands again", d)
+    s, d = api.call("POST", "/sessions/%s/shell" % mux, {"command": "echo back"})
+    t.ok(s == 200 and d.get("stdout") == "back\n", "the unfrozen session runs commands again", d)
+    api.call("DELETE", "/sessions/" + mux)
     s, d = api.call("POST", "/sessions/%s/boost" % sid, {"vcpu": 2})
     t.ok(s == 200 and d.get("vcpu") == 2, "POST /sessions/{id}/boost", d)
     s, d = api.call("POST", "/sessions/%s/boost" % sid, {"vcpu": 9})
@@ -223,6 +229,77 @@ def snapshots(t, api, sid):
     t.ok(s == 404, "clone of an unknown snapshot is 404", (s, d))
     api.call("DELETE", "/sessions/" + clone)
     return snap
+
+
+def until(fn, limit_s=30):
+    """fn() until it returns something true (polled, bounded)."""
+    deadline = time.time() + limit_s
+    while True:
+        v = fn()
+        if v or time.time() > deadline:
+            return v
+        time.sleep(0.25)
+
+
+FETCH = ("python3 -c 'import urllib.request as u;"
+         "print(u.urlopen(\"http://127.0.0.1:%d/\", timeout=5).read().decode().strip())'")
+
+
+def living(t, api):
+    """Sessions and services are long-lived sandboxes (sections 1, 4.2, 4.3)."""
+    s, d = api.call("POST", "/sessions", {})
+    sid = d.get("session_id")
+    s, d = api.call("POST", "/sessions/%s/shell" % sid, {
+        "command": "cd /tmp && echo living > index.html && "
+                   "(python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 &); echo up"})
+    t.ok(s == 200 and d.get("stdout") == "up\n", "a session command starts a background web server", d)
+    got = until(lambda: (lambda r: r if r.get("exit_code") == 0 else None)(
+        api.call("POST", "/sessions/%s/shell" % sid, {"command": FETCH % 8765})[1]))
+    t.ok(got and got.get("stdout") == "living\n", "the next command reaches it", got)
+    s, d = api.call("POST", "/sessions/%s/shell" % sid, {"command": "cat /tmp/index.html"})
+    t.ok(d.get("stdout") == "living\n", "a file in /tmp survives between commands", d)
+    api.call("DELETE", "/sessions/" + sid)
+
+    s, d = api.call("POST", "/sessions", {"ttl": 3})
+    short = d.get("session_id")
+    t.ok(s in (200, 201) and 1 <= d.get("remaining_ttl", 0) <= 3, "a ttl=3 session", d)
+    gone = until(lambda: api.call("GET", "/sessions/" + short)[0] == 404, 30)
+    t.ok(gone, "is gone after its ttl")
+
+    s, d = api.call("POST", "/sessions", {"shell": "python3"})
+    import ws_client
+    w = ws_client.attach(api.base, api.pk, api.sk, d.get("session_id"))
+    w.keys("print(2 ** 10 + 7)\n")
+    t.ok(w.status == 101 and w.wait_for("1031") is not None, "a python3 session's terminal is its REPL")
+    w.shut()
+    api.call("DELETE", "/sessions/" + d.get("session_id"))
+
+    s, d = api.call("POST", "/services", {"name": "daemon", "ports": [8766], "bootstrap_content":
+                                          "cd /tmp && echo daemonised > index.html && "
+                                          "nohup python3 -m http.server 8766 >/dev/null 2>&1 &"})
+    svc = d.get("service_id")
+    urls = d.get("urls") or []
+    t.ok(s in (200, 201) and len(urls) == 1 and urls[0].get("port") == 8766 and
+         urls[0].get("url", "").startswith("http://127.0.0.1:"), "a service's port is forwarded (urls)", d)
+
+    def inside():
+        s2, j = api.call("POST", "/services/%s/execute" % svc, {"command": FETCH % 8766})
+        job = wait_job(api, j["job_id"]) if s2 == 202 else None
+        return job if job and job.get("exit_code") == 0 else None
+    job = until(inside)
+    t.ok(job and job.get("stdout") == "daemonised\n", "its daemon answers execute on localhost", job)
+
+    def outside():
+        try:
+            with urllib.request.urlopen(urls[0]["url"] + "/", timeout=5) as resp:
+                return resp.read().decode().strip()
+        except (OSError, ValueError, IndexError, KeyError):
+            return None
+    t.ok(until(outside) == "daemonised", "and the host, at its forwarded address")
+    s, d = api.call("GET", "/services/" + svc)
+    t.ok(d.get("state") == "running", "a bootstrap that daemonised keeps the service running", d)
+    api.call("DELETE", "/services/" + svc)
+    t.ok(outside() is None, "the forward closes with the service")
 
 
 TICKER = "i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.2; done"
@@ -487,9 +564,9 @@ def strict_refusals(t, api, svc, sid):
 def lenient(t, api, api2, svc, sid, snap):
     s, d = api.call("GET", "/services/%s/logs" % svc, query="all=true", sign_query=True)
     t.ok(s == 200 and "log" in d, "lenient: a signature over path and query is accepted", (s, d))
-    s, d = api.call("POST", "/sessions/%s/freeze" % sid, {}, sign_empty=True)
+    s, d = api.call("POST", "/sessions/%s/unfreeze" % sid, {}, sign_empty=True)
     t.ok(s == 200, "lenient: \"\" signed for a {} body is accepted", (s, d))
-    s, d = api.call("POST", "/sessions/%s/unfreeze" % sid, {})
+    s, d = api.call("POST", "/sessions/%s/unboost" % sid, {})
     t.ok(s == 200, "lenient: the canonical signature still works", (s, d))
     s, d = api.call("POST", "/sessions/%s/freeze" % sid, {"x": 1}, sign_empty=True)
     t.ok(s == 401, "lenient: \"\" is accepted only for a body of exactly {}", (s, d))
@@ -543,6 +620,7 @@ def main():
     if a.vectors:
         vectors(t, a.vectors)
     basics(t, api)
+    living(t, api)
     sid = sessions(t, api)
     terminal(t, api, sid)
     snap = snapshots(t, api, sid)

@@ -21,10 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <openssl/crypto.h>
 
 #include "core/sign.h"
 #include "server/fsutil.h"
+#include "server/store/db.h"
 #include "server/store/store.h"
 
 static int unauthorized(ux_req *r, const char *msg) {
@@ -104,4 +106,29 @@ int ux_auth_check(ux_req *r, const char *authz, const char *ts, const char *sig,
   strcpy(owner_buf, pk);
   r->owner = owner_buf;
   return 0;
+}
+
+int ux_auth_unsigned_terminal(const ux_req *r, const char *authz) {
+  const char *up = ux_req_header((ux_req *)r, "Upgrade");
+  size_t n = strlen(r->path);
+  return r->srv->cfg.lenient && !authz && !strcmp(r->method, "GET") && up && !strcasecmp(up, "websocket") &&
+         !strncmp(r->path, "/sessions/", 10) && n > 16 && !strcmp(r->path + n - 6, "/shell") &&
+         !memchr(r->path + 10, '/', n - 16);
+}
+
+int ux_auth_terminal_owner(ux_req *r, char *owner_buf, size_t owner_len) {
+  char id[200];
+  size_t n = strlen(r->path) - 16;
+  if (n >= sizeof id) return unauthorized(r, "missing Authorization, X-Timestamp or X-Signature header");
+  memcpy(id, r->path + 10, n);
+  id[n] = '\0';
+  json_t *row = ux_db_row(r->srv->store, "SELECT owner FROM sessions WHERE id = ?1", "s", id);
+  const char *owner = json_string_value(json_object_get(row, "owner"));
+  int ok = owner && strlen(owner) < owner_len;
+  if (ok) {
+    strcpy(owner_buf, owner);
+    r->owner = owner_buf;
+  }
+  json_decref(row);
+  return ok ? 0 : unauthorized(r, "missing Authorization, X-Timestamp or X-Signature header");
 }

@@ -24,4 +24,15 @@ int ux_auth_headers(ux_req *r, const char *authorization, const char *timestamp,
 int ux_auth_check(ux_req *r, const char *authorization, const char *timestamp,
                   const char *signature, char *owner_buf, size_t owner_len);
 
+/* --lenient only: the reference CLI opens the terminal (GET
+** /sessions/{id}/shell with Upgrade: websocket) with no auth header at
+** all (spec §5.4). 1 when r is such a request (it needs no key: the
+** session id is the capability), else 0. */
+int ux_auth_unsigned_terminal(const ux_req *r, const char *authorization);
+
+/* For such a request: 0 with owner_buf set to the owner of the session
+** it names, or -1 with the same 401 as any unauthenticated request when
+** there is no such session (nothing tells a prober which ids exist). */
+int ux_auth_terminal_owner(ux_req *r, char *owner_buf, size_t owner_len);
+
 #endif

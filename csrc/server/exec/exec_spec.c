@@ -13,6 +13,7 @@
 
 #include "core/base64.h"
 #include "core/validate.h"
+#include "server/exec/inside.h"
 #include "server/ids.h"
 #include "server/mem.h"
 #include "server/sandbox/volume.h"
@@ -26,6 +27,7 @@ int ux_exec_spec_claim(ux_exec_spec *s, char *err, size_t errlen) {
 void ux_exec_spec_free(ux_exec_spec *s) {
   if (!s) return;
   ux_mem_release(&s->mem);              /* its run, if any, has ended */
+  ux_inside_free(s->inside);
   for (size_t i = 0; i < s->run.n_env; i++) free(s->env[i]);
   for (size_t i = 0; i < s->run.n_files; i++) {
     free(s->files[i].name);
@@ -122,6 +124,15 @@ static int check_file_set(ux_req *r, json_t *files) {
   return rc;
 }
 
+/* The mode rule of exec_spec.h: sent, else a script's 0755, else 0644. */
+static unsigned file_mode(const ux_file *f, json_t *mode) {
+  size_t n = strlen(f->name);
+  if (mode) return (unsigned)json_integer_value(mode);
+  if ((f->len >= 2 && f->data[0] == '#' && f->data[1] == '!') || (n > 3 && !strcmp(f->name + n - 3, ".sh")))
+    return 0755;
+  return 0644;
+}
+
 int ux_exec_spec_files(ux_req *r, ux_exec_spec *s, json_t *files) {
   size_t i;
   json_t *f;
@@ -138,6 +149,9 @@ int ux_exec_spec_files(ux_req *r, ux_exec_spec *s, json_t *files) {
                             "input_files[%zu] needs string 'filename' and 'content'", i);
     const char *why = unsb_relpath_check(json_string_value(name), json_string_length(name));
     if (why) return ux_reply_error(r, 400, "bad_request", "input_files[%zu]: file name %s", i, why);
+    json_t *mode = json_object_get(f, "mode");
+    if (mode && (!json_is_integer(mode) || json_integer_value(mode) < 0 || json_integer_value(mode) > 0777))
+      return ux_reply_error(r, 400, "bad_request", "input_files[%zu]: mode must be an integer 0-511 (0777)", i);
   }
   if (check_file_set(r, files) < 0) return -1;
   s->files = ux_xcalloc(json_array_size(files) + 1, sizeof *s->files);
@@ -149,6 +163,7 @@ int ux_exec_spec_files(ux_req *r, ux_exec_spec *s, json_t *files) {
       return ux_reply_error(r, 400, "bad_request",
                             "input_files[%zu]: content is not valid base64", i);
     uf->name = ux_xstrdup(json_string_value(json_object_get(f, "filename")));
+    uf->mode = file_mode(uf, json_object_get(f, "mode"));
     s->run.n_files++;
   }
   return 0;

@@ -11,8 +11,12 @@
 #include "server/sandbox/membudget.h"
 #include "server/sandbox/runner.h"
 
+struct ux_inside;
+
 typedef struct ux_exec_spec {
   ux_run_spec run;        /* points into the fields below */
+  struct ux_inside *inside; /* runs in a living sandbox (inside.h); NULL:
+                             a sandbox of its own (runner.h) */
   ux_memclaim mem;        /* the run's memory when its owner claims it
                              (ux_exec_spec_claim: a bootstrap, a terminal),
                              given back when the spec is freed, after the
@@ -42,7 +46,10 @@ ux_exec_spec *ux_exec_spec_command(const char *command, int network, int vcpu, i
 int ux_exec_spec_set_volume(ux_exec_spec *s, const char *dir);
 int ux_exec_spec_open_volume(ux_exec_spec *s, char *err, size_t errlen);
 
-/* Parses input_files [{filename, content(base64)}] into the spec.
+/* Parses input_files [{filename, content(base64), mode?}] into the spec.
+** A file's mode is its `mode` (permission bits, 0-0777) when sent, else
+** 0755 for a script (content starting with "#!", or a name ending in
+** ".sh": runnable as the README's `./serve.sh`), else 0644.
 ** Returns 0 or -1 after setting a 400 reply. */
 int ux_exec_spec_files(ux_req *r, ux_exec_spec *s, json_t *files);
 

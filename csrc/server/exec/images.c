@@ -9,6 +9,7 @@
 ** whose volume the agent fills from the archive. Sharing, locking and
 ** transfer live in images_share.c.
 */
+#include "server/exec/living.h"
 #include "server/exec/images.h"
 
 #include <errno.h>
@@ -71,7 +72,10 @@ static int make_archive(ux_req *r, const char *type, const char *source, const c
   int frozen = ux_resource_frozen(svc);
   json_decref(svc);
   if (ux_resource_dir(r->srv, "service", source, from, sizeof from) != 0) return -1;
-  return ux_archive_volume(from, arch, size, frozen, h, err, errlen);
+  ux_living_pause(r->srv, source, 1);     /* frozen while it is archived */
+  int rc = ux_archive_volume(from, arch, size, frozen, h, err, errlen);
+  if (!frozen) ux_living_pause(r->srv, source, 0);
+  return rc;
 }
 
 json_t *ux_image_doc(const char *id, const char *name, const char *desc, const char *type,

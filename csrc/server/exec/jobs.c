@@ -26,6 +26,7 @@
 #include "server/http/reply.h"
 #include "server/mem.h"
 #include "server/exec/expiry.h"
+#include "server/exec/inside.h"
 #include "server/exec/metrics.h"
 #include "server/store/db.h"
 #include "server/store/ledger.h"
@@ -218,6 +219,20 @@ static void id_out_locked(ux_jobs *js, ux_job *j) {
     fprintf(stderr, "unsandboxd: job %s: its pending row was not stored\n", j->id);
 }
 
+typedef struct { ux_jobs *js; ux_job *j; } job_ref;
+
+/* Whether a job inside a living sandbox is to stop (its cancel or the
+** server's stop), asked by inside.c while it runs. */
+static int inside_stop(void *ctx) {
+  job_ref *ref = ctx;
+  pthread_mutex_lock(&ref->js->mu);
+  int stop = ref->j->cancel || ref->js->stopping;
+  pthread_mutex_unlock(&ref->js->mu);
+  return stop;
+}
+
+static void settle(ux_jobs *js, ux_job *j, ux_run_result *res);
+
 static void run_one(ux_jobs *js, ux_job *j) {
   char err[256] = "";
   ux_run_result res;
@@ -226,6 +241,12 @@ static void run_one(ux_jobs *js, ux_job *j) {
   ** active list, and a restart fails a "pending" row as it would a
   ** "running" one; a write less on every run's path */
 
+  if (j->spec->inside) {                 /* a session's or service's command */
+    job_ref ref = { js, j };
+    ux_inside_run(j->spec, inside_stop, &ref, &res);
+    settle(js, j, &res);
+    return;
+  }
   /* the volume is taken into use only now (exec_spec.h): a session
   ** deleted while this job waited makes it end here */
   if (ux_exec_spec_open_volume(j->spec, err, sizeof err) != 0) {
@@ -248,9 +269,16 @@ static void run_one(ux_jobs *js, ux_job *j) {
   ux_run_wait_detached(run, &res);
   pthread_mutex_lock(&js->mu);
   j->run_id = 0;
+  pthread_mutex_unlock(&js->mu);
+  settle(js, j, &res);
+}
+
+/* The job's end from its run's result (freed here). */
+static void settle(ux_jobs *js, ux_job *j, ux_run_result *resp) {
+  ux_run_result res = *resp;
+  pthread_mutex_lock(&js->mu);
   int user_cancel = j->cancel, stopping = js->stopping;
   pthread_mutex_unlock(&js->mu);
-
   jstate s = J_COMPLETED;
   const char *error = NULL;
   if (res.error[0]) { s = J_FAILED; error = res.error; }

@@ -139,8 +139,11 @@ static int is_open(const char *path) {
 static const char *route_one(ux_req *r, const char *authz, const char *ts, const char *sig) {
   char id[1024] = "";
   int open_route = is_open(r->path);
-  if (!open_route && ux_auth_check(r, authz, ts, sig, r->owner_buf, sizeof r->owner_buf) < 0)
+  if (ux_auth_unsigned_terminal(r, authz)) {
+    if (ux_auth_terminal_owner(r, r->owner_buf, sizeof r->owner_buf) < 0) return "unauthenticated";
+  } else if (!open_route && ux_auth_check(r, authz, ts, sig, r->owner_buf, sizeof r->owner_buf) < 0) {
     return "unauthenticated";
+  }
   r->authenticated = !open_route;
   if (r->srv->faults && ux_faults_apply(r->srv->faults, r)) return "fault";
 
@@ -217,7 +220,10 @@ static void exec_admit(void *ctx, ux_req *r, ux_body_policy *p) {
 static void exec_authorize(void *ctx, ux_req *r, ux_body_policy *p) {
   ux_server *srv = ctx;
   r->srv = srv;
-  if (is_open(r->path)) { p->discard = 1; return; }
+  if (is_open(r->path) || ux_auth_unsigned_terminal(r, ux_req_header(r, "Authorization"))) {
+    p->discard = 1;
+    return;
+  }
   int rc = ux_auth_headers(r, ux_req_header(r, "Authorization"), ux_req_header(r, "X-Timestamp"),
                            ux_req_header(r, "X-Signature"));
   if (rc < 0) ux_exec_metrics_request("unauthenticated", r->reply.status);

@@ -44,7 +44,11 @@ int ux_h_session_snapshot(ux_req *r, const char *id);
 
 /* Stores a new session whose volume exists (create, clone) and answers
 ** 201; a failure removes the volume and answers 500. */
-int ux_session_store(ux_req *r, const char *id, const char *shell, int net, long vcpu, long ttl);
+int ux_session_store(ux_req *r, const char *id, const char *shell, const char *mux, int net,
+                     long vcpu, long ttl);
+/* 0 when the shell (and the multiplexer, NULL: none) is available here
+** (shells.h), else -1 after a 400 that lists what is. */
+int ux_check_shell(ux_req *r, const char *shell, const char *mux);
 
 /* sessions_power.c */
 int ux_h_session_freeze(ux_req *r, const char *id);
@@ -154,17 +158,13 @@ json_t *ux_storage_json(ux_server *srv, const char *party);
 ** quota or the server's budget has no room) reply. */
 int ux_make_volume(ux_req *r, const char *kind, const char *id, json_t *input_files);
 
-/* One command run in a session's or service's directory: `command` and
-** `timeout` (ms, default_ms) from the body, the network mode and vcpu from
-** the resource's stored document. NULL after setting a 400/500 reply. */
+/* One command run inside a session's or service's living sandbox
+** (inside.h): `command` and `timeout` (ms, default_ms) from the body; a
+** session's stored document lets its sandbox be started again when it has
+** none. NULL after setting a 400 reply. */
 ux_exec_spec *ux_command_spec(ux_req *r, const char *kind, const char *id,
                               json_t *doc, json_t *body, long default_ms);
 
-/* The same run shape for any command (the terminal's shell): the
-** resource's volume, network mode and vcpu, ttl_s (0 = none). NULL after
-** setting a 500 reply. */
-ux_exec_spec *ux_resource_spec(ux_req *r, const char *kind, const char *id, json_t *doc,
-                               const char *command, int ttl_s);
 
 /* GET /sessions/{id}/shell: the WebSocket terminal (exec/terminal.c). */
 int ux_h_session_terminal(ux_req *r, const char *id);

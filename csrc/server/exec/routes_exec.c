@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "server/fsutil.h"
+#include "server/exec/shells.h"
 #include "server/exec/jobs.h"
 #include "server/exec/routes.h"
 #include "server/sandbox/membudget.h"
@@ -79,6 +80,9 @@ int ux_h_health(ux_req *r, const char *id) {
   json_object_set_new(j, "isolation", i);
   json_object_set_new(j, "pool", pool_json());
   json_object_set_new(j, "storage", storage);
+  /* what a session may name (shells.h) */
+  json_object_set_new(j, "shells", ux_shells_json());
+  json_object_set_new(j, "multiplexers", ux_multiplexers_json());
   return ux_reply_json(r, 200, j);
 }
 
@@ -130,8 +134,9 @@ ux_job *ux_submit(ux_req *r, ux_exec_spec *spec, int defer_row) {
   char why[200];
   /* refused now when the sessions, services and runtimes leave its run no
   ** room; its run claims when a worker starts it (membudget.h), so a
-  ** queued job holds nothing */
-  if (ux_mem_fits(ux_run_memory_bytes(spec->run.vcpu), why, sizeof why) != 0) {
+  ** queued job holds nothing. A command inside a living sandbox uses the
+  ** memory its sandbox holds. */
+  if (!spec->inside && ux_mem_fits(ux_run_memory_bytes(spec->run.vcpu), why, sizeof why) != 0) {
     ux_exec_spec_free(spec);
     return ux_reply_no_memory(r, why), NULL;
   }

@@ -1,8 +1,9 @@
 /*
-** Services: a persistent work directory like a session, plus a bootstrap
-** script kept running in the background (svc.c). Commands sent to a
-** running service become jobs (202, polled on /jobs/{id}). Bootstraps are
-** restarted when the server starts again.
+** Services: a living sandbox on a persistent volume, like a session, whose
+** first process is its bootstrap (svc.c). Commands sent to a running
+** service become jobs (202, polled on /jobs/{id}) that run inside it
+** (inside.h), so they reach its processes and ports on localhost. Services
+** are started again when the server starts again.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "server/fsutil.h"
 #include "server/ids.h"
+#include "server/exec/inside.h"
 #include "server/exec/jobs.h"
 #include "server/exec/routes.h"
 #include "server/store/store.h"
@@ -40,6 +42,8 @@ static json_t *present(ux_server *srv, json_t *doc) {
   json_object_set(j, "last_activity", json_object_get(doc, "last_activity"));
   json_object_set(j, "ports", json_object_get(doc, "ports"));
   json_object_set(j, "domains", json_object_get(doc, "domains"));
+  /* a local extension: where the forwarded ports answer on this machine */
+  json_object_set_new(j, "urls", ux_svcs_urls(srv->svcs, id));
   return j;
 }
 
@@ -200,6 +204,8 @@ int ux_h_service_execute(ux_req *r, const char *id) {
     goto out;
   }
   spec->run.files = spec->files;
+  ux_inside_attach(spec, r->srv, "service", id, NULL);
+  ux_inside_input_files(spec);           /* into /tmp/input/, where it runs */
   ux_job *job = ux_submit(r, spec, 0);
   if (job) {
     json_t *j = json_object();
@@ -244,17 +250,11 @@ int ux_services_restart(ux_server *srv, json_t *doc, const char *owner, char *er
 }
 
 int ux_services_start(ux_server *srv, json_t *doc, char *err, size_t errlen) {
-  char dir[4200], **env;
+  char **env;
   size_t n_env;
-  const char *id = json_string_value(json_object_get(doc, "id"));
-  if (!id || ux_resource_dir(srv, "service", id, dir, sizeof dir) < 0) return -1;
-  const char *mode = json_string_value(json_object_get(doc, "network_mode"));
-  int net = mode && !strcmp(mode, "semitrusted");
   /* a vault that does not open starts the bootstrap without it (logged) */
   if (ux_vault_service_env(srv, doc, &env, &n_env) != 0) { env = NULL; n_env = 0; }
-  return ux_svcs_start(srv->svcs, id, json_string_value(json_object_get(doc, "bootstrap")), dir,
-                       net, (int)json_integer_value(json_object_get(doc, "vcpu")), env, n_env,
-                       err, errlen);
+  return ux_svcs_start(srv->svcs, doc, env, n_env, err, errlen);
 }
 
 void ux_services_resume(ux_server *srv) {

@@ -1,10 +1,13 @@
 /*
-** Sessions: a persistent volume, DATA/sessions/<id> (volume.h); each
-** shell command is one sandbox run (bash) with the volume's root as its
-** work directory, so files persist between commands while processes do
-** not. Deleting a session kills its running commands before its volume
-** goes. Sessions are not reaped when their ttl runs out; remaining_ttl
-** is informational.
+** Sessions: a persistent volume, DATA/sessions/<id> (volume.h), and one
+** living sandbox on it (living.h), started when the session is created
+** (and again at the next use when it ended otherwise than by the
+** session's end: a restart of the server, a restore). Each shell command
+** is a job that runs inside that sandbox (inside.h), so files anywhere
+** writable, background processes and their state live from one command
+** to the next. A session ends at its ttl, counted from its creation
+** (remaining_ttl counts down to it), or at its DELETE: its sandbox is
+** ended, then its volume removed.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,8 +19,11 @@
 
 #include "server/fsutil.h"
 #include "server/ids.h"
+#include "server/exec/inside.h"
 #include "server/exec/jobs.h"
+#include "server/exec/living.h"
 #include "server/exec/routes.h"
+#include "server/exec/shells.h"
 #include "server/sandbox/tree.h"
 #include "server/exec/svc.h"
 #include "server/sandbox/volume.h"
@@ -75,7 +81,7 @@ int ux_make_volume(ux_req *r, const char *kind, const char *id, json_t *files) {
   /* nothing runs in the new volume yet, but the placing is tree.c's all
   ** the same: the one way into a tree a sandbox will own */
   for (size_t i = 0; rc == 0 && i < tmp.run.n_files; i++)
-    if (ux_tree_place_file(root, tmp.files[i].name, tmp.files[i].data, tmp.files[i].len,
+    if (ux_tree_place_file(root, tmp.files[i].name, tmp.files[i].data, tmp.files[i].len, tmp.files[i].mode,
                            (uid_t)-1, (gid_t)-1, err, sizeof err) != 0) {
       ux_reply_error(r, 400, "bad_request", "input file %zu: %s", i, err);
       rc = -1;
@@ -106,36 +112,29 @@ ux_exec_spec *ux_command_spec(ux_req *r, const char *kind, const char *id,
   if (ux_get_str(r, body, "command", 1, NULL, &command) < 0 ||
       ux_get_int(r, body, "timeout", 1, 900000, default_ms, &timeout) < 0)
     return NULL;
-  return ux_resource_spec(r, kind, id, doc, command, (int)((timeout + 999) / 1000));
-}
-
-ux_exec_spec *ux_resource_spec(ux_req *r, const char *kind, const char *id, json_t *doc,
-                               const char *command, int ttl_s) {
-  const char *mode;
-  char dir[4200];
-  mode = json_string_value(json_object_get(doc, "network_mode"));
-  int net = mode && !strcmp(mode, "semitrusted");
-  int vcpu = (int)json_integer_value(json_object_get(doc, "vcpu"));
-  if (ux_resource_dir(r->srv, kind, id, dir, sizeof dir) < 0) {
-    ux_reply_error(r, 500, "internal_error", "the %s's directory name is too long", kind);
+  if (strlen(command) > UX_INSIDE_COMMAND_MAX) {
+    ux_reply_error(r, 400, "bad_request", "command is longer than %d bytes", UX_INSIDE_COMMAND_MAX);
     return NULL;
   }
-  ux_exec_spec *spec = ux_exec_spec_command(command, net, vcpu, ttl_s);
-  ux_exec_spec_set_volume(spec, dir);
+  /* the sandbox's network and vcpu are its own already */
+  ux_exec_spec *spec = ux_exec_spec_command(command, 0, (int)json_integer_value(json_object_get(doc, "vcpu")),
+                                            (int)((timeout + 999) / 1000));
+  ux_inside_attach(spec, r->srv, kind, id, !strcmp(kind, "session") ? doc : NULL);
   return spec;
 }
 
 /* The stored document plus the computed remaining_ttl, in wire order. */
 static json_t *present(json_t *doc) {
   static const char *const KEYS[] = {
-    "id", "session_id", "container_name", "shell", "status", "network_mode",
+    "id", "session_id", "container_name", "shell", "multiplexer", "status", "network_mode",
     "vcpu", "ttl", NULL
   };
   json_t *j = json_object();
-  for (int i = 0; KEYS[i]; i++) json_object_set(j, KEYS[i], json_object_get(doc, KEYS[i]));
+  for (int i = 0; KEYS[i]; i++)
+    if (json_object_get(doc, KEYS[i])) json_object_set(j, KEYS[i], json_object_get(doc, KEYS[i]));
   long ttl = (long)json_integer_value(json_object_get(doc, "ttl"));
-  long last = (long)json_integer_value(json_object_get(doc, "last_activity"));
-  long left = last + ttl - ux_now();
+  long created = (long)json_integer_value(json_object_get(doc, "created_at"));
+  long left = created + ttl - ux_now();
   json_object_set_new(j, "remaining_ttl", json_integer(left > 0 ? left : 0));
   json_object_set(j, "created_at", json_object_get(doc, "created_at"));
   json_object_set(j, "last_activity", json_object_get(doc, "last_activity"));
@@ -167,25 +166,51 @@ int ux_h_session_create(ux_req *r, const char *unused) {
       ux_get_str(r, body, "multiplexer", 0, NULL, &mux) < 0 ||
       ux_get_int(r, body, "ttl", 1, 86400, 3600, &ttl) < 0 ||
       ux_get_int(r, body, "vcpu", 1, 8, 1, &vcpu) < 0 ||
-      (net = ux_network_mode(r, body, "zerotrust")) < 0) {
+      (net = ux_network_mode(r, body, "zerotrust")) < 0 ||
+      ux_check_shell(r, shell, mux) < 0) {
     json_decref(body);
     return -1;
-  }
-  if (strcmp(shell, "bash") != 0) {
-    json_decref(body);
-    return ux_reply_error(r, 400, "bad_request", "only the bash shell is available here");
   }
   ux_random_id(id, sizeof id, "unsb-session-", 12);
   if (ux_make_volume(r, "session", id, json_object_get(body, "input_files")) < 0) {
     json_decref(body);
     return -1;
   }
-  int rc = ux_session_store(r, id, shell, net, vcpu, ttl);     /* shell lives in body */
+  int rc = ux_session_store(r, id, shell, mux, net, vcpu, ttl);     /* shell lives in body */
   json_decref(body);
   return rc;
 }
 
-int ux_session_store(ux_req *r, const char *id, const char *shell, int net, long vcpu, long ttl) {
+/* 400 naming what is available, for a shell or multiplexer this machine
+** does not have (shells.h). */
+int ux_check_shell(ux_req *r, const char *shell, const char *mux) {
+  int bad_shell = !ux_shell_ok(shell), bad_mux = mux && !ux_multiplexer_ok(mux);
+  if (!bad_shell && !bad_mux) return 0;
+  json_t *have = bad_shell ? ux_shells_json() : ux_multiplexers_json();
+  char *list = json_dumps(have, JSON_COMPACT);
+  json_decref(have);
+  ux_reply_error(r, 400, "bad_request", "%s '%.64s' is not available here; available: %s",
+                 bad_shell ? "shell" : "multiplexer", bad_shell ? shell : mux, list ? list : "[]");
+  free(list);
+  return -1;
+}
+
+/* The session's sandbox: started before the 201, so a session that is
+** answered lives. 0, or -1 after a 429/500 (the row and volume undone). */
+static int start_sandbox(ux_req *r, const char *id, json_t *doc) {
+  char err[300];
+  int rc = ux_living_start(r->srv, "session", id, doc, err, sizeof err);
+  if (rc == 0) return 0;
+  ux_store_delete(r->srv->store, "sessions", id, r->owner);
+  ux_living_end(r->srv, id);
+  ux_remove_volume(r->srv, "session", id);
+  if (rc == -2) return ux_reply_no_memory(r, err);
+  fprintf(stderr, "unsandboxd: session %s: %s\n", id, err);
+  return ux_reply_error(r, 500, "internal_error", "the session's sandbox did not start: %s", err);
+}
+
+int ux_session_store(ux_req *r, const char *id, const char *shell, const char *mux, int net,
+                     long vcpu, long ttl) {
   char vm[64];
   long now = ux_now();
   ux_random_id(vm, sizeof vm, "unsb-vm-", 8);
@@ -194,6 +219,7 @@ int ux_session_store(ux_req *r, const char *id, const char *shell, int net, long
   json_object_set_new(doc, "session_id", json_string(id));
   json_object_set_new(doc, "container_name", json_string(vm));
   json_object_set_new(doc, "shell", json_string(shell));
+  if (mux) json_object_set_new(doc, "multiplexer", json_string(mux));
   json_object_set_new(doc, "status", json_string("running"));
   json_object_set_new(doc, "network_mode", json_string(net ? "semitrusted" : "zerotrust"));
   json_object_set_new(doc, "vcpu", json_integer(vcpu));
@@ -204,6 +230,10 @@ int ux_session_store(ux_req *r, const char *id, const char *shell, int net, long
     json_decref(doc);
     ux_remove_volume(r->srv, "session", id);
     return ux_reply_error(r, 500, "internal_error", "cannot store the session");
+  }
+  if (start_sandbox(r, id, doc) != 0) {
+    json_decref(doc);
+    return -1;
   }
   ux_reply_json(r, 201, present(doc));
   json_decref(doc);
@@ -221,6 +251,7 @@ int ux_h_session_get(ux_req *r, const char *id) {
 int ux_h_session_delete(ux_req *r, const char *id) {
   if (ux_store_delete(r->srv->store, "sessions", id, r->owner) != 1)
     return ux_reply_error(r, 404, "not_found", "no such session");
+  ux_living_end(r->srv, id);             /* its processes first, then its files */
   ux_remove_volume(r->srv, "session", id);
   return ux_reply_deleted(r, "session_id", id);
 }
@@ -236,11 +267,8 @@ int ux_h_session_shell(ux_req *r, const char *id) {
   json_t *body = ux_body_object(r, 0);
   ux_exec_spec *spec = body ? ux_command_spec(r, "session", id, doc, body, 60000) : NULL;
   json_decref(body);
-  if (!spec) {
-    json_decref(doc);
-    return -1;
-  }
-  json_decref(doc);
+  json_decref(doc);                      /* the spec keeps its own reference */
+  if (!spec) return -1;
   /* the touch is one conditional statement: a session deleted since the
   ** read above stays deleted, and the command is refused */
   json_t *now = json_integer(ux_now()), *touched = NULL;

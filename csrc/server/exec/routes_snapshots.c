@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "server/exec/living.h"
 #include "server/exec/archives.h"
 #include "server/exec/svc.h"
 #include "server/fsutil.h"
@@ -67,8 +68,13 @@ int ux_snapshot_take(ux_req *r, const char *type, const char *source_id) {
   else if (archive_path(r, id, arch, sizeof arch) != 0 ||
            ux_resource_dir(r->srv, type, source_id, dir, sizeof dir) != 0)
     snprintf(err, sizeof err, "the data directory's path is too long");
-  else
+  else {
+    /* the living sandbox is frozen while the agent archives: its health
+    ** checks wait (a frozen one stays paused) */
+    ux_living_pause(r->srv, source_id, 1);
     rc = ux_archive_volume(dir, arch, &size, frozen, &hold, err, sizeof err);
+    if (!frozen) ux_living_pause(r->srv, source_id, 0);
+  }
   if (rc != 0) {
     json_decref(body);
     if (rc == -2) return ux_reply_error(r, 404, "not_found", "no such %s", type);
@@ -149,6 +155,7 @@ int ux_h_snapshot_restore(ux_req *r, const char *id) {
   }
   int service = !strcmp(type, "service");
   if (service) ux_svcs_stop(r->srv->svcs, source_id);     /* started again below */
+  else ux_living_end(r->srv, source_id);   /* a session's starts again at its next use */
   int rc = archive_path(r, id, arch, sizeof arch) == 0 &&
            ux_resource_dir(r->srv, type, source_id, dir, sizeof dir) == 0
            ? ux_restore_volume(arch, dir, &hold, err, sizeof err) : -1;

@@ -104,7 +104,7 @@ static int place_files(ux_req *r, const char *id, json_t *files) {
              ? ux_volume_acquire(dir, err, sizeof err) : -1;
   if (root < 0) rc = ux_reply_error(r, 500, "internal_error", "cannot open the service's disk");
   for (size_t i = 0; rc == 0 && i < tmp.run.n_files; i++)
-    if (ux_tree_place_file(root, tmp.files[i].name, tmp.files[i].data, tmp.files[i].len,
+    if (ux_tree_place_file(root, tmp.files[i].name, tmp.files[i].data, tmp.files[i].len, tmp.files[i].mode,
                            (uid_t)-1, (gid_t)-1, err, sizeof err) != 0)
       rc = ux_reply_error(r, 400, "bad_request", "input file %zu: %s", i, err);
   if (root >= 0) { close(root); ux_volume_release(dir); }

@@ -1,17 +1,20 @@
 /*
-** Power routes of sessions: freeze, unfreeze, boost, unboost. A session
-** here has no long-lived container, only its volume and the commands
-** running in it, so freezing is real where it can be: the document says
-** "frozen" first (new commands are refused with 409 from then on), then
-** every run of the volume is frozen by the runner (cgroup freezer, or
-** SIGSTOP without one); unfreezing thaws them and lets commands in again.
-** Boosting sets the vcpu of the session's later commands (their CPU and
-** memory limits); a command already running keeps its own.
+** Power routes of sessions: freeze, unfreeze, boost, unboost. Freezing
+** pauses the whole living sandbox: the document says "frozen" first (new
+** commands are refused with 409 from then on), then every run of the
+** volume, the sandbox among them, is frozen by the runner (cgroup
+** freezer, or SIGSTOP without one), its health checks paused meanwhile;
+** unfreezing thaws it and lets commands in again. As the spec says, only
+** a session with a multiplexer (tmux, screen) may be frozen: its terminal
+** is re-attachable. Boosting records the vcpu of the session; its sandbox
+** gets it when it next starts (its memory limit is its cgroup's, set at
+** the start).
 */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "server/exec/living.h"
 #include "server/exec/routes.h"
 #include "server/sandbox/runner.h"
 #include "server/sandbox/volume.h"
@@ -22,8 +25,10 @@ int ux_workdir_freeze(ux_server *srv, const char *kind, const char *id, int froz
   if (ux_resource_dir(srv, kind, id, dir, sizeof dir) != 0) return -1;
   int root = ux_volume_acquire(dir, err, sizeof err);
   if (root < 0) return -1;
+  if (frozen) ux_living_pause(srv, id, 1);   /* a frozen agent answers no health check */
   int n = ux_runner_freeze_workdir(root, frozen);
   if (n < 0 && frozen) ux_runner_freeze_workdir(root, 0);    /* no half-frozen session */
+  if (!frozen || n < 0) ux_living_pause(srv, id, 0);
   close(root);
   ux_volume_release(dir);
   return n;
@@ -52,8 +57,12 @@ static int empty_body(ux_req *r) {
 static int power(ux_req *r, const char *id, int frozen) {
   json_t *doc = ux_store_get(r->srv->store, "sessions", id, r->owner);
   if (!doc) return ux_reply_error(r, 404, "not_found", "no such session");
+  int mux = json_is_string(json_object_get(doc, "multiplexer"));
   json_decref(doc);
   if (empty_body(r) < 0) return -1;
+  if (frozen && !mux)
+    return ux_reply_error(r, 400, "bad_request", "only a session with a multiplexer can be frozen; "
+                          "create it with multiplexer \"tmux\" or \"screen\"");
   if (frozen && set_and_reply(r, id, "status", json_string("frozen")) < 0) return -1;
   if (ux_workdir_freeze(r->srv, "session", id, frozen) < 0) {
     ux_reply_clear(&r->reply);

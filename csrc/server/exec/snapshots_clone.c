@@ -89,12 +89,10 @@ static int clone_service(ux_req *r, json_t *snap, json_t *body, const char *snap
 static int clone_session(ux_req *r, json_t *body, const char *snap_id) {
   const char *shell;
   char id[64];
-  if (ux_get_str(r, body, "shell", 0, "bash", &shell) < 0) return -1;
-  if (strcmp(shell, "bash") != 0)
-    return ux_reply_error(r, 400, "bad_request", "only the bash shell is available here");
+  if (ux_get_str(r, body, "shell", 0, "bash", &shell) < 0 || ux_check_shell(r, shell, NULL) < 0) return -1;
   ux_random_id(id, sizeof id, "unsb-session-", 12);
   if (fill(r, "session", id, snap_id) < 0) return -1;
-  return ux_session_store(r, id, "bash", 0, 1, 3600);
+  return ux_session_store(r, id, shell, NULL, 0, 1, 3600);
 }
 
 int ux_h_snapshot_clone(ux_req *r, const char *id) {

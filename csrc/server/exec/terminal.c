@@ -1,22 +1,29 @@
 /*
 ** GET /sessions/{id}/shell: the WebSocket terminal of spec §5.4, the
 ** session's half. Authentication is the router's, as for every session
-** route; then, all answered as plain HTTP before any upgrade: 404 for a
-** session that is not the key's, 409 while it is frozen, 400/426 for a
-** bad handshake, 429/503 over the terminal caps. The shell is one run of
-** the session's own shape (ux_resource_spec: its volume as the work
-** directory, its network mode, vcpu, cgroup), so a freeze or a delete of
-** the session acts on it like on any command; its stdin and stdout are
-** the slave of a fresh PTY (80x24). The run is started and waited on a
-** shell thread (the runner kills a run whose starting thread ends, and
-** its waiter enforces the limits; the threads are kept, parked, for the
-** next terminals), while the request's thread relays the socket
-** (http/ws_relay.c, which knows frames but not sessions). When the relay
-** ends for any reason the run is cancelled and waited for, and the
-** socket given back: nothing of a terminal outlives it.
+** route (with --lenient an unsigned handshake is taken for a session id
+** that exists: the reference CLI sends no auth headers, the id is then
+** the capability); then, all answered as plain HTTP before any upgrade:
+** 404 for a session that is not the key's, 409 while it is frozen,
+** 400/426 for a bad handshake, 429/503 over the terminal caps.
+**
+** The terminal attaches to the living session (living.h): the agent runs
+** the session's shell (its REPL, inside its multiplexer when it has one)
+** on a pseudo-terminal of the sandbox's own devpts and hands the master
+** back over a socket (agent op `terminal`), so the shell and whatever it
+** starts live in the session's sandbox, its cgroup and its namespaces;
+** this side relays master and WebSocket (http/ws_relay.c). The agent call
+** is made and waited on a shell thread (kept, parked, for the next
+** terminals) that signals its end on an eventfd, while the request's
+** thread relays. When the relay ends for any reason the call is
+** cancelled (the agent hangs the terminal up: its program ends, what left
+** its process group lives on in the session) and the socket is given
+** back. A multiplexer's client that leaves a session that lives on is
+** reported "detached"; re-attaching finds it.
 */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,14 +31,17 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
-#include "server/exec/exec_spec.h"
-#include "server/fsutil.h"
-#include "server/exec/routes.h"
-#include "server/http/upgrade.h"
 #include "core/ws/ws.h"
+#include "server/exec/living.h"
+#include "server/exec/routes.h"
+#include "server/exec/shells.h"
+#include "server/fsutil.h"
+#include "server/http/upgrade.h"
 #include "server/http/ws_relay.h"
 #include "server/store/store.h"
 
@@ -39,9 +49,9 @@
 #define TERM_MAX 32
 #define TERM_PER_KEY 4
 /* The shell's hard limit; the idle timeout (the session's ttl) ends it sooner. */
-#define TERM_TTL_S 86400
-
-static const char SHELL[] = "exec setsid -w -c bash --norc --noprofile -i 2>&1";
+#define TERM_CALL_MS (86400 * 1000)
+/* How long the agent may take to hand the terminal over. */
+#define HANDOVER_MS 20000
 
 /* ------------------------------------------------------------- the caps */
 
@@ -85,28 +95,56 @@ static void unclaim(const char *owner) {
 /* ------------------------------------------------------------ the shell */
 
 typedef struct term {
-  ux_exec_spec *spec;
-  int master, slave, done_fd;
+  ux_rt *rt;                  /* the session's runtime, held */
+  json_t *req;                /* the agent's terminal request */
+  const char *mux;            /* the session's multiplexer, or NULL */
+  int data[2];                /* [0] ours: the master arrives there */
+  int master, done_fd;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  int started;                /* 0 starting, 1 running, -1 failed */
+  int cancel;                 /* the relay is over: end the call */
   int finished;               /* its shell thread is done with it */
-  char err[256];
-  unsigned long long run_id;
-  ux_run_result res;
+  int code;                   /* for the relay's exit_code */
 } term;
 
-static void shell_main(term *t) {
-  ux_run *run = ux_run_start(&t->spec->run, t->err, sizeof t->err);
-  close(t->slave);                             /* the sandbox holds its own copies */
-  t->slave = -1;
+static int call_stop(void *ctx, const json_t *ev) {
+  term *t = ctx;
+  (void)ev;
   pthread_mutex_lock(&t->mu);
-  t->started = run ? 1 : -1;
-  t->run_id = run ? ux_run_id(run) : 0;
-  pthread_cond_broadcast(&t->cv);
+  int stop = t->cancel;
   pthread_mutex_unlock(&t->mu);
-  if (run) ux_run_wait_detached(run, &t->res);
+  return stop;
+}
+
+/* After a multiplexer's client exited by itself: whether its session
+** still lives (it was detached), asked through the agent. */
+static int still_there(term *t) {
+  char err[200], cmd[64];
+  snprintf(cmd, sizeof cmd, "%s has-session -t main", t->mux);
+  if (!strcmp(t->mux, "screen")) snprintf(cmd, sizeof cmd, "screen -ls main");
+  json_t *req = json_pack("{s:s, s:s, s:i}", "op", "exec", "command", cmd, "timeout_seconds", 10), *res = NULL;
+  int rc = ux_rt_call(t->rt, req, 0, 20000, NULL, NULL, &res, err, sizeof err);
+  int there = rc == UX_RTC_OK && json_integer_value(json_object_get(res, "exit_code")) == 0;
+  json_decref(req);
+  json_decref(res);
+  return there;
+}
+
+static void shell_main(term *t) {
+  char err[300];
+  json_t *res = NULL;
+  int rc = ux_rt_call(t->rt, t->req, t->data[1], TERM_CALL_MS, call_stop, t, &res, err, sizeof err);
+  long long code = json_integer_value(json_object_get(res, "exit_code"));
+  json_decref(res);
+  int cancelled = call_stop(t, NULL);
+  /* a shell that ended by a signal reports 128+N as shells do; a call
+  ** that ended otherwise was the session's end (deleted, restored) */
+  int c = rc != UX_RTC_OK ? -1 : code < 0 ? (int)(128 - code) : (int)code;
+  if (rc == UX_RTC_OK && t->mux && !cancelled && still_there(t)) c = UX_WS_RELAY_DETACHED;
   uint64_t one = 1;
+  pthread_mutex_lock(&t->mu);
+  t->code = c;
+  pthread_mutex_unlock(&t->mu);
   if (write(t->done_fd, &one, sizeof one) < 0)
     fprintf(stderr, "unsandboxd: terminal: cannot signal the shell's end: %s\n", strerror(errno));
   pthread_mutex_lock(&t->mu);
@@ -115,12 +153,9 @@ static void shell_main(term *t) {
   pthread_mutex_unlock(&t->mu);
 }
 
-/* The shell threads: started on demand, at most TERM_MAX, never ending.
-** The runner kills a run when the thread that started it ends, so each
-** terminal needs a thread for as long as its shell runs; keeping them
-** (parked) rather than making one per terminal spares a thread start per
-** attach and never gives back the stack a sandbox's start used (the
-** runner's vfork child runs on a per-thread buffer). */
+/* The shell threads: started on demand, at most TERM_MAX, never ending:
+** a thread per terminal for as long as its call lasts, kept (parked)
+** rather than made anew, which spares a thread start per attach. */
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pool_cv = PTHREAD_COND_INITIALIZER;
 static term *pool_queue[TERM_MAX];
@@ -170,107 +205,116 @@ static int pool_submit(term *t) {
 }
 
 static int exit_code(void *ctx) {
-  const term *t = ctx;
-  return t->res.cancelled || t->res.error[0] ? -1 : t->res.exit_code;
-}
-
-/* A PTY of 80x24 for t (master kept, slave for the run). */
-static int open_pty(term *t) {
-  char name[128];
-  struct winsize ws = { 24, 80, 0, 0 };
-  t->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (t->master < 0 || grantpt(t->master) != 0 || unlockpt(t->master) != 0 ||
-      ptsname_r(t->master, name, sizeof name) != 0)
-    return -1;
-  t->slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (t->slave < 0 || ioctl(t->master, TIOCSWINSZ, &ws) < 0) return -1;
-  return 0;
+  term *t = ctx;
+  pthread_mutex_lock(&t->mu);
+  int c = t->code;
+  pthread_mutex_unlock(&t->mu);
+  return c;
 }
 
 static void term_free(term *t) {
   if (t->master >= 0) close(t->master);
-  if (t->slave >= 0) close(t->slave);
+  for (int i = 0; i < 2; i++) if (t->data[i] >= 0) close(t->data[i]);
   if (t->done_fd >= 0) close(t->done_fd);
-  ux_exec_spec_free(t->spec);                  /* gives the volume back */
-  ux_run_result_free(&t->res);
+  if (t->rt) ux_rt_put(t->rt);
+  json_decref(t->req);
   pthread_cond_destroy(&t->cv);
   pthread_mutex_destroy(&t->mu);
   free(t);
 }
 
-/* TERM for the shell, so full-screen programs know what they draw on. */
-static int give_term_env(ux_exec_spec *s) {
-  char **env = malloc(sizeof *env);
-  char *v = strdup("TERM=xterm-256color");
-  if (!env || !v) {
-    free(env);
-    free(v);
-    return -1;
+/* The master end the agent sends, once it runs the shell: a PTY master
+** (checked: it comes from inside the sandbox) or -1 when the call ended
+** first or nothing came within HANDOVER_MS. */
+static int receive_master(term *t) {
+  struct pollfd p[2] = { { t->data[0], POLLIN, 0 }, { t->done_fd, POLLIN, 0 } };
+  if (poll(p, 2, HANDOVER_MS) <= 0 || !(p[0].revents & POLLIN)) return -1;
+  char byte, cbuf[CMSG_SPACE(sizeof(int))];
+  struct iovec iov = { &byte, 1 };
+  struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf };
+  if (recvmsg(t->data[0], &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT) != 1 || (m.msg_flags & MSG_CTRUNC)) return -1;
+  struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+  int fd = -1, n;
+  struct stat st;
+  if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+    memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode) || ioctl(fd, TIOCGPTN, &n) != 0)) {
+    close(fd);                                 /* not a terminal's master */
+    fd = -1;
   }
-  env[0] = v;
-  return ux_exec_spec_take_env(s, env, 1);    /* frees both when refused */
+  if (fd >= 0 && fcntl(fd, F_SETFL, O_RDWR | O_NONBLOCK) != 0) { close(fd); fd = -1; }
+  return fd;
 }
 
-/* Takes the volume, opens the PTY and starts the shell's thread; waits
-** until the run started. NULL after setting the reply. */
-static term *term_start(ux_req *r, const char *id, json_t *doc) {
-  char err[256] = "";
+/* The agent's request: the session's shell (in its multiplexer). */
+static json_t *terminal_request(json_t *doc) {
+  const char *shell = json_string_value(json_object_get(doc, "shell"));
+  const char *mux = json_string_value(json_object_get(doc, "multiplexer"));
+  json_t *argv = ux_terminal_argv(shell, mux);
+  if (!argv) return NULL;
+  return json_pack("{s:s, s:o, s:i, s:i, s:{s:s}}", "op", "terminal", "argv", argv, "cols", 80, "rows", 24,
+                   "env", "TERM", "xterm-256color");
+}
+
+static term *term_new(void) {
   term *t = calloc(1, sizeof *t);
-  if (!t) {
-    ux_reply_error(r, 500, "internal_error", "out of memory");
-    return NULL;
-  }
-  t->master = t->slave = t->done_fd = -1;
-  if (pthread_mutex_init(&t->mu, NULL) != 0 || pthread_cond_init(&t->cv, NULL) != 0) {
-    free(t);
-    ux_reply_error(r, 500, "internal_error", "cannot initialise a lock");
-    return NULL;
-  }
-  t->spec = ux_resource_spec(r, "session", id, doc, SHELL, TERM_TTL_S);
-  if (!t->spec) { term_free(t); return NULL; }
-  if (ux_exec_spec_claim(t->spec, err, sizeof err) != 0) {   /* its memory, while it runs */
+  if (!t) return NULL;
+  t->master = t->done_fd = t->data[0] = t->data[1] = -1;
+  pthread_mutex_init(&t->mu, NULL);
+  pthread_cond_init(&t->cv, NULL);
+  return t;
+}
+
+/* Takes the session's sandbox (starting it when it has none), asks its
+** agent for the terminal and waits for the master. NULL after setting
+** the reply. */
+static term *term_start(ux_req *r, const char *id, json_t *doc) {
+  char err[300] = "";
+  int rc = 0;
+  term *t = term_new();
+  if (!t) return ux_reply_error(r, 500, "internal_error", "out of memory"), NULL;
+  const char *mux = json_string_value(json_object_get(doc, "multiplexer"));
+  t->mux = mux && !strcmp(mux, "screen") ? "screen" : mux ? "tmux" : NULL;
+  if (!(t->req = terminal_request(doc))) {
     term_free(t);
-    ux_reply_no_memory(r, err);
-    return NULL;
+    return ux_reply_error(r, 500, "internal_error", "the session's shell is not available here"), NULL;
   }
-  if (give_term_env(t->spec) < 0 || ux_exec_spec_open_volume(t->spec, err, sizeof err) < 0) {
-    int gone = errno == ENOENT;
+  if (!(t->rt = ux_living_session(r->srv, id, doc, &rc, err, sizeof err))) {
     term_free(t);
-    if (gone) ux_reply_error(r, 404, "not_found", "no such session");
-    else ux_reply_error(r, 500, "internal_error", "cannot open the session's volume");
-    return NULL;
+    if (rc == -2) return ux_reply_no_memory(r, err), NULL;
+    if (rc == -3) return ux_reply_error(r, 404, "not_found", "no such session"), NULL;
+    return ux_reply_error(r, 500, "internal_error", "the session's sandbox is not running: %s", err), NULL;
   }
-  if (open_pty(t) < 0 || (t->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, t->data) != 0 ||
+      (t->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
     term_free(t);
-    ux_reply_error(r, 500, "internal_error", "cannot open a pseudo-terminal");
-    return NULL;
+    return ux_reply_error(r, 500, "internal_error", "cannot make the terminal's sockets"), NULL;
   }
-  t->spec->run.in_fd = t->slave;
-  t->spec->run.out_fd = t->slave;
   if (pool_submit(t) != 0) {
     term_free(t);
     ux_reply_error(r, 503, "server_busy", "cannot start a thread for the terminal");
     r->reply.retry_after = 1;
     return NULL;
   }
+  if ((t->master = receive_master(t)) >= 0) return t;
   pthread_mutex_lock(&t->mu);
-  while (!t->started) pthread_cond_wait(&t->cv, &t->mu);  /* ux_run_start is bounded */
-  pthread_mutex_unlock(&t->mu);
-  if (t->started > 0) return t;
-  pthread_mutex_lock(&t->mu);
+  t->cancel = 1;
   while (!t->finished) pthread_cond_wait(&t->cv, &t->mu);
   pthread_mutex_unlock(&t->mu);
-  ux_reply_error(r, 500, "internal_error", "the shell did not start: %s", t->err);
   term_free(t);
-  return NULL;
+  return ux_reply_error(r, 500, "internal_error", "the session's shell did not start"), NULL;
 }
 
 /* Ends the shell (a detach, a closed socket or any other end), waits for
 ** its thread and frees everything. */
 static void term_end(term *t) {
-  ux_run_cancel_id(t->run_id);                 /* 0 when it already ended */
+  /* the hangup: closing the master ends the program at once (its call
+  ** then answers); cancel, for one that ignores it, within 250 ms */
+  if (t->master >= 0) close(t->master);
+  t->master = -1;
   pthread_mutex_lock(&t->mu);
-  while (!t->finished) pthread_cond_wait(&t->cv, &t->mu);   /* the runner's waits are bounded */
+  t->cancel = 1;
+  while (!t->finished) pthread_cond_wait(&t->cv, &t->mu);
   pthread_mutex_unlock(&t->mu);
   term_free(t);
 }
@@ -357,8 +401,11 @@ int ux_h_session_terminal(ux_req *r, const char *id) {
   if (ux_reply_header(r, "Sec-WebSocket-Accept", accept) == 0 &&
       ux_req_upgrade(r, "websocket", &up) == 0)
     relay(id, t, &up, idle_s);
+  /* the cap counts open terminals: this one is over for its client now,
+  ** while its shell's hangup is still answered (bounded: the shell
+  ** threads are at most TERM_MAX) */
+  unclaim(r->owner);
   term_end(t);
   ux_req_upgrade_close(r);
-  unclaim(r->owner);
   return 0;
 }

@@ -213,6 +213,12 @@ static void read_signal(int fd, int *flag) {
 /* The program ended and its output is all queued: say how, then close. */
 static void program_over(relay *r) {
   int code = r->c->exit_code(r->c->ctx);
+  if (code == UX_WS_RELAY_DETACHED) {
+    static const char msg[] = "{\"type\":\"detached\"}";
+    put_frame(r, UNSB_WS_TEXT, msg, sizeof msg - 1);
+    start_close(r, UNSB_WS_CLOSE_NORMAL, "", UX_RELAY_EXITED);
+    return;
+  }
   if (code < 0) {
     start_close(r, 1001, "the shell was ended from outside (session deleted or restored)", UX_RELAY_KILLED);
     return;

@@ -25,6 +25,8 @@
 #define UX_WS_RELAY_IN_MAX (64u * 1024u)
 /* A client whose socket accepts no byte for this long is dropped (default). */
 #define UX_WS_RELAY_WRITE_MS 10000L
+/* exit_code's answer for a re-attachable session that was left. */
+#define UX_WS_RELAY_DETACHED (-2)
 /* After our close frame, how long the client's close is waited for. */
 #define UX_WS_RELAY_CLOSE_MS 2000L
 
@@ -36,7 +38,9 @@ typedef struct ux_ws_relay_cfg {
   int pty;                    /* the PTY master (made non-blocking here) */
   int done_fd;                /* readable once the program ended */
   /* After done_fd: the program's exit status, or -1 when it was killed
-  ** from outside (its session deleted): then close 1001, no exit message. */
+  ** from outside (its session deleted): then close 1001, no exit message;
+  ** or UX_WS_RELAY_DETACHED: a multiplexer's client left a session that
+  ** lives on: {"type":"detached"}, close 1000. */
   int (*exit_code)(void *ctx);
   void *ctx;
   long idle_ms;               /* no byte either way for this long: close 1001 */

@@ -135,11 +135,14 @@ char *ux_sb_script(const ux_lang *lang, const ux_run_spec *spec) {
   unsigned long mem_mb = (unsigned long)(ux_run_memory_bytes(spec->vcpu) >> 20);
   char heap[32];
   snprintf(heap, sizeof heap, "%lu", mem_mb * 3 / 4);
-  size_t cap = strlen(lang->script) + 64;
+  /* the built program, kept as an artifact when the run wants them */
+  const char *keep = spec->want_artifacts ? "cp /tmp/.ux-prog main && " : "";
+  size_t cap = strlen(lang->script) + 64 + strlen(keep);
   char *s = ux_xmalloc(cap), *o = s;
   if (!s) return NULL;
   for (const char *p = lang->script; *p; ) {
     if (strncmp(p, "{MEM}", 5) == 0) { o += sprintf(o, "%s", heap); p += 5; }
+    else if (strncmp(p, "{KEEP}", 6) == 0) { o += sprintf(o, "%s", keep); p += 6; }
     else *o++ = *p++;
   }
   *o = '\0';

@@ -28,6 +28,9 @@ typedef struct ux_lang {
 
 /* The entry for an installed language, or NULL. */
 const ux_lang *ux_sb_lang(const char *name);
+/* 1 when lang builds a program (its script keeps it as an artifact when
+** the run wants them, so a sandbox prepared without that cannot serve). */
+int ux_sb_lang_builds(const ux_lang *lang);
 
 /* The /etc entries (read-only binds) a language needs, found once when
 ** the table is probed (OpenJDK's /etc/java-17-openjdk, GnuCOBOL's

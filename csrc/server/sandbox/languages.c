@@ -23,9 +23,11 @@
 #include "server/sandbox/bwrap_argv.h"
 #include "server/mem.h"
 
-/* Compiled programs are built in the sandbox's private /tmp, never in the
-** work directory (where they would come back as artifacts). */
-#define BUILD_RUN(cmd) cmd " && exec /tmp/.ux-prog"
+/* Compiled programs are built in the sandbox's private /tmp, not in the
+** work directory; when the run asks for artifacts, {KEEP} (bwrap_argv.c's
+** ux_sb_script) copies the built program there as `main` first, so it
+** comes back as one. */
+#define BUILD_RUN(cmd) cmd " && {KEEP}exec /tmp/.ux-prog"
 
 static const ux_lang table[] = {
   { "bash", "/usr/bin/bash", "main.sh", "exec /usr/bin/bash /code/main.sh", NULL },
@@ -54,7 +56,7 @@ static const ux_lang table[] = {
   { "go", "/usr/bin/go", "main.go",
     "export GOCACHE=/tmp/.gocache GOPATH=/tmp/.gopath GO111MODULE=off;"
     " (cd /tmp && /usr/bin/go build -o /tmp/.ux-prog /code/main.go)"
-    " && exec /tmp/.ux-prog", NULL },
+    " && {KEEP}exec /tmp/.ux-prog", NULL },
   { "rust", "/usr/bin/rustc", "main.rs",
     BUILD_RUN("/usr/bin/rustc -o /tmp/.ux-prog /code/main.rs"), NULL },
   { "r", "/usr/bin/Rscript", "main.r", "exec /usr/bin/Rscript /code/main.r", NULL },
@@ -91,10 +93,27 @@ static int installed(const char *path) {
   return strncmp(real, "/usr/", 5) == 0;
 }
 
-static int by_name(const void *a, const void *b) {
+/* The service's order of its languages (spec §5.6, the order its
+** extension table lists them); sh, which the spec does not list, next to
+** bash. GET /languages answers in this order. */
+static const char *const service_order[] = {
+  "python", "javascript", "typescript", "ruby", "php", "perl", "bash", "sh", "lua", "r", "go",
+  "rust", "c", "cpp", "java", "kotlin", "objc", "csharp", "fsharp", "haskell", "ocaml",
+  "clojure", "scheme", "erlang", "elixir", "julia", "d", "nim", "zig", "v", "crystal", "dart",
+  "groovy", "fortran", "cobol", "tcl", "raku", "commonlisp", "prolog", "forth", NULL,
+};
+
+static size_t rank(const char *name) {
+  size_t i = 0;
+  while (service_order[i] && strcmp(service_order[i], name) != 0) i++;
+  return i;
+}
+
+static int by_order(const void *a, const void *b) {
   const ux_lang *x = *(const ux_lang *const *)a;
   const ux_lang *y = *(const ux_lang *const *)b;
-  return strcmp(x->name, y->name);
+  size_t rx = rank(x->name), ry = rank(y->name);
+  return rx != ry ? (rx < ry ? -1 : 1) : strcmp(x->name, y->name);
 }
 
 /* The /etc entries of table[i] that exist, from its glob. */
@@ -115,7 +134,7 @@ static void do_probe(void) {
       probe.found[probe.n++] = &table[i];
       find_etc(i);
     }
-  qsort(probe.found, probe.n, sizeof probe.found[0], by_name);
+  qsort(probe.found, probe.n, sizeof probe.found[0], by_order);
   for (size_t i = 0; i < probe.n; i++) probe.names[i] = probe.found[i]->name;
   probe.names[probe.n] = NULL;
 }
@@ -133,6 +152,10 @@ const char *const *ux_sb_lang_etc(const ux_lang *lang) {
   pthread_once(&probe.once, do_probe);
   if (!lang || lang < table || lang >= table + NLANG) return none;
   return (const char *const *)probe.etc[lang - table];
+}
+
+int ux_sb_lang_builds(const ux_lang *lang) {
+  return lang && strstr(lang->script, "{KEEP}") != NULL;
 }
 
 const char *const *ux_languages(size_t *n) {

@@ -83,7 +83,8 @@ static struct {
 static int poolable(const ux_run_spec *s) {
   return !s->argv && s->language && s->n_env == 0 && !s->workdir && s->workdir_fd <= 0 &&
          s->in_fd <= 0 && s->out_fd <= 0 && s->pass_fd <= 0 && s->n_ro_binds == 0 &&
-         !s->work_mount && s->vcpu <= 1;
+         !s->work_mount && s->vcpu <= 1 &&
+         !(s->want_artifacts && ux_sb_lang_builds(ux_sb_lang(s->language)));   /* its script differs */
 }
 
 /* The spec a shape's sandboxes are prepared from: what a run of that

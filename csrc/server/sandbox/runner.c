@@ -176,6 +176,24 @@ int ux_run_cancel_id(unsigned long long id) {
   return found;
 }
 
+int ux_run_netns_id(unsigned long long id) {
+  int fd = -1;
+  pthread_mutex_lock(&ux_reg_lock);
+  for (ux_run *r = reg.head; r; r = r->next) {
+    if (r->id != id) continue;
+    if (r->inner > 0 && r->inner_fd >= 0) {
+      char path[64];
+      snprintf(path, sizeof path, "/proc/%ld/ns/net", (long)r->inner);
+      fd = open(path, O_RDONLY | O_CLOEXEC);
+      /* the pidfd still names a live process: the path was its namespace */
+      if (fd >= 0 && syscall(SYS_pidfd_send_signal, r->inner_fd, 0, NULL, 0) != 0) ux_close_fd(&fd);
+    }
+    break;
+  }
+  pthread_mutex_unlock(&ux_reg_lock);
+  return fd;
+}
+
 unsigned long long ux_run_id(const ux_run *run) { return run ? run->id : 0; }
 
 int ux_runner_live(void) {
@@ -304,14 +322,14 @@ void ux_run_result_caps(const ux_run_spec *spec, size_t *per_stream, size_t *art
 
 static int arm(ux_run *r, const ux_run_spec *spec, char *err, size_t errlen) {
   if (r->lang && ux_tree_place_file(r->code_fd, r->lang->file, spec->code ? spec->code : "",
-                                    spec->code ? spec->code_len : 0, (uid_t)-1, (gid_t)-1,
+                                    spec->code ? spec->code_len : 0, 0, (uid_t)-1, (gid_t)-1,
                                     err, errlen) != 0) return -1;
   if (spec->n_files) r->inputs = ux_xcalloc(spec->n_files, sizeof *r->inputs);
   for (; r->n_inputs < spec->n_files; r->n_inputs++)
     r->inputs[r->n_inputs] = ux_xstrdup(spec->files[r->n_inputs].name);
   for (size_t i = 0; i < spec->n_files; i++)
     if (ux_tree_place_file(r->work_fd, spec->files[i].name, spec->files[i].data,
-                           spec->files[i].len, r->uid, r->gid, err, errlen) != 0) return -1;
+                           spec->files[i].len, spec->files[i].mode, r->uid, r->gid, err, errlen) != 0) return -1;
   r->want_artifacts = spec->want_artifacts;
   if (r->want_artifacts) ux_tree_list_files(r->work_fd, &r->before);
   if (r->pooled && set_cpu_limit(r, spec->ttl_s, err, errlen) != 0) return -2;

@@ -31,6 +31,7 @@ typedef struct ux_file {
   char *name;             /* relative path inside the work directory */
   unsigned char *data;
   size_t len;
+  unsigned mode;          /* permission bits; 0: 0644 */
 } ux_file;
 
 /* A host file or directory made visible read-only inside the sandbox. */
@@ -147,10 +148,16 @@ unsigned long long ux_run_id(const ux_run *run);
 ** from any thread at any time. */
 int ux_run_cancel_id(unsigned long long id);
 
+/* An fd of the network namespace of the run with this id (its inner
+** process's, checked alive through its pidfd after the open), for a
+** caller that makes sockets in it (a service's forwarded ports); -1 when
+** the run is not known or not started yet. The caller closes it. */
+int ux_run_netns_id(unsigned long long id);
+
 void ux_run_result_free(ux_run_result *res);
 
 /* Languages whose interpreter or compiler is installed on this machine,
-** probed once; names sorted. */
+** probed once; in the service's order (spec §5.6), others after them. */
 const char *const *ux_languages(size_t *n);
 int ux_language_known(const char *name);
 

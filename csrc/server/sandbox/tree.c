@@ -86,7 +86,7 @@ static int open_parent(int dirfd, char *name, char **last, uid_t uid, gid_t gid)
 }
 
 int ux_tree_place_file(int dirfd, const char *name, const void *data,
-                       size_t len, uid_t uid, gid_t gid,
+                       size_t len, mode_t mode, uid_t uid, gid_t gid,
                        char *err, size_t errlen) {
   if (ux_tree_check_name(name, err, errlen) != 0) return -1;
   const char *step = "open the directory of";
@@ -96,7 +96,8 @@ int ux_tree_place_file(int dirfd, const char *name, const void *data,
   ** writer creates its temporary O_EXCL | O_NOFOLLOW and renames it over
   ** the last component as an entry (a symlink there is replaced, never
   ** followed; a directory there makes it fail) */
-  if (dir >= 0) rc = unsb_file_write_at(dir, last, data, len, 0644, uid, gid, 0, &step);
+  mode = mode ? mode & 0777 : 0644;                   /* never a set-id bit */
+  if (dir >= 0) rc = unsb_file_write_at(dir, last, data, len, mode, uid, gid, 0, &step);
   if (rc != 0) snprintf(err, errlen, "cannot place file '%.200s': cannot %s it: %s",
                         name, step, strerror(errno));
   if (dir >= 0) close(dir);
@@ -274,7 +275,7 @@ static int read_file(int dirfd, const char *rel, size_t max, ux_file *out) {
     got += (size_t)r;
   }
   close(fd);
-  *out = (ux_file){ name, data, got };
+  *out = (ux_file){ name, data, got, 0 };
   return 0;
 }
 

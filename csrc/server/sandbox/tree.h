@@ -28,12 +28,13 @@ int ux_tree_openat(int dirfd, const char *rel, int flags, mode_t mode);
 ** -1 with a message naming the file. */
 int ux_tree_check_name(const char *name, char *err, size_t errlen);
 
-/* Creates or replaces dirfd/name (mode 0644, missing parents 0755), owned
-** by uid:gid ((uid_t)-1 keeps root). The file is written under a
-** temporary name and renamed into place, so a reader of the tree sees the
-** old content or the new one. 0, or -1 with a message. */
+/* Creates or replaces dirfd/name (mode: its permission bits, 0 meaning
+** 0644; missing parents 0755), owned by uid:gid ((uid_t)-1 keeps root).
+** The file is written under a temporary name and renamed into place, so a
+** reader of the tree sees the old content or the new one. 0, or -1 with a
+** message. */
 int ux_tree_place_file(int dirfd, const char *name, const void *data,
-                       size_t len, uid_t uid, gid_t gid,
+                       size_t len, mode_t mode, uid_t uid, gid_t gid,
                        char *err, size_t errlen);
 
 /* Makes each relative directory of dirs (NULL-terminated; parents

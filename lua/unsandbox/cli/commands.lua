@@ -38,7 +38,7 @@ return {
     actions = {
       action("list", nil, "list your sessions", exec.session.list),
       action("create", nil, "create a session; prints its id", exec.session.create,
-        { "shell", "network", "ttl" }),
+        { "shell", "network", "ttl", "tmux", "screen" }),
       action("get", "ID", "a session's state", exec.session.get),
       action("exec", "ID CMD...", "run a command in the session; one CMD is a shell line, several "
         .. "words an argv; prints its output and exits with its code", exec.session.exec),

@@ -73,7 +73,9 @@ function session.list(o, c)
   out.list(o, check(c:list_sessions()), { "id", "status", "shell", "network_mode" }, "sessions")
 end
 function session.create(o, c)
-  out.id(o, check(c:create_session { shell = o.shell, network_mode = o.network, ttl = o.ttl }))
+  if o.tmux and o.screen then fail.usage(o.where .. ": --tmux and --screen exclude each other") end
+  out.id(o, check(c:create_session { shell = o.shell, network_mode = o.network, ttl = o.ttl,
+    multiplexer = o.tmux and "tmux" or o.screen and "screen" or nil }))
 end
 function session.get(o, c) out.document(o, check(call(o, c.get_session, c, o.words[1]))) end
 function session.exec(o, c)

@@ -74,6 +74,8 @@ M.OPTIONS = {
   outdir = { flag = "-o", value = "DIR", help = "where to save artifacts, keeping their relative paths (implies -a)" },
   -- resources
   shell = { flag = "--shell", value = "SH", help = "the session's shell (default bash)" },
+  tmux = { flag = "--tmux", help = "run the session's shell inside tmux (it can then be frozen and re-attached)" },
+  screen = { flag = "--screen", help = "run the session's shell inside GNU screen (likewise)" },
   all = { flag = "--all", help = "the whole log, not only its end" },
   get = { flag = "--get", value = "ID", help = "a job's state and result" },
   cancel = { flag = "--cancel", value = "ID", help = "cancel a pending or running job" },

@@ -17,7 +17,7 @@ local Client = {}   -- the methods this file adds to unsandbox.Client
 local by_id, destructive, with_id = calls.by_id, calls.destructive, calls.with_id
 
 local SESSION_OPTIONS = { network_mode = true, ttl = true, shell = true, vcpu = true,
-  input_files = true, timeout = true }
+  input_files = true, timeout = true, multiplexer = true }
 
 --- Creates a session: a persistent sandbox that runs commands.
 function Client:create_session(opts)
@@ -26,6 +26,7 @@ function Client:create_session(opts)
   if not body then return nil, err end
   body.ttl = check.int_range("create_session", "ttl", opts.ttl, 1, 86400)
   body.shell = check.type("create_session", "shell", opts.shell, "string", true)
+  body.multiplexer = check.type("create_session", "multiplexer", opts.multiplexer, "string", true)
   check.positive("create_session", "timeout", opts.timeout)
   local doc, rid = transport.request(self, "POST", "/sessions", body, calls.request_opts(opts))
   return with_id(doc, rid, "session_id")

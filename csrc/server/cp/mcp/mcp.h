@@ -24,7 +24,7 @@
 #include <jansson.h>
 
 #include "server/cp/cp.h"
-#include "server/cp/runtime/runtime.h"
+#include "server/runtime/runtime.h"
 
 #define UX_MCP_BODY_MAX     64000
 #define UX_MCP_VERSION      "2026-07-28"

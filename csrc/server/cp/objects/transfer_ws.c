@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "server/cp/runtime/runtime.h"
+#include "server/runtime/runtime.h"
 #include "server/fsutil.h"
 
 #define AGENT_MS 120000       /* one import or export call (an archive of 64 MiB) */

@@ -13,7 +13,7 @@
 #include "server/cp/objects/routes.h"
 #include "server/cp/objects/request.h"
 #include "server/cp/objects/transfer.h"
-#include "server/cp/runtime/runtime.h"
+#include "server/runtime/runtime.h"
 #include "server/store/ledger.h"
 
 #define NO_OWNER "workspace access token carries no owner claim; re-issue it with POST " \

@@ -12,10 +12,10 @@
 #include "server/cp/ops/ops.h"
 #include "server/cp/admin/admin.h"
 #include "server/http/counters.h"
-#include "server/cp/runtime/runtime.h"
 #include "server/cp/tables/sandboxes.h"
 #include "server/cp/tables/tenants.h"
 #include "server/cp/tables/workspaces.h"
+#include "server/runtime/runtime.h"
 #include "server/store/db.h"
 #include "server/store/ledger.h"
 

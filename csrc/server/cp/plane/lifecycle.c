@@ -17,7 +17,7 @@
 #include "server/cp/sandboxes/sandboxes.h"
 #include "server/cp/store.h"
 #include "server/cp/objects/store.h"
-#include "server/cp/runtime/runtime.h"
+#include "server/runtime/runtime.h"
 #include "server/http/http.h"
 #include "server/share.h"
 

@@ -14,9 +14,9 @@
 #include "server/cp/admin/admin.h"
 #include "core/cpshapes.h"
 #include "server/cp/workspaces/workspaces.h"
-#include "server/cp/runtime/runtime.h"
 #include "server/cp/tables/sandboxes.h"
 #include "server/cp/tables/workspaces.h"
+#include "server/runtime/runtime.h"
 #include "server/fsutil.h"
 #include "server/ids.h"
 

@@ -1,5 +1,5 @@
 /*
-** Sandboxes (spec §4.1): their routes over runtimes (cp/runtime/), and
+** Sandboxes (spec §4.1): their routes over runtimes (runtime/), and
 ** what the rest of the Control Plane needs of them.
 */
 #ifndef UX_CP_SANDBOXES_H

@@ -14,7 +14,7 @@
 #include <jansson.h>
 
 #include "server/cp/cp.h"
-#include "server/cp/runtime/runtime.h"
+#include "server/runtime/runtime.h"
 
 #define UX_FILES_TIMEOUT_MS 45000   /* the platform's upstream timeout */
 

@@ -16,7 +16,7 @@
 #include "server/cp/auth/auth.h"
 #include "server/cp/workspaces/checkpoints.h"
 #include "server/cp/workspaces/workspaces.h"
-#include "server/cp/runtime/runtime.h"
+#include "server/runtime/runtime.h"
 #include "server/cp/objects/locator.h"
 #include "server/cp/objects/request.h"
 #include "server/cp/workspaces/ids.h"

@@ -1,5 +1,5 @@
 /*
-** The agent protocol, server side (see cp/runtime/agent_client.h). Every socket the
+** The agent protocol, server side (see runtime/agent_client.h). Every socket the
 ** server reads is non-blocking and every wait is a poll with the call's
 ** deadline, so a silent, slow or stopped agent costs the caller at most
 ** its own timeout. Writes use send(MSG_NOSIGNAL): an agent that dies
@@ -7,7 +7,7 @@
 ** as they complete, so the buffer never holds more than one partial
 ** frame plus one read.
 */
-#include "server/cp/runtime/agent_client.h"
+#include "server/runtime/agent_client.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -258,7 +258,7 @@ typedef struct call {
   long deadline, last_tick;
   int (*on_event)(void *ctx, const json_t *event);
   void *ctx;
-  size_t event_bytes;
+  size_t event_bytes, events_max;
   ux_agent_frames in;
 } call;
 
@@ -270,9 +270,9 @@ static int drain(call *c, json_t **result, int *broken, char *err, size_t errlen
   while ((r = ux_agent_frames_next(&c->in, &fr, err, errlen)) == 1) {
     int ev = ux_agent_frame_is_event(fr, err, errlen);
     if (ev == 1) {
-      c->event_bytes += c->in.last_len;
-      if (c->event_bytes > UX_AGENT_EVENTS_MAX) {
-        snprintf(err, errlen, "more than %u bytes of events", UX_AGENT_EVENTS_MAX);
+      if (c->events_max != (size_t)-1) c->event_bytes += c->in.last_len;
+      if (c->event_bytes > c->events_max) {
+        snprintf(err, errlen, "more than %zu bytes of events", c->events_max);
         ev = -1;
       } else {
         int stop = c->on_event && c->on_event(c->ctx, fr);
@@ -323,7 +323,7 @@ static int collect(call *c, int timeout_ms, json_t **result, int *broken, char *
   }
 }
 
-int ux_agent_call(int control, const json_t *req, int data_fd, int timeout_ms,
+int ux_agent_call(int control, const json_t *req, int data_fd, int timeout_ms, size_t events_max,
                   int (*on_event)(void *ctx, const json_t *event), void *ctx,
                   json_t **result, int *broken, char *err, size_t errlen) {
   *result = NULL;
@@ -332,7 +332,7 @@ int ux_agent_call(int control, const json_t *req, int data_fd, int timeout_ms,
     snprintf(err, errlen, "the request is not a JSON object");
     return UX_RTC_INVALID;
   }
-  call c = { .on_event = on_event, .ctx = ctx };
+  call c = { .on_event = on_event, .ctx = ctx, .events_max = events_max ? events_max : UX_AGENT_EVENTS_MAX };
   long now = ux_now_ms();
   c.deadline = now + timeout_ms;
   c.last_tick = now;

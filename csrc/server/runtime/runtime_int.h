@@ -1,7 +1,7 @@
 /*
 ** Internals shared by the runtime module's files: runtime.c (the
-** registry and the public calls), cp/runtime/run.c (one thread per runtime:
-** starts its sandbox, waits for its end, reports it) and cp/runtime/watch.c
+** registry and the public calls), runtime/run.c (one thread per runtime:
+** starts its sandbox, waits for its end, reports it) and runtime/watch.c
 ** (the watcher: readiness and health pings, TTLs, joining ended threads).
 **
 ** One mutex, rts->mu, guards the list and every field of every runtime
@@ -10,20 +10,26 @@
 ** handle and every waiter holds another, so a runtime is freed only when
 ** nobody can still look at it.
 */
-#ifndef UX_CP_RUNTIME_INT_H
-#define UX_CP_RUNTIME_INT_H
+#ifndef UX_RUNTIME_INT_H
+#define UX_RUNTIME_INT_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "server/cp/runtime/agent_client.h"
-#include "server/cp/runtime/runtime.h"
+#include "server/runtime/agent_client.h"
+#include "server/runtime/runtime.h"
 #include "server/sandbox/membudget.h"
 
 struct ux_rt {
   ux_runtimes *rts;
   atomic_int refs;
-  char sb_id[32], ws_id[32], template_id[64];
+  char sb_id[32], ws_id[64], template_id[64];
+  char root[64];              /* where the volume appears inside */
+  int network, vcpu;          /* the sandbox's shape */
+  int hard_ttl_s, idle_ttl_s; /* idle < 0: never released for idleness */
+  char **env;                 /* its own KEY=VALUE (NULL-terminated) */
+  long procs;                 /* the last ping's count, -1 before */
+  int paused;                 /* no health checks, no idle clock */
   char *volume;               /* the volume's directory, held in use */
   ux_memclaim mem;            /* its sandbox's memory (membudget.h), from
                                  the start until the sandbox has ended */
@@ -84,10 +90,10 @@ void ux_rt_kill_locked(ux_rt *rt, int status, const char *why, int soft);
 /* Alive and not being stopped. */
 int ux_rt_live(const ux_rt *rt);
 
-/* cp/runtime/run.c: the runtime's own thread (arg: the ux_rt). */
+/* runtime/run.c: the runtime's own thread (arg: the ux_rt). */
 void *ux_rt_thread(void *arg);
 
-/* cp/runtime/watch.c: the watcher thread (arg: the ux_runtimes). */
+/* runtime/watch.c: the watcher thread (arg: the ux_runtimes). */
 void *ux_rt_watch(void *arg);
 /* Drops a ping in flight (rts->mu held). */
 void ux_rt_ping_close(ux_rt *rt);

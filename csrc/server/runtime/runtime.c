@@ -1,12 +1,12 @@
 /*
 ** The registry of runtimes and the calls of runtime.h. Every runtime has
-** a thread of its own (cp/runtime/run.c) because the runner wants the thread
+** a thread of its own (runtime/run.c) because the runner wants the thread
 ** that starts a sandbox to wait for it and to stay alive meanwhile; one
-** watcher thread (cp/runtime/watch.c) does everything timed. This file only
+** watcher thread (runtime/watch.c) does everything timed. This file only
 ** books: it never blocks under the lock, and waits (for a start, for a
 ** stop) are bounded condition waits.
 */
-#include "server/cp/runtime/runtime_int.h"
+#include "server/runtime/runtime_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +42,8 @@ void ux_rt_unref(ux_rt *rt) {
   if (rt->control >= 0) close(rt->control);
   ux_mem_release(&rt->mem);              /* given back at its end already */
   ux_agent_frames_free(&rt->ping_in);
+  for (size_t i = 0; rt->env && rt->env[i]; i++) free(rt->env[i]);
+  free(rt->env);
   free(rt->volume);
   free(rt);
 }
@@ -251,15 +253,38 @@ static int admit(ux_runtimes *rts, const char *sb_id, const char *ws_id, char *e
   return rc;
 }
 
-static ux_rt *new_rt(ux_runtimes *rts, const char *sb_id, const char *ws_id,
-                     const char *volume_dir, const char *template_id) {
+/* A copy of a NULL-terminated string array (NULL stays an empty one). */
+static char **copy_strings(const char *const *v) {
+  size_t n = 0;
+  while (v && v[n]) n++;
+  char **out = calloc(n + 1, sizeof *out);
+  for (size_t i = 0; out && i < n; i++)
+    if (!(out[i] = strdup(v[i]))) {
+      while (i-- > 0) free(out[i]);
+      free(out);
+      return NULL;
+    }
+  return out;
+}
+
+static ux_rt *new_rt(ux_runtimes *rts, const ux_rt_start *st) {
   ux_rt *rt = calloc(1, sizeof *rt);
-  if (!rt || !(rt->volume = strdup(volume_dir))) { free(rt); return NULL; }
+  if (!rt || !(rt->volume = strdup(st->volume_dir)) || !(rt->env = copy_strings(st->env))) {
+    if (rt) free(rt->volume);
+    free(rt);
+    return NULL;
+  }
   rt->rts = rts;
   atomic_init(&rt->refs, 1);
-  snprintf(rt->sb_id, sizeof rt->sb_id, "%s", sb_id);
-  snprintf(rt->ws_id, sizeof rt->ws_id, "%s", ws_id);
-  snprintf(rt->template_id, sizeof rt->template_id, "%s", template_id);
+  snprintf(rt->sb_id, sizeof rt->sb_id, "%s", st->sb_id);
+  snprintf(rt->ws_id, sizeof rt->ws_id, "%s", st->ws_id);
+  snprintf(rt->template_id, sizeof rt->template_id, "%s", st->template_id);
+  snprintf(rt->root, sizeof rt->root, "%s", st->root ? st->root : "/workspace");
+  rt->network = st->network;
+  rt->vcpu = st->vcpu > 0 ? st->vcpu : rts->cfg.vcpu;
+  rt->hard_ttl_s = st->hard_ttl_s > 0 ? st->hard_ttl_s : rts->cfg.hard_ttl_s;
+  rt->idle_ttl_s = st->idle_ttl_s ? st->idle_ttl_s : rts->cfg.idle_ttl_s;
+  rt->procs = -1;
   rt->status = UX_RT_PENDING;
   rt->control = rt->ping_fd = rt->volume_fd = -1;
   ux_agent_frames_init(&rt->ping_in);
@@ -271,8 +296,35 @@ static ux_rt *new_rt(ux_runtimes *rts, const char *sb_id, const char *ws_id,
 int ux_runtimes_start(ux_runtimes *rts, const char *sb_id, const char *ws_id,
                       const char *volume_dir, const char *template_id,
                       char *err, size_t errlen) {
-  if (!template_id) template_id = "default";
-  if (!id_ok(sb_id, 32) || !id_ok(ws_id, 32) || !id_ok(template_id, 64)) {
+  ux_rt_start st;
+  memset(&st, 0, sizeof st);
+  st.sb_id = sb_id;
+  st.ws_id = ws_id;
+  st.volume_dir = volume_dir;
+  st.template_id = template_id;
+  return ux_runtimes_start_with(rts, &st, err, errlen);
+}
+
+/* A start's shape is one the runner takes: the root a clean absolute
+** path it may mount on, sizes in range. 0, or -1 with err. */
+static int shape_ok(const ux_rt_start *st, char *err, size_t errlen) {
+  const char *root = st->root;
+  if (root && (root[0] != '/' || strlen(root) >= 64 || strstr(root, "..") || strchr(root + 1, '/'))) {
+    snprintf(err, errlen, "the runtime's root must be one absolute path component");
+    return -1;
+  }
+  if (st->vcpu < 0 || st->vcpu > 8 || st->hard_ttl_s < 0 || st->idle_ttl_s < -1) {
+    snprintf(err, errlen, "bad runtime vcpu or TTL");
+    return -1;
+  }
+  return 0;
+}
+
+int ux_runtimes_start_with(ux_runtimes *rts, const ux_rt_start *st_in, char *err, size_t errlen) {
+  ux_rt_start stc = *st_in, *st = &stc;
+  if (!st->template_id) st->template_id = "default";
+  const char *sb_id = st->sb_id, *ws_id = st->ws_id, *volume_dir = st->volume_dir;
+  if (!id_ok(sb_id, 32) || !id_ok(ws_id, 64) || !id_ok(st->template_id, 64)) {
     snprintf(err, errlen, "bad runtime, workspace or template id");
     return -1;
   }
@@ -280,6 +332,7 @@ int ux_runtimes_start(ux_runtimes *rts, const char *sb_id, const char *ws_id,
     snprintf(err, errlen, "the volume must be an absolute path");
     return -1;
   }
+  if (shape_ok(st, err, errlen) != 0) return -1;
   pthread_mutex_lock(&rts->mu);
   int rc = admit(rts, sb_id, ws_id, err, errlen);
   pthread_mutex_unlock(&rts->mu);
@@ -288,13 +341,13 @@ int ux_runtimes_start(ux_runtimes *rts, const char *sb_id, const char *ws_id,
   ** restore of it to finish */
   int vfd = ux_volume_acquire(volume_dir, err, errlen);
   if (vfd < 0) return -1;
-  ux_rt *rt = new_rt(rts, sb_id, ws_id, volume_dir, template_id);
+  ux_rt *rt = new_rt(rts, st);
   pthread_mutex_lock(&rts->mu);
   if (!rt) { rc = -1; snprintf(err, errlen, "out of memory"); }
   else rc = admit(rts, sb_id, ws_id, err, errlen);   /* it may have changed meanwhile */
   /* its memory is admitted against the budget like every run's: a
   ** refusal is capacity (the platform's transient 429) */
-  if (rc == 0 && ux_mem_claim(&rt->mem, ux_run_memory_bytes(rts->cfg.vcpu), err, errlen) != 0)
+  if (rc == 0 && ux_mem_claim(&rt->mem, ux_run_memory_bytes(rt->vcpu), err, errlen) != 0)
     rc = -2;
   if (rc == 0) {
     rt->volume_fd = vfd;
@@ -347,10 +400,12 @@ int ux_runtimes_info(ux_runtimes *rts, const char *sb_id, ux_rt_info *out) {
     snprintf(out->why, sizeof out->why, "%s", rt->why);
     out->status = rt->status;
     out->health_checks = rt->health_checks;
+    out->procs = rt->procs;
+    out->paused = rt->paused;
     out->created_at = rt->created_at;
-    out->expires_at = rt->created_at + rts->cfg.hard_ttl_s;
-    long idle_end_ms = rt->used_ms + (long)rts->cfg.idle_ttl_s * 1000;
-    out->idle_expires_at = rt->created_at + (idle_end_ms - rt->created_ms) / 1000;
+    out->expires_at = rt->created_at + rt->hard_ttl_s;
+    long idle_end_ms = rt->used_ms + (long)rt->idle_ttl_s * 1000;
+    out->idle_expires_at = rt->idle_ttl_s < 0 ? 0 : rt->created_at + (idle_end_ms - rt->created_ms) / 1000;
     if (out->idle_expires_at > out->expires_at) out->idle_expires_at = out->expires_at;
   }
   pthread_mutex_unlock(&rts->mu);
@@ -380,6 +435,30 @@ int ux_runtimes_count(ux_runtimes *rts, const char *const *ws_ids, size_t n) {
   }
   pthread_mutex_unlock(&rts->mu);
   return count;
+}
+
+int ux_runtimes_pause(ux_runtimes *rts, const char *sb_id, int paused) {
+  if (!sb_id) return -1;
+  pthread_mutex_lock(&rts->mu);
+  ux_rt *rt = find(rts, sb_id);
+  if (rt) {
+    rt->paused = paused;
+    ux_rt_ping_close(rt);          /* an answer now would be a frozen agent's */
+    rt->ping_next = 0;             /* resumed: a health check at once */
+    rt->used_ms = ux_now_ms();
+  }
+  pthread_mutex_unlock(&rts->mu);
+  ux_rt_wake(rts);
+  return rt ? 0 : -1;
+}
+
+int ux_runtimes_netns(ux_runtimes *rts, const char *sb_id) {
+  if (!sb_id) return -1;
+  pthread_mutex_lock(&rts->mu);
+  ux_rt *rt = find(rts, sb_id);
+  unsigned long long run = rt && ux_rt_live(rt) ? rt->run_id : 0;
+  pthread_mutex_unlock(&rts->mu);
+  return run ? ux_run_netns_id(run) : -1;
 }
 
 void ux_runtimes_touch(ux_runtimes *rts, const char *sb_id) {
@@ -430,6 +509,8 @@ ux_rt *ux_runtimes_get(ux_runtimes *rts, const char *sb_id) {
   return rt;
 }
 
+const char *ux_rt_sb_id(const ux_rt *rt) { return rt->sb_id; }
+
 void ux_rt_put(ux_rt *rt) {
   if (!rt) return;
   ux_runtimes *rts = rt->rts;
@@ -440,9 +521,25 @@ void ux_rt_put(ux_rt *rt) {
   ux_rt_unref(rt);
 }
 
+static int call(ux_rt *rt, const json_t *req, int data_fd, int timeout_ms, size_t events_max,
+                int (*on_event)(void *ctx, const json_t *event), void *ctx,
+                json_t **result, char *err, size_t errlen);
+
 int ux_rt_call(ux_rt *rt, const json_t *req, int data_fd, int timeout_ms,
                int (*on_event)(void *ctx, const json_t *event), void *ctx,
                json_t **result, char *err, size_t errlen) {
+  return call(rt, req, data_fd, timeout_ms, 0, on_event, ctx, result, err, errlen);
+}
+
+int ux_rt_call_follow(ux_rt *rt, const json_t *req, int data_fd, int timeout_ms,
+                      int (*on_event)(void *ctx, const json_t *event), void *ctx,
+                      json_t **result, char *err, size_t errlen) {
+  return call(rt, req, data_fd, timeout_ms, (size_t)-1, on_event, ctx, result, err, errlen);
+}
+
+static int call(ux_rt *rt, const json_t *req, int data_fd, int timeout_ms, size_t events_max,
+                int (*on_event)(void *ctx, const json_t *event), void *ctx,
+                json_t **result, char *err, size_t errlen) {
   ux_runtimes *rts = rt->rts;
   *result = NULL;
   pthread_mutex_lock(&rts->mu);
@@ -457,7 +554,7 @@ int ux_rt_call(ux_rt *rt, const json_t *req, int data_fd, int timeout_ms,
     return UX_RTC_GONE;
   }
   int broken = 0;
-  int rc = ux_agent_call(control, req, data_fd, timeout_ms > 0 ? timeout_ms : 45000, on_event,
+  int rc = ux_agent_call(control, req, data_fd, timeout_ms > 0 ? timeout_ms : 45000, events_max, on_event,
                          ctx, result, &broken, err, errlen);
   close(control);
   pthread_mutex_lock(&rts->mu);

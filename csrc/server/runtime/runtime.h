@@ -1,20 +1,24 @@
 /*
-** Runtimes of the Control Plane: one long-lived bubblewrap sandbox per
-** workspace (the platform's gVisor pod), running `unsandboxd-agent
-** runtime` on the workspace's volume mounted at /workspace, with no
-** network, through the same runner (slot uid, cgroup, limits) as every
-** other run. The agent executes the MCP tools and the file routes inside
-** the sandbox, as the sandbox's user (docs/internals.md,
-** "unsandboxd-agent"); this module starts and stops runtimes, keeps the
-** registry, enforces the idle and hard TTLs, and carries requests to a
-** runtime's agent over its control socket.
+** Runtimes: long-lived bubblewrap sandboxes, each running `unsandboxd-agent
+** runtime` on a volume, through the same runner (slot uid, cgroup, limits)
+** as every other run. The Control Plane's runtimes (one per workspace,
+** the platform's gVisor pod: the volume at /workspace, no network) and
+** the execution API's living sessions and services (the volume at
+** /sandbox, their network mode and vcpu, a hard TTL or none) are both
+** runtimes, each API with a registry of its own. The agent executes what
+** the APIs ask inside the sandbox, as the sandbox's user
+** (docs/internals.md, "unsandboxd-agent"); this module starts and stops
+** runtimes, keeps the registry, enforces the idle and hard TTLs, watches
+** the agents' health and carries requests to them over their control
+** sockets.
 **
 ** The registry is in memory: runtimes are processes and die with the
-** server. Persistent records of sandboxes (ids, statuses) are the
-** Control Plane store's, kept up to date through the on_end callback.
+** server. Persistent records (sandbox ids and statuses, sessions,
+** services) are the APIs' stores', kept up to date through the on_end
+** callback.
 */
-#ifndef UX_CP_RUNTIME_H
-#define UX_CP_RUNTIME_H
+#ifndef UX_RUNTIME_H
+#define UX_RUNTIME_H
 
 #include <stddef.h>
 #include <jansson.h>
@@ -59,9 +63,13 @@ typedef struct ux_rt_config {
 
 /* What the registry knows of one runtime. Times are unix seconds. */
 typedef struct ux_rt_info {
-  char sb_id[32], ws_id[32], template_id[64];
+  char sb_id[32], ws_id[64], template_id[64];
   int status;
-  long created_at, expires_at, idle_expires_at;
+  long created_at, expires_at, idle_expires_at;   /* idle: 0 when never */
+  long procs;                 /* processes in the sandbox besides the
+                                 agent's own, at the last health ping
+                                 (-1: none answered yet) */
+  int paused;                 /* ux_runtimes_pause */
   char why[256];              /* for FAILED */
   long health_checks;         /* health pings its agent has answered */
 } ux_rt_info;
@@ -96,6 +104,30 @@ int ux_runtimes_start(ux_runtimes *rts, const char *sb_id, const char *ws_id,
                       const char *volume_dir, const char *template_id,
                       char *err, size_t errlen);
 
+/* How one runtime differs from the registry's defaults. */
+typedef struct ux_rt_start {
+  const char *sb_id, *ws_id;  /* its id, and what it serves: one live
+                                 runtime per ws_id (id characters; < 32, < 64) */
+  const char *volume_dir;     /* as for ux_runtimes_start */
+  const char *template_id;    /* NULL: "default" */
+  int network;                /* 1: semitrusted (slirp4netns); 0: none */
+  int vcpu;                   /* 0: the registry's */
+  int hard_ttl_s;             /* 0: the registry's */
+  int idle_ttl_s;             /* 0: the registry's; -1: never idle */
+  const char *root;           /* where the volume appears (the agent's
+                                 DIR, cwd and HOME); NULL: /workspace */
+  const char *const *env;     /* "KEY=VALUE" besides the registry's
+                                 agent_env, NULL-terminated (may be NULL) */
+} ux_rt_start;
+
+/* ux_runtimes_start with the differences of st; the same results. */
+int ux_runtimes_start_with(ux_runtimes *rts, const ux_rt_start *st, char *err, size_t errlen);
+
+/* Pauses (1) or resumes (0) the watcher's health checks and idle clock of
+** sb_id, for a caller that freezes its sandbox (a frozen agent cannot
+** answer); the hard TTL keeps counting. 0, or -1 when unknown. */
+int ux_runtimes_pause(ux_runtimes *rts, const char *sb_id, int paused);
+
 /* Waits until sb_id is no longer pending, for at most timeout_ms; returns
 ** its status (0 when unknown). */
 int ux_runtimes_wait_ready(ux_runtimes *rts, const char *sb_id, int timeout_ms);
@@ -113,6 +145,10 @@ int ux_runtimes_of_workspace(ux_runtimes *rts, const char *ws_id, char sb_id[32]
 /* Number of live runtimes of the given workspaces (a tenant's capacity). */
 int ux_runtimes_count(ux_runtimes *rts, const char *const *ws_ids, size_t n);
 
+/* An fd of the network namespace of sb_id's sandbox (runner.h's
+** ux_run_netns_id), or -1. */
+int ux_runtimes_netns(ux_runtimes *rts, const char *sb_id);
+
 /* Refreshes the idle clock (MCP and token calls). */
 void ux_runtimes_touch(ux_runtimes *rts, const char *sb_id);
 
@@ -129,6 +165,8 @@ int ux_runtimes_release(ux_runtimes *rts, const char *sb_id);
 ** Every handle needs ux_rt_put, before ux_runtimes_free. */
 ux_rt *ux_runtimes_get(ux_runtimes *rts, const char *sb_id);
 void ux_rt_put(ux_rt *rt);
+/* The runtime id of a handle. */
+const char *ux_rt_sb_id(const ux_rt *rt);
 
 enum {
   UX_RTC_OK = 0,
@@ -161,5 +199,12 @@ enum {
 int ux_rt_call(ux_rt *rt, const json_t *req, int data_fd, int timeout_ms,
                int (*on_event)(void *ctx, const json_t *event), void *ctx,
                json_t **result, char *err, size_t errlen);
+
+/* ux_rt_call without the 32 MiB bound on events, for a caller whose
+** on_event keeps a bounded amount of them (a log ring, a capped result)
+** while the call may last for days (a service's bootstrap). */
+int ux_rt_call_follow(ux_rt *rt, const json_t *req, int data_fd, int timeout_ms,
+                      int (*on_event)(void *ctx, const json_t *event), void *ctx,
+                      json_t **result, char *err, size_t errlen);
 
 #endif

@@ -24,7 +24,7 @@
 ** their answers collected by one poll() over every ping in flight plus an
 ** eventfd that wakes the watcher when something changes.
 */
-#include "server/cp/runtime/runtime_int.h"
+#include "server/runtime/runtime_int.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -88,6 +88,9 @@ static int ping_answer(ux_rt *rt, const json_t *frame, char *err, size_t errlen)
          : ux_agent_final(frame, &res, err, errlen);
   int good = rc == UX_RTC_OK && json_is_integer(json_object_get(res, "pid")) &&
              json_is_integer(json_object_get(res, "uid"));
+  json_t *procs = json_object_get(res, "procs");
+  if (good && json_is_integer(procs) && json_integer_value(procs) >= 0)
+    rt->procs = (long)json_integer_value(procs);
   json_decref(res);
   if (good) return 0;
   /* a running agent that answers with an error is alive: every handler
@@ -174,21 +177,26 @@ static void step(ux_runtimes *rts, ux_rt *rt, long now, long *next) {
     return;
   }
   if (rt->status != UX_RT_RUNNING) return;
-  if (rt->ping_fd >= 0 && now >= rt->ping_deadline) {
+  /* a paused runtime (its caller froze it) is not health-checked */
+  if (!rt->paused && rt->ping_fd >= 0 && now >= rt->ping_deadline) {
     health_overdue(rts, rt, now);
     if (rt->kill) return;
   }
-  long hard = rt->created_ms + (long)c->hard_ttl_s * 1000;
-  long idle = rt->used_ms + (long)c->idle_ttl_s * 1000;
+  long hard = rt->created_ms + (long)rt->hard_ttl_s * 1000;
+  /* never idle: no idle TTL, or paused (its caller froze it) */
+  int idles = rt->idle_ttl_s > 0 && !rt->paused && rt->calls == 0;
+  long idle = rt->used_ms + (long)rt->idle_ttl_s * 1000;
   if (now >= hard) {
-    stop_rt(rt, UX_RT_RELEASED, 0, "the runtime reached its hard TTL of %d s", c->hard_ttl_s);
-  } else if (rt->calls == 0 && now >= idle) {
-    stop_rt(rt, UX_RT_RELEASED, 0, "the runtime was idle for %d s", c->idle_ttl_s);
+    stop_rt(rt, UX_RT_RELEASED, 0, "the runtime reached its hard TTL of %d s", rt->hard_ttl_s);
+  } else if (idles && now >= idle) {
+    stop_rt(rt, UX_RT_RELEASED, 0, "the runtime was idle for %d s", rt->idle_ttl_s);
+  } else if (rt->paused) {
+    soonest(next, hard);
   } else {
     if (rt->ping_fd < 0 && now >= rt->ping_next)
       ping_send(rt, now + (long)c->health_timeout_s * 1000);
     soonest(next, hard);
-    if (rt->calls == 0) soonest(next, idle);
+    if (idles) soonest(next, idle);
     soonest(next, rt->ping_fd >= 0 ? rt->ping_deadline : rt->ping_next);
   }
 }
@@ -254,7 +262,7 @@ void *ux_rt_watch(void *arg) {
     pthread_mutex_lock(&rts->mu);
     now = ux_now_ms();
     for (ux_rt *rt = rts->head; rt; rt = rt->next)
-      if (rt->ping_fd >= 0 && !rt->done && !rt->kill) ping_read(rts, rt, now);
+      if (rt->ping_fd >= 0 && !rt->done && !rt->kill && !rt->paused) ping_read(rts, rt, now);
   }
   for (ux_rt *rt = rts->head; rt; rt = rt->next) ux_rt_ping_close(rt);
   pthread_mutex_unlock(&rts->mu);

@@ -16,13 +16,13 @@
 ** functions take an fd of the control channel and nothing else, so the
 ** C tests drive them against a fake agent too.
 */
-#ifndef UX_CP_AGENT_CLIENT_H
-#define UX_CP_AGENT_CLIENT_H
+#ifndef UX_RUNTIME_AGENT_CLIENT_H
+#define UX_RUNTIME_AGENT_CLIENT_H
 
 #include <stddef.h>
 #include <jansson.h>
 
-#include "server/cp/runtime/runtime.h"   /* the UX_RTC_* codes */
+#include "server/runtime/runtime.h"   /* the UX_RTC_* codes */
 
 #define UX_AGENT_FRAME_MAX   (8u << 20)    /* bytes before the "\n" */
 #define UX_AGENT_EVENTS_MAX  (32u << 20)   /* event bytes in one answer */
@@ -68,9 +68,11 @@ int ux_agent_frame_is_event(const json_t *frame, char *err, size_t errlen);
 int ux_agent_final(const json_t *frame, json_t **result, char *err, size_t errlen);
 
 /* One whole request on the control channel (ux_rt_call's contract, with
-** timeout_ms > 0). *broken is set to 1 when the agent broke the protocol
-** (as opposed to going away), so the caller can stop the runtime. */
-int ux_agent_call(int control, const json_t *req, int data_fd, int timeout_ms,
+** timeout_ms > 0, and at most events_max bytes of events: 0 means
+** UX_AGENT_EVENTS_MAX, (size_t)-1 no bound). *broken is set to 1 when the
+** agent broke the protocol (as opposed to going away), so the caller can
+** stop the runtime. */
+int ux_agent_call(int control, const json_t *req, int data_fd, int timeout_ms, size_t events_max,
                   int (*on_event)(void *ctx, const json_t *event), void *ctx,
                   json_t **result, int *broken, char *err, size_t errlen);
 

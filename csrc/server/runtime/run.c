@@ -5,16 +5,17 @@
 ** ended and gives its volume back.
 **
 ** The sandbox is one ordinary runner run: unsandboxd-agent, bound
-** read-only at a fixed path, in mode runtime on the workspace's volume
-** mounted at /workspace, with the agent's end of a SOCK_SEQPACKET control
-** channel as fd 10, no network, no ttl (the watcher owns the TTLs), and
-** files as large as the volume (a platform runtime is a pod whose only
-** bound on a file is its disk; the execution API's runs keep the
-** runner's 64 MiB). The
-** runner's kill paths (the run's pid namespace, its cgroup) make sure
-** nothing the runtime started outlives it.
+** read-only at a fixed path, in mode runtime on the volume (mounted at
+** /workspace for the Control Plane, where its shape says for a living
+** session or service), with the agent's end of a SOCK_SEQPACKET control
+** channel as fd 10, the network and vcpu of its shape, no ttl (the
+** watcher owns the TTLs), and files as large as the volume (a platform
+** runtime is a pod, a session a container, whose only bound on a file is
+** its disk; one-shot runs keep the runner's 64 MiB). The runner's kill
+** paths (the run's pid namespace, its cgroup) make sure nothing the
+** runtime started outlives it.
 */
-#include "server/cp/runtime/runtime_int.h"
+#include "server/runtime/runtime_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -29,21 +30,27 @@
 #define AGENT_STDERR_CAP (64 * 1024)   /* kept for the end's message */
 #define KILLED           (128 + 9)     /* the run's exit code after SIGKILL */
 
+#define ENV_MAX 64                     /* the registry's and the runtime's own */
+
 /* Starts the sandbox with agent_end as its control channel. */
 static ux_run *start_run(ux_rt *rt, int agent_end, char *err, size_t errlen) {
   ux_runtimes *rts = rt->rts;
-  static const char *const argv[] = { UX_RT_AGENT_IN, "runtime", "--root", "/workspace",
-                                      "--control-fd", "10", NULL };
+  const char *const argv[] = { UX_RT_AGENT_IN, "runtime", "--root", rt->root,
+                               "--control-fd", "10", NULL };
+  const char *env[ENV_MAX];
+  size_t n_env = 0;
+  for (size_t i = 0; i < rts->n_env && n_env < ENV_MAX; i++) env[n_env++] = rts->env[i];
+  for (size_t i = 0; rt->env[i] && n_env < ENV_MAX; i++) env[n_env++] = rt->env[i];
   ux_ro_bind bind = { rts->agent_fd, NULL, UX_RT_AGENT_IN };
   ux_run_spec spec;
   memset(&spec, 0, sizeof spec);
   spec.argv = argv;
-  spec.env = (const char *const *)rts->env;
-  spec.n_env = rts->n_env;
-  spec.network = 0;                      /* zerotrust */
+  spec.env = env;
+  spec.n_env = n_env;
+  spec.network = rt->network;
   spec.ttl_s = 0;                        /* the watcher enforces the TTLs */
   spec.fsize = ux_volume_disk_bytes();   /* 0 (never: the size is set at start) = default */
-  spec.vcpu = rts->cfg.vcpu;
+  spec.vcpu = rt->vcpu;
   spec.mem = &rt->mem;                   /* claimed by ux_runtimes_start */
   spec.output_cap = AGENT_STDERR_CAP;
   spec.workdir = rt->volume;             /* named in messages only */
@@ -51,7 +58,7 @@ static ux_run *start_run(ux_rt *rt, int agent_end, char *err, size_t errlen) {
   spec.pass_fd = agent_end;
   spec.ro_binds = &bind;
   spec.n_ro_binds = 1;
-  spec.work_mount = "/workspace";
+  spec.work_mount = rt->root;
   return ux_run_start(&spec, err, errlen);
 }
 
