@@ -84,7 +84,7 @@ local LIST_TYPES = { f = "file", d = "directory", l = "symlink" }
 
 local function floor(x) return math.floor(x + 0) end
 
---- File operations (the agent tools)
+--- File operations (the agent tools).
 -- Run by the sandbox-side helper through the shell tool (so they need a
 -- running runtime, made if needed). The agent tools' errors: kind
 -- not_found (no such path), sandbox (the sandbox refused: err.code

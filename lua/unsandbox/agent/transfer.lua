@@ -177,7 +177,7 @@ local function send_pieces(self, key, read, total, opts, part, stem, state)
   return done, hash:hex()
 end
 
---- Transfers of any size (the agent tools)
+--- Transfers of any size (the agent tools).
 -- Cut into pieces on the file routes and joined in the sandbox, each
 -- file checked by SHA-256: the client holds one piece at a time, and a
 -- failure leaves the destination as it was. A failed transfer's Error

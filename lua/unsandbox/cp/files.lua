@@ -27,7 +27,7 @@ end
 
 local function int(fname, arg, v) return check.int_range(fname, arg, v, 0, compat.maxinteger) end
 
---- Files through the workspace file routes
+--- Files through the workspace file routes.
 -- With the workspace's token, never creating a runtime: without a
 -- running one the server answers http 409 with err.hint ("create a
 -- sandbox for this workspace first").

@@ -25,7 +25,7 @@ local function count(fname, arg, v, lo, hi)
   return check.int_range(fname, arg, v, lo, hi)
 end
 
---- Files through the MCP tools
+--- Files through the MCP tools.
 -- Each ensures a running runtime first (creating one if needed) and
 -- fails with kind rpc (err.rpc_code -32602) when the tool refuses (no
 -- such file, a path escaping the workspace, an edit whose old text is
@@ -156,7 +156,7 @@ function Manager:grep_files(pattern, path, file_glob, mode, ci, context, use_reg
   return mcp.call(self, "grep_files", "file_grep", args, { key = key, timeout = FILE_TIMEOUT })
 end
 
---- Commands through the MCP shell tool
+--- Commands through the MCP shell tool.
 -- Commands run under bash in /workspace (no profile, pipefail), their
 -- process group killed at the timeout; each output stream is cut at
 -- 64 000 bytes. Exit codes are the runtime's report.
