@@ -47,156 +47,7 @@ local unsandbox = {
   pcall = compat.pcall,
 }
 
---- Resources
--- @section resources
-
---- Runs fn(resource, ...) and closes resource however fn ends: it
--- returns, raises, or its task is cancelled while it waits. On Lua 5.4
--- `local x <close> = resource` does the same; this is the way on 5.1,
--- LuaJIT and 5.3, which have no to-be-closed variables. A resource closes
--- as its `<close>` would: a Sandbox, Shell, Process or Context whose close
--- fails raises that Error, unless fn raised (whose error is kept).
--- @function with
--- @tparam Client|Manager|Sandbox|Shell|Terminal|Process|Context|Binding resource
--- anything with a close method or a __close metamethod
--- @tparam function fn called as fn(resource, ...)
--- @param ... more arguments for fn
--- @return what fn returns
--- @raise what fn raised, raised again once resource is closed;
--- "bad argument #1 to 'with'" when resource has no close,
--- "bad argument #2" when fn cannot be called
--- @usage local out = unsandbox.with(unsandbox.client{}, function(c)
---   return assert(c:execute_code("python", "print(1)")).stdout
--- end)
-
---- pcall that a task's calls can wait across. PUC Lua 5.1 cannot yield
--- across its own pcall (LuaJIT and 5.2+ can, and there this is pcall
--- itself): inside a task on 5.1, protect library calls with it.
--- @function pcall
--- @tparam function f the function to call
--- @param ... its arguments
--- @treturn boolean true when f returned, false when it raised
--- @return what f returned, or what it raised
-
 local Client = core.exec.Client   -- the methods table of the C userdata
-
--- The task functions are lua/unsandbox/tasks.lua's, loaded on first use
--- (public.lua's LAZY_FIELDS); their reference is here.
-
---- Tasks: many calls at once, on one thread
--- @section tasks
-
---- Starts fn(...) as a task: it runs from the next `step` on (or the
--- next wait of the main thread: `run`, `Task:wait`, `completed`), and
--- inside it every call of the library yields instead of blocking, so
--- many tasks wait together on one event loop. The task starts with the
--- spawner's per-coroutine bindings (acting subjects, trace).
--- @function spawn
--- @tparam function fn the task's body (or a callable table)
--- @param ... its arguments
--- @treturn Task the task, in status "ready"
--- @raise "bad argument #1 to 'spawn'" when fn cannot be called
--- @usage local t = unsandbox.spawn(unsandbox.execute_code, "python", "print(1)")
--- local result, err = t:wait()
-
---- Advances every task once: resumes those that can go on (for about a
--- millisecond, or timeout_ms if longer; the rest at the next step), waits
--- at most timeout_ms for the network, and resumes what that woke. The
--- call a game loop makes once a frame (with 0).
--- @function step
--- @tparam[opt=0] integer timeout_ms the longest wait in milliseconds (0: never blocks)
--- @treturn[1] integer the number of tasks not yet ended
--- @return[2] nil after Ctrl-C
--- @treturn[2] Error kind interrupted (every task was cancelled)
--- @raise when called inside a task, or with a negative timeout_ms
-
---- Steps until every task has ended.
--- @function run
--- @tparam[opt] number timeout seconds at most (default: no limit)
--- @treturn[1] boolean true once every task has ended
--- @return[2] nil
--- @treturn[2] Error kind timeout (the tasks go on) or interrupted (Ctrl-C:
--- every task was cancelled)
--- @raise when called inside a task, or with a timeout that is not a
--- positive number
-
---- What a host's own event loop waits on before calling `step`(0).
--- @function pollfds
--- @treturn table a list of `{fd = integer, events = "r"|"w"|"rw"}`
--- @treturn integer timeout_ms: how long the host may wait (0: a task can
--- go on now; -1: nothing is scheduled)
-
---- Iterates over tasks in the order they end. Inside a task it yields
--- between them; elsewhere it drives the loop. Ctrl-C cancels the tasks
--- and ends the iteration.
--- @function completed
--- @tparam table list tasks (false or nil holes are skipped)
--- @treturn function an iterator of `i, task` (i the task's key in list)
--- @raise when list is not a table
--- @usage for i, t in unsandbox.completed(tasks) do print(i, t:result()) end
-
---- The task whose code is running.
--- @function current_task
--- @treturn Task|nil the task, or nil in the main thread
-
---- A task: a coroutine the library runs on its event loop (`spawn`).
--- `unsandbox.Task` is the class table.
--- @type Task
-
---- Waits for the task to end: inside a task this yields, elsewhere it
--- drives the loop.
--- @function Task:wait
--- @tparam[opt] number timeout seconds at most (default: no limit)
--- @return[1] what the task's function returned, when it returned
--- @return[2] nil when it raised or was cancelled
--- @return[2] what it raised (an Error of kind interrupted when cancelled,
--- with job_id and cancelled when its call had started a job)
--- @return[3] nil when the timeout passed (the task goes on)
--- @treturn[3] Error kind timeout
--- @raise when a task waits for itself, or timeout is not a positive number
-
---- The outcome of an ended task, as `Task:wait` returns it.
--- @function Task:result
--- @return what the task's function returned, or nil and its error
--- @raise when the task has not ended yet
-
---- Cancels the task now: the tasks it spawned that still run are
--- cancelled first, its open transfer is closed, its coroutine closed
--- (pending `<close>` variables run), and the cleanups of its calls
--- (cancelling its remote jobs) start as tasks of their own.
--- @function Task:cancel
--- @tparam[opt] string why words for the task's error message
--- @treturn boolean true, or false when it had already ended
--- @raise when a task cancels itself
-
---- The task's state.
--- @function Task:status
--- @treturn string "ready", "running", "waiting", "done", "failed" or "cancelled"
-
---- Whether the task has ended, however it ended.
--- @function Task:done
--- @treturn boolean
-
---- Artifacts
--- @section artifacts
-
---- Saves the artifacts of runs made with `return_artifacts = true`: to a
--- local directory, at their relative paths (refusing absolute names and
--- `..`), or handed to a function. Each file is written whole or not at
--- all (a temporary renamed over the name). Loaded on first use.
--- @function save_artifacts
--- @tparam table result_or_list a result of execute_code (or of
--- wait_for_job, get_job) with `artifacts`, or a list of artifacts
--- `{filename =, content =}`
--- @tparam string|function dest a directory (made with its parents), or
--- dest(filename, content) called for each artifact
--- @tparam[opt] table opts `flatten` (true: "/" in a name becomes "_")
--- @treturn[1] table the paths written (or the names given to dest)
--- @return[2] nil
--- @treturn[2] Error kind validation: a file that cannot be written, or a
--- name that is not a relative path inside dest
--- @raise when result_or_list is not a table, dest is empty, or an
--- option is unknown
 
 --- Clients, keys and hooks
 -- @section clients
@@ -374,6 +225,155 @@ function unsandbox.default_client()
   if not default then default = unsandbox.client() end
   return default
 end
+
+-- The task functions are lua/unsandbox/tasks.lua's, loaded on first use
+-- (public.lua's LAZY_FIELDS); their reference is here.
+
+--- Tasks: many calls at once, on one thread
+-- @section tasks
+
+--- Starts fn(...) as a task: it runs from the next `step` on (or the
+-- next wait of the main thread: `run`, `Task:wait`, `completed`), and
+-- inside it every call of the library yields instead of blocking, so
+-- many tasks wait together on one event loop. The task starts with the
+-- spawner's per-coroutine bindings (acting subjects, trace).
+-- @function spawn
+-- @tparam function fn the task's body (or a callable table)
+-- @param ... its arguments
+-- @treturn Task the task, in status "ready"
+-- @raise "bad argument #1 to 'spawn'" when fn cannot be called
+-- @usage local t = unsandbox.spawn(unsandbox.execute_code, "python", "print(1)")
+-- local result, err = t:wait()
+
+--- Advances every task once: resumes those that can go on (for about a
+-- millisecond, or timeout_ms if longer; the rest at the next step), waits
+-- at most timeout_ms for the network, and resumes what that woke. The
+-- call a game loop makes once a frame (with 0).
+-- @function step
+-- @tparam[opt=0] integer timeout_ms the longest wait in milliseconds (0: never blocks)
+-- @treturn[1] integer the number of tasks not yet ended
+-- @return[2] nil after Ctrl-C
+-- @treturn[2] Error kind interrupted (every task was cancelled)
+-- @raise when called inside a task, or with a negative timeout_ms
+
+--- Steps until every task has ended.
+-- @function run
+-- @tparam[opt] number timeout seconds at most (default: no limit)
+-- @treturn[1] boolean true once every task has ended
+-- @return[2] nil
+-- @treturn[2] Error kind timeout (the tasks go on) or interrupted (Ctrl-C:
+-- every task was cancelled)
+-- @raise when called inside a task, or with a timeout that is not a
+-- positive number
+
+--- What a host's own event loop waits on before calling `step`(0).
+-- @function pollfds
+-- @treturn table a list of `{fd = integer, events = "r"|"w"|"rw"}`
+-- @treturn integer timeout_ms: how long the host may wait (0: a task can
+-- go on now; -1: nothing is scheduled)
+
+--- Iterates over tasks in the order they end. Inside a task it yields
+-- between them; elsewhere it drives the loop. Ctrl-C cancels the tasks
+-- and ends the iteration.
+-- @function completed
+-- @tparam table list tasks (false or nil holes are skipped)
+-- @treturn function an iterator of `i, task` (i the task's key in list)
+-- @raise when list is not a table
+-- @usage for i, t in unsandbox.completed(tasks) do print(i, t:result()) end
+
+--- The task whose code is running.
+-- @function current_task
+-- @treturn Task|nil the task, or nil in the main thread
+
+--- A task: a coroutine the library runs on its event loop (`spawn`).
+-- `unsandbox.Task` is the class table.
+-- @type Task
+
+--- Waits for the task to end: inside a task this yields, elsewhere it
+-- drives the loop.
+-- @function Task:wait
+-- @tparam[opt] number timeout seconds at most (default: no limit)
+-- @return[1] what the task's function returned, when it returned
+-- @return[2] nil when it raised or was cancelled
+-- @return[2] what it raised (an Error of kind interrupted when cancelled,
+-- with job_id and cancelled when its call had started a job)
+-- @return[3] nil when the timeout passed (the task goes on)
+-- @treturn[3] Error kind timeout
+-- @raise when a task waits for itself, or timeout is not a positive number
+
+--- The outcome of an ended task, as `Task:wait` returns it.
+-- @function Task:result
+-- @return what the task's function returned, or nil and its error
+-- @raise when the task has not ended yet
+
+--- Cancels the task now: the tasks it spawned that still run are
+-- cancelled first, its open transfer is closed, its coroutine closed
+-- (pending `<close>` variables run), and the cleanups of its calls
+-- (cancelling its remote jobs) start as tasks of their own.
+-- @function Task:cancel
+-- @tparam[opt] string why words for the task's error message
+-- @treturn boolean true, or false when it had already ended
+-- @raise when a task cancels itself
+
+--- The task's state.
+-- @function Task:status
+-- @treturn string "ready", "running", "waiting", "done", "failed" or "cancelled"
+
+--- Whether the task has ended, however it ended.
+-- @function Task:done
+-- @treturn boolean
+
+--- Artifacts
+-- @section artifacts
+
+--- Saves the artifacts of runs made with `return_artifacts = true`: to a
+-- local directory, at their relative paths (refusing absolute names and
+-- `..`), or handed to a function. Each file is written whole or not at
+-- all (a temporary renamed over the name). Loaded on first use.
+-- @function save_artifacts
+-- @tparam table result_or_list a result of execute_code (or of
+-- wait_for_job, get_job) with `artifacts`, or a list of artifacts
+-- `{filename =, content =}`
+-- @tparam string|function dest a directory (made with its parents), or
+-- dest(filename, content) called for each artifact
+-- @tparam[opt] table opts `flatten` (true: "/" in a name becomes "_")
+-- @treturn[1] table the paths written (or the names given to dest)
+-- @return[2] nil
+-- @treturn[2] Error kind validation: a file that cannot be written, or a
+-- name that is not a relative path inside dest
+-- @raise when result_or_list is not a table, dest is empty, or an
+-- option is unknown
+
+--- Resources
+-- @section resources
+
+--- Runs fn(resource, ...) and closes resource however fn ends: it
+-- returns, raises, or its task is cancelled while it waits. On Lua 5.4
+-- `local x <close> = resource` does the same; this is the way on 5.1,
+-- LuaJIT and 5.3, which have no to-be-closed variables. A resource closes
+-- as its `<close>` would: a Sandbox, Shell, Process or Context whose close
+-- fails raises that Error, unless fn raised (whose error is kept).
+-- @function with
+-- @tparam Client|Manager|Sandbox|Shell|Terminal|Process|Context|Binding resource
+-- anything with a close method or a __close metamethod
+-- @tparam function fn called as fn(resource, ...)
+-- @param ... more arguments for fn
+-- @return what fn returns
+-- @raise what fn raised, raised again once resource is closed;
+-- "bad argument #1 to 'with'" when resource has no close,
+-- "bad argument #2" when fn cannot be called
+-- @usage local out = unsandbox.with(unsandbox.client{}, function(c)
+--   return assert(c:execute_code("python", "print(1)")).stdout
+-- end)
+
+--- pcall that a task's calls can wait across. PUC Lua 5.1 cannot yield
+-- across its own pcall (LuaJIT and 5.2+ can, and there this is pcall
+-- itself): inside a task on 5.1, protect library calls with it.
+-- @function pcall
+-- @tparam function f the function to call
+-- @param ... its arguments
+-- @treturn boolean true when f returned, false when it raised
+-- @return what f returned, or what it raised
 
 -- The Client's methods, group by group, and the module functions, made
 -- from the one declared table of public functions (public.lua).

@@ -55,7 +55,7 @@ local wait_result, wait_started = calls.wait_result, calls.wait_started
 -- the ttl plus a minute)
 -- @tparam[opt] function opts.on_poll on_poll(job, attempt) after each
 -- poll; returning false stops waiting (kind validation)
--- @param[opt] opts.url as a module function, the connection options too
+-- @tparam[opt] string opts.url as a module function, the connection options too
 -- (`url`, `public_key`, `secret_key`, `account`, `ca_file`, ...): a
 -- one-off client for this call
 -- @treturn[1] table the result: `stdout`, `stderr` (strings),
