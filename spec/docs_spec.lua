@@ -125,6 +125,14 @@ describe("make doc #integration", function()
     assert.same({}, missing)
   end)
 
+  it("shows a comment's <close> and <placeholders> as text, not as tags", function()
+    assert.matches("local x &lt;close&gt; = resource", pages["modules/unsandbox"], 1, true)
+    assert.matches("00-&lt;trace&gt;-&lt;new span&gt;-&lt;flags&gt;", pages["modules/unsandbox"], 1, true)
+    for page, text in pairs(pages) do
+      assert.is_nil(text:find("<close>", 1, true), page)
+    end
+  end)
+
   it("gives every parameter and field a type", function()
     local untyped = {}
     for page, text in pairs(pages) do

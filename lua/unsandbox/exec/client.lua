@@ -47,9 +47,8 @@ local request_limit = calls.request_limit
 -- @function url
 -- @treturn string the URL, without a trailing slash
 
---- Closes the client and wipes its secret; idempotent. Requests in
--- flight fail (kind transport); using the client afterwards raises
--- "attempt to use a closed Client".
+--- Closes the client and wipes its secret; idempotent. Using the client
+-- afterwards raises "attempt to use a closed Client".
 -- @function close
 
 --- What this client would use, without a request; never the secret.
