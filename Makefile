@@ -305,10 +305,13 @@ bench:
 
 # The reference of the public module (LDoc, docs/config.ld) in build/doc/;
 # the man pages are docs/man/*.1, written by hand and installed as they are.
+# LDoc's warnings go to stderr and stay in sight; its stdout is chatter
+# (the config it read, a line per file merged into a class), shown only
+# when it fails.
 doc:
 	$(DEPS) doc
-	@rm -rf build/doc
-	@cd docs && ldoc -q .
+	@rm -rf build/doc && mkdir -p build
+	@cd docs && ldoc -q . >../build/ldoc.out || { cat ../build/ldoc.out; exit 1; }
 	@echo "reference: build/doc/index.html; man pages: docs/man/"
 
 # Proves the rockspec: builds and installs into a temporary tree, then

@@ -11,33 +11,42 @@
 -- with job_id and cancelled when the call had a job of its own.
 -- tostring(err) reads well (and so does "text: " .. err), so
 -- `assert(unsandbox.execute_code(...))` gives a useful message.
--- @module unsandbox.errors
+-- docs/guide/troubleshooting.md says what to do about each kind.
+-- @classmod Error
 
---- An expected failure, the second value of `nil, err`.
+--- An expected failure, the second value of `nil, err`: its fields.
 -- @table Error
--- @field kind "credentials", "http", "transport", "timeout", "protocol",
+-- @tfield string kind "credentials", "http", "transport", "timeout", "protocol",
 -- "validation", "interrupted", "cancelled" or "rpc"; the agent tools add
 -- "not_found" (no such path or process), "sandbox" (the sandbox refused an
 -- operation: code says why, e.g. "not_empty", "exists", "exited") and
 -- "integrity" (a transfer's sha256 did not match)
--- @field status the HTTP status (kind http; 499 for cancelled)
--- @field code the server's own error code, when it gives one (kind
+-- @tfield integer status the HTTP status (kind http; a Manager's transport,
+-- timeout, protocol and rpc errors 502; 499 for cancelled)
+-- @tfield string code the server's own error code, when it gives one (kind
 -- sandbox: the sandbox side's reason)
--- @field path the file a transfer was moving (transfers only)
--- @field offset the byte a transfer had reached when it failed
--- @field message the server's own text where there is one
--- @field request_id the X-Request-Id of the exchange, when there was one
--- @field retry_after seconds to wait (429), clamped
--- @field challenge_id a sudo challenge (428) to answer with a one-time password
--- @field job_id the job a call gave up on (timeout, interrupted: a
+-- @tfield string path the file a transfer was moving (transfers only)
+-- @tfield integer offset the byte a transfer had reached when it failed
+-- @tfield string message the server's own text where there is one
+-- @tfield string request_id the X-Request-Id of the exchange, when there was one
+-- @tfield number retry_after seconds to wait (429), clamped
+-- @tfield string challenge_id a sudo challenge (428) to answer with a one-time password
+-- @tfield string job_id the job a call gave up on (timeout, interrupted: a
 -- deadline, Ctrl-C or a cancelled task), when it had one
--- @field cancelled whether a job the call started was cancelled when it gave up
--- @field hint what to do about it, where the client can tell (the language
+-- @tfield boolean cancelled whether a job the call started was cancelled when it gave up
+-- @tfield string hint what to do about it, where the client can tell (the language
 -- is not one the service runs, and the nearest names; a URL that is not
 -- the service's root; no credentials: how to run with none), or the
 -- Control Plane's own hint (file routes' 409)
--- @field timing the call's timing: exchanges, parts, waits, total_ms (see
+-- @tfield table timing the call's timing: exchanges, parts, waits, total_ms (see
 -- docs/guide/observability.md)
+-- @tfield integer rpc_code the JSON-RPC error code (kind rpc): -32602 bad arguments
+-- or no such shell session, -32001 every PTY session busy, -32603 other
+-- @tfield any data the JSON-RPC error's data (kind rpc), when it gave some
+-- @tfield table body the decoded JSON body of an HTTP error, when it had one
+-- @tfield integer close_code the WebSocket close code of a Terminal that failed
+-- @tfield Error cause the first error of a failed transfer (err.path, err.offset)
+-- @tfield string reason why a stream was cancelled ("is_cancelled", "interrupted")
 local Error = { __name = "unsandbox.Error" }
 Error.__index = Error
 
@@ -50,15 +59,28 @@ local KINDS = {
   not_found = true, sandbox = true, integrity = true,
 }
 
+--- Makes an Error, for code that returns failures in the library's shape.
+-- @static
+-- @tparam table fields its fields (the table becomes the Error); `kind`
+-- is required
+-- @treturn Error
+-- @raise an unknown kind
 function Error.new(fields)
   assert(KINDS[fields.kind], "unknown error kind")
   return setmetatable(fields, Error)
 end
 
+--- Whether a value is an Error (`unsandbox.Error.is(err)`).
+-- @static
+-- @tparam any v
+-- @treturn boolean
 function Error.is(v)
   return getmetatable(v) == Error
 end
 
+--- "unsandbox: KIND [STATUS]: message (retry after N s); hint [request
+-- ID]": what print(err), tostring(err) and error(err) show.
+-- @treturn string
 function Error:__tostring()
   local head = "unsandbox: " .. self.kind
   if self.status then head = head .. " " .. self.status end
@@ -69,7 +91,10 @@ function Error:__tostring()
   return text
 end
 
--- "failed: " .. err reads like tostring(err), as print(err) does.
+--- `"failed: " .. err` reads like tostring(err), as print(err) does.
+-- @tparam string|Error a
+-- @tparam string|Error b
+-- @treturn string
 function Error.__concat(a, b)
   return tostring(a) .. tostring(b)
 end

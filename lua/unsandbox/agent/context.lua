@@ -17,8 +17,10 @@
 -- fresh one (result.restarted says so).
 --
 -- Like every resource a Context is closed by close() or a `<close>`
--- variable, which ends its interpreter.
--- @module unsandbox.Context
+-- variable, which ends its interpreter. Made by `Sandbox:context`; its
+-- field `language` names its interpreter. Using a closed Context raises
+-- "attempt to use a closed Context".
+-- @classmod Context
 local check = require "unsandbox.check"
 local core = require "unsandbox.core"
 local transport = require "unsandbox.transport"
@@ -58,7 +60,7 @@ local function start(self)
   return true
 end
 
---- new(m, key, language, opts): see Sandbox:context. Runs an empty cell
+-- new(m, key, language, opts): see Sandbox:context. Runs an empty cell
 -- to make sure the interpreter is there.
 function M.new(m, key, language, opts)
   check.type("context", "language", language, "string")
@@ -141,13 +143,20 @@ local function await(self, n, deadline, code)
   end
 end
 
---- run(code[, opts]): runs one cell; returns {stdout, stderr, error
--- (nil, or {name, message, traceback}: the interpreter's exception, as
--- data), value (the repr of a last expression, python/node/lua), exit
--- (bash: the cell's status; any language: the interpreter's status if it
--- died), restarted (true when this run had to start a fresh
--- interpreter)}, or nil, Error when the cell could not be run. opts.timeout
--- (s, default the context's, 60).
+--- Runs one cell. A cell over its timeout is interrupted; if it does
+-- not stop, the interpreter is killed (its state is lost) and the next
+-- run starts a fresh one.
+-- @tparam string code the cell
+-- @tparam[opt] table opts `timeout` (s, default the context's, 60)
+-- @treturn[1] table `{stdout, stderr, error, value, exit, restarted}`:
+-- error nil or `{name, message, traceback}` (the interpreter's
+-- exception, as data; name "Timeout" or "Exit" when it was killed or
+-- died), value the repr of a last expression (python, node, lua), exit
+-- the cell's status (bash) or the interpreter's if it died, restarted
+-- true when this run had to start a fresh interpreter
+-- @return[2] nil
+-- @treturn[2] Error when the cell could not be run
+-- @raise code not a string, a closed Context
 function Context:run(code, opts)
   open(self, "run")
   check.type("run", "code", code, "string")
@@ -187,6 +196,9 @@ function Context:run(code, opts)
 end
 
 --- Ends the interpreter and starts a fresh one (the state is lost).
+-- @treturn[1] boolean true
+-- @return[2] nil
+-- @treturn[2] Error
 function Context:restart()
   open(self, "restart")
   if self.process then self.process:close() end
@@ -194,7 +206,11 @@ function Context:restart()
   return start(self)
 end
 
---- Ends the interpreter and closes the Context. Idempotent.
+--- Ends the interpreter and closes the Context. Idempotent; `<close>`
+-- and `unsandbox.with` call it.
+-- @treturn[1] boolean true
+-- @return[2] nil
+-- @treturn[2] Error
 function Context:close()
   if self.closed then return true end
   self.closed = true

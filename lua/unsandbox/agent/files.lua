@@ -10,7 +10,7 @@
 -- not under .sandbox; the client refuses a bad one before sending (a
 -- raise at the caller's line) and the helper refuses it again, also when
 -- a symlinked parent leads out of the workspace.
--- @module unsandbox.agent.files
+-- @classmod Manager
 local check = require "unsandbox.check"
 local core = require "unsandbox.core"
 local helper = require "unsandbox.agent.helper"
@@ -44,7 +44,7 @@ local function utf8_valid(s)
 end
 M.utf8_valid = utf8_valid
 
---- A workspace path, normalised: /workspace/x → x, '.' and empty
+-- A workspace path, normalised: /workspace/x → x, '.' and empty
 -- segments dropped; the root is "." (allowed only with allow_root).
 -- '..', .sandbox, other absolute paths and bytes that are not UTF-8
 -- raise at the caller's line.
@@ -68,12 +68,12 @@ function M.path(fname, arg, p, allow_root)
   return table.concat(segs, "/")
 end
 
---- The directory part of a normalised path ("." for a top-level name).
+-- The directory part of a normalised path ("." for a top-level name).
 function M.parent(p)
   return p:match("^(.*)/[^/]*$") or "."
 end
 
---- join(dir, name): a path below dir ("." is the root).
+-- join(dir, name): a path below dir ("." is the root).
 function M.join(dir, name)
   if dir == "." then return name end
   return dir .. "/" .. name
@@ -84,10 +84,23 @@ local LIST_TYPES = { f = "file", d = "directory", l = "symlink" }
 
 local function floor(x) return math.floor(x + 0) end
 
---- stat(path[, key]): {type = "file"|"directory"|"symlink"|"other", size,
--- mode (the permission bits, e.g. 420 for 0644), mtime (epoch seconds)},
--- or nil, Error (kind not_found when nothing is there). A symlink is
--- described itself, not followed.
+--- File operations (the agent tools).
+-- Run by the sandbox-side helper through the shell tool (so they need a
+-- running runtime, made if needed). The agent tools' errors: kind
+-- not_found (no such path), sandbox (the sandbox refused: err.code
+-- "not_empty", "exists", ...).
+-- @section file_ops
+
+--- Describes a path; a symlink is described itself, not followed.
+-- @tparam string path a workspace path: relative to /workspace (or
+-- "/workspace/..."), no "..", not under .sandbox
+-- (the root "." too)
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] table `{path, type = "file"|"directory"|"symlink"|"other",
+-- size, mode (the permission bits: 420 for 0644), mtime (epoch seconds)}`
+-- @return[2] nil
+-- @treturn[2] Error not_found when nothing is there
+-- @raise a bad path
 function Manager:stat(path, key)
   path = M.path("stat", "path", path, true)
   local out, err = helper.run(self, key, "stat", { path }, { fname = "stat" })
@@ -99,8 +112,14 @@ function Manager:stat(path, key)
            size = tonumber(size), mtime = tonumber(mtime) }
 end
 
---- exists(path[, key]): true or false (a dangling symlink exists), or
--- nil, Error when the question could not be asked.
+--- Whether something is at a path (a dangling symlink is).
+-- @tparam string path a workspace path: relative to /workspace (or
+-- "/workspace/..."), no "..", not under .sandbox
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] boolean
+-- @return[2] nil
+-- @treturn[2] Error when the question could not be asked
+-- @raise a bad path
 function Manager:exists(path, key)
   path = M.path("exists", "path", path, true)
   local st, err = self:stat(path, key)
@@ -127,11 +146,16 @@ local function entries_of(dir, out)
   return list
 end
 
---- list(path[, opts][, key]): the entries below a directory ("." = the
--- workspace root), sorted by path, each {path (from the workspace root),
--- name, type, size, mode, mtime}. opts.recursive (false: one level),
--- opts.depth (levels with recursive; default all). At most 100000
--- entries: the list then has truncated = true. .sandbox is left out.
+--- The entries below a directory, sorted by path; .sandbox is left out.
+-- @tparam[opt="."] string path a workspace directory ("." the root)
+-- @tparam[opt] table opts `recursive` (boolean; false: one level),
+-- `depth` (levels, 1..4096, with recursive; default all)
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] table a list of `{path (from the root), name, type, size,
+-- mode, mtime}`; at most 100000, then `truncated = true`
+-- @return[2] nil
+-- @treturn[2] Error (not_found)
+-- @raise a bad path, depth without recursive
 function Manager:list(path, opts, key)
   path = M.path("list", "path", path or ".", true)
   opts = check.options("list", opts, LIST)
@@ -149,9 +173,16 @@ function Manager:list(path, opts, key)
   return list
 end
 
---- remove(path[, opts][, key]): a file, a symlink (not what it points
--- to) or an empty directory; opts.recursive removes a directory with its
--- contents. true, or nil, Error (not_found; sandbox code not_empty).
+--- Removes a file, a symlink (not what it points to) or an empty
+-- directory.
+-- @tparam string path a workspace path: relative to /workspace (or
+-- "/workspace/..."), no "..", not under .sandbox
+-- @tparam[opt] table opts `recursive` (true: a directory with its contents)
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] boolean true
+-- @return[2] nil
+-- @treturn[2] Error not_found; sandbox with err.code "not_empty"
+-- @raise a bad path (the root cannot be removed)
 function Manager:remove(path, opts, key)
   path = M.path("remove", "path", path)
   opts = check.options("remove", opts, { recursive = true })
@@ -162,9 +193,16 @@ function Manager:remove(path, opts, key)
   return true
 end
 
---- rename(from, to[, key]): moves a file or directory (over an existing
--- file, like rename(2); into an existing directory only by naming the
--- new path). The parent of `to` must exist. true, or nil, Error.
+--- Moves a file or directory: over an existing file, like rename(2);
+-- into an existing directory only by naming the new path. The parent of
+-- `to` must exist.
+-- @tparam string from a workspace path
+-- @tparam string to a workspace path
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] boolean true
+-- @return[2] nil
+-- @treturn[2] Error (not_found, sandbox)
+-- @raise a bad path
 function Manager:rename(from, to, key)
   from = M.path("rename", "from", from)
   to = M.path("rename", "to", to)
@@ -173,9 +211,17 @@ function Manager:rename(from, to, key)
   return true
 end
 
---- mkdir(path[, opts][, key]): a directory; opts.parents makes missing
--- parents and accepts one that exists. true, or nil, Error (sandbox code
--- exists; not_found for a missing parent without parents).
+--- Makes a directory.
+-- @tparam string path a workspace path: relative to /workspace (or
+-- "/workspace/..."), no "..", not under .sandbox
+-- @tparam[opt] table opts `parents` (true: make missing parents, and
+-- accept one that exists)
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] boolean true
+-- @return[2] nil
+-- @treturn[2] Error sandbox with err.code "exists"; not_found for a missing
+-- parent without parents
+-- @raise a bad path
 function Manager:mkdir(path, opts, key)
   path = M.path("mkdir", "path", path)
   opts = check.options("mkdir", opts, { parents = true })
@@ -204,8 +250,16 @@ local function mode_arg(mode)
   return mode
 end
 
---- chmod(path, mode[, key]): mode an integer (tonumber("755", 8)), an
--- octal string ("755") or a symbolic one ("u+x,go-w"). true, or nil, Error.
+--- Changes a path's mode.
+-- @tparam string path a workspace path: relative to /workspace (or
+-- "/workspace/..."), no "..", not under .sandbox
+-- @tparam integer|string mode an integer 0..4095 (`tonumber("755", 8)`),
+-- octal digits ("755") or a symbolic mode ("u+x,go-w")
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] boolean true
+-- @return[2] nil
+-- @treturn[2] Error (not_found)
+-- @raise a bad path or mode
 function Manager:chmod(path, mode, key)
   path = M.path("chmod", "path", path, true)
   local out, err = helper.run(self, key, "chmod", { path, mode_arg(mode) }, { fname = "chmod" })

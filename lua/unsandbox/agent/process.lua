@@ -26,7 +26,14 @@
 -- variable: a process still running is killed and its state removed,
 -- unless detach() closed the handle first. Inside a task every wait
 -- yields (each exec does); outside it blocks as every call does.
--- @module unsandbox.Process
+--
+-- Made by `Sandbox:spawn` (or taken up by `Sandbox:process`). Its fields:
+-- `id`, `pid` (in the runtime), `pty`, `command`, and `exit_code` once it
+-- has ended. Failures are `nil, err` as a Manager's, plus kind sandbox
+-- (err.code "closed": stdin was closed; "exited": the process has ended)
+-- and not_found (the runtime has no such process). Using a closed
+-- Process raises "attempt to use a closed Process".
+-- @classmod Process
 local check = require "unsandbox.check"
 local core = require "unsandbox.core"
 local observe = require "unsandbox.observe"
@@ -97,7 +104,7 @@ end
 
 local SPAWN = { cwd = true, env = true, pty = true, id = true, on_stdout = true, on_stderr = true }
 
---- spawn(m, key, command, opts): see the Sandbox method.
+-- spawn(m, key, command, opts): see the Sandbox method.
 function M.spawn(m, key, command, opts, path)
   opts = check.options("spawn", opts, SPAWN)
   check.type("spawn", "pty", opts.pty, "boolean", true)
@@ -146,7 +153,7 @@ local function records(out)
   return list
 end
 
---- attach(m, key, id): the process id of this runtime, from its first byte.
+-- attach(m, key, id): the process id of this runtime, from its first byte.
 function M.attach(m, key, id)
   check.type("process", "id", id, "string")
   if not core.cp.mcp_valid_session_id(id) then check.fail("process", "id", "not a process id") end
@@ -159,7 +166,7 @@ function M.attach(m, key, id)
   return p
 end
 
---- list(m, key): what runs (and ran) in this runtime.
+-- list(m, key): what runs (and ran) in this runtime.
 function M.list(m, key)
   local out, err = helper.run(m, key, "ps", {}, { fname = "processes" })
   if not out then return nil, err end
@@ -195,9 +202,15 @@ local function write_piece(self, piece)
   return true
 end
 
---- Writes data to the process's stdin (queued in the sandbox; the
--- process reads it at its own pace). true, or nil, Error (sandbox code
--- closed after close_stdin, exited when it has ended).
+--- Writes to the process's stdin (queued in the sandbox; the process
+-- reads it at its own pace). Any size: large writes go through the file
+-- routes in pieces.
+-- @tparam string data
+-- @treturn[1] boolean true
+-- @return[2] nil
+-- @treturn[2] Error sandbox with err.code "closed" (after close_stdin) or
+-- "exited" (it has ended)
+-- @raise data not a string
 function Process:write(data)
   open(self, "write")
   check.type("write", "data", data, "string")
@@ -223,7 +236,10 @@ function Process:write(data)
 end
 
 --- Closes the process's stdin: it reads end of file once the pieces
--- written before are consumed. Idempotent.
+-- written before are consumed (a PTY process gets ^D). Idempotent.
+-- @treturn[1] boolean true
+-- @return[2] nil
+-- @treturn[2] Error
 function Process:close_stdin()
   open(self, "close_stdin")
   if self.pty then
@@ -300,12 +316,18 @@ local function left_ms(deadline)
   return math.max(0, math.min(WAIT_MS, deadline - core.loop.monotonic_ms()))
 end
 
---- read([timeout]): the output written since the last read, as two
--- strings stdout, stderr (at least one non-empty), once some is there
--- (timeout seconds at most; nil = as long as it takes): both "" when the
--- time ran out; nil (one value) once the process has ended and all its
--- output was read (then p.exit_code is its status); nil, Error on failure.
+--- The output written since the last read, once some is there.
 -- on_stdout/on_stderr, when given to spawn, see the same pieces.
+-- @tparam[opt] number timeout seconds at most (nil: as long as it
+-- takes; 0: do not wait)
+-- @treturn[1] string stdout's new bytes
+-- @treturn[1] string stderr's new bytes (at least one of the two is
+-- non-empty; both "" when the time ran out)
+-- @return[2] nil (one value) once the process has ended and all its
+-- output was read: then `p.exit_code` is its status
+-- @return[3] nil
+-- @treturn[3] Error
+-- @raise a negative timeout
 function Process:read(timeout)
   open(self, "read")
   check.positive("read", "timeout", timeout ~= 0 and timeout or nil)
@@ -326,10 +348,12 @@ function Process:read(timeout)
   end
 end
 
---- for channel, chunk in p:output([timeout]) do ... end: the output as
--- it comes, channel "stdout" or "stderr", until the process has ended
--- (or timeout seconds in all have passed: the loop just ends). A failure
--- raises its Error.
+--- Iterates over the output as it comes, until the process has ended
+-- (or timeout seconds in all have passed: the loop just ends).
+-- @tparam[opt] number timeout seconds in all
+-- @treturn function an iterator of `channel ("stdout" or "stderr"),
+-- chunk`; a failure raises its Error from the iterator
+-- @usage for channel, chunk in p:output() do io.write(chunk) end
 function Process:output(timeout)
   open(self, "output")
   local deadline = deadline_of(timeout)
@@ -351,9 +375,10 @@ function Process:output(timeout)
   end
 end
 
---- for channel, line in p:lines([timeout]) do ... end: the output as
--- lines (without "\n"), per channel; a last line without "\n" comes at
--- the end.
+--- Iterates over the output as lines (without "\n"), per channel; a
+-- last line without "\n" comes at the end.
+-- @tparam[opt] number timeout seconds in all
+-- @treturn function an iterator of `channel, line`; a failure raises
 function Process:lines(timeout)
   local chunks = self:output(timeout)
   local pending, ready = { stdout = "", stderr = "" }, {}
@@ -378,12 +403,14 @@ function Process:lines(timeout)
   end
 end
 
---- wait([timeout]): waits for the process to end (timeout seconds at
--- most; nil = as long as it takes) and returns its exit code: the
--- command's status, or -N when kill() ended it by signal N (128 + N for a
--- signal from elsewhere). With on_stdout/on_stderr the output goes to
--- them meanwhile; without, it stays to be read. nil, Error (kind
--- timeout) when the time ran out: the process goes on.
+--- Waits for the process to end. With on_stdout/on_stderr the output
+-- goes to them meanwhile; without, it stays to be read.
+-- @tparam[opt] number timeout seconds at most (nil: as long as it takes)
+-- @treturn[1] integer its exit code: the command's status, or -N when
+-- `kill` ended it by signal N (128 + N for a signal from elsewhere)
+-- @return[2] nil
+-- @treturn[2] Error timeout when the time ran out (the process goes on)
+-- @raise timeout not a positive number
 function Process:wait(timeout)
   open(self, "wait")
   check.positive("wait", "timeout", timeout)
@@ -409,10 +436,15 @@ function Process:wait(timeout)
   return self.exit_code
 end
 
---- kill([signal]): sends signal ("KILL" default, "TERM", "INT", "HUP",
--- ... with or without "SIG") to the process's group. true, or nil, Error
--- (sandbox code exited when it had ended already). A PTY process takes
--- "KILL" (session_kill: a fresh shell) and "INT" (^C) only.
+--- Sends a signal to the process's group.
+-- @tparam[opt="KILL"] string signal "KILL", "TERM", "INT", "HUP", "QUIT",
+-- "USR1", "USR2", "STOP", "CONT", "ALRM", "WINCH", with or without "SIG";
+-- a PTY process takes "KILL" (session_kill: a fresh shell) and "INT"
+-- (^C) only
+-- @treturn[1] boolean true
+-- @return[2] nil
+-- @treturn[2] Error sandbox with err.code "exited" when it had ended already
+-- @raise an unknown signal
 function Process:kill(signal)
   open(self, "kill")
   signal = check.type("kill", "signal", signal, "string", true) or "KILL"
@@ -435,8 +467,11 @@ function Process:kill(signal)
   return true
 end
 
---- status(): {id, pid, running, exit_code, started (epoch s), pty,
--- command}, or nil, Error (not_found: the runtime has no such process).
+--- The process's record in the runtime.
+-- @treturn[1] table `{id, pid, running, exit_code, started (epoch s),
+-- pty, command}`
+-- @return[2] nil
+-- @treturn[2] Error not_found: the runtime has no such process
 function Process:status()
   open(self, "status")
   local out, err = run(self, "info", { self.id }, 30, "status")
@@ -445,15 +480,20 @@ function Process:status()
 end
 
 --- Closes the handle and leaves the process running (and its state, for
--- sb:process(id) to take up again). Idempotent.
+-- `Sandbox:process` to take up again). Idempotent.
+-- @treturn boolean true
 function Process:detach()
   self.closed, self.detached = true, true
   return true
 end
 
 --- Kills the process if it still runs, removes its state from the
--- runtime and closes the handle; nothing after detach(). true, or nil,
--- Error (the handle is closed either way). Idempotent.
+-- runtime and closes the handle; nothing after detach(). Idempotent;
+-- `<close>` and `unsandbox.with` call it (a failure then raises, unless
+-- the block already ends by an error).
+-- @treturn[1] boolean true
+-- @return[2] nil
+-- @treturn[2] Error (the handle is closed either way)
 function Process:close()
   if self.closed then return true end
   self.closed = true

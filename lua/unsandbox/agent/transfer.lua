@@ -26,7 +26,7 @@
 -- error names the file and the byte the transfer had reached (err.path,
 -- err.offset). Directories go file by file, so each file keeps its own
 -- checksum and the progress counts bytes of the whole directory.
--- @module unsandbox.agent.transfer
+-- @classmod Manager
 local check = require "unsandbox.check"
 local core = require "unsandbox.core"
 local observe = require "unsandbox.observe"
@@ -177,13 +177,32 @@ local function send_pieces(self, key, read, total, opts, part, stem, state)
   return done, hash:hex()
 end
 
---- upload(source, dest[, opts][, key]): source a string (its bytes), a
--- file handle (read from where it stands), {path = "local/file"} or a
--- reader function (returns pieces, nil at the end); dest a workspace path
--- (parents are made). opts: on_progress(done, total) after each piece
--- (total nil for a reader unless opts.size), sha256 (the source's
--- expected digest, checked). Returns {path, bytes, sha256}, or nil, Error
--- with err.path and err.offset; the destination is then untouched.
+--- Transfers of any size (the agent tools).
+-- Cut into pieces on the file routes and joined in the sandbox, each
+-- file checked by SHA-256: the client holds one piece at a time, and a
+-- failure leaves the destination as it was. A failed transfer's Error
+-- names the file and the byte it had reached (err.path, err.offset) and
+-- keeps the first error as err.cause; kind integrity when a checksum did
+-- not match, cancelled when on_progress returned false.
+-- @section transfers
+
+--- Uploads bytes of any size to a workspace file, atomically (written
+-- beside it, renamed over it once checked).
+-- @tparam string|file|table|function source a string (its bytes), a file
+-- handle (read from where it stands), `{path = "local/file"}`, or a
+-- reader function (returns pieces, nil at the end)
+-- @tparam string dest a workspace path (its parents are made)
+-- @tparam[opt] table opts `on_progress(done, total)` after each piece
+-- (total nil for a reader unless `size` is given; returning false
+-- cancels; what it raises is raised again once the temporaries are
+-- removed), `size` (bytes), `sha256` (the source's expected digest, 64
+-- hex: checked)
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] table `{path, bytes, sha256, source}`
+-- @return[2] nil
+-- @treturn[2] Error (err.path, err.offset; not_found: a local file that cannot
+-- be opened; integrity, cancelled)
+-- @raise a bad dest, a source of another type, a malformed sha256
 function Manager:upload(source, dest, opts, key)
   dest = files.path("upload", "dest", dest)
   opts = options("upload", opts)
@@ -296,13 +315,23 @@ local function fetch_pieces(self, key, src, size, sha, write, opts, state)
   return true, nil, offset, piece
 end
 
---- download(src[, dest][, opts][, key]): src a workspace file; dest nil
--- (the bytes are returned as a string), a local path or {path =} (written
--- to a temporary beside it, renamed once complete and checked), a file
--- handle (written from where it stands) or a sink function (called with
--- each piece). opts: on_progress(done, total), sha256 (expected, checked).
--- Returns the bytes / dest / true and {path, bytes, sha256}, or nil,
--- Error with err.path and err.offset (a local path is then untouched).
+--- Downloads a workspace file of any size.
+-- @tparam string src a workspace path
+-- @tparam[opt] string|table|file|function dest nil (the bytes are
+-- returned as a string), a local path or `{path =}` (written to a
+-- temporary beside it, renamed once complete and checked), a file handle
+-- (written from where it stands) or a sink function (called with each
+-- piece)
+-- @tparam[opt] table opts `on_progress(done, total)` (false cancels),
+-- `sha256` (the expected digest: checked before anything is read)
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] string|file|boolean the bytes (dest nil), the local
+-- path, the file handle, or true (a sink)
+-- @treturn[1] table `{path, bytes, sha256}`
+-- @return[2] nil
+-- @treturn[2] Error (err.path, err.offset; a local path is then untouched;
+-- integrity, cancelled, validation: the local file cannot be written)
+-- @raise a bad src, a dest of another type, a malformed sha256
 function Manager:download(src, dest, opts, key)
   src = files.path("download", "src", src)
   opts = options("download", opts)
@@ -374,12 +403,19 @@ local function walk(root, rel, out)
   return true
 end
 
---- upload_dir(local_dir, dest[, opts][, key]): every regular file below
--- local_dir to the same relative path below dest (a workspace
--- directory, made with its parents), each as upload does.
--- opts.on_progress(done, total, path) counts bytes of the whole tree.
--- Returns {files, bytes, skipped = {relative names of symlinks and
--- special files}}, or nil, Error (err.path names the file).
+--- Uploads every regular file below a local directory to the same
+-- relative path below a workspace directory, each as `upload` does.
+-- @tparam string dir the local directory
+-- @tparam string dest a workspace directory (made with its parents; "."
+-- the root)
+-- @tparam[opt] table opts `on_progress(done, total, path)`, counting bytes
+-- of the whole tree
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] table `{files, bytes, skipped}`, skipped the relative names
+-- of symlinks and special files
+-- @return[2] nil
+-- @treturn[2] Error (err.path names the file; not_found: dir cannot be read)
+-- @raise an empty dir, a bad dest, an unknown option
 function Manager:upload_dir(dir, dest, opts, key)
   check.nonempty("upload_dir", "local_dir", dir)
   dest = files.path("upload_dir", "dest", dest, true)
@@ -407,10 +443,18 @@ function Manager:upload_dir(dir, dest, opts, key)
   return { files = #tree.files, bytes = base, skipped = tree.skipped }
 end
 
---- download_dir(src, local_dir[, opts][, key]): every regular file below
--- the workspace directory src to the same relative path below local_dir
--- (made with its parents), each as download to a path does.
--- opts.on_progress(done, total, path). Returns {files, bytes, skipped}.
+--- Downloads every regular file below a workspace directory to the same
+-- relative path below a local directory (made with its parents), each
+-- as `download` to a path does.
+-- @tparam string src a workspace directory ("." the root)
+-- @tparam string dir the local directory
+-- @tparam[opt] table opts `on_progress(done, total, path)`
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] table `{files, bytes, skipped}`
+-- @return[2] nil
+-- @treturn[2] Error (err.path names the file; validation: a local directory
+-- cannot be made)
+-- @raise a bad src, an empty dir, an unknown option
 function Manager:download_dir(src, dir, opts, key)
   src = files.path("download_dir", "src", src, true)
   check.nonempty("download_dir", "local_dir", dir)

@@ -11,26 +11,28 @@ local M = {}
 
 --- The codes.
 -- @table codes
--- @field ok 0: done (or the program exited 0)
--- @field usage 64 (EX_USAGE): bad arguments: an unknown option or
+-- @tfield integer ok 0: done (or the program exited 0)
+-- @tfield integer usage 64 (EX_USAGE): bad arguments: an unknown option or
 -- command, a missing or malformed argument
--- @field service 69 (EX_UNAVAILABLE): the service refused or failed the
+-- @tfield integer service 69 (EX_UNAVAILABLE): the service refused or failed the
 -- request (an HTTP error, no connection, a reply the client cannot use),
 -- or the run did not finish (its job failed or was cancelled)
--- @field io 74 (EX_IOERR): a local I/O error after a program that exited
+-- @tfield integer io 74 (EX_IOERR): a local I/O error after a program that exited
 -- 0 (an artifact that cannot be saved); after one that did not, its own
 -- code is kept
--- @field timeout 75 (EX_TEMPFAIL): the program exceeded its time limit, or
+-- @tfield integer timeout 75 (EX_TEMPFAIL): the program exceeded its time limit, or
 -- the call its deadline
--- @field auth 77 (EX_NOPERM): no credentials, or the service refused them
+-- @tfield integer auth 77 (EX_NOPERM): no credentials, or the service refused them
 -- (401, 403)
--- @field internal 70 (EX_SOFTWARE): an error inside un itself (a bug)
--- @field interrupted 130: Ctrl-C (the job `un` submitted is cancelled)
+-- @tfield integer internal 70 (EX_SOFTWARE): an error inside un itself (a bug)
+-- @tfield integer interrupted 130: Ctrl-C (the job `un` submitted is cancelled)
 M.codes = {
   ok = 0, usage = 64, service = 69, internal = 70, io = 74, timeout = 75, auth = 77, interrupted = 130,
 }
 
 --- Is code one of un's own (so a program's exit with it needs a word)?
+-- @tparam integer code an exit code
+-- @treturn boolean true for the codes of the table above but 0
 function M.is_own(code)
   for name, c in pairs(M.codes) do
     if c == code and name ~= "ok" then return true end
@@ -38,7 +40,7 @@ function M.is_own(code)
   return false
 end
 
---- The codes as "N name" lines, for --help and the man page.
+-- The codes as "N name" lines, for --help and the man page.
 M.TEXT = {
   { 64, "bad arguments (an unknown option or command, a missing or malformed argument)" },
   { 69, "the service refused or failed the request, or the run did not finish" },

@@ -1,7 +1,9 @@
 --- The Control Plane part of the public module (spec control-plane.md;
 -- init.lua merges this table into `unsandbox`): the Manager and Sandbox
 -- classes with all their methods, the acting-subject derivation, and the
--- trace id bound per coroutine. Internal module.
+-- trace id bound per coroutine. Internal module: its functions are
+-- documented as the module's.
+-- @module unsandbox
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local context = require "unsandbox.context"
@@ -44,14 +46,30 @@ end
 wrap.methods(sandbox.class, { default_manager = true })
 wrap.methods(Shell, { new = true, detach = true, __tostring = true, __close = true })
 
+--- The Control Plane
+-- @section control_plane
+
+--- Makes a Manager, the client of the Control Plane.
+-- @function manager
+-- @tparam[opt] table opts see `Manager` (url, token, session, tenant, ...)
+-- @treturn Manager
+-- @see Manager
+
 local M = {
   Manager = core.cp.Manager,
   Sandbox = sandbox.class,
   manager = manager.new,
 }
 
---- X-Acting-Subject for (tenant, subject): hex of the first 16 bytes of
--- HMAC-SHA256(salt, tenant ‖ U+0000 ‖ subject) (§3). salt ≥ 32 bytes.
+--- The X-Acting-Subject of a tenant's end user: the hex of the first 16
+-- bytes of HMAC-SHA256(salt, tenant ‖ U+0000 ‖ subject). Bind it to a
+-- Manager's calls with `Manager:bind_subject` or `Manager:with_subject`.
+-- @tparam string salt the tenant's secret salt, at least 32 bytes
+-- @tparam string tenant the tenant id
+-- @tparam string subject the end user's own id (any string)
+-- @treturn string 32 lowercase hex
+-- @raise an argument that is not a string, a salt shorter than 32 bytes,
+-- a malformed tenant id
 function M.acting_subject(salt, tenant, subject)
   check.type("acting_subject", "salt", salt, "string")
   check.type("acting_subject", "tenant", tenant, "string")
@@ -70,11 +88,17 @@ end
 
 --- Binds a trace for the Control Plane requests of the running coroutine:
 -- each request then sends traceparent 00-<trace>-<new span>-<flags>, and
--- the server answers X-Request-Id: <trace>. id: 32 lowercase hex, or an
--- inbound traceparent (its trace id and flags are adopted). With fn,
--- runs fn(...) so bound and returns its results; without, returns a
--- Binding to close (`local t <close> = unsandbox.trace(id)`). Unbound
--- requests get a random trace each.
+-- the server answers X-Request-Id: <trace>. Unbound requests get a random
+-- trace each. Tasks spawned meanwhile start with the binding.
+-- @tparam string id a trace id (32 lowercase hex, not all zero), or an
+-- inbound traceparent (its trace id and flags are adopted)
+-- @tparam[opt] function fn run so bound; without it, the binding stays
+-- until the returned Binding is closed
+-- @param ... fn's arguments
+-- @return[1] what fn returns (the binding ends with fn, however fn ends)
+-- @treturn[2] Binding without fn: close it to unbind
+-- @raise a malformed id, fn not a function
+-- @usage local t <close> = unsandbox.trace(unsandbox.new_trace_id())
 function M.trace(id, fn, ...)
   local value = parse_trace("trace", id)
   if fn == nil then return context.bind(context.traces, context.TRACE_OWNER, value) end
@@ -82,16 +106,28 @@ function M.trace(id, fn, ...)
   return context.with(context.traces, context.TRACE_OWNER, value, fn, ...)
 end
 
---- The trace id and flags bound for the running coroutine, or nil.
+--- The trace bound for the running coroutine.
+-- @treturn[1] string the trace id (32 hex)
+-- @treturn[1] string its flags ("01": sampled)
+-- @return[2] nil when none is bound
 function M.current_trace()
   local v = context.get(context.traces, context.TRACE_OWNER)
   if v then return v.trace_id, v.flags end
   return nil
 end
 
---- A new random trace id (32 lowercase hex), e.g. for unsandbox.trace.
+--- A new random trace id, e.g. for `trace`.
+-- @treturn string 32 lowercase hex
 function M.new_trace_id()
   return core.trace.new_traceparent():sub(4, 35)
 end
+
+--- A value bound to the running coroutine (a trace, an acting subject)
+-- until it is closed: what `trace` and `Manager:bind_subject` return.
+-- @type Binding
+
+--- Restores what was bound before; idempotent. A `<close>` variable or
+-- `unsandbox.with` calls it.
+-- @function Binding:close
 
 return M

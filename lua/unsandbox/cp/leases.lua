@@ -5,6 +5,7 @@
 -- lease is held across a network call and a coroutine switch in between
 -- cannot leave a half-updated lease. Methods of unsandbox.Manager (the
 -- workspace's checkpoints are checkpoints.lua).
+-- @classmod Manager
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local transport = require "unsandbox.transport"
@@ -21,14 +22,30 @@ local function applied(self, apply, sid, doc, resp)
   return nil, transport.cp.bad_reply(msg, resp)
 end
 
---- The lease of a workspace as a table (what POST /v1/workspaces answers).
+-- The lease of a workspace as a table (what POST /v1/workspaces answers).
 local function ws_view(ws_id, token, owner, created)
   return { workspace_id = ws_id, status = "ready", created = created, owner = owner,
     access_token = token, file_url = "/v1/workspaces/" .. ws_id .. "/files" }
 end
 
---- §7.7: reuse the cached lease, or POST /v1/workspaces {session_id[, owner]}.
--- opts.principal = {kind=, id=} (not with a bound subject: the server says 400).
+--- Workspaces and runtimes by session key
+-- @section leases
+
+--- The session's workspace, made if needed (POST /v1/workspaces, §7.7):
+-- the cached lease is reused while its token lives more than 60 s and it
+-- was checked within the refresh period.
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @tparam[opt] string owner "tenant/subject" (admin identities only)
+-- @tparam[opt] boolean refresh true: ask the server even with a good lease
+-- @tparam[opt] table opts `principal = {kind =, id =}` (not with a bound
+-- subject: the server says 400)
+-- @treturn[1] table the WorkspaceLease: `{workspace_id, status, created,
+-- owner, access_token, file_url, ...}`
+-- @treturn[1] string|nil the request id (nil when the lease was reused)
+-- @return[2] nil
+-- @treturn[2] Error (http 403: owner with a tenant credential; 429: no capacity)
+-- @raise no key and no session of the Manager; owner or refresh of the
+-- wrong type
 function Manager:ensure_workspace(key, owner, refresh, opts)
   local sid, lk = self:_session("ensure_workspace", key)
   check.type("ensure_workspace", "owner", owner, "string", true)
@@ -48,7 +65,7 @@ function Manager:ensure_workspace(key, owner, refresh, opts)
   return doc, resp.request_id
 end
 
---- The runtime lease as a table (a SandboxLease's fields that the client keeps).
+-- The runtime lease as a table (a SandboxLease's fields that the client keeps).
 local function rt_view(sb_id, token, template, ws_id)
   return { id = sb_id, access_token = token, template = template, workspace_id = ws_id,
     status = "running", mcp_url = "/v1/sandboxes/" .. sb_id .. "/mcp" }
@@ -72,10 +89,20 @@ local function create_runtime(self, lk, ws_id, template)
   return doc, resp.request_id
 end
 
---- §7.8: a runtime for the session's workspace: the cached one (its token
--- refreshed when it expires within 60 s or the lease is stale; a 404
--- forgets it), else POST /v1/sandboxes {workspace_id[, template_id]}. A
--- cached runtime of another template is a local 409: nothing is sent.
+--- A running runtime for the session's workspace (§7.8): the cached one
+-- (its token refreshed when it expires within 60 s or the lease is stale;
+-- a 404 forgets it), else a new one (POST /v1/sandboxes, waiting up to
+-- 130 s for it to be ready).
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @tparam[opt] string template a template id (default "default")
+-- @treturn[1] table the runtime: `{id, access_token, template,
+-- workspace_id, status = "running", mcp_url}`
+-- @treturn[1] string|nil the request id (nil when the lease was reused)
+-- @return[2] nil
+-- @treturn[2] Error (kind validation, status 409: the cached runtime runs
+-- another template, and nothing was sent; http 400 unknown template, 429
+-- no capacity, 504 not ready in time)
+-- @raise a malformed template id, no key
 function Manager:ensure_runtime(key, template)
   local _, lk = self:_session("ensure_runtime", key)
   if template ~= nil then
@@ -104,8 +131,14 @@ function Manager:ensure_runtime(key, template)
   return create_runtime(self, lk, ws.workspace_id, template)
 end
 
---- DELETE /v1/sandboxes/{sb} of the cached runtime; none cached ⇒
--- {released=false, reason="no active Runtime"} and nothing is sent.
+--- Releases the session's cached runtime (DELETE /v1/sandboxes/{sb}); the
+-- workspace's files stay.
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] table `{id, released = true}`, or `{released = false,
+-- reason = "no active Runtime"}` when none is cached (nothing is sent)
+-- @treturn[1] string|nil the request id
+-- @return[2] nil
+-- @treturn[2] Error
 function Manager:release_runtime(key)
   local _, lk = self:_session("release_runtime", key)
   local st = self:_lease_status(lk, self:_now())
@@ -116,7 +149,13 @@ function Manager:release_runtime(key)
   return doc, resp.request_id
 end
 
---- POST /v1/workspaces/resolve {session_id}: never creates anything.
+--- Finds the session's workspace and its live runtime, never creating
+-- anything (POST /v1/workspaces/resolve).
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] table `{workspace_id, sandbox_id (or nil), template (or nil)}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error (http 404: no workspace for this key)
 function Manager:resolve_workspace(key)
   local sid = self:_session("resolve_workspace", key)
   local doc, resp = transport.cp_call(self, "resolve_workspace", "POST", "/v1/workspaces/resolve",
@@ -134,7 +173,12 @@ function Manager:resolve_workspace(key)
 end
 
 --- The session's live runtime, found without creating one: resolve, then
--- POST /v1/sandboxes/{sb}/token {}. None ⇒ 404 "sandbox '<key>' is not running".
+-- a fresh token for it (POST /v1/sandboxes/{sb}/token).
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] table the runtime, as `ensure_runtime` gives it
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error (http 404 "sandbox '<key>' is not running")
 function Manager:lookup_runtime(key)
   local sid, lk = self:_session("lookup_runtime", key)
   local res, err = self:resolve_workspace(key)
@@ -153,7 +197,11 @@ function Manager:lookup_runtime(key)
     resp.request_id
 end
 
---- What the Manager holds for a session (no request).
+--- What the Manager holds for a session: its lease, without a request.
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn table `{session_id, workspace_id, workspace_ready, sandbox_id,
+-- runtime_ready, template}` (the ids nil when none is held)
+-- @raise no key
 function Manager:status(key)
   local sid, lk = self:_session("status", key)
   local st = self:_lease_status(lk, self:_now())
@@ -161,14 +209,25 @@ function Manager:status(key)
   return st
 end
 
---- Forgets the client's lease of a session (the server keeps everything).
+--- Forgets the client's lease of a session (the server keeps everything:
+-- the next call finds it again).
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn boolean whether there was a lease
+-- @raise no key
 function Manager:forget(key)
   local _, lk = self:_session("forget", key)
   return self:_lease_forget(lk)
 end
 
---- DELETE /v1/workspaces/{ws}[?purge=1] of the session's workspace, found
--- by resolve (never created for this); the lease is forgotten.
+--- Deletes the session's workspace (found by resolve, never created for
+-- this); the lease is forgotten.
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @tparam[opt] boolean purge true: its checkpoints too
+-- @treturn[1] table `{workspace_id, released, data_retained, purged,
+-- checkpoints_purged}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error (http 404: none; 409: it still has a runtime)
 function Manager:delete_workspace(key, purge)
   local _, lk = self:_session("delete_workspace", key)
   check.type("delete_workspace", "purge", purge, "boolean", true)

@@ -1,9 +1,39 @@
---- unsandbox.Manager, the Control Plane client (spec §7, §8): its
--- constructor (M.new) and its own methods (M.methods: the acting subject
--- bound per coroutine, session keys, the clock of the leases, and the
--- low-level call). The methods of §8 live in the other files of cp/, one
--- per concern; all of them go through transport.lua. The userdata and its
--- C methods are csrc/lua/manager.c.
+--- unsandbox.Manager, the client of the sandbox platform's Control
+-- Plane (spec §7, §8): workspaces and runtimes by session key, their
+-- files, shells and checkpoints, object storage, and administration.
+-- Made by `unsandbox.manager{...}`; closed by `m:close()`, a `<close>`
+-- variable or the collector. A `Sandbox` is the friendlier face of one
+-- session key; every Sandbox method is a Manager method with the
+-- sandbox's name as key.
+--
+-- The contract of every method:
+--
+-- - `key`, the last argument of the methods that work in a workspace, is
+--   a session key (any string: only its hash is sent); nil means the
+--   Manager's own (session= or SANDBOX_SESSION_ID), and with none a call
+--   raises. The Manager keeps a lease (workspace and runtime tokens) per
+--   key and per acting subject.
+-- - Success returns the server's document and the request id:
+--   `doc, request_id`. An expected failure returns `nil, err`, err an
+--   `Error` of kind `http` (the server's status and its `error` text as
+--   message; err.hint on the file routes' 409), `transport`, `timeout` or
+--   `protocol` (status 502: "Sandbox Control Plane unavailable at URL",
+--   or a reply the client cannot use), `rpc` (status 502: an MCP tool's
+--   error, err.rpc_code: -32602 bad arguments or no such shell session,
+--   -32001 every PTY session busy), `cancelled` (499: a stream stopped by
+--   is_cancelled or Ctrl-C), `credentials` (no token: nothing was sent),
+--   `interrupted`; the agent tools add `not_found`, `sandbox` (err.code)
+--   and `integrity`.
+-- - Misuse raises at the caller's line: an argument of the wrong type or
+--   shape (a workspace path with `..`, an id that is not one), an unknown
+--   option, an object call with no acting subject bound and no owner, a
+--   closed Manager ("attempt to use a closed Manager").
+--
+-- Its own methods live here (the acting subject bound per coroutine,
+-- the clock of the leases, the low-level call); the other files of cp/
+-- and agent/ add the rest, one per concern; all of them go through
+-- transport.lua. The userdata and its C methods are csrc/lua/manager.c.
+-- @classmod Manager
 local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
@@ -21,16 +51,43 @@ local M = { methods = Manager }
 local OPTIONS = { clock = true, retry = true, on_request = true }
 for k in pairs(core.cp.MANAGER_OPTIONS) do OPTIONS[k] = true end
 
---- unsandbox.manager{url=, token=, session=, ca_file=, timeout=, refresh=,
--- tenant=, connect_timeout=, max_response=, lease_capacity=, env=, clock=,
--- max_concurrency=, retry=, on_request=}. retry: opt-in, idempotent calls
--- only (retry.lua); on_request(ev): this Manager's hook (observe.lua).
--- Timeouts in seconds; refresh in whole seconds. Defaults from
--- SANDBOX_CONTROL_PLANE_URL, SANDBOX_TOKEN, SANDBOX_SESSION_ID and
--- SANDBOX_LIFECYCLE_REFRESH_SECONDS. A Manager without a token can be made
--- (is_configured() says false); its calls fail before anything is sent.
--- clock (for tests and embedders): a function giving whole seconds on a
--- clock that does not jump, used by the lease rules.
+--- The Manager
+-- @section manager
+
+--- Makes a Manager. A Manager without a token can be made
+-- (`is_configured` says false): its calls fail with kind credentials
+-- before anything is sent.
+-- @function unsandbox.manager
+-- @static
+-- @tparam[opt] table opts
+-- @tparam[opt] string opts.url the Control Plane's base URL (default
+-- SANDBOX_CONTROL_PLANE_URL)
+-- @tparam[opt] string opts.token the bearer token: a tenant key, an admin
+-- key or the break-glass token (default SANDBOX_TOKEN)
+-- @tparam[opt] string opts.session the default session key (default
+-- SANDBOX_SESSION_ID)
+-- @tparam[opt] string opts.tenant sent as X-Sandbox-Tenant
+-- @tparam[opt=100] number opts.timeout seconds of one request (some calls
+-- take longer: runtime creation 130 s, checkpoints 150 s)
+-- @tparam[opt] number opts.connect_timeout seconds to connect
+-- @tparam[opt] integer opts.refresh whole seconds a lease is trusted
+-- before it is checked again (default SANDBOX_LIFECYCLE_REFRESH_SECONDS)
+-- @tparam[opt] string opts.ca_file a PEM bundle to verify TLS with
+-- @tparam[opt] integer opts.max_response bytes of one response at most
+-- (default 80 MiB)
+-- @tparam[opt] integer opts.lease_capacity leases kept at most
+-- @tparam[opt] integer opts.max_concurrency requests in flight at once
+-- @tparam[opt] table opts.env `{NAME = value}` standing in for the
+-- environment's SANDBOX_* variables
+-- @tparam[opt] table opts.retry opt-in retries of idempotent calls only
+-- (as for `unsandbox.client`)
+-- @tparam[opt] function opts.on_request this Manager's hook
+-- @tparam[opt] function opts.clock whole seconds on a clock that does not
+-- jump, for the lease rules (tests and embedders)
+-- @treturn Manager
+-- @raise an unknown option, a value of the wrong type or range, a
+-- malformed URL or tenant (also the SANDBOX_* variables')
+-- @usage local m <close> = unsandbox.manager{url = "http://127.0.0.1:8090", token = tok}
 function M.new(opts)
   opts = check.options("manager", opts, OPTIONS)
   local c = {}
@@ -63,8 +120,29 @@ function M.new(opts)
   return m
 end
 
---- m:on_request(fn): this Manager's request hook (nil removes it);
--- returns the previous one. See unsandbox.on_request.
+--- The base URL this Manager talks to.
+-- @function url
+-- @treturn string
+
+--- Whether the Manager has a token (calls can be made).
+-- @function is_configured
+-- @treturn boolean
+
+--- The session id of the Manager's own session key (session= or
+-- SANDBOX_SESSION_ID): the first 32 hex of its SHA-256, what the server
+-- sees of it.
+-- @function session_id
+-- @treturn string|nil the session id, or nil when the Manager has no key
+
+--- Closes the Manager and its open transfers (its leases are
+-- forgotten); idempotent. Using it afterwards raises "attempt to use a closed Manager".
+-- @function close
+
+--- Sets this Manager's request hook, called after every exchange of this
+-- Manager as `unsandbox.on_request` describes (the global hook runs too).
+-- @tparam function|nil fn the hook; nil removes it
+-- @treturn function|nil the previous one
+-- @raise fn neither a function nor nil
 function Manager:on_request(fn)
   check.type("on_request", "fn", fn, "function", true)
   local st = self:_state()
@@ -73,7 +151,7 @@ function Manager:on_request(fn)
   return prev
 end
 
---- Whole seconds of the Manager's clock (monotonic unless a clock= was given).
+-- Whole seconds of the Manager's clock (monotonic unless a clock= was given).
 function Manager:_now()
   local clock = self:_state().clock
   if not clock then return compat.idiv(core.loop.monotonic_ms(), 1000) end
@@ -93,7 +171,7 @@ local function lease_key(self, sid)
   return core.cp.session_id(sid .. ":" .. subject)
 end
 
---- The session id for a key (§5.1): an explicit key, else the Manager's
+-- The session id for a key (§5.1): an explicit key, else the Manager's
 -- session (session= or SANDBOX_SESSION_ID), and the key of its lease for
 -- the running coroutine. The key itself is never sent.
 function Manager:_session(fname, key)
@@ -111,9 +189,8 @@ function Manager:_session(fname, key)
   return sid, lease_key(self, sid)
 end
 
-------------------------------------------------------------------------
--- The acting subject, bound per coroutine (§3, §7.1, §7.4)
-------------------------------------------------------------------------
+--- The acting subject, bound per coroutine
+-- @section subject
 
 local function check_subject(fname, subject)
   check.type(fname, "subject", subject, "string")
@@ -123,29 +200,49 @@ local function check_subject(fname, subject)
   end
 end
 
---- Binds subject for the calls of the running coroutine on this Manager
--- until the returned Binding is closed: `local b <close> = m:bind_subject(s)`.
+--- Binds an acting subject (X-Acting-Subject) for the calls of the
+-- running coroutine on this Manager, until the returned Binding is
+-- closed. Object calls need one (or an owner); the server gives each
+-- subject its own workspace for a session key. Tasks spawned meanwhile
+-- start with the binding.
+-- @tparam string subject 32 lowercase hex (`unsandbox.acting_subject`)
+-- @treturn Binding close it to unbind
+-- @raise a subject of another shape
+-- @usage local b <close> = m:bind_subject(unsandbox.acting_subject(salt, tenant, user))
 function Manager:bind_subject(subject)
   check_subject("bind_subject", subject)
   return context.bind(context.subjects, self, subject)
 end
 
---- Runs fn(...) with subject bound for this coroutine; returns fn's results.
+--- Runs fn(...) with an acting subject bound for this coroutine (as
+-- `bind_subject`), unbound however fn ends. Also named
+-- acting_subject_context.
+-- @tparam string subject 32 lowercase hex
+-- @tparam function fn
+-- @param ... fn's arguments
+-- @return what fn returns
+-- @raise a subject of another shape, fn not a function; what fn raises
 function Manager:with_subject(subject, fn, ...)
   check_subject("with_subject", subject)
   check.type("with_subject", "fn", fn, "function")
   return context.with(context.subjects, self, subject, fn, ...)
 end
 Manager.acting_subject_context = Manager.with_subject
+--- The name of `with_subject` in the protocol's SDK surface (§8).
+-- @function acting_subject_context
+-- @tparam string subject
+-- @tparam function fn
+-- @param ...
+-- @return what fn returns
 
---- The subject bound for the running coroutine, or nil.
+--- The acting subject bound for the running coroutine on this Manager.
+-- @treturn string|nil the subject, or nil
 function Manager:acting_subject()
   return context.get(context.subjects, self)
 end
 
-------------------------------------------------------------------------
--- The low-level call
-------------------------------------------------------------------------
+--- The low-level call
+-- @section call
 
 local CALL_OPTIONS = { query = true, body = true, raw = true, content_type = true,
   owner = true, timeout = true, text = true }
@@ -155,14 +252,24 @@ local PER_CALL = "cannot be set per call: Authorization is the Manager's token a
 local REFUSED = { headers = "'headers' " .. PER_CALL, subject = "'subject' " .. PER_CALL,
   authorization = "'authorization' " .. PER_CALL, token = "'token' " .. PER_CALL }
 
---- Any Control Plane route with the Manager's credential: m:call(method,
--- path, opts) with opts.query, body (a table, sent as JSON), raw (exact
--- bytes), content_type, owner (true: an object call that names its
--- owner), timeout (s), text (return a 2xx body as it is). Authorization,
--- X-Acting-Subject and traceparent cannot be set per call (§7.1): the
--- token is the Manager's (scoped tokens and tickets are used by the named
--- methods), the subject the coroutine's binding. Returns doc, request_id
--- or nil, err.
+--- Any Control Plane route with the Manager's credential.
+-- Authorization, X-Acting-Subject and traceparent cannot be set per call
+-- (§7.1): the token is the Manager's (scoped tokens and tickets are used
+-- by the named methods), the subject the coroutine's binding.
+-- @tparam string method the HTTP method (any case)
+-- @tparam string path the route ("/v1/whoami")
+-- @tparam[opt] table opts `query` (a table, form-encoded), `body` (a
+-- table, sent as JSON), `raw` (exact bytes), `content_type`, `owner`
+-- (true: an object call that names its owner in the body), `timeout`
+-- (s), `text` (true: a 2xx body as it is)
+-- @treturn[1] table|string the decoded document (a non-JSON reply:
+-- `{raw = text}`; empty: `{}`), or the text with opts.text
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise an empty method or path, an unknown option, headers, subject,
+-- token or authorization among the options, an object call with no
+-- subject bound and no owner
 function Manager:call(method, path, opts)
   check.nonempty("call", "method", method)
   check.nonempty("call", "path", path)

@@ -4,6 +4,7 @@
 -- Every path here is an object call (§7.4): it needs an acting subject
 -- bound for the coroutine or an explicit owner, else it raises before
 -- anything is sent (transport.cp.check_object). Methods of unsandbox.Manager.
+-- @classmod Manager
 local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
@@ -15,7 +16,7 @@ local Manager = {}   -- the methods this file adds to unsandbox.Manager
 local SCOPES = { upload = { upload_id = true, path = true, owner = true, scope = true },
                  agent = { agent_id = true, run_id = true, path = true, owner = true, scope = true } }
 
---- A checked copy of a locator: scope "upload" {upload_id, path} or
+-- A checked copy of a locator: scope "upload" {upload_id, path} or
 -- "agent" {agent_id, run_id, path} (+ owner, for admin identities); the
 -- agent ids normalised by the core's rule (§5.1). The server checks the rest.
 local function locator(fname, loc)
@@ -54,8 +55,30 @@ local function content_type(fname, ct, default)
   return ct
 end
 
---- POST /v1/storage/tickets: locator ∪ {operation, max_bytes, content_type,
--- expires_in[, sha256]}. Returns the ObjectTicket.
+--- Object storage: tickets and blobs.
+-- Every call of object storage is an object call: it needs an acting
+-- subject bound (`bind_subject`) or an explicit owner, else it raises
+-- before anything is sent. Objects live under the owner's prefix, by
+-- locator.
+-- @section objects
+
+--- Issues a ticket to move one object's bytes (POST /v1/storage/tickets).
+-- @tparam table loc a locator: `{scope = "upload", upload_id =, path =}`
+-- or `{scope = "agent", agent_id =, run_id =, path =}` (agent ids
+-- normalised by the protocol's rule), plus `owner` ("tenant/subject",
+-- admin identities only)
+-- @tparam string operation "upload" or "download"
+-- @tparam[opt] integer max_bytes 1..64 MiB (default 64 MiB)
+-- @tparam[opt="application/octet-stream"] string ctype a simple lower-case
+-- MIME type
+-- @tparam[opt] string sha256 the upload's digest (bound into the ticket)
+-- @tparam[opt=120] integer expires_in seconds, 1..900
+-- @treturn[1] table the ObjectTicket: `{operation, method, url,
+-- access_token, expires_in, max_bytes, object}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise a malformed locator, an unknown operation, a value out of range
 function Manager:issue_object_ticket(loc, operation, max_bytes, ctype, sha256, expires_in)
   local fname = "issue_object_ticket"
   loc = locator(fname, loc)
@@ -76,7 +99,7 @@ local function usable_ticket(t)
   return type(t) == "table" and type(t.access_token) == "string" and t.url == "/v1/storage/content"
 end
 
---- A ticket's content route, checked: the path the server named.
+-- A ticket's content route, checked: the path the server named.
 local function ticket_path(fname, ticket)
   check.type(fname, "ticket", ticket, "table")
   -- the url comes from the server's answer: only the content route is
@@ -87,7 +110,16 @@ local function ticket_path(fname, ticket)
   return ticket.url
 end
 
---- PUT /v1/storage/content with an upload ticket: the raw bytes.
+--- Sends an object's bytes with an upload ticket (PUT /v1/storage/content).
+-- @tparam table ticket an upload ObjectTicket (`issue_object_ticket`)
+-- @tparam string bytes
+-- @tparam[opt="application/octet-stream"] string ctype
+-- @tparam[opt] boolean owner true when the ticket's locator named an owner
+-- @treturn[1] table `{bucket, key, bytes, sha256, content_type}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error (http 413: over the ticket's max_bytes)
+-- @raise a ticket that is not one (its url must be the content route)
 function Manager:upload_with_ticket(ticket, bytes, ctype, owner)
   local path = ticket_path("upload_with_ticket", ticket)
   check.type("upload_with_ticket", "bytes", bytes, "string")
@@ -97,9 +129,21 @@ function Manager:upload_with_ticket(ticket, bytes, ctype, owner)
     timeout = 120 })
 end
 
---- put_agent_blob(agent_id, run_id, path, content, content_type, owner):
--- an upload ticket for exactly these bytes (sha256 and max_bytes bound),
--- then PUT /v1/storage/content. Returns the locator ∪ the stored object.
+--- Stores bytes as an agent object: an upload ticket for exactly these
+-- bytes (sha256 and max_bytes bound), then the PUT.
+-- @tparam string agent_id normalised by the protocol's rule
+-- @tparam string run_id normalised too
+-- @tparam string path the object's path (first segment inputs, outputs,
+-- artifacts, logs or meta)
+-- @tparam string content the bytes
+-- @tparam[opt="application/octet-stream"] string ctype
+-- @tparam[opt] string owner "tenant/subject" (admin identities only)
+-- @treturn[1] table the locator with the stored object's fields (`bucket,
+-- key, bytes, sha256, content_type`)
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise an empty id or path, content not a string, no subject and no owner
 function Manager:put_agent_blob(agent_id, run_id, path, content, ctype, owner)
   local fname = "put_agent_blob"
   check.type(fname, "content", content, "string")
@@ -125,8 +169,18 @@ Reader.__index = Reader
 -- the formats of io's read, with 5.1's "*" too (as 5.3 and 5.4 take it)
 local FORMAT = { a = "a", ["*a"] = "a", l = "l", ["*l"] = "l" }
 
---- reader:read(n) (bytes), read("a") (the rest), read("l") (a line); nil
--- at the end. "*a" and "*l" are the same, as in io on every Lua.
+--- An object's content, read like a file: what `open_object` and
+-- `download_with_ticket` return without on_data. Its fields also say
+-- what the object is: `content_type`, `etag`, `version_id`, `sha256`
+-- (checked), `bytes`.
+-- @type ObjectReader
+
+--- Reads the content, as io's read does; nil at the end.
+-- @function ObjectReader:read
+-- @tparam[opt="a"] integer|string what n (bytes), "a" (the rest) or "l"
+-- (a line, without its "\n"); "*a" and "*l" too
+-- @treturn string|nil
+-- @raise a negative n
 function Reader:read(what)
   if self.pos > #self.data then return nil end
   local s
@@ -144,6 +198,8 @@ function Reader:read(what)
   self.pos = self.pos + #s
   return s
 end
+--- Drops the content; reads then give nil. A `<close>` variable calls it.
+-- @function ObjectReader:close
 function Reader:close() self.data, self.pos = "", 1 end
 Reader.__close = Reader.close
 
@@ -170,9 +226,22 @@ local function stream_download(self, fname, path, co, on_data)
   return compat.closing({ ex, t, n = 2 }, stream_into, self, t, ex, on_data)
 end
 
---- GET /v1/storage/content with a download ticket. opts.on_data(bytes):
--- the body streams to it as it arrives; else an ObjectReader over it,
--- checked against X-Content-SHA256.
+--- Object storage: objects by locator.
+-- Object calls too: an acting subject bound or an explicit owner.
+-- @section object_routes
+
+--- Reads an object's bytes with a download ticket (GET
+-- /v1/storage/content): streamed to on_data as they arrive, or an
+-- ObjectReader over them, checked against X-Content-SHA256.
+-- @tparam table ticket a download ObjectTicket
+-- @tparam[opt] table opts `on_data(bytes)` (the body streams to it),
+-- `owner` (true when the ticket's locator named one)
+-- @treturn[1] ObjectReader|table the reader, or with on_data the
+-- object's `{content_type, etag, version_id, sha256, bytes}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error (protocol 502: the content does not match its sha256)
+-- @raise a ticket that is not one, on_data not a function
 function Manager:download_with_ticket(ticket, opts)
   local fname = "download_with_ticket"
   local path = ticket_path(fname, ticket)
@@ -200,8 +269,21 @@ function Manager:download_with_ticket(ticket, opts)
   return setmetatable(meta, Reader), resp.request_id
 end
 
---- open_object(locator, max_bytes, content_type, expires_in[, opts]): a
--- download ticket, then the content (see download_with_ticket).
+--- Opens an object for reading: a download ticket, then the content
+-- (see `download_with_ticket`).
+-- @tparam table loc a locator: `{scope = "upload", upload_id =, path =}`
+-- or `{scope = "agent", agent_id =, run_id =, path =}` (agent ids
+-- normalised by the protocol's rule), plus `owner` ("tenant/subject",
+-- admin identities only)
+-- @tparam[opt] integer max_bytes as for `issue_object_ticket`
+-- @tparam[opt] string ctype
+-- @tparam[opt] integer expires_in
+-- @tparam[opt] table opts `on_data(bytes)`
+-- @treturn[1] ObjectReader|table as `download_with_ticket`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error (http 404: no such object)
+-- @raise a malformed locator, no subject and no owner
 function Manager:open_object(loc, max_bytes, ctype, expires_in, opts)
   loc = locator("open_object", loc)
   opts = check.options("open_object", opts, { on_data = true })
@@ -221,20 +303,69 @@ local function query_call(self, fname, method, path, loc, extra)
     { query = merged(loc, extra or {}), owner = loc.owner })
 end
 
+--- Describes an object (GET /v1/storage/objects/stat).
+-- @tparam table loc a locator: `{scope = "upload", upload_id =, path =}`
+-- or `{scope = "agent", agent_id =, run_id =, path =}` (agent ids
+-- normalised by the protocol's rule), plus `owner` ("tenant/subject",
+-- admin identities only)
+-- @treturn[1] table `{scope, bucket, key, bytes, etag, last_modified,
+-- version_id, content_type, sha256}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error (http 404)
 function Manager:stat_object(loc) return query_call(self, "stat_object", "GET", "/v1/storage/objects/stat", loc) end
+--- Lists objects under a locator's path (a prefix; none: all).
+-- @tparam table loc a locator: `{scope = "upload", upload_id =, path =}`
+-- or `{scope = "agent", agent_id =, run_id =, path =}` (agent ids
+-- normalised by the protocol's rule), plus `owner` ("tenant/subject",
+-- admin identities only)
+-- @treturn[1] table `{scope, bucket, objects = {{key, bytes,
+-- last_modified}, ...}}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
 function Manager:list_objects(loc) return query_call(self, "list_objects", "GET", "/v1/storage/objects/list", loc) end
+--- An object's versions, newest first.
+-- @tparam table loc a locator: `{scope = "upload", upload_id =, path =}`
+-- or `{scope = "agent", agent_id =, run_id =, path =}` (agent ids
+-- normalised by the protocol's rule), plus `owner` ("tenant/subject",
+-- admin identities only)
+-- @treturn[1] table `{scope, bucket, key, versions = {{version_id,
+-- is_latest, delete_marker, bytes, last_modified, etag, version_ordinal},
+-- ...}}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
 function Manager:object_versions(loc)
   return query_call(self, "object_versions", "GET", "/v1/storage/objects/versions", loc)
 end
 
---- DELETE /v1/storage/objects (purge_versions: history too). May 404.
+--- Deletes an object.
+-- @tparam table loc a locator: `{scope = "upload", upload_id =, path =}`
+-- or `{scope = "agent", agent_id =, run_id =, path =}` (agent ids
+-- normalised by the protocol's rule), plus `owner` ("tenant/subject",
+-- admin identities only)
+-- @tparam[opt] boolean purge_versions true: its history too
+-- @treturn[1] table `{scope, bucket, key, deleted = true, history_retained}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error (http 404)
 function Manager:delete_object(loc, purge_versions)
   check.type("delete_object", "purge_versions", purge_versions, "boolean", true)
   return query_call(self, "delete_object", "DELETE", "/v1/storage/objects", loc,
     { purge_versions = purge_versions and "true" or nil })
 end
 
---- GET /v1/storage/objects: the object with its bytes decoded (≤ 4 MiB).
+--- Reads a small object whole (at most 4 MiB).
+-- @tparam table loc a locator: `{scope = "upload", upload_id =, path =}`
+-- or `{scope = "agent", agent_id =, run_id =, path =}` (agent ids
+-- normalised by the protocol's rule), plus `owner` ("tenant/subject",
+-- admin identities only)
+-- @treturn[1] table `{scope, bucket, key, bytes, sha256, content}`,
+-- content the bytes, decoded
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error (http 404)
 function Manager:get_object(loc)
   local doc, rid = query_call(self, "get_object", "GET", "/v1/storage/objects", loc)
   if not doc then return nil, rid end
@@ -244,7 +375,16 @@ function Manager:get_object(loc)
   return doc, rid
 end
 
---- POST /v1/storage/objects: locator ∪ {content_base64, sha256} (≤ 4 MiB).
+--- Stores a small object whole (at most 4 MiB).
+-- @tparam table loc a locator: `{scope = "upload", upload_id =, path =}`
+-- or `{scope = "agent", agent_id =, run_id =, path =}` (agent ids
+-- normalised by the protocol's rule), plus `owner` ("tenant/subject",
+-- admin identities only)
+-- @tparam string content the bytes
+-- @treturn[1] table `{scope, bucket, key, bytes, sha256}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
 function Manager:put_object(loc, content)
   loc = locator("put_object", loc)
   check.type("put_object", "content", content, "string")
@@ -253,8 +393,19 @@ function Manager:put_object(loc, content)
     owner = loc.owner })
 end
 
---- POST …/objects/import: the object into the workspace (destination
--- under data/uploads/), with the workspace token; needs a runtime.
+--- Copies an upload object into the session's workspace (the
+-- workspace and a runtime are ensured first, with the locator's owner).
+-- @tparam table loc a locator: `{scope = "upload", upload_id =, path =}`
+-- or `{scope = "agent", agent_id =, run_id =, path =}` (agent ids
+-- normalised by the protocol's rule), plus `owner` ("tenant/subject",
+-- admin identities only)
+-- @tparam string destination a workspace path under data/uploads/
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] table `{workspace_id, destination, object, file}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise an empty destination, no subject and no owner
 function Manager:import_object_to_workspace(loc, destination, key)
   loc = locator("import_object_to_workspace", loc)
   transport.cp.check_object(self, "import_object_to_workspace", "/objects/import", loc.owner)
@@ -268,8 +419,21 @@ function Manager:import_object_to_workspace(loc, destination, key)
     { destination = destination }), token = ws.access_token, owner = loc.owner })
 end
 
---- POST …/objects/export: a workspace file (artifacts/<file>) into the
--- store; archive = true sends exactly "artifacts" as a gzip tar.
+--- Copies a workspace file into object storage as an agent object.
+-- @tparam string workspace_path "artifacts/<file>" (or "artifacts" with
+-- archive)
+-- @tparam table loc a locator: `{scope = "upload", upload_id =, path =}`
+-- or `{scope = "agent", agent_id =, run_id =, path =}` (agent ids
+-- normalised by the protocol's rule), plus `owner` ("tenant/subject",
+-- admin identities only)
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @tparam[opt] boolean archive true: "artifacts" as a gzip tar (at most
+-- 64 MiB; 150 s)
+-- @treturn[1] table `{workspace_id, workspace_path, archive, object}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise an empty workspace_path, no subject and no owner
 function Manager:export_workspace_object(workspace_path, loc, key, archive)
   loc = locator("export_workspace_object", loc)
   transport.cp.check_object(self, "export_workspace_object", "/objects/export", loc.owner)

@@ -2,6 +2,7 @@
 -- §8) as methods of unsandbox.Manager, by id rather than by session key:
 -- the lists, one runtime, its deletion and token, and a runtime made for a
 -- workspace with no lease kept (the session-key flows are leases.lua).
+-- @classmod Manager
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local transport = require "unsandbox.transport"
@@ -41,27 +42,70 @@ local function list_of(self, fname, path, field)
   return out, rid
 end
 
+--- Workspaces and runtimes by id
+-- @section records
+
+--- The workspaces this credential may see (GET /v1/workspaces).
+-- @treturn[1] table a list of `{id, status, created_at, last_used_at,
+-- idle_expires_at, runtime_attached, tenant}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
 function Manager:list_workspaces() return list_of(self, "list_workspaces", "/v1/workspaces", "workspaces") end
+--- The runtimes of the workspaces this credential owns (GET /v1/sandboxes).
+-- @treturn[1] table a list of `{id, workspace_id, status, runtime_class,
+-- template, created_at, expires_at}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
 function Manager:list_runtimes() return list_of(self, "list_runtimes", "/v1/sandboxes", "sandboxes") end
 
---- GET /v1/sandboxes/{sb}: pending, live (a Sandbox) or gone ({id, status}).
+--- One runtime by id (GET /v1/sandboxes/{sb}).
+-- @tparam string sb a sandbox (runtime) id, "sb-" and 12 hex
+-- @treturn[1] table pending `{id, status = "pending", ...}`, live (the
+-- Sandbox record) or gone `{id, status}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error (http 404)
+-- @raise a malformed id
 function Manager:get_runtime(sb)
   return get(self, "get_runtime", "/v1/sandboxes/" .. sandbox_id("get_runtime", sb))
 end
 
---- DELETE /v1/sandboxes/{sb} by id (release_runtime does it by session key).
+--- Releases a runtime by id (`release_runtime` does it by session key).
+-- @tparam string sb a sandbox (runtime) id, "sb-" and 12 hex
+-- @treturn[1] table `{id, released = true}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error (http 404)
+-- @raise a malformed id
 function Manager:delete_runtime(sb)
   return send(self, "delete_runtime", "DELETE", "/v1/sandboxes/" .. sandbox_id("delete_runtime", sb))
 end
 
---- POST /v1/sandboxes/{sb}/token {}: a fresh sandbox token (ScopedToken).
+--- A fresh token for a runtime (it also refreshes its idle clock).
+-- @tparam string sb a sandbox (runtime) id, "sb-" and 12 hex
+-- @treturn[1] table the ScopedToken: `{id, access_token,
+-- access_token_expires_in}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error (http 404)
+-- @raise a malformed id
 function Manager:runtime_token(sb)
   return send(self, "runtime_token", "POST", "/v1/sandboxes/" .. sandbox_id("runtime_token", sb) .. "/token", {})
 end
 
---- POST /v1/sandboxes {workspace_id, template_id?, wait?}, as it is: no
--- lease is kept (ensure_runtime is the session-key form). wait = false ⇒
--- 202 and a pending runtime.
+--- Creates a runtime for a workspace by id (POST /v1/sandboxes), keeping
+-- no lease (`ensure_runtime` is the session-key form).
+-- @tparam string workspace_id "ws-" and 12 hex
+-- @tparam[opt="default"] string template
+-- @tparam[opt=true] boolean wait false: answer at once (202) with a
+-- pending runtime
+-- @treturn[1] table the SandboxLease (or the pending one)
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise a malformed workspace id
 function Manager:create_runtime(workspace_id, template, wait)
   id_arg("create_runtime", "workspace_id", workspace_id, core.cp.valid_workspace_id,
     "a workspace id (ws-<12 hex>)")

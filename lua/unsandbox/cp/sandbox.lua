@@ -1,10 +1,20 @@
 --- unsandbox.Sandbox (spec §8): a named sandbox, whose name is its
--- session key on a Manager. The userdata (csrc/lua/sandbox.c) keeps its
--- Manager alive. This module gives the public table (M.class:
--- Sandbox.create/get/get_or_create) and the userdata's methods
--- (M.methods, added by cp/init.lua). `local sb <close> = Sandbox.create{...}` releases the
--- runtime when the block ends, also by an error (then a failed release
--- does not hide that error). Workspace files stay with the name.
+-- session key on a Manager: its workspace (files that stay with the
+-- name) and its runtime (the running machine, released by `stop` or
+-- `close`). Every method calls the Manager's method of the same concern
+-- with the name as key, so the Manager's contract holds: success is the
+-- result and the request id where the Manager gives one, an expected
+-- failure `nil, err` (an `Error`), misuse raises.
+--
+-- `local sb <close> = unsandbox.Sandbox.create{...}` releases the runtime
+-- when the block ends, also by an error (then a failed release does not
+-- hide that error); with no error, a failed release raises it.
+--
+-- The userdata (csrc/lua/sandbox.c) keeps its Manager alive. This module
+-- gives the public table (M.class: Sandbox.create/get/get_or_create) and
+-- the userdata's methods (M.methods, added by cp/init.lua).
+-- @classmod Sandbox
+-- @alias SandboxMT
 local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
@@ -16,7 +26,13 @@ local SandboxMT = {}   -- the methods of every unsandbox.Sandbox userdata
 local Sandbox = {}
 
 local default_manager
---- The Manager of Sandbox calls that name none: one from the environment.
+--- Making one
+-- @section making
+
+--- The Manager of Sandbox calls that name none: one made from the
+-- environment (SANDBOX_CONTROL_PLANE_URL, SANDBOX_TOKEN) on first use.
+-- @static
+-- @treturn Manager
 function Sandbox.default_manager()
   if not default_manager then default_manager = require("unsandbox.cp.manager").new() end
   return default_manager
@@ -55,9 +71,22 @@ local function sandbox_of(m, name)
   return check.value("Sandbox", "name", core.cp.sandbox(m, name))
 end
 
---- Sandbox.create{name=, template=, manager=}: the named sandbox's live
--- runtime if there is one (another template asked ⇒ 409), else a new one.
--- name defaults to "sandbox-<12 hex>".
+--- The named sandbox with a live runtime: the running one if there is
+-- one, else a new one (made from its workspace, whose files stay with
+-- the name). Also named get_or_create.
+-- @static
+-- @tparam[opt] table opts
+-- @tparam[opt] string opts.name the sandbox's name, its session key
+-- (default "sandbox-" and 12 random hex; non-blank, at most 128)
+-- @tparam[opt] string opts.template a template id (default "default")
+-- @tparam[opt] Manager opts.manager (default `default_manager`)
+-- @treturn[1] Sandbox
+-- @return[2] nil
+-- @treturn[2] Error (validation 409: it runs another template; http 429: no
+-- capacity)
+-- @raise a bad name, an empty template, manager not a Manager, an
+-- unknown option
+-- @usage local sb <close> = assert(unsandbox.Sandbox.create{name = "demo"})
 function Sandbox.create(opts)
   local m, name
   opts, m, name = options("create", opts, CREATE)
@@ -77,9 +106,23 @@ function Sandbox.create(opts)
   return sb
 end
 Sandbox.get_or_create = Sandbox.create
+--- The same as `create` (the protocol's SDK has both names).
+-- @function get_or_create
+-- @static
+-- @tparam[opt] table opts
+-- @treturn[1] Sandbox
+-- @return[2] nil
+-- @treturn[2] Error
 
---- Sandbox.get{name=, resume=false, manager=}: the named sandbox's live
--- runtime; without resume, none is a 404; with resume, one is started.
+--- The named sandbox, which must have a live runtime (or, with resume,
+-- gets one).
+-- @static
+-- @tparam table opts `name` (required), `resume` (true: start a runtime
+-- when none runs), `template` (with resume), `manager`
+-- @treturn[1] Sandbox
+-- @return[2] nil
+-- @treturn[2] Error (http 404 "sandbox '<name>' is not running", without resume)
+-- @raise no name, a bad name, an unknown option
 function Sandbox.get(opts)
   local m, name
   opts, m, name = options("get", opts, CREATE)
@@ -93,19 +136,41 @@ function Sandbox.get(opts)
   return sb
 end
 
-------------------------------------------------------------------------
--- methods
-------------------------------------------------------------------------
+--- The sandbox.
+-- @section sandbox
 
---- The local lease status: {sandbox_id, workspace_id, runtime_ready, ...}.
+--- Its name (its session key).
+-- @function name
+-- @treturn string
+
+--- The session id of its name (what the server sees of it).
+-- @function session_id
+-- @treturn string 32 hex
+
+--- The Manager it calls.
+-- @function manager
+-- @treturn Manager
+
+--- Whether it is open (not yet closed).
+-- @function is_open
+-- @treturn boolean
+
+--- What the Manager holds for it, without a request (`Manager:status`).
+-- @treturn table `{name, session_id, workspace_id, workspace_ready,
+-- sandbox_id, runtime_ready, template}`
 function SandboxMT:status()
   local st = self:manager():status(self:name())
   st.name = self:name()
   return st
 end
 
---- Releases the runtime (workspace files are kept). Looks it up first
--- when the Manager holds none (a 404 propagates).
+--- Releases the runtime; the workspace's files are kept (the next call
+-- that needs a runtime starts one). Looks it up first when the Manager
+-- holds none.
+-- @treturn[1] table `{id, released = true}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error (http 404: none runs)
 function SandboxMT:stop()
   local m, name = self:manager(), self:name()
   if not m:status(name).sandbox_id then
@@ -115,7 +180,11 @@ function SandboxMT:stop()
   return m:release_runtime(name)
 end
 
---- Releases the runtime and closes the object; `<close>` calls this.
+--- Releases the runtime and closes the object (nothing running is not a
+-- failure); idempotent. `<close>` and `unsandbox.with` call it.
+-- @treturn[1] boolean|table true, or stop's answer
+-- @return[2] nil
+-- @treturn[2] Error (the object is closed either way)
 function SandboxMT:close()
   if not self:is_open() then return true end
   local res, err = self:stop()
@@ -131,9 +200,22 @@ function SandboxMT:_on_close(block_err)
   if not ok and block_err == nil then error(err, 0) end
 end
 
---- run_command(command, args, t): argv POSIX-quoted and joined, run by
--- the shell tool. {exit_code (-1 if missing), stdout, stderr, timed_out,
--- output_truncated}.
+--- Commands.
+-- @section commands
+
+--- Runs a program with arguments (an argv, not a shell line: each word
+-- is POSIX-quoted, so `run_command("ls -la")` looks for a program named
+-- "ls -la"; `run_command("sh", {"-c", "ls -la"})` runs a line), by the
+-- shell tool, to its end.
+-- @tparam string cmd the program
+-- @tparam[opt] table args its arguments, a list of strings
+-- @tparam[opt=30] integer t the timeout in seconds, 1..30
+-- @treturn[1] table `{exit_code (-1 if the runtime gave none), stdout,
+-- stderr, timed_out, output_truncated}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise an empty cmd, args not a list of strings, a line over 8192 bytes
 function SandboxMT:run_command(cmd, args, t)
   check.nonempty("run_command", "command", cmd)
   args = check.type("run_command", "args", args, "table", true) or {}
@@ -148,14 +230,45 @@ function SandboxMT:run_command(cmd, args, t)
     stderr = r.stderr or "", timed_out = r.timed_out == true, output_truncated = r.output_truncated == true }, err
 end
 
+--- Files.
+-- @section files
+
+--- Reads a UTF-8 text file (`Manager:read_file`, the first window).
+-- @tparam string path a workspace path: relative to /workspace (or
+-- "/workspace/..."), no "..", not under .sandbox
+-- @treturn[1] table `{path, content, start_line, end_line, truncated, ...}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
 function SandboxMT:read_file(path) return self:manager():read_file(path, nil, nil, self:name()) end
+--- Writes a UTF-8 text file (`Manager:write_file`).
+-- @tparam string path a workspace path: relative to /workspace (or
+-- "/workspace/..."), no "..", not under .sandbox
+-- @tparam string content
+-- @treturn[1] table `{path, chars, bytes}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
 function SandboxMT:write_file(path, content) return self:manager():write_file(path, content, self:name()) end
+--- Replaces text that occurs exactly once (`Manager:edit_file`).
+-- @tparam string path a workspace path: relative to /workspace (or
+-- "/workspace/..."), no "..", not under .sandbox
+-- @tparam string old
+-- @tparam string new
+-- @treturn[1] table `{path, replacements = 1}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
 function SandboxMT:edit_file(path, old, new) return self:manager():edit_file(path, old, new, self:name()) end
 
 local ITEM = { path = true, content = true }
 
---- write_files{{path=, content=}, ...}: sequential writes; the list of
--- results, or nil, err at the first failure (earlier writes stay).
+--- Writes several files, one after the other.
+-- @tparam table items `{{path =, content =}, ...}`
+-- @treturn[1] table the list of `write_file` results
+-- @return[2] nil
+-- @treturn[2] Error at the first failure (earlier writes stay)
+-- @raise an item with other fields, or of the wrong types
 function SandboxMT:write_files(items)
   check.type("write_files", "items", items, "table")
   for i, it in ipairs(items) do
@@ -173,16 +286,50 @@ function SandboxMT:write_files(items)
   return out
 end
 
+--- Checkpoints.
+-- @section checkpoints
+
+--- Checkpoints its workspace (`Manager:checkpoint_workspace`; needs a
+-- running runtime).
+-- @treturn[1] table the Checkpoint `{checkpoint_id, ...}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
 function SandboxMT:checkpoint() return self:manager():checkpoint_workspace(self:name()) end
+--- Its workspace's checkpoints (`Manager:list_workspace_checkpoints`).
+-- @treturn[1] table `{workspace_id, checkpoints}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
 function SandboxMT:list_checkpoints() return self:manager():list_workspace_checkpoints(self:name()) end
+--- Restores a checkpoint into its workspace (`Manager:restore_workspace`).
+-- @tparam string checkpoint_id
+-- @tparam[opt] string sha256 the expected digest
+-- @treturn[1] table the CheckpointRestore
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
 function SandboxMT:restore(checkpoint_id, sha256)
   return self:manager():restore_workspace(checkpoint_id, sha256, self:name())
 end
 
 local last = setmetatable({}, { __mode = "k" })
 
---- stream(command, on_chunk, t, is_cancelled): live output; the result
--- as run_command's (+ stream_chunks).
+--- Streams and shells.
+-- @section streams
+
+--- Runs a shell line with its output streamed as it is written
+-- (`Manager:shell_stream`).
+-- @tparam string cmd a shell line
+-- @tparam function on_chunk on_chunk(channel, chunk, sequence)
+-- @tparam[opt=30] integer t the timeout in seconds, 1..30
+-- @tparam[opt] function is_cancelled true stops it (kind cancelled)
+-- @treturn[1] table the result as `Manager:shell` gives it, plus
+-- stream_chunks (also `last_result`)
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise on_chunk not a function
 function SandboxMT:stream(cmd, on_chunk, t, is_cancelled)
   check.type("stream", "on_chunk", on_chunk, "function")
   local r, err = self:manager():shell_stream(cmd, t, on_chunk, is_cancelled, self:name())
@@ -190,10 +337,15 @@ function SandboxMT:stream(cmd, on_chunk, t, is_cancelled)
   return r, err
 end
 
---- for channel, line in sb:lines(command, t) do ... end: the output as
--- lines (without their "\n"), per channel, as the command writes them.
--- A failure raises its unsandbox.Error; breaking out of the loop closes
--- the stream. sb:last_result() is the finished command's result.
+--- Iterates over a shell line's output as lines (without their "\n"),
+-- per channel, as the command writes them. Breaking out of the loop
+-- closes the stream (on 5.4; elsewhere when it is collected).
+-- @tparam string cmd a shell line
+-- @tparam[opt=30] integer t the timeout in seconds
+-- @treturn function an iterator of `channel ("stdout" or "stderr"),
+-- line`; a failure raises its Error from the iterator
+-- @usage for channel, line in sb:lines("make 2>&1") do print(line) end
+-- print(sb:last_result().exit_code)
 function SandboxMT:lines(cmd, t)
   -- the stream runs in a coroutine of its own: it takes the caller's
   -- acting subject and trace with it (bindings are per coroutine)
@@ -225,9 +377,15 @@ function SandboxMT:lines(cmd, t)
   end, nil, nil, closer
 end
 
+--- The result of the last `stream` (or `lines`) that finished.
+-- @treturn table|nil
 function SandboxMT:last_result() return last[self] end
 
---- A PTY shell session in this sandbox (see unsandbox.shell).
+--- A PTY shell session in this sandbox (no request yet).
+-- @tparam[opt] table opts `id` (take up an existing session by its id;
+-- default a new "shell-<16 hex>")
+-- @treturn Shell
+-- @raise a malformed id
 function SandboxMT:shell(opts) return Shell.new(self, opts) end
 
 return { class = Sandbox, methods = SandboxMT }

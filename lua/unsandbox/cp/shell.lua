@@ -21,12 +21,19 @@
 -- closes the object and leaves the session running, for
 -- sb:shell{id = sh.id} to take up again. Using a closed Shell raises
 -- "attempt to use a closed Shell".
+--
+-- Its fields: `id` (the session's id) and `sandbox`. Failures are the
+-- Manager's (`Manager:shell_session`): kind rpc with err.rpc_code -32602
+-- (no such session, for send and wait before any exec) or -32001 (every
+-- PTY session of the runtime busy), and the others of a Manager's call.
+-- @classmod Shell
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 
 local Shell = { __name = "unsandbox.Shell" }
 Shell.__index = Shell
 
+-- Shell.new(sandbox, opts): what Sandbox:shell returns.
 function Shell.new(sandbox, opts)
   opts = check.options("shell", opts, { id = true })
   local id = opts.id
@@ -56,8 +63,20 @@ local function session(self, action, o)
   return self.sandbox:manager():shell_session(action, self.id, o)
 end
 
---- Runs a command in the session; async = true answers after ~0.2 s with
--- running = true (then wait or send). opts.timeout 1-30 s.
+--- Runs a command in the session (session_exec).
+-- @tparam string command a shell line, at most 8192 bytes
+-- @tparam[opt] table opts `async` (true: answer after ~0.2 s with
+-- running = true; then `wait` or `send`), `timeout` (1..30 s, default 30),
+-- `on_chunk(channel, chunk, sequence)` (streams the output as it comes),
+-- `is_cancelled()`
+-- @treturn[1] table the session's answer: `{action, session_id,
+-- exit_code (nil while running), stdout, running, timed_out,
+-- wait_timed_out, output_truncated, session_restarted}`, the output
+-- since the previous call
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise command not a string, an unknown option, a closed Shell
 function Shell:exec(command, opts)
   opts = opts_of("exec", opts, EXEC)
   check.type("exec", "command", command, "string")
@@ -65,8 +84,19 @@ function Shell:exec(command, opts)
     on_chunk = opts.on_chunk, is_cancelled = opts.is_cancelled })
 end
 
---- Types text into the running command's terminal (a newline appended
--- unless opts.newline == false); answers when the output goes quiet.
+--- Types text into the running command's terminal (session_input);
+-- answers when the output goes quiet.
+-- @tparam string text at most 8192 bytes
+-- @tparam[opt] table opts `newline` (false: no "\n" appended), `timeout`,
+-- `on_chunk`, `is_cancelled`
+-- @treturn[1] table the session's answer: `{action, session_id,
+-- exit_code (nil while running), stdout, running, timed_out,
+-- wait_timed_out, output_truncated, session_restarted}`, the output
+-- since the previous call
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise text not a string, a closed Shell
 function Shell:send(text, opts)
   opts = opts_of("send", opts, { newline = true, timeout = true, on_chunk = true, is_cancelled = true })
   check.type("send", "text", text, "string")
@@ -75,19 +105,39 @@ function Shell:send(text, opts)
     timeout = opts.timeout, on_chunk = opts.on_chunk, is_cancelled = opts.is_cancelled })
 end
 
---- Waits (1-120 s, default 30) for the running command to end.
+--- Waits for the running command to end (session_wait).
+-- @tparam[opt=30] integer t seconds, 1..120
+-- @tparam[opt] table opts `on_chunk`, `is_cancelled`
+-- @treturn[1] table the session's answer: `{action, session_id,
+-- exit_code (nil while running), stdout, running, timed_out,
+-- wait_timed_out, output_truncated, session_restarted}`, the output
+-- since the previous call
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error (the answer's wait_timed_out says the command still runs)
+-- @raise a closed Shell
 function Shell:wait(t, opts)
   opts = opts_of("wait", opts, { on_chunk = true, is_cancelled = true })
   return session(self, "wait", { timeout = t, on_chunk = opts.on_chunk, is_cancelled = opts.is_cancelled })
 end
 
---- Kills the shell's process group; the next exec starts a fresh shell.
+--- Kills the shell's process group (session_kill); the next exec starts
+-- a fresh shell.
+-- @treturn[1] table the session's answer: `{action, session_id,
+-- exit_code (nil while running), stdout, running, timed_out,
+-- wait_timed_out, output_truncated, session_restarted}`, the output
+-- since the previous call
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise a closed Shell
 function Shell:kill()
   return session(self, "kill", {})
 end
 
 --- Closes the Shell and leaves its session running in the runtime (take
--- it up again with sb:shell{id = sh.id}). Idempotent.
+-- it up again with `sb:shell{id = sh.id}`). Idempotent.
+-- @treturn boolean true
 function Shell:detach()
   self.closed = true
   return true
@@ -99,8 +149,11 @@ local NO_SESSION = -32602
 
 --- Kills the session's processes (session_kill) and closes the Shell;
 -- nothing is sent for a session this Shell never started, or after
--- detach(). true, or nil, err (the Shell is closed either way).
--- Idempotent.
+-- detach(). Idempotent; `<close>` and `unsandbox.with` call it (a failure
+-- then raises, unless the block already ends by an error).
+-- @treturn[1] boolean true
+-- @return[2] nil
+-- @treturn[2] Error (the Shell is closed either way)
 function Shell:close()
   if self.closed then return true end
   local used = self.used

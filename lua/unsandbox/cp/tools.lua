@@ -5,6 +5,7 @@
 -- (/workspace/...) are made relative by the core's rule (§7.5). Each
 -- method takes the session key last (default: the Manager's session);
 -- the long ones (grep_files, shell_session) also take an options table.
+-- @classmod Manager
 local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 local check = require "unsandbox.check"
@@ -24,7 +25,26 @@ local function count(fname, arg, v, lo, hi)
   return check.int_range(fname, arg, v, lo, hi)
 end
 
---- file_read {path[, offset > 1][, limit > 0]}.
+--- Files through the MCP tools.
+-- Each ensures a running runtime first (creating one if needed) and
+-- fails with kind rpc (err.rpc_code -32602) when the tool refuses (no
+-- such file, a path escaping the workspace, an edit whose old text is
+-- not found exactly once).
+-- @section tools
+
+--- Reads a window of a UTF-8 text file (MCP file_read): at most 2000
+-- lines or 8000 characters; files up to 16 MiB.
+-- @tparam string path a workspace path: relative to /workspace (or
+-- "/workspace/..."), no "..", not under .sandbox
+-- @tparam[opt=1] integer offset the first line (1-based)
+-- @tparam[opt=0] integer limit lines at most (0: the tool's window)
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] table `{path, content, start_line, end_line, truncated,
+-- next_offset, ...}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise a bad path, offset or limit out of range
 function Manager:read_file(path, offset, limit, key)
   local args = { path = wpath("read_file", path) }
   offset = count("read_file", "offset", offset, 1, compat.maxinteger) or 1
@@ -34,14 +54,34 @@ function Manager:read_file(path, offset, limit, key)
   return mcp.call(self, "read_file", "file_read", args, { key = key, timeout = FILE_TIMEOUT })
 end
 
---- file_write {path, content} (UTF-8 text; binary files: upload_file).
+--- Writes a UTF-8 text file, atomically, its parents made (MCP
+-- file_write); at most 1 000 000 bytes. Bytes of any kind: `upload`.
+-- @tparam string path a workspace path: relative to /workspace (or
+-- "/workspace/..."), no "..", not under .sandbox
+-- @tparam string content
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] table `{path, chars, bytes}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise a bad path, content not a string
 function Manager:write_file(path, content, key)
   local args = { path = wpath("write_file", path),
     content = check.type("write_file", "content", content, "string") }
   return mcp.call(self, "write_file", "file_write", args, { key = key, timeout = FILE_TIMEOUT })
 end
 
---- file_edit {path, old, new}: old must occur exactly once.
+--- Replaces text in a file (MCP file_edit): old must occur exactly once.
+-- @tparam string path a workspace path: relative to /workspace (or
+-- "/workspace/..."), no "..", not under .sandbox
+-- @tparam string old the text to replace (non-empty)
+-- @tparam string new its replacement
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] table `{path, replacements = 1}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise a bad path, an empty old, new not a string
 function Manager:edit_file(path, old, new, key)
   check.nonempty("edit_file", "old", old)
   local args = { path = wpath("edit_file", path), old = old,
@@ -49,7 +89,18 @@ function Manager:edit_file(path, old, new, key)
   return mcp.call(self, "edit_file", "file_edit", args, { key = key, timeout = FILE_TIMEOUT })
 end
 
---- file_glob {path, pattern[, limit]}.
+--- Finds files by a glob pattern (MCP file_glob): `*` and `?` within a
+-- segment, `**` across; newest first, at most 200.
+-- @tparam string pattern
+-- @tparam[opt=""] string path the directory to search ("" or ".": the root)
+-- @tparam[opt=0] integer limit matches at most (0: the tool's)
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] table `{pattern, matches, total, scanned, truncated,
+-- truncated_reason}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise an empty pattern, a bad path
 function Manager:glob_files(pattern, path, limit, key)
   check.nonempty("glob_files", "pattern", pattern)
   local args = { pattern = pattern, path = wpath("glob_files", path or "", true) }
@@ -62,9 +113,29 @@ local GREP_MODES = { files_with_matches = true, content = true, count = true }
 local GREP_OPTIONS = { path = true, glob = true, file_glob = true, mode = true,
   case_insensitive = true, context = true, regex = true, use_regex = true, limit = true, key = true }
 
---- grep_files(pattern, path, file_glob, mode, case_insensitive, context,
--- use_regex, limit, key), or grep_files(pattern, {path=, glob=, mode=,
--- case_insensitive=, context=, regex=, limit=, key=}).
+--- Searches file contents (MCP file_grep): literal unless regex; at
+-- most 200 files, skipping files over 1 MB and those not UTF-8. Takes
+-- its arguments in order (as the protocol's SDK does) or as a table:
+-- `grep_files(pattern, {path =, glob =, mode =, case_insensitive =,
+-- context =, regex =, limit =, key =})`.
+-- @tparam string pattern
+-- @tparam[opt=""] string|table path the directory to search, or the
+-- options table
+-- @tparam[opt] string file_glob only files matching it
+-- @tparam[opt="files_with_matches"] string mode "files_with_matches",
+-- "content" or "count"
+-- @tparam[opt=false] boolean ci case_insensitive
+-- @tparam[opt=0] integer context lines around a match, 0..5
+-- @tparam[opt=false] boolean use_regex
+-- @tparam[opt=0] integer limit
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] table `{pattern, mode, files, file_count, match_count,
+-- scanned, truncated, truncated_reason}`, files paths or `{path, count,
+-- lines}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise an empty pattern, a bad path, an unknown mode or option
 function Manager:grep_files(pattern, path, file_glob, mode, ci, context, use_regex, limit, key)
   check.nonempty("grep_files", "pattern", pattern)
   if type(path) == "table" then
@@ -85,9 +156,11 @@ function Manager:grep_files(pattern, path, file_glob, mode, ci, context, use_reg
   return mcp.call(self, "grep_files", "file_grep", args, { key = key, timeout = FILE_TIMEOUT })
 end
 
-------------------------------------------------------------------------
--- shell
-------------------------------------------------------------------------
+--- Commands through the MCP shell tool.
+-- Commands run under bash in /workspace (no profile, pipefail), their
+-- process group killed at the timeout; each output stream is cut at
+-- 64 000 bytes. Exit codes are the runtime's report.
+-- @section shell
 
 local function seconds(fname, t, hi)
   return count(fname, "timeout", t, 1, hi) or 30
@@ -100,7 +173,16 @@ local function command(fname, cmd)
   return cmd
 end
 
---- shell exec: {exit_code, stdout, stderr, timed_out, output_truncated, ...}.
+--- Runs a shell line to its end (MCP shell exec).
+-- @tparam string cmd a shell line, at most 8192 bytes, no NUL
+-- @tparam[opt=30] integer t its timeout in seconds, 1..30
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] table `{exit_code, stdout, stderr, timed_out,
+-- output_truncated, sandbox_id, workspace_id}`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise command too long or with a NUL, t out of range
 function Manager:shell(cmd, t, key)
   t = seconds("shell", t, 30)
   local args = { action = "exec", command = command("shell", cmd), timeout_seconds = t }
@@ -112,9 +194,21 @@ local function callbacks(fname, on_chunk, is_cancelled)
   check.type(fname, "is_cancelled", is_cancelled, "function", true)
 end
 
---- shell exec_stream, streamed: on_chunk(channel, chunk, sequence) as the
--- command writes; is_cancelled() (asked every 100 ms at most) or Ctrl-C
--- closes the connection: 499 "Sandbox command cancelled".
+--- Runs a shell line with its output streamed as it is written (MCP
+-- shell exec_stream, SSE).
+-- @tparam string cmd a shell line, at most 8192 bytes
+-- @tparam[opt=30] integer t its timeout in seconds, 1..30
+-- @tparam[opt] function on_chunk on_chunk(channel, chunk, sequence),
+-- channel "stdout" or "stderr", as the command writes
+-- @tparam[opt] function is_cancelled asked every 100 ms at most; true
+-- closes the connection (the command is killed)
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] table the result as `shell` gives it, plus `stream_chunks`
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error cancelled (499 "Sandbox command cancelled": is_cancelled
+-- or Ctrl-C)
+-- @raise as `shell`; callbacks that are not functions
 function Manager:shell_stream(cmd, t, on_chunk, is_cancelled, key)
   t = seconds("shell_stream", t, 30)
   callbacks("shell_stream", on_chunk, is_cancelled)
@@ -127,11 +221,33 @@ local SESSION_OPTIONS = { command = true, timeout = true, input = true, input_te
   append_newline = true, async = true, async_mode = true, on_chunk = true, is_cancelled = true,
   key = true }
 
---- shell_session(action, session_id, command, t, input_text,
--- append_newline, async_mode, on_chunk, is_cancelled, key), or
--- shell_session(action, session_id, {command=, timeout=, input=,
--- append_newline=, async=, on_chunk=, is_cancelled=, key=}). action:
--- exec, wait, input or kill. Streamed when on_chunk is given.
+--- One action on a PTY shell session of the runtime (MCP shell
+-- session_*): a bash on a pseudo-terminal kept between calls (at most
+-- 16; idle ones end after 1800 s). `Sandbox:shell` gives the same as an
+-- object. Takes its arguments in order (as the protocol's SDK does) or
+-- as a table: `shell_session(action, session_id, {command =, timeout =,
+-- input =, append_newline =, async =, on_chunk =, is_cancelled =, key =})`.
+-- Streamed when on_chunk is given.
+-- @tparam string action "exec", "wait", "input" or "kill"
+-- @tparam string session_id `^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`
+-- @tparam[opt] string|table cmd exec's shell line (command), or the
+-- options table
+-- @tparam[opt=30] integer t seconds: wait 1..120, the others 1..30
+-- @tparam[opt] string input input's text (input_text), at most 8192 bytes
+-- @tparam[opt=true] boolean newline input: add "\n" (append_newline)
+-- @tparam[opt=false] boolean async exec: answer after ~0.2 s with
+-- running = true (async_mode)
+-- @tparam[opt] function on_chunk as for `shell_stream`
+-- @tparam[opt] function is_cancelled as for `shell_stream`
+-- @tparam[opt] string key the session key (nil: the Manager's own)
+-- @treturn[1] table `{action, session_id, exit_code (nil while running),
+-- stdout, running, timed_out, wait_timed_out, output_truncated,
+-- session_restarted}`: the output since the previous call
+-- @treturn[1] string the request id
+-- @return[2] nil
+-- @treturn[2] Error rpc (-32602: no such session for wait or input,
+-- -32001: every PTY session busy), cancelled
+-- @raise an unknown action, a malformed session_id, a value out of range
 function Manager:shell_session(action, session_id, cmd, t, input, newline, async, on_chunk, is_cancelled, key)
   local wire = core.cp.mcp_session_action(check.type("shell_session", "action", action, "string"))
   if not wire then

@@ -17,7 +17,7 @@
 -- every task) cancels its programs' tasks and their jobs; a program still
 -- running at the batch's deadline has its job cancelled (abandon.note).
 -- Internal module; its methods are documented as the Client's.
--- @submodule unsandbox
+-- @classmod Client
 local abandon = require "unsandbox.exec.abandon"
 local transport = require "unsandbox.transport"
 local check = require "unsandbox.check"
@@ -207,37 +207,62 @@ local function start_map(self, language, inputs, fn, per_call, n, ch)
   return workers
 end
 
+--- Many programs at once
+-- @section batch
+
 --- Runs several programs at once, each job a task: every program is
--- submitted, then all are followed together. list: {{language, code
--- [, opts]}, ...} (opts as for execute_code, less timeout and on_poll).
--- opts.timeout: the overall deadline in seconds (default: the largest
--- ttl plus a minute); opts.on_poll(job, attempt, index). Returns two
--- tables indexed like list: results[i] (with request_id and timing) for
--- each program that ran, errors[i] (an unsandbox.Error) for each that
--- could not be submitted or finished: a program still running at the
--- deadline has its job cancelled (err.job_id, err.cancelled), as has
--- every job on Ctrl-C.
--- @function Client:execute_many
+-- submitted (POST /execute/async), then all are followed together, each
+-- on its own poll schedule. Inside a task it yields; elsewhere it drives
+-- the loop. A program still running at the deadline has its job
+-- cancelled, as has every job on Ctrl-C.
+-- @function execute_many
+-- @tparam table list `{{language, code [, opts]}, ...}`, each opts as
+-- for `execute_code` less timeout and on_poll
+-- @tparam[opt] table opts `timeout` (s, the whole batch; default the
+-- largest ttl plus a minute), `on_poll(job, attempt, index)`
+-- @treturn table results, indexed like list: `results[i]` (as
+-- `execute_code` gives it, with request_id and timing) for each program
+-- that ran
+-- @treturn table errors, indexed like list: `errors[i]` (an `Error`) for
+-- each program that could not be submitted or did not finish (timeout or
+-- interrupted with err.job_id and err.cancelled)
+-- @raise list not a table, an item that is not `{language, code [, opts]}`,
+-- timeout or on_poll in an item's options, an option out of range
 function Client:execute_many(list, opts)
   local ts, errors = start_many(self, "execute_many", list, opts)
   return collect(ts, errors)
 end
 
---- As execute_many, an iterator of i, result, err in the order the
--- programs finish (errors known before anything ran come first). As a
--- module function always the default client (the iterator outlives the
+--- As `execute_many`, but an iterator over the programs in the order they
+-- finish (errors known before anything ran come first). As a module
+-- function it always uses the default client (the iterator outlives the
 -- call).
--- @function Client:execute_each
+-- @function execute_each
+-- @tparam table list as for `execute_many`
+-- @tparam[opt] table opts as for `execute_many`
+-- @treturn function an iterator of `i, result, err` (one of result and
+-- err is nil)
+-- @raise as `execute_many`
+-- @usage for i, r, err in c:execute_each(list) do print(i, r and r.stdout or err) end
 function Client:execute_each(list, opts)
   local ts, errors = start_many(self, "execute_each", list, opts)
   return each(ts, errors)
 end
 
---- map(language, inputs, fn, opts) -> results, errors indexed like
--- inputs: fn(input, i) returns the code (or code and that call's
--- options), run by execute_code, at most opts.concurrency (default 16)
--- at once; the other options are execute_code's, for every call.
--- @function Client:map
+--- Runs the code fn makes of each input, by `execute_code`, through at
+-- most `concurrency` workers (tasks) at once. fn(input, i) returns the
+-- code, or the code and that call's options (merged over opts). What fn
+-- raises becomes that input's error (kind validation).
+-- @function map
+-- @tparam string language as for `execute_code`
+-- @tparam table inputs a list of values
+-- @tparam function fn fn(input, i) -> code [, opts]
+-- @tparam[opt] table opts `concurrency` (1..1024, default 16), and
+-- `execute_code`'s options for every call
+-- @treturn table results indexed like inputs
+-- @treturn table errors indexed like inputs (an `Error` each)
+-- @raise an empty language, inputs not a table, fn not a function, an
+-- unknown option
 function Client:map(language, inputs, fn, opts)
   local per_call, n = map_inputs("map", language, inputs, fn, opts)
   local ch = tasks.channel()
@@ -256,9 +281,16 @@ function Client:map(language, inputs, fn, opts)
   return out, errors
 end
 
---- As map, an iterator of i, result, err in the order the calls finish.
--- As a module function always the default client.
--- @function Client:map_each
+--- As `map`, but an iterator in the order the calls finish. As a module
+-- function it always uses the default client.
+-- @function map_each
+-- @tparam string language
+-- @tparam table inputs
+-- @tparam function fn
+-- @tparam[opt] table opts as for `map`
+-- @treturn function an iterator of `i, result, err`; Ctrl-C raises its
+-- Error (kind interrupted) from the iterator
+-- @raise as `map`
 function Client:map_each(language, inputs, fn, opts)
   local per_call, n = map_inputs("map_each", language, inputs, fn, opts)
   local ch = tasks.channel()

@@ -1,10 +1,34 @@
---- The Client's own methods (info, on_request, detect_language) and the
--- routes about the service itself (languages, the key pair, health) and
--- the low-level call, as methods of every unsandbox.Client. All but info,
--- on_request and detect_language are declared in public.lua, so they are
--- also unsandbox.<name>(...) on the default client. Internal module; its
--- methods are documented as the Client's.
--- @submodule unsandbox
+--- A client of the execution API: its own credentials, base URL,
+-- timeouts and kept-alive connection, made by `unsandbox.client{...}` and
+-- closed by `c:close()`, a `<close>` variable or the collector (the
+-- secret is wiped).
+--
+-- Every method but url, close, info, on_request and detect_language is
+-- also a module function of the same name, on the default client
+-- (`unsandbox.execute_code(...)`; see the module `unsandbox`).
+--
+-- The contract of every method: its options table comes last, takes
+-- `timeout` (seconds: the whole call) at least, and refuses an option it
+-- does not know. Success is one value; a document from the service
+-- carries the `request_id` of its exchange. An expected failure returns
+-- `nil, err`, err an `Error` of kind:
+--
+-- - `http`: the service answered an error (err.status, err.code,
+--   err.message; 404 for an unknown id, 428 a sudo challenge, 429 with
+--   err.retry_after)
+-- - `transport`: no answer (nothing listening, TLS, DNS, a reset)
+-- - `timeout`: the call's deadline passed (err.job_id when it had a job)
+-- - `protocol`: an answer the client cannot use (malformed JSON, a
+--   missing field)
+-- - `credentials`: no key pair could be found (nothing was sent)
+-- - `validation`: a local input that cannot be used (an input file that
+--   cannot be read)
+-- - `interrupted`: Ctrl-C or a cancelled task (err.job_id, err.cancelled)
+--
+-- Misuse raises at the caller's line: an argument of the wrong type or
+-- shape (`bad argument 'id' to 'get_session' (...)`), an unknown option,
+-- a closed client ("attempt to use a closed Client").
+-- @classmod Client
 local transport = require "unsandbox.transport"
 local calls = require "unsandbox.exec.calls"
 local check = require "unsandbox.check"
@@ -16,8 +40,22 @@ local Client = {}   -- the methods this file adds to unsandbox.Client
 local one = calls.one
 local request_limit = calls.request_limit
 
---- c:info() -> {url, public_key, source, timeout (s)}, or nil, Error when
--- no credentials can be found. Never the secret.
+--- The client
+-- @section client
+
+--- The base URL this client talks to.
+-- @function url
+-- @treturn string the URL, without a trailing slash
+
+--- Closes the client and wipes its secret; idempotent. Using the client
+-- afterwards raises "attempt to use a closed Client".
+-- @function close
+
+--- What this client would use, without a request; never the secret.
+-- @treturn[1] table `{url, public_key, source, timeout}`: source as
+-- `unsandbox.credentials` gives it, timeout in seconds
+-- @return[2] nil
+-- @treturn[2] Error kind credentials: no key pair could be found
 function Client:info()
   local t, kind, msg = self:_info()
   if not t then return nil, Error.new { kind = kind, message = msg } end
@@ -25,8 +63,15 @@ function Client:info()
   return t
 end
 
+--- About the service
+-- @section service
+
 --- The languages the service runs; cached for an hour in
--- ~/.unsandbox/languages.json. opts.refresh = true skips the cache.
+-- ~/.unsandbox/languages.json (per URL).
+-- @tparam[opt] table opts `refresh` (true: skip the cache), `timeout`
+-- @treturn[1] table a list of language names
+-- @return[2] nil
+-- @treturn[2] Error
 function Client:get_languages(opts)
   opts = check.options("get_languages", opts, { refresh = true, timeout = true })
   check.positive("get_languages", "timeout", opts.timeout)
@@ -35,17 +80,25 @@ function Client:get_languages(opts)
   return list
 end
 
---- Checks the key pair with the service: {valid, public_key, tier, ...,
--- request_id}. opts: timeout.
+--- Checks the key pair with the service (POST /keys/validate).
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table `{valid, public_key, tier, ..., request_id}`
+-- @return[2] nil
+-- @treturn[2] Error kind http 401 when the service refuses the pair
 function Client:validate_keys(opts)
   opts = calls.plain("validate_keys", opts)
   return one(transport.request(self, "POST", "/keys/validate", nil, calls.request_opts(opts)))
 end
 
---- true when the service answers GET /health (unsigned), within
--- opts.timeout, else 10 s or the client's own timeout when that is
--- shorter. Module function: opts.url (and the other connection options)
+--- Whether the service answers GET /health (unsigned: no keys needed).
+-- As a module function, opts.url (and the other connection options)
 -- asks another service.
+-- @tparam[opt] table opts `timeout` (default 10 s, or the client's own
+-- timeout when that is shorter)
+-- @treturn[1] boolean true
+-- @return[2] nil
+-- @treturn[2] Error (transport: nothing answers at the URL; its hint
+-- names a URL that is not the service's root)
 function Client:health(opts)
   opts = calls.plain("health", opts)
   local limit = opts.timeout or math.min(10, request_limit(self))
@@ -56,11 +109,17 @@ end
 
 local CALL_OPTIONS = { timeout = true, auth = true, headers = true, idempotent = true }
 
---- Low-level: a signed request to any route, body a Lua table or nil.
--- opts: timeout (s), auth (false: unsigned), headers, idempotent (true: a
--- repeat is safe, so the client's retry policy may repeat a POST that got
--- no answer). Returns the decoded JSON document (an object gets its
--- request_id), or nil, Error.
+--- Low-level: a signed request to any route of the execution API.
+-- @tparam string method the HTTP method (any case)
+-- @tparam string path the route, with its query ("/jobs?limit=5")
+-- @tparam[opt] table body sent as JSON (nil: no body)
+-- @tparam[opt] table opts `timeout` (s), `auth` (false: unsigned),
+-- `headers` ({name = value}), `idempotent` (true: a repeat is safe, so the
+-- client's retry policy may repeat a POST that got no answer)
+-- @treturn[1] table the decoded JSON document (an object gets its request_id)
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise an empty method or path, an unknown option
 function Client:call(method, path, body, opts)
   check.nonempty("call", "method", method)
   check.nonempty("call", "path", path)
@@ -70,11 +129,18 @@ function Client:call(method, path, body, opts)
   return one(transport.request(self, method:upper(), path, body, opts))
 end
 
---- detect_language as a method too, for symmetry; no network.
+--- `unsandbox.detect_language` as a method too, for symmetry; no network.
+-- @function detect_language
+-- @tparam string filename
+-- @tparam[opt] string content
+-- @treturn string|nil the language name, or nil when unknown
 function Client.detect_language(_, filename, content) return languages.detect(filename, content) end
 
---- c:on_request(fn): this client's request hook (nil removes it); returns
--- the previous one. See unsandbox.on_request.
+--- Sets this client's request hook, called after every exchange of this
+-- client as `unsandbox.on_request` describes (the global hook runs too).
+-- @tparam function|nil fn the hook; nil removes it
+-- @treturn function|nil the previous one
+-- @raise fn neither a function nor nil
 function Client:on_request(fn)
   check.type("on_request", "fn", fn, "function", true)
   local st = self:_state()

@@ -5,7 +5,7 @@
 -- declared in public.lua, so it is also unsandbox.<name>(...) on the
 -- default client. The destructive routes (delete, unlock) take the sudo
 -- options. Internal module; its methods are documented as the Client's.
--- @submodule unsandbox
+-- @classmod Client
 local transport = require "unsandbox.transport"
 local calls = require "unsandbox.exec.calls"
 local check = require "unsandbox.check"
@@ -31,7 +31,16 @@ local function key_route(fname, suffix, field)
   end
 end
 
+--- Images
+-- @section images
+
 --- Publishes a service or a snapshot as an image.
+-- @tparam table opts `source_type` ("service" or "snapshot"),
+-- `source_id`, `name`, `description`, `timeout`
+-- @treturn[1] table the image's document: `id` (also `image_id`), ...
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise a missing or unknown source_type, source_id not an id
 function Client:publish_image(opts)
   opts = calls.plain("publish_image", opts, PUBLISH_OPTIONS)
   check.type("publish_image", "source_type", opts.source_type, "string")
@@ -45,7 +54,13 @@ function Client:publish_image(opts)
   return calls.with_id(doc, rid, "image_id")
 end
 
---- Images: "all" (default), "owned", "shared" or "public". opts: timeout.
+--- Lists images.
+-- @tparam[opt="all"] string which "all", "owned", "shared" or "public"
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table a list of image documents
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise an unknown which
 function Client:list_images(which, opts)
   which = check.oneof("list_images", "which", which, IMAGE_LISTS) or "all"
   opts = calls.plain("list_images", opts)
@@ -54,19 +69,48 @@ end
 
 -- Who may see and use an image, and its lock --
 
---- One image's document (with request_id).
--- @function Client:get_image
+--- One image's document.
+-- @function get_image
+-- @tparam string id the image's id
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table the document, with request_id
+-- @return[2] nil
+-- @treturn[2] Error (http 404: no such image)
 Client.get_image = calls.by_id("GET", "/images/", "get_image")
---- Deletes an image. opts: on_sudo, or challenge_id and otp.
--- @function Client:delete_image
+--- Deletes an image; may meet a sudo challenge, as `delete_session` does.
+-- @function delete_image
+-- @tparam string id the image's id
+-- @tparam[opt] table opts `on_sudo(err)` -> otp, or `challenge_id` and
+-- `otp` (see `delete_session`); `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
 Client.delete_image = calls.destructive("DELETE", "/images/", "delete_image")
 --- Locks an image against deletion.
--- @function Client:lock_image
+-- @function lock_image
+-- @tparam string id the image's id
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
 Client.lock_image = calls.by_id("POST", "/images/", "lock_image", "/lock")
---- Unlocks an image. opts: on_sudo, or challenge_id and otp.
--- @function Client:unlock_image
+--- Unlocks an image; may meet a sudo challenge.
+-- @function unlock_image
+-- @tparam string id the image's id
+-- @tparam[opt] table opts `on_sudo(err)` -> otp, or `challenge_id` and
+-- `otp` (see `delete_session`); `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
 Client.unlock_image = calls.destructive("POST", "/images/", "unlock_image", "/unlock")
---- visibility: "private", "unlisted" or "public".
+--- Sets who may see an image.
+-- @tparam string id the image's id
+-- @tparam string visibility "private", "unlisted" or "public"
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise an unknown visibility
 function Client:set_image_visibility(id, visibility, opts)
   check.id("set_image_visibility", "id", id)
   check.type("set_image_visibility", "visibility", visibility, "string")
@@ -75,18 +119,44 @@ function Client:set_image_visibility(id, visibility, opts)
   return calls.one(calls.post(self, "/images/" .. id .. "/visibility", { visibility = visibility }, opts))
 end
 --- Lets another public key use the image.
--- @function Client:grant_image_access
+-- @function grant_image_access
+-- @tparam string id the image's id
+-- @tparam string key the other public key
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise id or key not an id
 Client.grant_image_access = key_route("grant_image_access", "/grant", "trusted_api_key")
 --- Takes back another key's access to the image.
--- @function Client:revoke_image_access
+-- @function revoke_image_access
+-- @tparam string id the image's id
+-- @tparam string key the other public key
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise id or key not an id
 Client.revoke_image_access = key_route("revoke_image_access", "/revoke", "trusted_api_key")
 --- Gives the image to another public key.
--- @function Client:transfer_image
+-- @function transfer_image
+-- @tparam string id the image's id
+-- @tparam string key the other public key
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise id or key not an id
 Client.transfer_image = key_route("transfer_image", "/transfer", "to_api_key")
 -- the names the service's SDKs read for the trusted list, in that order
 local TRUSTED_FIELDS = { "trusted_api_keys", "trusted_keys", "trusted" }
 
---- The public keys trusted with the image (a list).
+--- The public keys trusted with an image.
+-- @tparam string id the image's id
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table a list of public keys
+-- @return[2] nil
+-- @treturn[2] Error
 function Client:image_trusted(id, opts)
   check.id("image_trusted", "id", id)
   opts = calls.plain("image_trusted", opts)
@@ -106,7 +176,13 @@ function Client:image_trusted(id, opts)
   return keys
 end
 
---- A new service from the image.
+--- A new service from an image.
+-- @tparam string id the image's id
+-- @tparam[opt] table opts `name`, `ports` (a list of port numbers),
+-- `bootstrap`, `network_mode`, `timeout`
+-- @treturn[1] table the service's document: `id` (also `service_id`), ...
+-- @return[2] nil
+-- @treturn[2] Error
 function Client:spawn_image(id, opts)
   check.id("spawn_image", "id", id)
   opts = calls.plain("spawn_image", opts, SPAWN_OPTIONS)
@@ -117,7 +193,12 @@ function Client:spawn_image(id, opts)
   local doc, rid = calls.post(self, "/images/" .. id .. "/spawn", body, opts)
   return calls.with_id(doc, rid, "service_id")
 end
---- A copy of the image, owned by this client's key.
+--- A copy of an image, owned by this client's key.
+-- @tparam string id the image's id
+-- @tparam[opt] table opts `name`, `description`, `timeout`
+-- @treturn[1] table the copy's document: `id` (also `image_id`), ...
+-- @return[2] nil
+-- @treturn[2] Error
 function Client:clone_image(id, opts)
   check.id("clone_image", "id", id)
   opts = calls.plain("clone_image", opts, IMAGE_CLONE_OPTIONS)

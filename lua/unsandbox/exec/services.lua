@@ -6,7 +6,7 @@
 -- unsandbox.<name>(...) on the default client. The destructive routes
 -- (delete, unlock) take the sudo options. Internal module; its methods are
 -- documented as the Client's.
--- @submodule unsandbox
+-- @classmod Client
 local transport = require "unsandbox.transport"
 local calls = require "unsandbox.exec.calls"
 local check = require "unsandbox.check"
@@ -21,8 +21,27 @@ local by_id, destructive, with_id = calls.by_id, calls.destructive, calls.with_i
 local SERVICE_OPTIONS = { name = true, bootstrap = true, bootstrap_content = true, ports = true,
   custom_domains = true, network_mode = true, vcpu = true, input_files = true, timeout = true }
 
---- Creates a service: a persistent sandbox whose bootstrap command keeps
--- running.
+--- Services
+-- @section services
+
+--- Creates a service: a long-lived sandbox whose bootstrap command keeps
+-- running, its ports served.
+-- @tparam table opts
+-- @tparam string opts.name the service's name
+-- @tparam[opt] string opts.bootstrap the command that keeps running
+-- (this or bootstrap_content is required)
+-- @tparam[opt] string opts.bootstrap_content a script run as the bootstrap
+-- @tparam[opt] table opts.ports a list of port numbers to serve
+-- @tparam[opt] table opts.custom_domains a list of domain names
+-- @tparam[opt] string opts.network_mode "zerotrust" (default) or "semitrusted"
+-- @tparam[opt] integer opts.vcpu 1..8
+-- @tparam[opt] table opts.input_files as for `execute_code`
+-- @tparam[opt] number opts.timeout seconds of the request
+-- @treturn[1] table the service's document: `id` (also `service_id`), ...
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise opts missing, no name, neither bootstrap nor
+-- bootstrap_content, an unknown option, a value of the wrong type
 function Client:create_service(opts)
   check.options("create_service", opts, SERVICE_OPTIONS, true)
   check.nonempty("create_service", "name", opts.name)
@@ -41,17 +60,41 @@ function Client:create_service(opts)
   return with_id(doc, rid, "service_id")
 end
 
---- The services of this key: a list of {id, name, status, ...}.
--- @function Client:list_services
+--- The services of this key.
+-- @function list_services
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table a list of `{id, name, status, ...}`
+-- @return[2] nil
+-- @treturn[2] Error
 Client.list_services = calls.list_of("services")
---- One service's document (with request_id).
--- @function Client:get_service
+--- One service's document (`urls` of its ports, with unsandboxd).
+-- @function get_service
+-- @tparam string id the service's id
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table the document, with request_id
+-- @return[2] nil
+-- @treturn[2] Error (http 404: no such service)
+-- @raise id not an id
 Client.get_service = by_id("GET", "/services/", "get_service")
---- Deletes a service. opts: on_sudo, or challenge_id and otp.
--- @function Client:delete_service
+--- Deletes a service (a locked one must be unlocked first); may meet a
+-- sudo challenge, as `delete_session` does.
+-- @function delete_service
+-- @tparam string id the service's id
+-- @tparam[opt] table opts `on_sudo(err)` -> otp, or `challenge_id` and
+-- `otp` (see `delete_session`); `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise id not an id
 Client.delete_service = destructive("DELETE", "/services/", "delete_service")
 
---- The service's bootstrap output; opts.all asks for all of it.
+--- The service's bootstrap output.
+-- @tparam string id the service's id
+-- @tparam[opt] table opts `all` (true: all of it, not the tail), `timeout`
+-- @treturn[1] string the log text
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise id not an id
 function Client:service_logs(id, opts)
   check.id("service_logs", "id", id)
   opts = calls.plain("service_logs", opts, { all = true, timeout = true })
@@ -64,7 +107,16 @@ function Client:service_logs(id, opts)
   return log
 end
 
---- Runs a command in a running service: submitted as a job and waited for.
+--- Runs a shell command in a running service: submitted as a job and
+-- waited for.
+-- @tparam string id the service's id
+-- @tparam string command a shell line
+-- @tparam[opt] table opts `timeout` (s, the command's limit, default 30;
+-- the wait allows 30 s more), `on_poll(job, attempt)`
+-- @treturn[1] table a result as `execute_code` gives it
+-- @return[2] nil
+-- @treturn[2] Error (http 409: the service is not running)
+-- @raise id not an id, command not a string
 function Client:service_execute(id, command, opts)
   check.id("service_execute", "id", id)
   check.type("service_execute", "command", command, "string")
@@ -82,23 +134,49 @@ function Client:service_execute(id, command, opts)
   return calls.wait_started(self, job_id, timeout + 30, opts.on_poll)
 end
 
---- Snapshots a service. opts: name, hot (boolean). Returns the snapshot's document with its id.
--- @function Client:service_snapshot
+--- Snapshots a service's files.
+-- @function service_snapshot
+-- @tparam string id the service's id
+-- @tparam[opt] table opts `name`, `hot` (boolean), `timeout`
+-- @treturn[1] table the snapshot's document: `id` (also `snapshot_id`), ...
+-- @return[2] nil
+-- @treturn[2] Error
 Client.service_snapshot = calls.snapshot_of("service")
 
 -- Administration --
 
 --- Freezes a service (its bootstrap stopped, its files kept).
--- @function Client:freeze_service
+-- @function freeze_service
+-- @tparam string id the service's id
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
 Client.freeze_service = by_id("POST", "/services/", "freeze_service", "/freeze")
 --- Unfreezes a frozen service (its bootstrap starts again).
--- @function Client:unfreeze_service
+-- @function unfreeze_service
+-- @tparam string id the service's id
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
 Client.unfreeze_service = by_id("POST", "/services/", "unfreeze_service", "/unfreeze")
 --- Locks a service against deletion.
--- @function Client:lock_service
+-- @function lock_service
+-- @tparam string id the service's id
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
 Client.lock_service = by_id("POST", "/services/", "lock_service", "/lock")
---- Unlocks a service. opts: on_sudo, or challenge_id and otp.
--- @function Client:unlock_service
+--- Unlocks a service; may meet a sudo challenge.
+-- @function unlock_service
+-- @tparam string id the service's id
+-- @tparam[opt] table opts `on_sudo(err)` -> otp, or `challenge_id` and
+-- `otp` (see `delete_session`); `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
 Client.unlock_service = destructive("POST", "/services/", "unlock_service", "/unlock")
 
 local UPDATE_OPTIONS = { vcpu = true, unfreeze_on_demand = true, show_freeze_page = true, timeout = true }
@@ -106,7 +184,14 @@ local DOMAINS = { add = true, remove = true, replace = true }
 local DOMAIN_OPTIONS = { add = true, remove = true, replace = true, timeout = true }
 local REDEPLOY_OPTIONS = { bootstrap = true, bootstrap_content = true, input_files = true, timeout = true }
 
---- PATCH of vcpu (1-8), unfreeze_on_demand, show_freeze_page.
+--- Changes a service's settings (PATCH /services/{id}).
+-- @tparam string id the service's id
+-- @tparam table opts at least one of `vcpu` (1..8),
+-- `unfreeze_on_demand` (boolean), `show_freeze_page` (boolean); `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise none of the three given, a value out of range
 function Client:update_service(id, opts)
   check.id("update_service", "id", id)
   opts = calls.plain("update_service", opts, UPDATE_OPTIONS)
@@ -121,7 +206,14 @@ function Client:update_service(id, opts)
   return calls.one(transport.request(self, "PATCH", "/services/" .. id, body, calls.request_opts(opts)))
 end
 
---- Changes the vcpu of a service (PATCH {vcpu}). opts: timeout.
+--- Changes the vcpu of a service (`update_service` with vcpu).
+-- @tparam string id the service's id
+-- @tparam integer vcpu 1..8
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise vcpu missing or out of range
 function Client:resize_service(id, vcpu, opts)
   check.int_range("resize_service", "vcpu", vcpu, 1, 8)
   check.type("resize_service", "vcpu", vcpu, "number")
@@ -129,7 +221,14 @@ function Client:resize_service(id, vcpu, opts)
   return Client.update_service(self, id, { vcpu = vcpu, timeout = opts.timeout })
 end
 
---- Custom domains: exactly one of add, remove, replace (lists of names).
+--- Changes a service's custom domains.
+-- @tparam string id the service's id
+-- @tparam table opts exactly one of `add`, `remove`, `replace` (a list
+-- of domain names); `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise none or two of add, remove, replace; a list with an empty name
 function Client:set_service_domains(id, opts)
   check.id("set_service_domains", "id", id)
   opts = calls.plain("set_service_domains", opts, DOMAIN_OPTIONS)
@@ -146,6 +245,12 @@ function Client:set_service_domains(id, opts)
 end
 
 --- Restarts the bootstrap, with a new one and input files if given.
+-- @tparam string id the service's id
+-- @tparam[opt] table opts `bootstrap`, `bootstrap_content`,
+-- `input_files` (as for `execute_code`), `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
 function Client:redeploy_service(id, opts)
   check.id("redeploy_service", "id", id)
   opts = calls.plain("redeploy_service", opts, REDEPLOY_OPTIONS)
@@ -184,18 +289,36 @@ local function env_text(fname, env)
   return table.concat(lines)
 end
 
---- {has_vault, count, updated_at}: never the values.
--- @function Client:get_service_env
+--- About a service's env vault, never its values.
+-- @function get_service_env
+-- @tparam string id the service's id
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table `{has_vault, count, updated_at, request_id}`
+-- @return[2] nil
+-- @treturn[2] Error
 Client.get_service_env = by_id("GET", "/services/", "get_service_env", "/env")
 
---- Replaces the vault: a .env text, or a table {NAME = value}.
+--- Replaces a service's env vault (PUT text/plain).
+-- @tparam string id the service's id
+-- @tparam string|table env a .env text, or `{NAME = value}` (values
+-- strings or numbers, without line breaks; written sorted by name)
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise env neither a string nor a table, a value with a line break
 function Client:set_service_env(id, env, opts)
   check.id("set_service_env", "id", id)
   local text = env_text("set_service_env", env)
   return put_text(self, "/services/" .. id .. "/env", text, calls.plain("set_service_env", opts))
 end
 
---- The vault's .env text.
+--- A service's env vault as a .env text.
+-- @tparam string id the service's id
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] string the .env text
+-- @return[2] nil
+-- @treturn[2] Error
 function Client:export_service_env(id, opts)
   check.id("export_service_env", "id", id)
   opts = calls.plain("export_service_env", opts)
@@ -205,8 +328,13 @@ function Client:export_service_env(id, opts)
   return doc.env
 end
 
---- Deletes the service's env vault.
--- @function Client:delete_service_env
+--- Deletes a service's env vault.
+-- @function delete_service_env
+-- @tparam string id the service's id
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
 Client.delete_service_env = by_id("DELETE", "/services/", "delete_service_env", "/env")
 
 return Client

@@ -5,7 +5,7 @@
 -- (public.lua). Each is declared in public.lua, so it is also
 -- unsandbox.<name>(...) on the default client. Internal module; its
 -- methods are documented as the Client's.
--- @submodule unsandbox
+-- @classmod Client
 local calls = require "unsandbox.exec.calls"
 local check = require "unsandbox.check"
 
@@ -13,23 +13,60 @@ local Client = {}   -- the methods this file adds to unsandbox.Client
 
 local by_id, destructive = calls.by_id, calls.destructive
 
---- The snapshots of this key: a list of {id, name, source_type, source_id, size_bytes, ...}.
--- @function Client:list_snapshots
+--- Snapshots
+-- @section snapshots
+
+--- The snapshots of this key.
+-- @function list_snapshots
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table a list of `{id, name, source_type, source_id,
+-- size_bytes, ...}`
+-- @return[2] nil
+-- @treturn[2] Error (http 403: snapshots are not in the free tier)
 Client.list_snapshots = calls.list_of("snapshots")
---- One snapshot's document (with request_id).
--- @function Client:get_snapshot
+--- One snapshot's document.
+-- @function get_snapshot
+-- @tparam string id the snapshot's id
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table `{id, name, source_type, source_id, status,
+-- size_bytes, created_at, hot, locked, request_id}`
+-- @return[2] nil
+-- @treturn[2] Error (http 404: no such snapshot)
 Client.get_snapshot = by_id("GET", "/snapshots/", "get_snapshot")
---- Deletes a snapshot (a locked one must be unlocked first). opts: on_sudo, or challenge_id and otp.
--- @function Client:delete_snapshot
+--- Deletes a snapshot (a locked one must be unlocked first); may meet a
+-- sudo challenge, as `delete_session` does.
+-- @function delete_snapshot
+-- @tparam string id the snapshot's id
+-- @tparam[opt] table opts `on_sudo(err)` -> otp, or `challenge_id` and
+-- `otp` (see `delete_session`); `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
 Client.delete_snapshot = destructive("DELETE", "/snapshots/", "delete_snapshot")
 --- Restores a snapshot into the session or service it was taken of.
--- @function Client:restore_snapshot
+-- @function restore_snapshot
+-- @tparam string id the snapshot's id
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
 Client.restore_snapshot = by_id("POST", "/snapshots/", "restore_snapshot", "/restore")
 --- Locks a snapshot against deletion.
--- @function Client:lock_snapshot
+-- @function lock_snapshot
+-- @tparam string id the snapshot's id
+-- @tparam[opt] table opts `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
 Client.lock_snapshot = by_id("POST", "/snapshots/", "lock_snapshot", "/lock")
---- Unlocks a snapshot. opts: on_sudo, or challenge_id and otp.
--- @function Client:unlock_snapshot
+--- Unlocks a snapshot; may meet a sudo challenge.
+-- @function unlock_snapshot
+-- @tparam string id the snapshot's id
+-- @tparam[opt] table opts `on_sudo(err)` -> otp, or `challenge_id` and
+-- `otp` (see `delete_session`); `timeout`
+-- @treturn[1] table the service's answer, with request_id
+-- @return[2] nil
+-- @treturn[2] Error
 Client.unlock_snapshot = destructive("POST", "/snapshots/", "unlock_snapshot", "/unlock")
 
 local SOURCE_TYPES = { session = true, service = true }
@@ -38,7 +75,13 @@ local CLONE_OPTIONS = { type = true, name = true, shell = true, ports = true, ti
 local CREATE_SNAPSHOT_OPTIONS = { source_type = true, source_id = true, name = true, hot = true,
   timeout = true }
 
---- POST /snapshots {source_type, source_id, name?, hot?}.
+--- Snapshots a session or a service by its id (POST /snapshots).
+-- @tparam table opts `source_type` ("session" or "service"), `source_id`,
+-- `name`, `hot` (boolean), `timeout`
+-- @treturn[1] table the snapshot's document: `id` (also `snapshot_id`), ...
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise a missing or unknown source_type, source_id not an id
 function Client:create_snapshot(opts)
   opts = calls.plain("create_snapshot", opts, CREATE_SNAPSHOT_OPTIONS)
   check.type("create_snapshot", "source_type", opts.source_type, "string")
@@ -51,7 +94,15 @@ function Client:create_snapshot(opts)
   return calls.with_id(doc, rid, "snapshot_id")
 end
 
---- A new session or service (opts.type) from a snapshot.
+--- A new session or service made from a snapshot.
+-- @tparam string id the snapshot's id
+-- @tparam table opts `type` ("session" or "service"), `name`, `shell`,
+-- `ports` (a list of port numbers), `timeout`
+-- @treturn[1] table the new one's document: `id` (also `session_id` or
+-- `service_id`), ...
+-- @return[2] nil
+-- @treturn[2] Error
+-- @raise a missing or unknown type, a port out of 1..65535
 function Client:clone_snapshot(id, opts)
   check.id("clone_snapshot", "id", id)
   opts = calls.plain("clone_snapshot", opts, CLONE_OPTIONS)

@@ -11,7 +11,7 @@
 -- blocks elsewhere.
 -- Internal module; its methods are documented as the Client's and the
 -- Terminal's.
--- @submodule unsandbox
+-- @classmod Client
 local compat = require "unsandbox.compat"
 local cjson = require "cjson.safe"
 local check = require "unsandbox.check"
@@ -148,12 +148,27 @@ local function collect(t, timeout_s, max_output)
 end
 
 function M.install(Client)
-  --- Attaches to a session's shell (spec 5.4): a Terminal, or nil, Error
-  -- (kind http with status 401, 404 or 409 when the server refuses it).
-  -- opts: connect_timeout (s, default the client's), max_input (bytes of
-  -- input that may wait to be written, default 256 KiB), cols and rows
-  -- (the initial size; the server starts at 80x24), debug (libcurl's log of
-  -- the connection on stderr: resolving, connecting, TLS).
+  --- A session's terminal
+  -- @section terminal
+
+  --- Attaches to a session's shell: a WebSocket whose binary messages
+  -- are the bytes of a shell on a pseudo-terminal, both ways. Closing the
+  -- Terminal ends that shell; the session stays.
+  -- @tparam string id the session's id
+  -- @tparam[opt] table opts
+  -- @tparam[opt] number opts.connect_timeout seconds (default the client's)
+  -- @tparam[opt] integer opts.max_input bytes of input that may wait to be
+  -- written (default 256 KiB)
+  -- @tparam[opt] integer opts.cols the initial width, 1..1000 (with rows;
+  -- the server starts at 80x24)
+  -- @tparam[opt] integer opts.rows the initial height, 1..1000
+  -- @tparam[opt] boolean opts.debug libcurl's log of the connection on
+  -- stderr (resolving, connecting, TLS)
+  -- @treturn[1] Terminal
+  -- @return[2] nil
+  -- @treturn[2] Error http 401, 404 (no such session) or 409 (frozen) when the
+  -- server refuses it; transport, timeout
+  -- @raise id not an id, cols without rows, a value out of range
   function Client:session_attach(id, opts)
     return attach(self, "session_attach", id, opts)
   end
@@ -165,11 +180,21 @@ function M.install(Client)
     return collect(t, timeout, max_output)
   end
 
-  --- Runs input in a session's shell over its terminal and collects what it
-  -- prints until it exits: {output = "...", exit_code = N}, or nil, Error.
-  -- The input should end the shell ("...; exit\n"). opts: those of
-  -- session_attach, timeout (s, default 60: the whole exchange) and
-  -- max_output (bytes, default 8 MiB).
+  --- Runs input in a session's shell over its terminal and collects what
+  -- it prints until the shell exits: the non-interactive form of
+  -- `session_attach`. The input should end the shell ("...; exit\n").
+  -- @tparam string id the session's id
+  -- @tparam string input bytes typed into the shell
+  -- @tparam[opt] table opts those of `session_attach` (but debug), and
+  -- `timeout` (s, default 60: the whole exchange), `max_output` (bytes,
+  -- default 8 MiB)
+  -- @treturn[1] table `{output = "...", exit_code = N}` (output: what the
+  -- terminal showed, echo included)
+  -- @return[2] nil
+  -- @treturn[2] Error as `session_attach`; timeout (the shell did not exit in
+  -- time), validation (more than max_output), protocol (the terminal
+  -- closed or was detached before the shell exited)
+  -- @raise input not a string, an unknown option
   function Client:session_shell(id, input, opts)
     check.type("session_shell", "input", input, "string")
     opts = check.options("session_shell", opts, SHELL_OPTIONS)
@@ -185,13 +210,17 @@ function M.install(Client)
 end
 
 --- A Terminal: the live connection to a session's shell, from
--- `client:session_attach(id)`. Closed by `t:close()`, a `<close>` variable
--- or the collector (the shell then ends: detach).
+-- `Client:session_attach`. Closed by `t:close()`, a `<close>` variable
+-- or the collector (the shell then ends). Inside a task its waits yield.
 -- @type Terminal
 
---- t:send(bytes): queues keyboard bytes. true, or nil, Error (the
--- terminal has ended; "terminal input queue full" when more than
--- max_input bytes wait to be written).
+--- Queues keyboard bytes to send.
+-- @tparam string bytes
+-- @treturn[1] boolean true
+-- @return[2] nil
+-- @treturn[2] Error when the terminal has ended, or "terminal input queue full"
+-- when more than max_input bytes wait to be written
+-- @raise bytes not a string
 function Terminal:send(bytes)
   check.type("send", "bytes", bytes, "string")
   local ok, kind, msg = self:_send(bytes)
@@ -199,7 +228,13 @@ function Terminal:send(bytes)
   return true
 end
 
---- t:resize(cols, rows): the remote terminal's size, each 1..1000.
+--- Sets the remote terminal's size.
+-- @tparam integer cols 1..1000
+-- @tparam integer rows 1..1000
+-- @treturn[1] boolean true
+-- @return[2] nil
+-- @treturn[2] Error when the terminal has ended
+-- @raise a size out of range
 function Terminal:resize(cols, rows)
   cols = check.int_range("resize", "cols", check.type("resize", "cols", cols, "number"), 1, MAX_SIZE)
   rows = check.int_range("resize", "rows", check.type("resize", "rows", rows, "number"), 1, MAX_SIZE)
@@ -208,10 +243,16 @@ function Terminal:resize(cols, rows)
   return true
 end
 
---- t:read([timeout]) -> the next piece of output (a string), or a control
--- event ({type="exit", exit_code=N}, {type="detached"}), or nil when the
--- terminal has closed normally; nil, Error when it failed or when timeout
--- seconds (default: no limit) passed with nothing to read (kind timeout).
+--- The next piece of output, or a control event, waiting for it.
+-- @tparam[opt] number timeout seconds at most (default: no limit)
+-- @treturn[1] string a piece of output
+-- @treturn[2] table a control event: `{type = "exit", exit_code = N}`,
+-- `{type = "detached"}`, or a newer server's own (passed on as it is)
+-- @return[3] nil when the terminal has closed normally
+-- @return[4] nil
+-- @treturn[4] Error timeout (nothing came within timeout), protocol (a
+-- malformed control message), transport (the connection failed)
+-- @raise timeout not a positive number
 function Terminal:read(timeout)
   local ms = timeout ~= nil and seconds_to_ms("read", "timeout", timeout) or nil
   local deadline = ms and core.monotonic_us() / 1000 + ms
@@ -230,12 +271,15 @@ function Terminal:read(timeout)
   end
 end
 
---- t:pending_input() -> bytes of input not yet written to the connection.
+--- How much input waits to be written to the connection.
+-- @treturn integer bytes
 function Terminal:pending_input() return self:_pending() end
 
 --- Closes the terminal (a close frame: the server ends the shell);
 -- idempotent.
 -- @function Terminal:close
+-- @tparam[opt=1000] integer ms how long to wait for the server's close
+-- frame, 0..60000 milliseconds
 
 -- The detach key of `un session attach`: Ctrl-] then d detaches;
 -- Ctrl-] twice sends one Ctrl-]; Ctrl-] then any other byte sends both.
