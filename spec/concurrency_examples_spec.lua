@@ -5,6 +5,7 @@
 -- frame loop reports its timing; the spec asserts nothing of it beyond "it never waited
 -- for a job" (a loaded machine stretches frames, a blocking call would
 -- stretch one by a whole second).
+-- One Lua: the examples run as programs of their own (unlua).
 local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
 local fs = require "spec.helpers.fs"

@@ -3,6 +3,7 @@
 -- context, the auth order of spec §3 with its exact texts, body rules,
 -- tenants, keys, owner tenants, audit, templates, workspaces and
 -- ownership. Every request goes to a real server over HTTP.
+-- One Lua: the subject is the server's wire (raw HTTP).
 local server = require "spec.helpers.unsandboxd"
 local cp = require "spec.helpers.cp"
 local fs = require "spec.helpers.fs"

@@ -3,6 +3,7 @@
 -- methods, the shell tool (exec, exec_stream over SSE, PTY sessions), the
 -- file tools, every error code, hostile paths and commands, clients that
 -- hang up mid-stream. All against a real unsandboxd with real sandboxes.
+-- One Lua: the subject is the server's wire (raw HTTP).
 local server = require "spec.helpers.unsandboxd"
 local cp = require "spec.helpers.cp"
 local mcp = require "spec.helpers.mcp"

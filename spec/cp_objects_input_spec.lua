@@ -3,6 +3,7 @@
 -- ticket parameters, bodies, hostile bytes in queries, and the queue-full
 -- fault (503 with retry_after_seconds 2). After each group the server
 -- still answers.
+-- One Lua: the subject is the server's wire (raw HTTP).
 local server = require "spec.helpers.unsandboxd"
 local cp = require "spec.helpers.cp"
 local rawhttp = require "spec.helpers.rawhttp"

@@ -5,6 +5,7 @@
 -- input: no runtime, no owner, another owner, paths out of bounds,
 -- symlinks out of the workspace, FIFOs, an export over 64 MiB. Files are
 -- planted and checked from outside through the server's mount namespace.
+-- One Lua: the subject is the server's wire (raw HTTP).
 local server = require "spec.helpers.unsandboxd"
 local cp = require "spec.helpers.cp"
 local fs = require "spec.helpers.fs"

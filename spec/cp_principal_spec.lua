@@ -2,6 +2,7 @@
 -- principal comes from the credential and the headers it may send, never
 -- from a body field that widens it. Played as a hostile tenant key
 -- would, through the HTTP API only, against a real unsandboxd.
+-- One Lua: the subject is the server's wire (raw HTTP).
 local server = require "spec.helpers.unsandboxd"
 local cp = require "spec.helpers.cp"
 local json = require "cjson"

@@ -3,6 +3,7 @@
 -- unlua, a 5.4 host, runs) compiles under each stock interpreter, and
 -- nothing else of the facade requires the tool's modules; the module of
 -- each Lua loads in that Lua and reports what it is.
+-- One Lua: it runs each Lua itself.
 local proc = require "spec.helpers.proc"
 
 local function facade_files(with_cli)

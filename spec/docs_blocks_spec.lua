@@ -8,6 +8,7 @@
 -- option names, is marked (spec/helpers/docblocks.lua) and listed as
 -- pending with its reason. The pages refer only to what the repository
 -- holds, and the guide's index lists every page of its folder.
+-- One Lua: the guide's blocks run under unlua and un, which embed 5.4.
 local docblocks = require "spec.helpers.docblocks"
 local fs = require "spec.helpers.fs"
 local lua = require "spec.helpers.lua"

@@ -5,6 +5,7 @@
 -- Sandbox and what it makes, tasks, errors) and no parameter untyped; the
 -- man pages render without warnings and name every option the programs'
 -- own usage texts list.
+-- One Lua: the subject is the reference LDoc generates from the sources.
 local fs = require "spec.helpers.fs"
 local proc = require "spec.helpers.proc"
 

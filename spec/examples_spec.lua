@@ -1,5 +1,6 @@
 -- #integration: every example runs against a real unsandboxd, and
 -- `make demo` (the README's first command) works end to end.
+-- One Lua: the examples run as programs of their own (unlua, lua5.4).
 local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
 local fs = require "spec.helpers.fs"

@@ -10,6 +10,7 @@
 -- Both at the default limits, and the share of agent calls once more
 -- with a small one, so that it is reached while the agent still answers. Sockets go to 127.0.0.1 only; every loop
 -- is bounded in count and time.
+-- One Lua: the subject is the server's wire (raw HTTP).
 local server = require "spec.helpers.unsandboxd"
 local cp = require "spec.helpers.cp"
 local mcp = require "spec.helpers.mcp"

@@ -4,6 +4,7 @@
 -- runs jobs while it draws frames, and a Neovim plugin driven by the
 -- editor's own event loop. Each uses the module built for its Lua
 -- (build/<lua>/unsandbox/core.so; 5.4: lua/unsandbox/core.so).
+-- One Lua: LÖVE and Neovim run the examples under their own LuaJIT.
 local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
 local fs = require "spec.helpers.fs"

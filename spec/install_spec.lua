@@ -2,6 +2,7 @@
 -- anywhere with no LUA_PATH (unlua, un --local, stock lua5.4 with the
 -- prefix on its paths, a C host built with pkg-config), and DESTDIR stages
 -- the same tree without changing what it records (the .pc file's prefix).
+-- One Lua: the installed tree is used by lua5.4 and unlua, run as programs.
 local fs = require "spec.helpers.fs"
 local proc = require "spec.helpers.proc"
 

@@ -5,6 +5,7 @@
 -- (where the SDKs' variant forms must be refused) and once with --lenient
 -- (where they must be accepted). The script prints TAP; a failure shows
 -- its not-ok lines here.
+-- One Lua: the subject is the server, driven by other clients' SDKs.
 local server = require "spec.helpers.unsandboxd"
 
 local ROOT = os.getenv("UNSANDBOX_ROOT") or "."

@@ -4,6 +4,7 @@
 -- the Lua-free core. main.c and cli.c of unsandboxd put the server
 -- together, so they may include every folder; the C tests are outside the
 -- layers. No build, no server.
+-- One Lua: the subject is the C sources' includes.
 local ROOT = os.getenv("UNSANDBOX_ROOT") or "."
 
 -- Every C file of csrc/ (paths relative to csrc/) with the project

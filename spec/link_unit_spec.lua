@@ -3,6 +3,7 @@
 -- program's own objects use, so no binary carries a library it does not
 -- need (the linker's --as-needed would hide it from ldd, not from a build
 -- on a system without it). Read from `make -n` and nm; needs `make all`.
+-- One Lua: the subject is what the built programs link.
 local ROOT = os.getenv("UNSANDBOX_ROOT") or "."
 
 local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end

@@ -4,6 +4,7 @@
 -- the scripts, each checked against its own standard (the facade: any Lua
 -- an engine embeds; specs: busted; scripts: the Lua 5.4 of unlua). No
 -- build, no server.
+-- One Lua: the subject is luacheck's report on the sources.
 local ROOT = os.getenv("UNSANDBOX_ROOT") or "."
 
 local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end

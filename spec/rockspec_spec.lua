@@ -1,6 +1,7 @@
 -- The rockspec builds through the Makefile, and really installs into a
 -- tree from which stock lua5.4 requires the module and whose unlua and un
 -- work.
+-- One Lua: LuaRocks builds and installs the rock for 5.4; busted's Lua only reads the rockspec.
 local proc = require "spec.helpers.proc"
 local lua = require "spec.helpers.lua"
 

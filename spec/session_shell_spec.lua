@@ -6,6 +6,7 @@
 -- of checks per call and prints TAP; a failure shows its not-ok lines
 -- here. Each group gets a server of its own, so one group's leftovers
 -- (or its deliberate damage) never reach the next.
+-- One Lua: the subject is the server's wire (raw HTTP and WebSocket).
 local server = require "spec.helpers.unsandboxd"
 
 local ROOT = os.getenv("UNSANDBOX_ROOT") or "."

@@ -1,5 +1,6 @@
 -- #integration specs of un's agent-tool commands (un sandbox exec --stdin,
 -- cp both ways, ps, kill), run as processes against a real unsandboxd.
+-- One Lua: un runs under unlua (5.4); the spec runs it as a program.
 local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
 local fs = require "spec.helpers.fs"

@@ -2,6 +2,7 @@
 -- object, un admin), run as processes against a real unsandboxd: output,
 -- exit codes (the command's own for sandbox run, 2 usage, 3 auth, 4 API
 -- error, 5 timeout), live streaming.
+-- One Lua: un runs under unlua (5.4); the spec runs it as a program.
 local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
 local cp = require "spec.helpers.cp"

@@ -2,6 +2,7 @@
 -- issue 14 (cli_exec.lua), run as a process against a real unsandboxd:
 -- the happy paths print ids and say what they did, bad arguments exit 64
 -- with one line, API refusals exit 69.
+-- One Lua: un runs under unlua (5.4); the spec runs it as a program.
 local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
 local wait = require "spec.helpers.wait"

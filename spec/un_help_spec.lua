@@ -2,6 +2,7 @@
 -- man page: every command and action has a --help that lists every option
 -- the parser takes for it, the parser refuses the options it does not
 -- list, and docs/man/un.1 is what the table generates.
+-- One Lua: un's command table runs under unlua (5.4) only.
 local commands = require "unsandbox.cli.commands"
 local help = require "unsandbox.cli.help"
 local options = require "unsandbox.cli.options"

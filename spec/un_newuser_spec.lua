@@ -2,6 +2,7 @@
 -- process against a real unsandboxd: the README's commands exactly as
 -- written, service logs on stdout alone, artifacts into a directory that
 -- does not exist yet, local write failures apart from the program's code.
+-- One Lua: un runs under unlua (5.4); the spec runs it as a program.
 local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
 local fs = require "spec.helpers.fs"

@@ -1,5 +1,6 @@
 -- #integration specs of the `un` command line, run as a process against a
 -- real unsandboxd.
+-- One Lua: un runs under unlua (5.4); the spec runs it as a program.
 local server = require "spec.helpers.unsandboxd"
 local proc = require "spec.helpers.proc"
 

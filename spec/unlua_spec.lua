@@ -1,6 +1,7 @@
 -- bin/unlua as a process: the stock-lua conventions (options, arg, exit
 -- statuses, messages), the built-in modules, `--local` (a private
 -- unsandboxd that must never outlive unlua), and the embedding example.
+-- One Lua: unlua embeds its own Lua 5.4; the spec runs it as a program.
 local helper = require "spec.helpers.unsandboxd"
 local fs = require "spec.helpers.fs"
 local wait = require "spec.helpers.wait"

@@ -3,6 +3,7 @@
 -- limits, restart and shutdown. Signed requests go through the binding's
 -- raw `core.client():request()`; requests whose auth headers must be
 -- forged or omitted go over a plain luasocket connection.
+-- One Lua: the subject is the server's flags and wire.
 local server = require "spec.helpers.unsandboxd"
 local core = require "unsandbox.core"
 local json = require "cjson"

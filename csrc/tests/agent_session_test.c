@@ -61,15 +61,17 @@ static void test_async_wait_input(void) {
   rt_reply r;
   json_t *res = call(&A, "{\"op\":\"session_exec\",\"session_id\":\"main\",\"command\":\"echo start; sleep 0.8; echo done\",\"async\":true}", &r);
   ok(res && is_true(res, "running") && is_null(res, "exit_code") && is_false(res, "timed_out") &&
-     r.final_s >= 0.15 && r.final_s < 0.6 && !strcmp(rs(res, "stdout"), "start\n"), "async returns after about 0.2 s (%.2f s)", r.final_s);
+     r.final_s >= 0.15 && !strcmp(rs(res, "stdout"), "start\n"),
+     "async returns after about 0.2 s, before the command ends (%.2f s)", r.final_s);
   rt_free(&r);
   fails(&A, "{\"op\":\"session_exec\",\"session_id\":\"main\",\"command\":\"true\"}", "invalid", "is still running a command");
   res = call(&A, "{\"op\":\"session_wait\",\"session_id\":\"main\",\"timeout_seconds\":10}", &r);
   ok(res && is_false(res, "running") && ri(res, "exit_code") == 0 && !strcmp(rs(res, "stdout"), "done\n") &&
      !strcmp(rs(res, "action"), "session_wait"), "session_wait collects the rest");
   rt_free(&r);
-  res = call(&A, "{\"op\":\"session_wait\",\"session_id\":\"main\"}", &r);
-  ok(res && ri(res, "exit_code") == 0 && r.final_s < 0.5 && !strcmp(rs(res, "stdout"), ""), "waiting with nothing running answers at once");
+  res = call(&A, "{\"op\":\"session_wait\",\"session_id\":\"main\",\"timeout_seconds\":30}", &r);
+  ok(res && ri(res, "exit_code") == 0 && !is_true(res, "wait_timed_out") && r.final_s < 30 && !strcmp(rs(res, "stdout"), ""),
+     "waiting with nothing running answers at once, not at its timeout (%.2f s)", r.final_s);
   rt_free(&r);
   res = call(&A, "{\"op\":\"session_exec\",\"session_id\":\"main\",\"command\":\"read -p 'name? ' n; echo hello $n\",\"async\":true}", &r);
   ok(res && is_true(res, "running"), "read waits for input");
@@ -141,7 +143,7 @@ static void test_kill_restart(void) {
   ok(res && ri(res, "exit_code") == -9 && is_false(res, "running") && is_true(res, "session_restarted") &&
      !strcmp(rs(res, "action"), "session_kill"), "session_kill: exit_code -9 and a fresh shell");
   rt_free(&r);
-  ok(shell > 0 && bg > 0 && gone_within(shell, 3) && gone_within(bg, 3), "the old shell and its children are gone");
+  ok(shell > 0 && bg > 0 && gone_within(shell, 10) && gone_within(bg, 10), "the old shell and its children are gone");
   res = call(&A, "{\"op\":\"session_exec\",\"session_id\":\"main\",\"command\":\"echo [$v]\"}", &r);
   ok(res && !strcmp(rs(res, "stdout"), "[]\n") && is_false(res, "session_restarted"), "the new shell is fresh");
   rt_free(&r);
@@ -168,7 +170,7 @@ static void test_markers_and_output(void) {
      "output capped at 64 000 bytes per call");
   rt_free(&r);
   res = call(&A, "{\"op\":\"session_exec\",\"session_id\":\"main\",\"command\":\"echo a; sleep 1; echo b\",\"stream\":true}", &r);
-  ok(res && json_array_size(r.events) == 2 && ri(res, "stream_chunks") == 2 && r.first_event_s < 0.8 && r.final_s >= 1 &&
+  ok(res && json_array_size(r.events) == 2 && ri(res, "stream_chunks") == 2 && r.final_s >= 1 && r.final_s - r.first_event_s >= 0.5 &&
      !strcmp(rs(json_array_get(r.events, 0), "data"), "a\n") && !strcmp(rs(json_array_get(r.events, 0), "channel"), "stdout"),
      "streamed chunks arrive while the command runs (%.2f s, %.2f s)", r.first_event_s, r.final_s);
   rt_free(&r);
@@ -184,7 +186,7 @@ static void test_disconnects(void) {
   long pid = -1;
   for (double end = now_s() + 5; now_s() < end && (pid = read_pid("dis.pid")) <= 0;) t_sleep_ms(20);
   close(fd);
-  ok(pid > 0 && gone_within(pid, 3), "closing its socket kills the shell");
+  ok(pid > 0 && gone_within(pid, 10), "closing its socket kills the shell");
   json_t *res = call(&A, "{\"op\":\"session_exec\",\"session_id\":\"dis\",\"command\":\"echo ok\"}", &r);
   ok(res && is_true(res, "session_restarted"), "the next exec restarts it");
   rt_free(&r);
@@ -265,13 +267,12 @@ static void test_idle_and_wall(void) {
   json_t *res = call(&b, "{\"op\":\"session_exec\",\"session_id\":\"idle\",\"command\":\"echo $$ > idle.pid\"}", &r);
   rt_free(&r);
   long pid = read_pid("idle.pid");
-  t_sleep_ms(1600);
+  ok(pid > 0 && gone_within(pid, 15), "an idle session is closed and its shell killed");
   fails(&b, "{\"op\":\"session_wait\",\"session_id\":\"idle\"}", "invalid", "does not exist");
-  ok(pid > 0 && gone_within(pid, 2), "an idle session is closed and its shell killed");
   res = call(&b, "{\"op\":\"session_exec\",\"session_id\":\"wall\",\"command\":\"sleep 100\",\"async\":true}", &r);
   rt_free(&r);
   res = call(&b, "{\"op\":\"session_wait\",\"session_id\":\"wall\",\"timeout_seconds\":10}", &r);
-  ok(res && ri(res, "exit_code") == -9 && is_true(res, "timed_out") && is_false(res, "running") && r.final_s < 4,
+  ok(res && ri(res, "exit_code") == -9 && is_true(res, "timed_out") && is_false(res, "running") && r.final_s < 10,
      "the wall cap ends a session that runs too long (%.2f s)", r.final_s);
   rt_free(&r);
   fails(&b, "{\"op\":\"session_wait\",\"session_id\":\"wall\"}", "invalid", "does not exist");
