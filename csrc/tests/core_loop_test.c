@@ -253,7 +253,7 @@ static void test_queue_timeout(peer *p) {
   unsb_http *h = engine(NULL, 1);
   unsb_loop *l = unsb_http_loop(h);
   int before = peek(p, &p->requests);
-  unsb_http_xfer *slow = get(h, p, 600, 5000, 1);
+  unsb_http_xfer *slow = get(h, p, 3000, 10000, 1);
   unsb_http_xfer *late = get(h, p, 0, 200, 2);
   unsb_http_xfer *xs[1] = {late};
   int64_t t0 = unsb_monotonic_ms();
@@ -263,7 +263,7 @@ static void test_queue_timeout(peer *p) {
   ok(unsb_http_result(late, &r, &err) == -1 && err.kind == UNSB_ETIMEOUT &&
      strstr(err.message, "nothing was sent"), "as a timeout that says nothing was sent: %s",
      err.message);
-  ok(took >= 180 && took < 550, "at its deadline, not after the slow one (%lld ms)", (long long)took);
+  ok(took >= 180 && took < 2500, "at its deadline, not after the slow one's 3 s (%lld ms)", (long long)took);
   unsb_http_timing t;
   unsb_http_timing_of(late, &t);
   ok(t.queue_us >= 180000 && t.total_us == t.queue_us, "all of its time was queue time");
