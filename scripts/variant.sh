@@ -25,3 +25,6 @@ done
 # and only the components the issue names get the extra flags
 make -s --no-print-directory -C "$dst" bin/unsandboxd-agent >/dev/null
 make -s --no-print-directory -C "$dst" -j"$(nproc)" all CFLAGS="$cflags" LDFLAGS="$ldflags"
+# and the module of every other Lua, with the same flags (dialects_spec
+# loads each in its own interpreter)
+make -s --no-print-directory -C "$dst" all-luas CFLAGS="$cflags" LDFLAGS="$ldflags"
