@@ -8,7 +8,8 @@
 # spec's time is spent waiting for sandboxes and servers. Every spec file
 # starts its own unsandboxd on an ephemeral port, so files share nothing
 # but the machine. The longest files (by the times of the last run, kept
-# in build/test-times) start first, so the run ends close to the time of
+# in build/test-times; on a fresh clone, those of a run kept in
+# scripts/test-times) start first, so the run ends close to the time of
 # its longest file.
 # Arguments are passed to every busted run (e.g. -t unit); UNSB_C_ENV /
 # UNSB_BUSTED_ENV: NAME=value words set for the C tests / for busted
@@ -35,6 +36,8 @@ out=build/test-logs
 rm -rf "$out" && mkdir -p "$out"
 jobs=${UNSB_TEST_JOBS:-$(( $(nproc) * 2 ))}
 times=build/test-times
+# a fresh clone (CI) orders by the times of a run kept in the tree
+known=$times; [ -f "$known" ] || known=scripts/test-times
 t_start=$(date +%s.%N)
 
 units=()
@@ -55,12 +58,12 @@ interp() { if [ "$1" = luajit ]; then echo luajit; else echo "lua$1"; fi; }
 # the units, longest first by the last run's times (unknown ones first);
 # the C tests and 5.4's specs, then each other Lua's in turn, so that one
 # spec file seldom runs under two Luas at once (its servers' sandboxes
-# and the processes they count would meet: see wait_for_file)
+# and the processes they count would meet: see file_busy)
 order() {
   for u in "${units[@]}"; do
     local t pass=0
     [[ $u == *:spec/* ]] && pass=1
-    t=$(awk -v u="$u" '$2 == u { print $1 }' "$times" 2>/dev/null)
+    t=$(awk -v u="$u" '$2 == u { print $1 }' "$known" 2>/dev/null)
     echo "$pass ${t:-99999} $u"
   done | sort -k1,1n -k2,2rn | cut -d' ' -f3-
 }
@@ -118,24 +121,33 @@ reap() {
 
 busted_args=("$@")
 running=()
-# waits while the unit's spec file runs under another Lua
-wait_for_file() {
-  local f busy
+# whether the unit's spec file runs now (under another Lua)
+file_busy() {
+  local f r
   f=$(file_of "$1")
-  while :; do
-    busy=0
-    for r in "${running[@]}"; do [ "$(file_of "$r")" = "$f" ] && busy=1; done
-    [ "$busy" -eq 0 ] && return
-    reap
-  done
+  for r in "${running[@]}"; do [ "$(file_of "$r")" = "$f" ] && return 0; done
+  return 1
 }
 
-while IFS= read -r u; do
+# starts the units in order as slots free up; a unit whose file runs
+# under another Lua is passed over for the next one, so that one long
+# file holds a slot, never the queue
+mapfile -t queue < <(order)
+while [ "${#queue[@]}" -gt 0 ]; do
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do reap; done
-  wait_for_file "$u"
-  run_unit "$u" &
-  running+=("$u")
-done < <(order)
+  started=0
+  for i in "${!queue[@]}"; do
+    u=${queue[$i]}
+    file_busy "$u" && continue
+    run_unit "$u" &
+    running+=("$u")
+    unset 'queue[i]'
+    queue=("${queue[@]}")
+    started=1
+    break
+  done
+  [ "$started" -eq 1 ] || reap
+done
 while [ "${#running[@]}" -gt 0 ]; do reap; done
 
 status=0 passed=0 failed=0
