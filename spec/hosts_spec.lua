@@ -40,7 +40,7 @@ describe("hosts #integration", function()
                        { "5.4", "lua5.4" } } do
     local lua, interp = t[1], t[2]
     it("stock " .. interp .. " runs the quickstart, both APIs", function()
-      local out, code = proc.run(interp .. " examples/quickstart.lua", env(paths(lua)))
+      local out, code = proc.run("timeout 300 " .. interp .. " examples/quickstart.lua", env(paths(lua)))
       assert.are.equal(0, code, out)
       assert.matches("[python] stdout: Python 3", out, 1, true)
       assert.matches("[bash] exit code 3", out, 1, true)
@@ -54,7 +54,7 @@ describe("hosts #integration", function()
   end
 
   it("a LÖVE game runs jobs as tasks while it draws frames, shows the results and quits", function()
-    local out, code = proc.run("xvfb-run -a love examples/love", env { UNSB_LOVE_JOBS = "6" })
+    local out, code = proc.run("timeout 300 xvfb-run -a love examples/love", env { UNSB_LOVE_JOBS = "6" })
     assert.are.equal(0, code, out)
     for i, want in ipairs { "(python): 1", "(lua): xxx", "(bash): 28", "(python): 10", "(lua): xxxxxx",
                             "(bash): 49" } do
