@@ -12,6 +12,14 @@
 -- LÖVE 11 is LuaJIT: the library is found on LUA_PATH / LUA_CPATH as
 -- installed for LuaJIT (docs/guide/hosts.md); run from a checkout, the
 -- checkout's lua/ and build/luajit/ are used.
+-- An error ends the game with status 1 and its traceback on stderr,
+-- instead of LÖVE's error screen, which waits for a player: the game runs
+-- headless in the specs, and one that cannot start should say why.
+function love.errorhandler(msg)
+  io.stderr:write("love: ", debug.traceback(tostring(msg), 2), "\n")
+  return function() return 1 end
+end
+
 local function checkout_paths()
   local root = love.filesystem.getSource():gsub("/examples/love/?$", "")
   local f = io.open(root .. "/build/luajit/unsandbox/core.so", "rb")
