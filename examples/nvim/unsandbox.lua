@@ -176,7 +176,13 @@ local function self_test()
 end
 
 if ... == nil then
-  self_test()
+  -- an error quits with status 1, the error on stderr: headless, the
+  -- editor would otherwise wait for a user who is not there
+  local ok, err = xpcall(self_test, debug.traceback)
+  if not ok then
+    io.stderr:write("self-test error: ", tostring(err), "\n")
+    vim.cmd("cquit 1")
+  end
   return
 end
 return init(require "unsandbox")
