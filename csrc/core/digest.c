@@ -5,6 +5,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,4 +73,38 @@ void unsb_sha256_free(unsb_sha256 *h) {
 int unsb_random_bytes(unsigned char *out, size_t n) {
   if (n > (size_t)1 << 20) return -1;   /* far beyond any id; RAND_bytes takes an int */
   return RAND_bytes(out, (int)n) == 1 ? 0 : -1;
+}
+
+/* The id pool: per thread (two Lua states in two threads never share
+** one), refilled when empty or when a fork happened since it was filled
+** (a child's draws must differ from its parent's). */
+#define ID_POOL 1024
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static volatile unsigned long forks;
+static void count_fork(void) { forks++; }
+static void watch_forks(void) { pthread_atfork(NULL, NULL, count_fork); }
+
+static _Thread_local struct {
+  unsigned char bytes[ID_POOL];
+  size_t left;                   /* the unused bytes are the last `left` */
+  unsigned long forks;           /* the fork count when it was filled */
+} pool;
+
+int unsb_random_id_bytes(unsigned char *out, size_t n) {
+  if (n > 64) return -1;
+  pthread_once(&fork_once, watch_forks);
+  if (pool.left < n || pool.forks != forks) {
+    if (RAND_bytes(pool.bytes, ID_POOL) != 1) {
+      pool.left = 0;
+      return -1;
+    }
+    pool.left = ID_POOL;
+    pool.forks = forks;
+  }
+  unsigned char *p = pool.bytes + ID_POOL - pool.left;
+  memcpy(out, p, n);
+  memset(p, 0, n);
+  pool.left -= n;
+  return 0;
 }

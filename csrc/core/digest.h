@@ -33,4 +33,13 @@ void unsb_sha256_free(unsb_sha256 *h);
 /* n bytes from OpenSSL's CSPRNG. 0, or -1 if it is not seeded. */
 int unsb_random_bytes(unsigned char *out, size_t n);
 
+/* n (at most 64) bytes for identifiers that are sent in the clear and
+** made for every request (trace and span ids): the same CSPRNG, drawn
+** 1 KiB at a time into a per-thread pool, since one RAND_bytes call costs
+** as much as the rest of a request's signing. Bytes are handed out once
+** and wiped from the pool; a forked child refills before it draws, so it
+** never repeats its parent's ids. Secrets, keys and masks use
+** unsb_random_bytes. 0, or -1 if the CSPRNG fails. */
+int unsb_random_id_bytes(unsigned char *out, size_t n);
+
 #endif

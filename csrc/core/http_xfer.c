@@ -167,13 +167,27 @@ oom:
   return NULL;
 }
 
-static void url_host(const char *url, char *out, size_t size) {
+/* The host of a URL (for messages), parsed by libcurl; the engine keeps
+** the last one by its scheme and authority, since its calls share them. */
+static void url_host(unsb_http *h, const char *url, char *out, size_t size) {
+  const char *sep = strstr(url, "://");
+  size_t n = sep ? strcspn(sep + 3, "/?#") + (size_t)(sep + 3 - url) : 0;
+  if (n && n < sizeof h->origin && strncmp(url, h->origin, n) == 0 && h->origin[n] == '\0') {
+    snprintf(out, size, "%s", h->origin_host);
+    return;
+  }
   CURLU *u = curl_url();
   char *host = NULL;
   snprintf(out, size, "(unknown host)");
   if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-      curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK)
+      curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
     snprintf(out, size, "%s", host);
+    if (n && n < sizeof h->origin) {
+      memcpy(h->origin, url, n);
+      h->origin[n] = '\0';
+      snprintf(h->origin_host, sizeof h->origin_host, "%s", host);
+    }
+  }
   curl_free(host);
   curl_url_cleanup(u);
 }
@@ -230,7 +244,7 @@ static int set_options(unsb_http_xfer *x, const unsb_http_request *req) {
 }
 
 int unsb_xfer_setup(unsb_http_xfer *x, const unsb_http_request *req, unsb_error *err) {
-  url_host(req->url, x->host, sizeof x->host);
+  url_host(x->h, req->url, x->host, sizeof x->host);
   x->timeout_ms = req->timeout_ms;
   x->max = x->h->max_response;
   x->resp.retry_after = -1;

@@ -116,6 +116,16 @@ static int l_info(lua_State *L) {
   return 1;
 }
 
+/* c:_prepare(): credentials resolved and the signer keyed now rather
+** than on the first signed request (the facade's warm_up). true, or nil,
+** kind, message. */
+static int l_prepare(lua_State *L) {
+  unsb_error err;
+  if (unsb_client_prepare(check_open(L), &err) != 0) return ub_push_error(L, &err);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 static const char *const REQUEST_OPTIONS[] = {"timeout", "auth", "headers", NULL};
 
 /* opts.headers {name = value} as "Name: value" lines into r; the strings
@@ -248,7 +258,8 @@ static const luaL_Reg METHODS[] = {
   {"_request", r_request},
   {"_open", l_open},
   {"_state", l_state},
-  {"_info", l_info},   /* the facade's c:info() converts units and errors */
+  {"_info", l_info},
+  {"_prepare", l_prepare},   /* the facade's c:info() converts units and errors */
   {"url", l_url},
   {"close", l_close},
   {NULL, NULL},
