@@ -3,6 +3,10 @@
 */
 #include "core/digest.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <pthread.h>
@@ -68,6 +72,49 @@ void unsb_sha256_free(unsb_sha256 *h) {
   if (!h) return;
   if (h->ctx) EVP_MD_CTX_free(h->ctx);
   free(h);
+}
+
+static int hash_fd(int fd, unsb_sha256 *h, char *buf, size_t size, long long *total) {
+  for (;;) {
+    ssize_t n = read(fd, buf, size);
+    if (n == 0) return 0;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;
+    if (unsb_sha256_update(h, buf, (size_t)n) != 0) {
+      errno = EIO;
+      return -1;
+    }
+    *total += n;
+  }
+}
+
+int unsb_sha256_file(const char *path, char out[UNSB_SHA256_HEX_LEN + 1], long long *size) {
+  enum { PIECE = 1 << 20 };
+  struct stat st;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), rc = -1, saved;
+  if (fd < 0) return -1;
+  unsb_sha256 *h = NULL;
+  char *buf = NULL;
+  *size = 0;
+  if (fstat(fd, &st) != 0) goto done;
+  if (!S_ISREG(st.st_mode)) {
+    errno = EINVAL;
+    goto done;
+  }
+  if (!(buf = malloc(PIECE)) || !(h = unsb_sha256_new())) {
+    errno = ENOMEM;
+    goto done;
+  }
+  if (hash_fd(fd, h, buf, PIECE, size) != 0) goto done;
+  if (unsb_sha256_final(h, out) != 0) errno = EIO;
+  else rc = 0;
+done:
+  saved = errno;
+  unsb_sha256_free(h);
+  free(buf);
+  close(fd);
+  errno = saved;
+  return rc;
 }
 
 int unsb_random_bytes(unsigned char *out, size_t n) {

@@ -30,6 +30,11 @@ int unsb_sha256_update(unsb_sha256 *h, const void *data, size_t len);
 int unsb_sha256_final(unsb_sha256 *h, char out[UNSB_SHA256_HEX_LEN + 1]);
 void unsb_sha256_free(unsb_sha256 *h);
 
+/* The SHA-256 and size of the regular file at path, read in 1 MiB pieces
+** (a FIFO or device is refused, never waited on: EINVAL). 0, or -1 with
+** errno set (EIO when OpenSSL fails). */
+int unsb_sha256_file(const char *path, char out[UNSB_SHA256_HEX_LEN + 1], long long *size);
+
 /* n bytes from OpenSSL's CSPRNG. 0, or -1 if it is not seeded. */
 int unsb_random_bytes(unsigned char *out, size_t n);
 

@@ -9,13 +9,17 @@
 #include "core/clock.h"
 #include "core/headers.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #define REQUEST_ID_MAX 256    /* request ids are short; cap what we keep */
+#define UPLOAD_BUFFER (512L * 1024)   /* libcurl's largest is 2 MiB */
+#define RECEIVE_BUFFER (512L * 1024)  /* a large download's (libcurl's default: 16 KiB) */
 
 /* ---------------------------------------------------------------------
 ** the body
@@ -58,6 +62,19 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
   r->body_len += len;
   r->body[r->body_len] = '\0';
   return len;
+}
+
+/* The request body from a file, straight into libcurl's buffer. */
+static size_t on_read(char *buf, size_t size, size_t n, void *ud) {
+  unsb_http_xfer *x = ud;
+  for (;;) {
+    ssize_t got = read(x->body_fd, buf, size * n);
+    if (got >= 0) return (size_t)got;   /* 0 early: libcurl fails the short upload */
+    if (errno == EINTR) continue;
+    x->read_failed = 1;
+    x->read_errno = errno;
+    return CURL_READFUNC_ABORT;
+  }
 }
 
 /* ---------------------------------------------------------------------
@@ -149,7 +166,8 @@ static struct curl_slist *build_headers(const unsb_http_request *req) {
   /* no "Expect: 100-continue" round trip before large bodies */
   const char *fixed[2] = {"Expect:", NULL};
   if (!has_header(req, "Content-Type")) {
-    if (req->body && req->body_len > 0) fixed[1] = "Content-Type: application/json";
+    if ((req->body && req->body_len > 0) || (req->has_body_fd && req->body_fd_len > 0))
+      fixed[1] = "Content-Type: application/json";
     else if (body_method(req->method)) fixed[1] = "Content-Type:";  /* drop curl's form type */
   }
   for (size_t i = 0; i < 2; i++) {
@@ -225,9 +243,19 @@ static int set_options(unsb_http_xfer *x, const unsb_http_request *req) {
     SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     if (req->verbose) SET(CURLOPT_VERBOSE, 1L);
   }
+  if (req->large) SET(CURLOPT_BUFFERSIZE, RECEIVE_BUFFER);
   SET(CURLOPT_USERAGENT, "unsandbox-lua");
   SET(CURLOPT_HTTPHEADER, x->headers);
-  if (strcmp(req->method, "GET") == 0 && !req->body) {
+  if (req->has_body_fd) {
+    /* the file's bytes as libcurl asks for them, in pieces of its upload
+    ** buffer (made large: a read and a send per 512 KiB, not per 64) */
+    SET(CURLOPT_UPLOAD, 1L);
+    SET(CURLOPT_CUSTOMREQUEST, req->method);
+    SET(CURLOPT_READFUNCTION, on_read);
+    SET(CURLOPT_READDATA, x);
+    SET(CURLOPT_INFILESIZE_LARGE, (curl_off_t)req->body_fd_len);
+    SET(CURLOPT_UPLOAD_BUFFERSIZE, UPLOAD_BUFFER);
+  } else if (strcmp(req->method, "GET") == 0 && !req->body) {
     SET(CURLOPT_HTTPGET, 1L);
   } else if (strcmp(req->method, "HEAD") == 0) {
     SET(CURLOPT_NOBODY, 1L);
@@ -253,6 +281,7 @@ int unsb_xfer_setup(unsb_http_xfer *x, const unsb_http_request *req, unsb_error 
     x->has_stream = 1;
   }
   x->connect_only = req->connect_only;
+  x->body_fd = req->has_body_fd ? req->body_fd : -1;
   x->n_capture = req->n_capture;
   for (size_t i = 0; i < req->n_capture; i++)
     snprintf(x->capture[i], UNSB_HTTP_NAME_MAX, "%s", req->capture[i]);
@@ -279,6 +308,9 @@ int unsb_xfer_fail(const unsb_http_xfer *x, int rc, unsb_error *err) {
                      x->host, x->max);
   if (x->oom)
     return unsb_fail(err, UNSB_ENOMEM, "out of memory reading a response from %s", x->host);
+  if (x->read_failed)
+    return unsb_fail(err, UNSB_EIO, "cannot read the body sent to %s: %s", x->host,
+                     strerror(x->read_errno));
   switch (rc) {
     case CURLE_OPERATION_TIMEDOUT:
       return unsb_fail(err, UNSB_ETIMEOUT, "request to %s timed out after %ld ms (%s)",

@@ -53,6 +53,9 @@ struct unsb_http_xfer {
   int head_done, streaming, cancelled, paused;
   int done, rc;                      /* rc: libcurl's result once done */
   int connect_only;                  /* the request's */
+  int body_fd;                       /* the request's body file, or -1 */
+  int read_failed;                   /* reading body_fd failed (errno kept) */
+  int read_errno;
   int held;                          /* connect_only and connected: kept in the multi
                                      ** handle (its connection lives there), slot freed */
   long timeout_ms;

@@ -6,7 +6,9 @@
 **
 **   (method, path, body, opts) with opts = {token=, subject=, owner=,
 **   trace=, flags=, traceparent= (whole, instead of trace/flags), content_type=, tool=, streaming=, timeout= (ms),
-**   capture = {header names}, mode = "sse" | "raw" (_open only)}
+**   capture = {header names}, mode = "sse" | "raw" (_open only),
+**   from = path (the body read from that file), to = path (_request only:
+**   a 2xx body written to that new file)}
 **
 ** Every string stays anchored by the argument list (or the opts table and
 ** its capture list, which are arguments) for the whole call.
@@ -17,7 +19,7 @@
 
 static const char *const CALL_OPTIONS[] = {
   "token", "subject", "owner", "trace", "flags", "traceparent", "content_type", "tool",
-  "streaming", "timeout", "capture", "mode", NULL,
+  "streaming", "timeout", "capture", "mode", "from", "to", NULL,
 };
 
 static int field_bool(lua_State *L, int t, const char *name) {

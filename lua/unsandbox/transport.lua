@@ -181,6 +181,7 @@ function cp.options(m, o, traceparent)
     token = o.token, subject = context.get(context.subjects, m), owner = o.owner and true or nil,
     traceparent = traceparent, content_type = o.content_type, tool = o.tool,
     streaming = o.streaming, timeout = seconds_to_ms(o.timeout, math.ceil), capture = o.capture,
+    from = o.from, to = o.to,
   }
 end
 
