@@ -6,23 +6,16 @@
 --   * a signed GET /jobs on a kept connection against a raw C loop of
 --     libcurl and HMAC (bench/tool.c `signed`): median latency and CPU
 --     time per request (goals: <= 1.10x and <= 1.3x);
---   * a fan-out of 64 `sleep 1` jobs, 16 and 64 at once, from a fresh
---     client (no connection yet) and the same client warm, against the
---     ideal (one job's latency measured alone, times the waves: goals
---     <= 1.10x at 16, <= 1.3x at 64);
 --   * a 64 MiB object downloaded to a file and uploaded from one, against
 --     raw libcurl doing the same between the same server and a file
 --     (goal >= 0.9x);
---   * the agent tools' upload and download of a file to a workspace (the
---     file routes in pieces) against the same bytes through the object
---     content route by raw libcurl;
---   * the longest step(0) of a 60 Hz C host while 32 jobs run, after its
---     warm-up, the first step apart (goal < 2 ms), with the CPU time of
---     the busiest step, against the same host stepping with no job.
+--   (the fan-out and the longest step(0) of a frame loop are
+--   bench/concurrency.lua's figures).
 --
 -- Where a goal is not reached the line says by how much. Figures only,
 -- never pass/fail. Environment: BENCH_ROUNDS (3), BENCH_REQUESTS (1000
--- per round and side), BENCH_OBJECT_MIB (64), BENCH_AGENT_MIB (32).
+-- per round and side), BENCH_OBJECT_MIB (64). Run by bench/run.sh (the
+-- agent tools' transfers are bench/agent.lua's).
 local unsandbox = require "unsandbox"
 local core = require "unsandbox.core"
 local server = require "spec.helpers.unsandboxd"
@@ -33,7 +26,6 @@ local util = require "bench.util"
 local ROUNDS = tonumber(os.getenv("BENCH_ROUNDS")) or 3
 local REQUESTS = tonumber(os.getenv("BENCH_REQUESTS")) or 1000
 local OBJECT_MIB = tonumber(os.getenv("BENCH_OBJECT_MIB")) or 64
-local AGENT_MIB = tonumber(os.getenv("BENCH_AGENT_MIB")) or 32
 local TOOL = "build/bench/tool"
 local MIB = 1048576
 local q = server.sh_quote
@@ -169,4 +161,13 @@ local function objects(srv, dir)
   end)
 end
 
-return { per_request = per_request, objects = objects, figure = figure, verdict = verdict, tool = tool }
+local srv = server.start {}
+local dir = fs.tmpdir("unsb-bench-client")
+local ok, err = pcall(function()
+  print(string.format("the client's own cost (load %s)", util.loadavg()))
+  per_request(srv)
+  objects(srv, dir)
+end)
+fs.rm_rf(dir)
+srv.stop()
+if not ok then error(err, 0) end

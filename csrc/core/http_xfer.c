@@ -48,7 +48,9 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
     return 0;
   }
   if (r->body_len + len + 1 > x->cap) {
-    size_t cap = x->cap ? x->cap : 16384;
+    /* small first: most answers are a few hundred bytes, and a request
+    ** under 1 KiB stays out of malloc's large bins (which consolidate) */
+    size_t cap = x->cap ? x->cap : 512;
     while (cap < r->body_len + len + 1) cap *= 2;
     char *b = realloc(r->body, cap);
     if (!b) {

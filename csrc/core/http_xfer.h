@@ -29,6 +29,7 @@ struct unsb_http {
   int cap, running;                  /* max_concurrency; transfers in the multi handle */
   unsb_http_xfer *open;              /* open transfers, a doubly linked list */
   unsb_http_xfer *qhead, *qtail;     /* waiting for a slot, oldest first */
+  unsb_http_xfer *spare;             /* the last one closed, zeroed for the next */
   /* the last URL's scheme and authority and the host it names (for
   ** messages): an engine talks to one origin, so it is parsed once */
   char origin[UNSB_HTTP_HOST_MAX + 16], origin_host[UNSB_HTTP_HOST_MAX];

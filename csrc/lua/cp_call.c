@@ -95,9 +95,11 @@ void ub_push_response(lua_State *L, const unsb_http_response *resp, const char *
   lua_setfield(L, -2, "new_connections");
   lua_pushinteger(L, (lua_Integer)resp->streamed);
   lua_setfield(L, -2, "streamed");
-  lua_createtable(L, 0, (int)n_names);
-  for (size_t i = 0; i < n_names; i++) set_string(L, names[i], resp->captured[i]);
-  lua_setfield(L, -2, "headers");
+  if (n_names > 0) {   /* the headers asked for (capture), and only then */
+    lua_createtable(L, 0, (int)n_names);
+    for (size_t i = 0; i < n_names; i++) set_string(L, names[i], resp->captured[i]);
+    lua_setfield(L, -2, "headers");
+  }
   ub_push_timing(L, &resp->timing);
   lua_setfield(L, -2, "timing");
 }

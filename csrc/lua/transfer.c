@@ -57,7 +57,8 @@ struct ub_transfer {
   size_t qn, qcap, qbytes;
   int finished;            /* the parser saw the end of the stream */
   int failed;              /* a cap or memory: the transfer was cancelled */
-  unsb_error err;
+  unsb_error *err;         /* why, made when it failed (an error is 2 KiB:
+                           ** not in every call's userdata) */
   /* the result while it is pushed: boxed by this userdata, whose __gc
   ** frees it if pushing raises */
   unsb_http_response resp;
@@ -68,6 +69,17 @@ struct ub_transfer {
   char *out_path;          /* for messages */
   unsb_sha256 *hash;
 };
+
+/* Where a failure inside libcurl's callbacks is written: the transfer's
+** own error, made now; when even that fails, a shared one that says out
+** of memory (the binding raises on that kind: nothing more is needed). */
+static unsb_error no_memory = { UNSB_ENOMEM, "out of memory", 0 };
+
+static unsb_error *failure(ub_transfer *t) {
+  t->failed = 1;
+  if (!t->err && !(t->err = calloc(1, sizeof *t->err))) return &no_memory;
+  return t->err;
+}
 
 static int enqueue(ub_transfer *t, const char *data, size_t n) {
   char *copy;
@@ -108,8 +120,7 @@ static int on_head(void *ud, long status, const char *ctype) {
 static int on_event(void *ud, const unsb_sse_event *ev) {
   ub_transfer *t = ud;
   if (enqueue(t, ev->data, ev->data_len) != 0) {
-    t->failed = 1;
-    unsb_fail(&t->err, UNSB_ENOMEM, "out of memory");
+    unsb_fail(failure(t), UNSB_ENOMEM, "out of memory");
     return 1;
   }
   return 0;
@@ -120,11 +131,10 @@ static int on_event(void *ud, const unsb_sse_event *ev) {
 static int to_file(ub_transfer *t, const char *data, size_t len) {
   if (unsb_write_all(t->out_fd, data, len) == 0) {
     if (unsb_sha256_update(t->hash, data, len) == 0) return 0;
-    unsb_fail(&t->err, UNSB_EPROTOCOL, "SHA-256 failed (OpenSSL)");
+    unsb_fail(failure(t), UNSB_EPROTOCOL, "SHA-256 failed (OpenSSL)");
   } else {
-    unsb_fail(&t->err, UNSB_EIO, "cannot write %s: %s", t->out_path, strerror(errno));
+    unsb_fail(failure(t), UNSB_EIO, "cannot write %s: %s", t->out_path, strerror(errno));
   }
-  t->failed = 1;
   return 1;
 }
 
@@ -134,12 +144,14 @@ static int on_data(void *ud, const char *data, size_t len) {
   if (t->qbytes >= QUEUE_HIGH) return UNSB_HTTP_PAUSE;
   if (t->mode == UB_XFER_RAW) {
     if (enqueue(t, data, len) == 0) return 0;
-    t->failed = 1;
-    unsb_fail(&t->err, UNSB_ENOMEM, "out of memory");
+    unsb_fail(failure(t), UNSB_ENOMEM, "out of memory");
     return 1;
   }
-  if (unsb_sse_feed(t->parser, data, len, on_event, t, &t->err) != 0) {
-    t->failed = 1;   /* a line or event over the parser's caps, or memory */
+  unsb_error err;
+  if (unsb_sse_feed(t->parser, data, len, on_event, t, &err) != 0) {
+    /* a line or event over the parser's caps, or memory (an event that
+    ** could not be queued has said so already) */
+    if (!t->failed) *failure(t) = err;
     return 1;
   }
   return 0;
@@ -183,6 +195,8 @@ int ub_transfer_close(lua_State *L, int idx) {
   t->out_path = NULL;
   unsb_sha256_free(t->hash);
   t->hash = NULL;
+  free(t->err);
+  t->err = NULL;
   return 0;
 }
 
@@ -334,7 +348,7 @@ int ub_transfer_push_result(lua_State *L, int idx) {
     return ub_push_error(L, &err);
   }
   unsb_http_timing_of(t->x, &timing);
-  if (t->failed) return ub_push_failure(L, &t->err, &timing);
+  if (t->failed) return ub_push_failure(L, t->err ? t->err : &no_memory, &timing);
   unsb_http_response_free(&t->resp);
   if (unsb_http_result(t->x, &t->resp, &err) != 0) return ub_push_failure(L, &err, &timing);
   int top = lua_gettop(L);

@@ -216,7 +216,9 @@ local function download_to(self, fname, path, co, dest, tmp)
     return nil, transport.cp.bad_reply("object content does not match its X-Content-SHA256", resp)
   end
   local ok, why = os.rename(tmp.path, dest)
-  if not ok then return nil, Error.new { kind = "io", message = "cannot rename over " .. dest .. ": " .. tostring(why) } end
+  if not ok then
+    return nil, Error.new { kind = "io", message = "cannot rename over " .. dest .. ": " .. tostring(why) }
+  end
   tmp.kept = true
   return resp
 end
