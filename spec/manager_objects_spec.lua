@@ -153,8 +153,20 @@ describe("unsandbox.manager objects #integration", function()
       assert.equal("v2", assert(m:get_object(loc)).content)
       assert.equal(2, #assert(m:object_versions(loc)).versions)
       assert.equal(1, #assert(m:list_objects { scope = "upload", upload_id = "shared-name" }).objects)
+      local keys, versions = {}, {}
+      for i, o in assert(m:each("list_objects", { scope = "upload", upload_id = "shared-name" })) do
+        keys[i] = o.key
+      end
+      assert.equal(1, #keys)
+      assert.matches("/uploads/shared%-name/source/x%.txt$", keys[1])
+      for _, v in assert(m:each("object_versions", loc)) do versions[#versions + 1] = v.version_id end
+      assert.equal(2, #versions)
+      assert.is_string(versions[1])
     end)
     as(SUBJ_B, function()
+      local n = 0
+      for _ in assert(m:each("list_objects", { scope = "upload", upload_id = "shared-name" })) do n = n + 1 end
+      assert.equal(0, n)
       local r, err = m:get_object(loc)
       assert.is_nil(r)
       assert.equal(404, err.status)
