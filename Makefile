@@ -296,7 +296,7 @@ BENCH_TOOL = build/bench/tool
 $(BENCH_TOOL): bench/tool.c
 	@mkdir -p build/bench
 	$(call say,LD,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -lcurl
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -lcurl -lcrypto
 
 bench:
 	$(DEPS) build run test

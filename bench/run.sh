@@ -50,5 +50,6 @@ lua5.4 bench/memory.lua
 lua5.4 bench/terminal.lua
 lua5.4 bench/fairness.lua
 lua5.4 bench/agent.lua
+lua5.4 bench/client.lua
 lua5.4 bench/luas.lua
 lua5.4 bench/living.lua

@@ -145,6 +145,34 @@ describe("streamed transfers #integration", function()
     for _, name in ipairs(names) do assert.is_nil(name:find(".part", 1, true), name) end
   end)
 
+  it("a file past read-binary's limit comes in pieces, checked, and leaves no piece behind", function()
+    local big = DATA .. blob(4 * 1048576 - #DATA) .. "end"   -- two download pieces
+    assert(sb:upload(big, "pieces/big.bin"))
+    local seen = {}
+    local bytes, info = assert(sb:download("pieces/big.bin", nil, { on_progress = function(done, total)
+      seen[#seen + 1] = done
+      assert.equal(#big, total)
+    end }))
+    assert.equal(#big, #bytes)
+    assert.is_true(bytes == big)
+    assert.same({ #big, core.codec.sha256(big) }, { info.bytes, info.sha256 })
+    assert.same({ 0, 4 * 1048576, #big }, seen)
+    local r, err = sb:download("pieces/big.bin", nil, { sha256 = ("0"):rep(64) })
+    assert.is_nil(r)
+    assert.equal("integrity", err.kind)
+    assert.same({}, leftovers())
+  end)
+
+  it("an upload whose last pieces would not fit the commit call still commits them", function()
+    local long = {}
+    for i = 1, 6 do long[i] = ("d%d"):format(i) .. ("x"):rep(220) end
+    local path = table.concat(long, "/") .. "/up.bin"
+    local r = assert(sb:upload(DATA, path))
+    assert.same({ #DATA, core.codec.sha256(DATA) }, { r.bytes, r.sha256 })
+    assert.equal(DATA, (assert(sb:download(path))))
+    assert.same({}, leftovers(long[1]))
+  end)
+
   it("errors name the file: missing sources and destinations, directories", function()
     local r, err = sb:download("no/such/file")
     assert.is_nil(r)

@@ -454,6 +454,12 @@ describe("unsandbox.core #unit", function()
       assert.matches("X%-Signature is set by the client",
         raised(c.request, c, "GET", "/x", nil, { headers = { ["X-Signature"] = "x" } }))
       assert.matches("malformed header", raised(c.request, c, "GET", "/x", nil, { headers = { ["A"] = "x\r\nB: y" } }))
+      local tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+      assert.matches("traceparent: string expected", raised(c.request, c, "GET", "/x", nil, { traceparent = 1 }))
+      assert.matches("traceparent: too long", raised(c.request, c, "GET", "/x", nil, { traceparent = tp .. "-" .. tp }))
+      assert.matches("malformed header", raised(c.request, c, "GET", "/x", nil, { traceparent = "x\r\nB: y" }))
+      assert.matches("traceparent given twice", raised(c.request, c, "GET", "/x", nil,
+        { traceparent = tp, headers = { TraceParent = tp } }))
       c:close()
     end)
   end)

@@ -6,6 +6,7 @@
 -- and import/export between the store and a sandbox's workspace.
 local server = require "spec.helpers.unsandboxd"
 local cp = require "spec.helpers.cp"
+local fs = require "spec.helpers.fs"
 
 local SUBJ_A = string.rep("a", 32)
 local SUBJ_B = string.rep("b", 32)
@@ -44,6 +45,94 @@ describe("unsandbox.manager objects #integration", function()
     end)
   end)
 
+  describe("files: uploads from and downloads to a path", function()
+    local dir
+    before_each(function() dir = fs.tmpdir("unsb-objfiles") end)
+    after_each(function() fs.rm_rf(dir) end)
+
+    -- the names in dir (temporaries would show up here)
+    local function names()
+      local out = {}
+      for _, e in ipairs(assert(require("unsandbox.core").files.read_dir(dir))) do out[#out + 1] = e.name end
+      table.sort(out)
+      return out
+    end
+
+    it("a file goes up from its path and comes back to a path, checked", function()
+      as(SUBJ_A, function()
+        local bytes = ("0123456789abcdef\0\255"):rep(70000)      -- 1.2 MB, several pieces
+        fs.write(dir .. "/in.bin", bytes)
+        local put = assert(m:put_agent_blob("a", "files", "outputs/in.bin", { path = dir .. "/in.bin" }))
+        assert.equal(#bytes, put.bytes)
+        assert.equal(require("unsandbox.core").codec.sha256(bytes), put.sha256)
+        local loc = { scope = "agent", agent_id = "a", run_id = "files", path = "outputs/in.bin" }
+        local meta = assert(m:open_object(loc, nil, nil, nil, { to = dir .. "/out.bin" }))
+        assert.same({ dir .. "/out.bin", #bytes, put.sha256 }, { meta.path, meta.bytes, meta.sha256 })
+        assert.equal(bytes, fs.read(dir .. "/out.bin"))
+        assert.same({ "in.bin", "out.bin" }, names())
+        -- and again over the file that is there now
+        fs.write(dir .. "/out.bin", "old")
+        assert(m:open_object(loc, nil, nil, nil, { to = dir .. "/out.bin" }))
+        assert.equal(bytes, fs.read(dir .. "/out.bin"))
+      end)
+    end)
+
+    it("a download that fails leaves the destination as it was and no temporary", function()
+      as(SUBJ_A, function()
+        fs.write(dir .. "/keep.bin", "the old content")
+        local loc = { scope = "agent", agent_id = "a", run_id = "files", path = "outputs/missing.bin" }
+        local t = assert(m:issue_object_ticket(loc, "download", 100))
+        local r, err = m:download_with_ticket(t, { to = dir .. "/keep.bin" })
+        assert.is_nil(r)
+        assert.equal(404, err.status)
+        assert.equal("the old content", fs.read(dir .. "/keep.bin"))
+        assert.same({ "keep.bin" }, names())
+        -- a destination whose directory does not exist: kind io, nothing sent
+        local t2 = assert(m:issue_object_ticket(loc, "download", 100))
+        local r2, err2 = m:download_with_ticket(t2, { to = dir .. "/no/such/dir/x.bin" })
+        assert.is_nil(r2)
+        assert.equal("io", err2.kind)
+        assert.matches("cannot create", err2.message)
+      end)
+    end)
+
+    it("refuses what is not a readable regular file, and bad arguments", function()
+      as(SUBJ_A, function()
+        local r, err = m:put_agent_blob("a", "files", "outputs/x", { path = dir .. "/none" })
+        assert.is_nil(r)
+        assert.equal("io", err.kind)
+        assert.matches("none", err.message)
+        local r2, err2 = m:put_agent_blob("a", "files", "outputs/x", { path = dir })
+        assert.is_nil(r2)
+        assert.matches("not a regular file", err2.message)
+        assert.has_error(function() m:put_agent_blob("a", "files", "outputs/x", { path = 5 }) end,
+          "bad argument 'content' to 'put_agent_blob' (a string or {path = \"local file\"} expected, got table)")
+        local loc = { scope = "agent", agent_id = "a", run_id = "files", path = "outputs/x" }
+        local t = assert(m:issue_object_ticket(loc, "download", 100))
+        assert.has_error(function() m:download_with_ticket(t, { to = dir .. "/y", on_data = print }) end)
+        assert.has_error(function() m:download_with_ticket(t, { to = 7 }) end)
+        local up = assert(m:issue_object_ticket(loc, "upload", 100))
+        local r3, err3 = m:upload_with_ticket(up, { path = dir .. "/none" })
+        assert.is_nil(r3)
+        assert.equal("io", err3.kind)
+      end)
+    end)
+
+    it("a file that changed after it was hashed is refused by its ticket", function()
+      as(SUBJ_A, function()
+        fs.write(dir .. "/a.bin", "first content")
+        local loc = { scope = "agent", agent_id = "a", run_id = "files", path = "outputs/changed.bin" }
+        local t = assert(m:issue_object_ticket(loc, "upload", 100, nil,
+          require("unsandbox.core").codec.sha256("first content")))
+        fs.write(dir .. "/a.bin", "other content")
+        local r, err = m:upload_with_ticket(t, { path = dir .. "/a.bin" })
+        assert.is_nil(r)
+        assert.equal("http", err.kind)
+        assert.is_nil((m:stat_object(loc)))
+      end)
+    end)
+  end)
+
   it("tickets are single use", function()
     as(SUBJ_A, function()
       local loc = { scope = "upload", upload_id = "u-single", path = "source/a.txt" }
@@ -64,8 +153,20 @@ describe("unsandbox.manager objects #integration", function()
       assert.equal("v2", assert(m:get_object(loc)).content)
       assert.equal(2, #assert(m:object_versions(loc)).versions)
       assert.equal(1, #assert(m:list_objects { scope = "upload", upload_id = "shared-name" }).objects)
+      local keys, versions = {}, {}
+      for i, o in assert(m:each("list_objects", { scope = "upload", upload_id = "shared-name" })) do
+        keys[i] = o.key
+      end
+      assert.equal(1, #keys)
+      assert.matches("/uploads/shared%-name/source/x%.txt$", keys[1])
+      for _, v in assert(m:each("object_versions", loc)) do versions[#versions + 1] = v.version_id end
+      assert.equal(2, #versions)
+      assert.is_string(versions[1])
     end)
     as(SUBJ_B, function()
+      local n = 0
+      for _ in assert(m:each("list_objects", { scope = "upload", upload_id = "shared-name" })) do n = n + 1 end
+      assert.equal(0, n)
       local r, err = m:get_object(loc)
       assert.is_nil(r)
       assert.equal(404, err.status)

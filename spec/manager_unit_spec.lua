@@ -90,6 +90,7 @@ describe("unsandbox Control Plane #unit", function()
         function() return m:read_file("src/a.py") end,
         function() return m:shell_stream("echo hi", 5, function() end) end,
         function() return m:list_workspaces() end,
+        function() return m:each("list_workspaces") end,
         function() return m:list_tenants() end,
         function() return m:call("GET", "/livez") end,
         function() return m:with_subject(SUBJ, m.list_objects, m, { scope = "upload", upload_id = "u1" }) end,
@@ -280,6 +281,9 @@ describe("unsandbox Control Plane #unit", function()
       assert.matches("'mode'", raised(m.grep_files, m, "x", { mode = "lines" }))
       assert.matches("'context'", raised(m.grep_files, m, "x", "", "", nil, false, 6))
       assert.matches("unknown option 'regexp'", raised(m.grep_files, m, "x", { regexp = true }))
+      assert.matches("bad argument 'method' to 'each'.*one of .*list_workspaces.* expected, got 'whoami'",
+        raised(m.each, m, "whoami"))
+      assert.matches("bad argument 'method' to 'each'", raised(m.each, m, 42))
       -- every options table refuses what it does not take
       local ticket = { access_token = "t", url = "/v1/storage/content" }
       assert.matches("unknown option 'bogus'", raised(m.download_with_ticket, m, ticket, { bogus = 1 }))

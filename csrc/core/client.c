@@ -2,6 +2,7 @@
 ** Client state (see client.h).
 */
 #include "core/client.h"
+#include "core/sign.h"
 #include "core/validate.h"
 
 #include <stdlib.h>
@@ -22,6 +23,7 @@ struct unsb_client {
   /* resolved on the first signed request */
   int resolved;
   unsb_credentials cred;
+  unsb_signer *signer;        /* keyed with cred's secret, wiped on free */
 };
 
 static const char *keep(unsb_client *c, int slot, const char *s, int *oom) {
@@ -105,6 +107,7 @@ unsb_client *unsb_client_new(const unsb_client_config *cfg, unsb_error *err) {
 void unsb_client_free(unsb_client *c) {
   if (!c) return;
   unsb_credentials_free(&c->cred);
+  unsb_signer_free(c->signer);
   if (c->opt_secret) {
     OPENSSL_cleanse(c->opt_secret, c->opt_secret_len);
     free(c->opt_secret);
@@ -135,12 +138,21 @@ int unsb_client_credentials(unsb_client *c, const unsb_credentials **out, unsb_e
   return 0;
 }
 
+int unsb_client_prepare(unsb_client *c, unsb_error *err) {
+  const unsb_credentials *cred;
+  if (unsb_client_credentials(c, &cred, err) != 0) return -1;
+  if (!c->signer && !(c->signer = unsb_signer_new(cred->secret, cred->secret_len)))
+    return unsb_fail(err, UNSB_EPROTOCOL, "cannot make the request signer (OpenSSL)");
+  return 0;
+}
+
 unsb_http_xfer *unsb_client_open(unsb_client *c, const unsb_api_request *r, int sign,
                                  unsb_error *err) {
   const unsb_credentials *cred = NULL;
   unsb_api_request req = *r;
   if (req.timeout_ms <= 0) req.timeout_ms = c->timeout_ms;
   if (unsb_request_check(&req, err) != 0) return NULL;
-  if (sign && unsb_client_credentials(c, &cred, err) != 0) return NULL;
-  return unsb_request_open(c->http, c->url, cred, &req, err);
+  if (sign && unsb_client_prepare(c, err) != 0) return NULL;
+  if (sign) cred = &c->cred;
+  return unsb_request_open(c->http, c->url, cred, c->signer, &req, err);
 }

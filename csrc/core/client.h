@@ -49,6 +49,11 @@ long unsb_client_connect_timeout(const unsb_client *c);
 /* The credentials, resolving them on first use. 0 or -1 (credentials). */
 int unsb_client_credentials(unsb_client *c, const unsb_credentials **out, unsb_error *err);
 
+/* What the first signed request would do, done now: the credentials
+** resolved and the signer keyed with the secret (which maps libcrypto).
+** 0, or -1 (credentials; protocol when OpenSSL fails). */
+int unsb_client_prepare(unsb_client *c, unsb_error *err);
+
 /* r (timeout_ms <= 0 = the client's timeout) as an open transfer of the
 ** client's engine (see unsb_request_open), signed when sign is non-zero:
 ** credentials are resolved first then. */

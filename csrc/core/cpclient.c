@@ -173,7 +173,7 @@ static int prepare(unsb_cp *c, const unsb_cp_call *call, prepared *p, unsb_error
     .subject = call->subject,
     .tenant = c->tenant,
     .traceparent = traceparent,
-    .has_body = call->body != NULL,
+    .has_body = call->body != NULL || call->has_body_fd,
     .content_type = call->content_type,
     .mcp_tool = call->mcp_tool,
     .streaming = call->streaming,
@@ -192,8 +192,10 @@ static unsb_http_request to_http(const unsb_cp *c, const unsb_cp_call *call, con
     .method = call->method, .url = p->url,
     .headers = (const char *const *)p->headers.lines, .n_headers = p->headers.n,
     .body = call->body, .body_len = call->body ? call->body_len : 0,
+    .has_body_fd = call->has_body_fd, .body_fd = call->body_fd, .body_fd_len = call->body_fd_len,
     .timeout_ms = call->timeout_ms > 0 ? call->timeout_ms : c->timeout_ms,
-    .stream = call->stream, .capture = call->capture, .n_capture = call->n_capture,
+    .stream = call->stream, .large = call->large, .capture = call->capture,
+    .n_capture = call->n_capture,
   };
   return r;
 }

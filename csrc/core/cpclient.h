@@ -80,6 +80,9 @@ typedef struct {
   const char *path;             /* "/..." with an optional "?query" (already encoded) */
   const char *body;             /* NULL = none */
   size_t body_len;
+  int has_body_fd;              /* or the body from a file (see unsb_http_request) */
+  int body_fd;
+  int64_t body_fd_len;
   const char *content_type;     /* of the body; NULL = application/json */
   const char *token;            /* a scoped token or ticket; NULL = the client's token */
   const char *subject;          /* the caller's bound X-Acting-Subject, or NULL */
@@ -93,6 +96,7 @@ typedef struct {
   int streaming;                /* MCP: ask for SSE first */
   long timeout_ms;              /* <= 0 = the client's */
   const unsb_http_stream *stream;
+  int large;                    /* a large body is expected (see unsb_http_request) */
   const char *const *capture;   /* response headers to keep */
   size_t n_capture;
 } unsb_cp_call;

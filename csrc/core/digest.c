@@ -3,8 +3,13 @@
 */
 #include "core/digest.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,7 +74,84 @@ void unsb_sha256_free(unsb_sha256 *h) {
   free(h);
 }
 
+static int hash_fd(int fd, unsb_sha256 *h, char *buf, size_t size, long long *total) {
+  for (;;) {
+    ssize_t n = read(fd, buf, size);
+    if (n == 0) return 0;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;
+    if (unsb_sha256_update(h, buf, (size_t)n) != 0) {
+      errno = EIO;
+      return -1;
+    }
+    *total += n;
+  }
+}
+
+int unsb_sha256_file(const char *path, char out[UNSB_SHA256_HEX_LEN + 1], long long *size) {
+  enum { PIECE = 1 << 20 };
+  struct stat st;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), rc = -1, saved;
+  if (fd < 0) return -1;
+  unsb_sha256 *h = NULL;
+  char *buf = NULL;
+  *size = 0;
+  if (fstat(fd, &st) != 0) goto done;
+  if (!S_ISREG(st.st_mode)) {
+    errno = EINVAL;
+    goto done;
+  }
+  if (!(buf = malloc(PIECE)) || !(h = unsb_sha256_new())) {
+    errno = ENOMEM;
+    goto done;
+  }
+  if (hash_fd(fd, h, buf, PIECE, size) != 0) goto done;
+  if (unsb_sha256_final(h, out) != 0) errno = EIO;
+  else rc = 0;
+done:
+  saved = errno;
+  unsb_sha256_free(h);
+  free(buf);
+  close(fd);
+  errno = saved;
+  return rc;
+}
+
 int unsb_random_bytes(unsigned char *out, size_t n) {
   if (n > (size_t)1 << 20) return -1;   /* far beyond any id; RAND_bytes takes an int */
   return RAND_bytes(out, (int)n) == 1 ? 0 : -1;
+}
+
+/* The id pool: per thread (two Lua states in two threads never share
+** one), refilled when empty or when a fork happened since it was filled
+** (a child's draws must differ from its parent's). */
+#define ID_POOL 1024
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static volatile unsigned long forks;
+static void count_fork(void) { forks++; }
+static void watch_forks(void) { pthread_atfork(NULL, NULL, count_fork); }
+
+static _Thread_local struct {
+  unsigned char bytes[ID_POOL];
+  size_t left;                   /* the unused bytes are the last `left` */
+  unsigned long forks;           /* the fork count when it was filled */
+} pool;
+
+int unsb_random_id_bytes(unsigned char *out, size_t n) {
+  if (n > 64) return -1;
+  pthread_once(&fork_once, watch_forks);
+  if (pool.left < n || pool.forks != forks) {
+    if (RAND_bytes(pool.bytes, ID_POOL) != 1) {
+      pool.left = 0;
+      return -1;
+    }
+    pool.left = ID_POOL;
+    pool.forks = forks;
+  }
+  unsigned char *p = pool.bytes + ID_POOL - pool.left;
+  memcpy(out, p, n);
+  memset(p, 0, n);
+  pool.left -= n;
+  return 0;
 }

@@ -16,6 +16,7 @@ const char *unsb_kind_name(unsb_kind kind) {
     case UNSB_EVALIDATION: return "validation";
     case UNSB_EINTERRUPTED: return "interrupted";
     case UNSB_ECANCELLED: return "cancelled";
+    case UNSB_EIO: return "io";
     case UNSB_ENOMEM: return "memory";
   }
   return "protocol";

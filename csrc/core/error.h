@@ -18,6 +18,7 @@ typedef enum {
   UNSB_EVALIDATION,
   UNSB_EINTERRUPTED,
   UNSB_ECANCELLED,    /* a caller's callback asked a transfer to stop */
+  UNSB_EIO,           /* a local file a transfer reads or writes failed */
   UNSB_ENOMEM         /* the binding raises on it, as lauxlib does */
 } unsb_kind;
 

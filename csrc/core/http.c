@@ -197,6 +197,7 @@ void unsb_http_free(unsb_http *h) {
   h->cap = 0;                    /* closing one must not start a queued one */
   while (h->open) unsb_http_close(h->open);
   for (int i = 0; i < h->n_idle; i++) curl_easy_cleanup(h->idle[i]);
+  free(h->spare);
   if (h->multi) curl_multi_cleanup(h->multi);
   unsb_loop_remove(h->loop, &h->src);   /* may free the loop */
   free(h->idle);
@@ -293,7 +294,15 @@ unsb_http_xfer *unsb_http_open(unsb_http *h, const unsb_http_request *req, unsb_
   unsb_http_xfer *x;
   if (unsb_loop_busy(h->loop)) { busy(err); return NULL; }
   if (check_request(req, err) != 0) return NULL;
-  if (!(x = calloc(1, sizeof *x))) { unsb_fail(err, UNSB_ENOMEM, "out of memory"); return NULL; }
+  /* the struct of the last transfer closed, when there is one (a call
+  ** after a call reuses it: no allocation of a kilobyte and more each) */
+  if ((x = h->spare)) {
+    h->spare = NULL;
+    memset(x, 0, sizeof *x);
+  } else if (!(x = calloc(1, sizeof *x))) {
+    unsb_fail(err, UNSB_ENOMEM, "out of memory");
+    return NULL;
+  }
   x->h = h;
   x->opened_us = unsb_monotonic_us();
   x->deadline_ms = unsb_monotonic_ms() + req->timeout_ms;
@@ -376,7 +385,8 @@ void unsb_http_close(unsb_http_xfer *x) {
   }
   curl_slist_free_all(x->headers);
   unsb_http_response_free(&x->resp);
-  free(x);
+  if (!h->spare) h->spare = x;
+  else free(x);
   if (!unsb_loop_busy(h->loop)) promote(h);   /* a slot may have come free */
 }
 

@@ -111,8 +111,16 @@ typedef struct {
   size_t n_headers;
   const char *body;                 /* NULL = no body; not copied (see open) */
   size_t body_len;
+  /* or the body read from a file: body_fd_len bytes from body_fd's
+  ** current offset, handed to libcurl in its own buffer (never through
+  ** the caller); the fd must stay open until the transfer is closed */
+  int has_body_fd;
+  int body_fd;
+  int64_t body_fd_len;
   long timeout_ms;                  /* whole transfer, > 0 */
   const unsb_http_stream *stream;   /* NULL = buffer the whole body; copied */
+  int large;                        /* a large body is expected: receive it in pieces
+                                    ** of 512 KiB rather than libcurl's 16 KiB */
   const char *const *capture;       /* response header names to keep (copied) */
   size_t n_capture;                 /* <= UNSB_HTTP_CAPTURE_MAX */
   int connect_only;                 /* connect and stop (method, headers, body unused);
@@ -149,9 +157,10 @@ void unsb_http_response_free(unsb_http_response *resp);
 /* Starts req as a transfer of its own and returns without waiting (the
 ** first round of the engine sends it). req->body must stay valid until
 ** unsb_http_close; everything else is copied. The body is sent as exactly
-** body_len bytes with a Content-Length; Content-Type: application/json is
-** added only when a non-empty body is sent and the caller gave no
-** Content-Type header. NULL with err: validation (a header line with CR
+** body_len bytes (or body_fd_len bytes of body_fd) with a Content-Length;
+** Content-Type: application/json is added only when a non-empty body is
+** sent and the caller gave no Content-Type header. A file that ends early
+** fails the transfer (transport: the Content-Length was promised). NULL with err: validation (a header line with CR
 ** or LF, a stream without on_data, too many captured names, called from a
 ** callback: "busy") or transport. */
 unsb_http_xfer *unsb_http_open(unsb_http *h, const unsb_http_request *req, unsb_error *err);

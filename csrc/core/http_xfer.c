@@ -9,13 +9,17 @@
 #include "core/clock.h"
 #include "core/headers.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #define REQUEST_ID_MAX 256    /* request ids are short; cap what we keep */
+#define UPLOAD_BUFFER (512L * 1024)   /* libcurl's largest is 2 MiB */
+#define RECEIVE_BUFFER (512L * 1024)  /* a large download's (libcurl's default: 16 KiB) */
 
 /* ---------------------------------------------------------------------
 ** the body
@@ -44,7 +48,9 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
     return 0;
   }
   if (r->body_len + len + 1 > x->cap) {
-    size_t cap = x->cap ? x->cap : 16384;
+    /* small first: most answers are a few hundred bytes, and a request
+    ** under 1 KiB stays out of malloc's large bins (which consolidate) */
+    size_t cap = x->cap ? x->cap : 512;
     while (cap < r->body_len + len + 1) cap *= 2;
     char *b = realloc(r->body, cap);
     if (!b) {
@@ -58,6 +64,19 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
   r->body_len += len;
   r->body[r->body_len] = '\0';
   return len;
+}
+
+/* The request body from a file, straight into libcurl's buffer. */
+static size_t on_read(char *buf, size_t size, size_t n, void *ud) {
+  unsb_http_xfer *x = ud;
+  for (;;) {
+    ssize_t got = read(x->body_fd, buf, size * n);
+    if (got >= 0) return (size_t)got;   /* 0 early: libcurl fails the short upload */
+    if (errno == EINTR) continue;
+    x->read_failed = 1;
+    x->read_errno = errno;
+    return CURL_READFUNC_ABORT;
+  }
 }
 
 /* ---------------------------------------------------------------------
@@ -149,7 +168,8 @@ static struct curl_slist *build_headers(const unsb_http_request *req) {
   /* no "Expect: 100-continue" round trip before large bodies */
   const char *fixed[2] = {"Expect:", NULL};
   if (!has_header(req, "Content-Type")) {
-    if (req->body && req->body_len > 0) fixed[1] = "Content-Type: application/json";
+    if ((req->body && req->body_len > 0) || (req->has_body_fd && req->body_fd_len > 0))
+      fixed[1] = "Content-Type: application/json";
     else if (body_method(req->method)) fixed[1] = "Content-Type:";  /* drop curl's form type */
   }
   for (size_t i = 0; i < 2; i++) {
@@ -167,13 +187,27 @@ oom:
   return NULL;
 }
 
-static void url_host(const char *url, char *out, size_t size) {
+/* The host of a URL (for messages), parsed by libcurl; the engine keeps
+** the last one by its scheme and authority, since its calls share them. */
+static void url_host(unsb_http *h, const char *url, char *out, size_t size) {
+  const char *sep = strstr(url, "://");
+  size_t n = sep ? strcspn(sep + 3, "/?#") + (size_t)(sep + 3 - url) : 0;
+  if (n && n < sizeof h->origin && strncmp(url, h->origin, n) == 0 && h->origin[n] == '\0') {
+    snprintf(out, size, "%s", h->origin_host);
+    return;
+  }
   CURLU *u = curl_url();
   char *host = NULL;
   snprintf(out, size, "(unknown host)");
   if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-      curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK)
+      curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
     snprintf(out, size, "%s", host);
+    if (n && n < sizeof h->origin) {
+      memcpy(h->origin, url, n);
+      h->origin[n] = '\0';
+      snprintf(h->origin_host, sizeof h->origin_host, "%s", host);
+    }
+  }
   curl_free(host);
   curl_url_cleanup(u);
 }
@@ -211,9 +245,19 @@ static int set_options(unsb_http_xfer *x, const unsb_http_request *req) {
     SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     if (req->verbose) SET(CURLOPT_VERBOSE, 1L);
   }
+  if (req->large) SET(CURLOPT_BUFFERSIZE, RECEIVE_BUFFER);
   SET(CURLOPT_USERAGENT, "unsandbox-lua");
   SET(CURLOPT_HTTPHEADER, x->headers);
-  if (strcmp(req->method, "GET") == 0 && !req->body) {
+  if (req->has_body_fd) {
+    /* the file's bytes as libcurl asks for them, in pieces of its upload
+    ** buffer (made large: a read and a send per 512 KiB, not per 64) */
+    SET(CURLOPT_UPLOAD, 1L);
+    SET(CURLOPT_CUSTOMREQUEST, req->method);
+    SET(CURLOPT_READFUNCTION, on_read);
+    SET(CURLOPT_READDATA, x);
+    SET(CURLOPT_INFILESIZE_LARGE, (curl_off_t)req->body_fd_len);
+    SET(CURLOPT_UPLOAD_BUFFERSIZE, UPLOAD_BUFFER);
+  } else if (strcmp(req->method, "GET") == 0 && !req->body) {
     SET(CURLOPT_HTTPGET, 1L);
   } else if (strcmp(req->method, "HEAD") == 0) {
     SET(CURLOPT_NOBODY, 1L);
@@ -230,7 +274,7 @@ static int set_options(unsb_http_xfer *x, const unsb_http_request *req) {
 }
 
 int unsb_xfer_setup(unsb_http_xfer *x, const unsb_http_request *req, unsb_error *err) {
-  url_host(req->url, x->host, sizeof x->host);
+  url_host(x->h, req->url, x->host, sizeof x->host);
   x->timeout_ms = req->timeout_ms;
   x->max = x->h->max_response;
   x->resp.retry_after = -1;
@@ -239,6 +283,7 @@ int unsb_xfer_setup(unsb_http_xfer *x, const unsb_http_request *req, unsb_error 
     x->has_stream = 1;
   }
   x->connect_only = req->connect_only;
+  x->body_fd = req->has_body_fd ? req->body_fd : -1;
   x->n_capture = req->n_capture;
   for (size_t i = 0; i < req->n_capture; i++)
     snprintf(x->capture[i], UNSB_HTTP_NAME_MAX, "%s", req->capture[i]);
@@ -265,6 +310,9 @@ int unsb_xfer_fail(const unsb_http_xfer *x, int rc, unsb_error *err) {
                      x->host, x->max);
   if (x->oom)
     return unsb_fail(err, UNSB_ENOMEM, "out of memory reading a response from %s", x->host);
+  if (x->read_failed)
+    return unsb_fail(err, UNSB_EIO, "cannot read the body sent to %s: %s", x->host,
+                     strerror(x->read_errno));
   switch (rc) {
     case CURLE_OPERATION_TIMEDOUT:
       return unsb_fail(err, UNSB_ETIMEOUT, "request to %s timed out after %ld ms (%s)",

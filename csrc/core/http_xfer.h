@@ -29,6 +29,10 @@ struct unsb_http {
   int cap, running;                  /* max_concurrency; transfers in the multi handle */
   unsb_http_xfer *open;              /* open transfers, a doubly linked list */
   unsb_http_xfer *qhead, *qtail;     /* waiting for a slot, oldest first */
+  unsb_http_xfer *spare;             /* the last one closed, zeroed for the next */
+  /* the last URL's scheme and authority and the host it names (for
+  ** messages): an engine talks to one origin, so it is parsed once */
+  char origin[UNSB_HTTP_HOST_MAX + 16], origin_host[UNSB_HTTP_HOST_MAX];
 };
 
 struct unsb_http_xfer {
@@ -50,6 +54,9 @@ struct unsb_http_xfer {
   int head_done, streaming, cancelled, paused;
   int done, rc;                      /* rc: libcurl's result once done */
   int connect_only;                  /* the request's */
+  int body_fd;                       /* the request's body file, or -1 */
+  int read_failed;                   /* reading body_fd failed (errno kept) */
+  int read_errno;
   int held;                          /* connect_only and connected: kept in the multi
                                      ** handle (its connection lives there), slot freed */
   long timeout_ms;

@@ -48,8 +48,8 @@ int unsb_request_check(const unsb_api_request *r, unsb_error *err) {
 }
 
 unsb_http_xfer *unsb_request_open(unsb_http *h, const char *base_url,
-                                  const unsb_credentials *cred, const unsb_api_request *r,
-                                  unsb_error *err) {
+                                  const unsb_credentials *cred, const unsb_signer *signer,
+                                  const unsb_api_request *r, unsb_error *err) {
   char ts[32], sig[UNSB_SIGNATURE_HEX_LEN + 1];
   char *url = NULL, *signed_path = NULL, *auth = NULL, *xts = NULL, *xsig = NULL;
   const char **headers = NULL;
@@ -68,8 +68,8 @@ unsb_http_xfer *unsb_request_open(unsb_http *h, const char *base_url,
     snprintf(ts, sizeof ts, "%lld", (long long)time(NULL));
     /* the query string is never signed */
     signed_path = strndup(r->path, unsb_path_for_signing(r->path));
-    if (!signed_path || unsb_sign(cred->secret, cred->secret_len, ts, r->method, signed_path,
-                                  r->body, r->body ? r->body_len : 0, sig) != 0) {
+    if (!signed_path || unsb_signer_sign(signer, ts, r->method, signed_path, r->body,
+                                         r->body ? r->body_len : 0, sig) != 0) {
       unsb_fail(err, UNSB_EPROTOCOL, "signing the request failed");
       goto done;
     }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "core/credentials.h"
+#include "core/sign.h"
 #include "core/error.h"
 #include "core/http.h"
 
@@ -37,10 +38,11 @@ enum { UNSB_REQ_METHOD = 1, UNSB_REQ_PATH = 2, UNSB_REQ_BODY = 3, UNSB_REQ_HEADE
 int unsb_request_check(const unsb_api_request *r, unsb_error *err);
 
 /* Starts r to base_url + path as a transfer of h (see unsb_http_open):
-** signed with cred, or unsigned when cred is NULL (GET /health). r->body
-** must stay valid until the transfer is closed; the rest is copied. */
+** signed by signer (keyed with cred's secret) as cred's public key, or
+** unsigned when cred is NULL (GET /health). r->body must stay valid until
+** the transfer is closed; the rest is copied. */
 unsb_http_xfer *unsb_request_open(unsb_http *h, const char *base_url,
-                                  const unsb_credentials *cred, const unsb_api_request *r,
-                                  unsb_error *err);
+                                  const unsb_credentials *cred, const unsb_signer *signer,
+                                  const unsb_api_request *r, unsb_error *err);
 
 #endif

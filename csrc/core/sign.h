@@ -23,6 +23,19 @@ int unsb_sign(const char *secret, size_t secret_len,
               const char *body, size_t body_len,
               char out[UNSB_SIGNATURE_HEX_LEN + 1]);
 
+/* A signer keyed once with a secret: the HMAC key schedule is made once
+** and copied for each signature, which is what a client that signs every
+** request wants. Holds key material: unsb_signer_free wipes it. */
+typedef struct unsb_signer unsb_signer;
+
+/* NULL if memory or OpenSSL fails. */
+unsb_signer *unsb_signer_new(const char *secret, size_t secret_len);
+/* As unsb_sign, with the signer's secret. */
+int unsb_signer_sign(const unsb_signer *s, const char *timestamp, const char *method,
+                     const char *path, const char *body, size_t body_len,
+                     char out[UNSB_SIGNATURE_HEX_LEN + 1]);
+void unsb_signer_free(unsb_signer *s);
+
 /* Length of the part of a request target that is signed: up to the first
 ** '?' (the query string is never signed by this project). */
 size_t unsb_path_for_signing(const char *target);

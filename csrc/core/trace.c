@@ -59,7 +59,7 @@ int unsb_trace_from_request_id(const char *s, size_t len, char out[UNSB_TRACE_ID
 static int random_hex(char *out, size_t bytes, unsb_error *err) {
   unsigned char raw[16];
   for (int attempt = 0; attempt < 4; attempt++) {
-    if (unsb_random_bytes(raw, bytes) != 0)
+    if (unsb_random_id_bytes(raw, bytes) != 0)
       return unsb_fail(err, UNSB_EPROTOCOL, "random bytes unavailable (OpenSSL RAND_bytes)");
     unsb_hex(raw, bytes, out);
     if (unsb_trace_valid_hex(out, 2 * bytes, 2 * bytes)) return 0;

@@ -35,6 +35,7 @@ static const OSSL_PARAM no_param;   /* all zero: the list's end marker */
   X(const EVP_MD *, EVP_sha1, (void), (), NULL) \
   X(EVP_MAC *, EVP_MAC_fetch, (OSSL_LIB_CTX *c, const char *a, const char *p), (c, a, p), NULL) \
   X(EVP_MAC_CTX *, EVP_MAC_CTX_new, (EVP_MAC *m), (m), NULL) \
+  X(EVP_MAC_CTX *, EVP_MAC_CTX_dup, (const EVP_MAC_CTX *c), (c), NULL) \
   X(int, EVP_MAC_init, (EVP_MAC_CTX *c, const unsigned char *k, size_t n, const OSSL_PARAM p[]), \
     (c, k, n, p), 0) \
   X(int, EVP_MAC_update, (EVP_MAC_CTX *c, const unsigned char *d, size_t n), (c, d, n), 0) \

@@ -175,7 +175,7 @@ void ub_wait_done(lua_State *L);
 int ub_yield(lua_State *L, lua_CFunction k, int nargs);
 
 /* ---- transfers (transfer.c) and buffered calls (exchange.c) ---- */
-enum { UB_XFER_BUFFER = 0, UB_XFER_SSE = 1, UB_XFER_RAW = 2 };
+enum { UB_XFER_BUFFER = 0, UB_XFER_SSE = 1, UB_XFER_RAW = 2, UB_XFER_FILE = 3 };
 typedef struct ub_transfer ub_transfer;
 /* A new Transfer, not yet open, pushed: owned by the Client or Manager at
 ** owner_idx, sending the body at body_idx, keeping opts.capture of the
@@ -183,6 +183,13 @@ typedef struct ub_transfer ub_transfer;
 ub_transfer *ub_transfer_new(lua_State *L, int owner_idx, int body_idx, int opts_idx, int mode);
 /* Its stream callbacks for the core's open (NULL for a buffered call). */
 const unsb_http_stream *ub_transfer_stream(ub_transfer *t);
+/* Mode file: a 2xx body goes to path, created here (O_EXCL | O_NOFOLLOW),
+** hashed on the way (the result's sha256). 0, or -1 with err (io). */
+int ub_transfer_to_file(ub_transfer *t, const char *path, unsb_error *err);
+/* The request body from the regular file at path (its fd in *fd, its
+** size in *len), kept open by the transfer. 0, or -1 with err (io). */
+int ub_transfer_from_file(ub_transfer *t, const char *path, int *fd, int64_t *len,
+                          unsb_error *err);
 void ub_transfer_set(ub_transfer *t, unsb_http_xfer *x);
 /* The core transfer of the Transfer at idx; NULL once it or its owner closed. */
 unsb_http_xfer *ub_transfer_xfer(lua_State *L, int idx);

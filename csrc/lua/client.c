@@ -15,8 +15,10 @@
 */
 #include "lua/binding.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/client.h"
 
@@ -116,27 +118,59 @@ static int l_info(lua_State *L) {
   return 1;
 }
 
-static const char *const REQUEST_OPTIONS[] = {"timeout", "auth", "headers", NULL};
+/* c:_prepare(): credentials resolved and the signer keyed now rather
+** than on the first signed request (the facade's warm_up). true, or nil,
+** kind, message. */
+static int l_prepare(lua_State *L) {
+  unsb_error err;
+  if (unsb_client_prepare(check_open(L), &err) != 0) return ub_push_error(L, &err);
+  lua_pushboolean(L, 1);
+  return 1;
+}
 
-/* opts.headers {name = value} as "Name: value" lines into r; the strings
-** and the pointer array are Lua objects kept on the stack for the call.
-** NULL, or (the lines unset) why the table is refused. */
-static const char *header_lines(lua_State *L, int opts, unsb_api_request *r) {
+static const char *const REQUEST_OPTIONS[] = {"timeout", "auth", "headers", "traceparent", NULL};
+
+/* The traceparent line of a call, built in the caller's frame (no Lua
+** string per request): "traceparent: " and the 55 characters. */
+#define TRACEPARENT_LINE 72
+typedef struct {
+  char line[TRACEPARENT_LINE];
+  const char *one[1];
+} traceline;
+
+/* opts.headers {name = value} as "Name: value" lines into r, and the
+** traceparent line tl when there is one; the strings and the pointer
+** array are Lua objects kept on the stack for the call (or tl's, in the
+** caller's frame). NULL, or (the lines unset) why the table is refused. */
+static const char *header_lines(lua_State *L, int opts, unsb_api_request *r, traceline *tl) {
   const char **lines;
   size_t count = 0, i = 0;
+  const char *tp = ub_field_string(L, opts, opts, "traceparent", NULL);
+  if (tp) {
+    if (strlen(tp) >= TRACEPARENT_LINE - sizeof "traceparent: ") return "traceparent: too long";
+    snprintf(tl->line, sizeof tl->line, "traceparent: %s", tp);
+    tl->one[0] = tl->line;
+  }
   if (lua_getfield(L, opts, "headers") == LUA_TNIL) {
     lua_pop(L, 1);
+    if (tp) {
+      r->headers = tl->one;
+      r->n_headers = 1;
+    }
     return NULL;
   }
   if (!lua_istable(L, -1)) ub_type_error(L, 5, -1, "headers", "table");
   int h = lua_gettop(L);
   for (lua_pushnil(L); lua_next(L, h); lua_pop(L, 1)) count++;
-  lines = lua_newuserdatauv(L, (count ? count : 1) * sizeof *lines, 0);
+  lines = lua_newuserdatauv(L, (count + 1) * sizeof *lines, 0);
   lua_newtable(L);                                /* anchors the lines */
   int anchor = lua_gettop(L);
+  if (tp) lines[i++] = tl->line;
   for (lua_pushnil(L); lua_next(L, h); lua_pop(L, 1)) {
     int vt = lua_type(L, -1);
     if (lua_type(L, -2) != LUA_TSTRING) return "headers: names must be strings";
+    if (tp && strcasecmp(lua_tostring(L, -2), "traceparent") == 0)
+      return "headers: traceparent given twice (opts.traceparent and opts.headers)";
     if (vt != LUA_TSTRING && vt != LUA_TNUMBER)
       return lua_pushfstring(L, "headers: value of %s must be a string", lua_tostring(L, -2));
     lua_pushvalue(L, -2);
@@ -167,7 +201,7 @@ static int request_refused(lua_State *L, ub_mode mode, int arg, const char *why)
 ** (mode UB_RETURN; UB_RAISE raises). Every string stays anchored by the
 ** arguments. */
 static int request_args(lua_State *L, unsb_client *c, unsb_api_request *r,
-                        const char *const *allowed, ub_mode mode, int *sign) {
+                        const char *const *allowed, ub_mode mode, int *sign, traceline *tl) {
   unsb_error err;
   const char *why;
   *sign = 1;
@@ -183,7 +217,7 @@ static int request_args(lua_State *L, unsb_client *c, unsb_api_request *r,
     if (at == LUA_TBOOLEAN) *sign = lua_toboolean(L, -1);
     else if (at != LUA_TNIL) ub_type_error(L, 5, -1, "auth", "boolean");
     lua_pop(L, 1);
-    if ((why = header_lines(L, 5, r))) return request_refused(L, mode, UNSB_REQ_HEADERS, why);
+    if ((why = header_lines(L, 5, r, tl))) return request_refused(L, mode, UNSB_REQ_HEADERS, why);
   }
   r->timeout_ms = r->timeout_ms > 0 ? r->timeout_ms : unsb_client_timeout(c);
   if (unsb_request_check(r, &err) != 0) return request_refused(L, mode, err.arg, err.message);
@@ -206,9 +240,10 @@ static int open_into(lua_State *L, unsb_client *c, unsb_api_request *r, int sign
 static int request(lua_State *L, ub_mode mode) {
   unsb_client *c = check_open(L);
   unsb_api_request r;
+  traceline tl;
   int sign;
   lua_settop(L, 5);
-  int n = request_args(L, c, &r, REQUEST_OPTIONS, mode, &sign);
+  int n = request_args(L, c, &r, REQUEST_OPTIONS, mode, &sign, &tl);
   if (n) return n;
   ub_transfer *t = ub_transfer_new(L, 1, 4, 5, UB_XFER_BUFFER);
   n = open_into(L, c, &r, sign, t);
@@ -217,16 +252,18 @@ static int request(lua_State *L, ub_mode mode) {
 }
 UB_BOTH(request)
 
-static const char *const OPEN_OPTIONS[] = {"timeout", "auth", "headers", "mode", NULL};
+static const char *const OPEN_OPTIONS[] = {"timeout", "auth", "headers", "traceparent", "mode",
+                                            NULL};
 
 /* c:_open(method, path, body, opts): the call as a Transfer (opts.mode
 ** "sse" or "raw", default "raw"). */
 static int l_open(lua_State *L) {
   unsb_client *c = check_open(L);
   unsb_api_request r;
+  traceline tl;
   int sign;
   lua_settop(L, 5);
-  request_args(L, c, &r, OPEN_OPTIONS, UB_RAISE, &sign);
+  request_args(L, c, &r, OPEN_OPTIONS, UB_RAISE, &sign, &tl);
   const char *mode = lua_istable(L, 5) ? ub_field_string(L, 5, 5, "mode", NULL) : NULL;
   if (mode && strcmp(mode, "sse") != 0 && strcmp(mode, "raw") != 0)
     return luaL_argerror(L, 5, "mode: \"sse\" or \"raw\" expected");
@@ -248,7 +285,8 @@ static const luaL_Reg METHODS[] = {
   {"_request", r_request},
   {"_open", l_open},
   {"_state", l_state},
-  {"_info", l_info},   /* the facade's c:info() converts units and errors */
+  {"_info", l_info},
+  {"_prepare", l_prepare},   /* the facade's c:info() converts units and errors */
   {"url", l_url},
   {"close", l_close},
   {NULL, NULL},

@@ -6,7 +6,9 @@
 **
 **   (method, path, body, opts) with opts = {token=, subject=, owner=,
 **   trace=, flags=, traceparent= (whole, instead of trace/flags), content_type=, tool=, streaming=, timeout= (ms),
-**   capture = {header names}, mode = "sse" | "raw" (_open only)}
+**   capture = {header names}, mode = "sse" | "raw" (_open only),
+**   from = path (the body read from that file), to = path (_request only:
+**   a 2xx body written to that new file)}
 **
 ** Every string stays anchored by the argument list (or the opts table and
 ** its capture list, which are arguments) for the whole call.
@@ -17,7 +19,7 @@
 
 static const char *const CALL_OPTIONS[] = {
   "token", "subject", "owner", "trace", "flags", "traceparent", "content_type", "tool",
-  "streaming", "timeout", "capture", "mode", NULL,
+  "streaming", "timeout", "capture", "mode", "from", "to", NULL,
 };
 
 static int field_bool(lua_State *L, int t, const char *name) {
@@ -93,9 +95,11 @@ void ub_push_response(lua_State *L, const unsb_http_response *resp, const char *
   lua_setfield(L, -2, "new_connections");
   lua_pushinteger(L, (lua_Integer)resp->streamed);
   lua_setfield(L, -2, "streamed");
-  lua_createtable(L, 0, (int)n_names);
-  for (size_t i = 0; i < n_names; i++) set_string(L, names[i], resp->captured[i]);
-  lua_setfield(L, -2, "headers");
+  if (n_names > 0) {   /* the headers asked for (capture), and only then */
+    lua_createtable(L, 0, (int)n_names);
+    for (size_t i = 0; i < n_names; i++) set_string(L, names[i], resp->captured[i]);
+    lua_setfield(L, -2, "headers");
+  }
   ub_push_timing(L, &resp->timing);
   lua_setfield(L, -2, "timing");
 }

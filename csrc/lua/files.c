@@ -12,6 +12,7 @@
 #include "core/cache.h"
 #include "core/file.h"
 #include "core/credentials.h"
+#include "core/digest.h"
 
 static int l_cache_read(lua_State *L) {
   const char *path = ub_check_string(L, 1, "path", NULL);
@@ -146,7 +147,23 @@ static int l_read_dir(lua_State *L) {
   return 1;
 }
 
+/* core.files.sha256_file(path) -> hex, size | nil, "<path>: <why>" */
+static int l_sha256_file(lua_State *L) {
+  const char *path = ub_check_string(L, 1, "path", NULL);
+  char hex[UNSB_SHA256_HEX_LEN + 1];
+  long long size;
+  if (unsb_sha256_file(path, hex, &size) != 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", path, errno == EINVAL ? "not a regular file" : strerror(errno));
+    return 2;
+  }
+  lua_pushstring(L, hex);
+  lua_pushinteger(L, (lua_Integer)size);
+  return 2;
+}
+
 static const luaL_Reg FUNCTIONS[] = {
+  {"sha256_file", l_sha256_file},
   {"read_dir", l_read_dir},
   {"file_head", l_file_head},
   {"cache_read", l_cache_read},

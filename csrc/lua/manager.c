@@ -187,7 +187,16 @@ static int open_call(lua_State *L, int mode) {
   unsb_http_xfer *x;
   ub_cp_call_args(L, &call, names);
   lua_settop(L, 5);
-  ub_transfer *t = ub_transfer_new(L, 1, 4, 5, mode);
+  const char *from = lua_istable(L, 5) ? ub_field_string(L, 5, 5, "from", NULL) : NULL;
+  const char *to = lua_istable(L, 5) ? ub_field_string(L, 5, 5, "to", NULL) : NULL;
+  if (from && call.body) return luaL_argerror(L, 5, "from: a body is given already");
+  if (to && mode != UB_XFER_BUFFER) return luaL_argerror(L, 5, "to: for _request only");
+  ub_transfer *t = ub_transfer_new(L, 1, 4, 5, to ? UB_XFER_FILE : mode);
+  if (to && ub_transfer_to_file(t, to, &err) != 0) return ub_push_error(L, &err);
+  if (from && ub_transfer_from_file(t, from, &call.body_fd, &call.body_fd_len, &err) != 0)
+    return ub_push_error(L, &err);
+  call.has_body_fd = from != NULL;
+  call.large = to != NULL;   /* files are what is large */
   call.stream = ub_transfer_stream(t);
   if (!(x = unsb_cp_open(c, &call, &err))) return ub_push_error(L, &err);
   ub_transfer_set(t, x);

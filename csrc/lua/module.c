@@ -41,7 +41,7 @@ static const char *const RULES[] = {
   "blank", "LIMITS", "MAX_CONCURRENCY", NULL,
 };
 static const char *const FILES[] = {
-  "file_head", "cache_read", "cache_write", "write_file", "mkdirs", "read_dir", NULL,
+  "file_head", "cache_read", "cache_write", "write_file", "mkdirs", "read_dir", "sha256_file", NULL,
 };
 static const char *const CODEC[] = {"base64_encode", "base64_decode", "sha256", "sha256_stream",
                                       NULL};

@@ -28,11 +28,17 @@
 */
 #include "lua/binding.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/clock.h"
+#include "core/digest.h"
+#include "core/file.h"
 #include "core/interrupt.h"
 #include "core/sse.h"
 
@@ -51,11 +57,29 @@ struct ub_transfer {
   size_t qn, qcap, qbytes;
   int finished;            /* the parser saw the end of the stream */
   int failed;              /* a cap or memory: the transfer was cancelled */
-  unsb_error err;
+  unsb_error *err;         /* why, made when it failed (an error is 2 KiB:
+                           ** not in every call's userdata) */
   /* the result while it is pushed: boxed by this userdata, whose __gc
   ** frees it if pushing raises */
   unsb_http_response resp;
+  /* files: the body read from in_fd; a 2xx answer written to out_fd
+  ** (mode UB_XFER_FILE) as it arrives and hashed on the way, so no
+  ** piece of it reaches Lua; both closed with the transfer */
+  int in_fd, out_fd;
+  char *out_path;          /* for messages */
+  unsb_sha256 *hash;
 };
+
+/* Where a failure inside libcurl's callbacks is written: the transfer's
+** own error, made now; when even that fails, a shared one that says out
+** of memory (the binding raises on that kind: nothing more is needed). */
+static unsb_error no_memory = { UNSB_ENOMEM, "out of memory", 0 };
+
+static unsb_error *failure(ub_transfer *t) {
+  t->failed = 1;
+  if (!t->err && !(t->err = calloc(1, sizeof *t->err))) return &no_memory;
+  return t->err;
+}
 
 static int enqueue(ub_transfer *t, const char *data, size_t n) {
   char *copy;
@@ -89,31 +113,45 @@ static void drop_queue(ub_transfer *t) {
 static int on_head(void *ud, long status, const char *ctype) {
   ub_transfer *t = ud;
   if (status < 200 || status > 299) return UNSB_HTTP_BUFFER;
-  if (t->mode == UB_XFER_RAW) return UNSB_HTTP_STREAM;
+  if (t->mode == UB_XFER_RAW || t->mode == UB_XFER_FILE) return UNSB_HTTP_STREAM;
   return ctype && strcasestr(ctype, "text/event-stream") ? UNSB_HTTP_STREAM : UNSB_HTTP_BUFFER;
 }
 
 static int on_event(void *ud, const unsb_sse_event *ev) {
   ub_transfer *t = ud;
   if (enqueue(t, ev->data, ev->data_len) != 0) {
-    t->failed = 1;
-    unsb_fail(&t->err, UNSB_ENOMEM, "out of memory");
+    unsb_fail(failure(t), UNSB_ENOMEM, "out of memory");
     return 1;
   }
   return 0;
 }
 
+/* Mode file: the bytes to out_fd and the hash; a write that fails stops
+** the transfer (kind io, naming the file). */
+static int to_file(ub_transfer *t, const char *data, size_t len) {
+  if (unsb_write_all(t->out_fd, data, len) == 0) {
+    if (unsb_sha256_update(t->hash, data, len) == 0) return 0;
+    unsb_fail(failure(t), UNSB_EPROTOCOL, "SHA-256 failed (OpenSSL)");
+  } else {
+    unsb_fail(failure(t), UNSB_EIO, "cannot write %s: %s", t->out_path, strerror(errno));
+  }
+  return 1;
+}
+
 static int on_data(void *ud, const char *data, size_t len) {
   ub_transfer *t = ud;
+  if (t->mode == UB_XFER_FILE) return to_file(t, data, len);
   if (t->qbytes >= QUEUE_HIGH) return UNSB_HTTP_PAUSE;
   if (t->mode == UB_XFER_RAW) {
     if (enqueue(t, data, len) == 0) return 0;
-    t->failed = 1;
-    unsb_fail(&t->err, UNSB_ENOMEM, "out of memory");
+    unsb_fail(failure(t), UNSB_ENOMEM, "out of memory");
     return 1;
   }
-  if (unsb_sse_feed(t->parser, data, len, on_event, t, &t->err) != 0) {
-    t->failed = 1;   /* a line or event over the parser's caps, or memory */
+  unsb_error err;
+  if (unsb_sse_feed(t->parser, data, len, on_event, t, &err) != 0) {
+    /* a line or event over the parser's caps, or memory (an event that
+    ** could not be queued has said so already) */
+    if (!t->failed) *failure(t) = err;
     return 1;
   }
   return 0;
@@ -150,6 +188,15 @@ int ub_transfer_close(lua_State *L, int idx) {
   t->parser = NULL;
   drop_queue(t);
   unsb_http_response_free(&t->resp);
+  if (t->in_fd >= 0) close(t->in_fd);
+  if (t->out_fd >= 0) close(t->out_fd);
+  t->in_fd = t->out_fd = -1;
+  free(t->out_path);
+  t->out_path = NULL;
+  unsb_sha256_free(t->hash);
+  t->hash = NULL;
+  free(t->err);
+  t->err = NULL;
   return 0;
 }
 
@@ -162,6 +209,7 @@ ub_transfer *ub_transfer_new(lua_State *L, int owner_idx, int body_idx, int opts
   ub_transfer *t = lua_newuserdatauv(L, sizeof *t, 3);
   memset(t, 0, sizeof *t);
   t->resp.retry_after = -1;
+  t->in_fd = t->out_fd = -1;
   luaL_setmetatable(L, UB_TRANSFER);
   lua_pushvalue(L, owner_idx);
   lua_setiuservalue(L, -2, 1);
@@ -176,6 +224,32 @@ ub_transfer *ub_transfer_new(lua_State *L, int owner_idx, int body_idx, int opts
   if (mode == UB_XFER_SSE && !(t->parser = unsb_sse_new(0, 0))) luaL_error(L, "not enough memory");
   t->st = (unsb_http_stream){on_head, on_data, t};
   return t;
+}
+
+int ub_transfer_to_file(ub_transfer *t, const char *path, unsb_error *err) {
+  /* a name of the caller's choosing that must not exist: nothing that
+  ** was there is followed or overwritten */
+  t->out_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (t->out_fd < 0) return unsb_fail(err, UNSB_EIO, "cannot create %s: %s", path, strerror(errno));
+  if (!(t->out_path = strdup(path)) || !(t->hash = unsb_sha256_new()))
+    return unsb_fail(err, UNSB_ENOMEM, "out of memory");
+  return 0;
+}
+
+int ub_transfer_from_file(ub_transfer *t, const char *path, int *fd, int64_t *len,
+                          unsb_error *err) {
+  struct stat st;
+  /* O_NONBLOCK: a FIFO or a device is refused, never waited on */
+  t->in_fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (t->in_fd < 0) return unsb_fail(err, UNSB_EIO, "cannot open %s: %s", path, strerror(errno));
+  if (fstat(t->in_fd, &st) != 0)
+    return unsb_fail(err, UNSB_EIO, "cannot read %s: %s", path, strerror(errno));
+  if (!S_ISREG(st.st_mode)) return unsb_fail(err, UNSB_EIO, "%s is not a regular file", path);
+  if (fcntl(t->in_fd, F_SETFL, 0) != 0)
+    return unsb_fail(err, UNSB_EIO, "cannot read %s: %s", path, strerror(errno));
+  *len = (int64_t)st.st_size;
+  *fd = t->in_fd;
+  return 0;
 }
 
 const unsb_http_stream *ub_transfer_stream(ub_transfer *t) {
@@ -274,7 +348,7 @@ int ub_transfer_push_result(lua_State *L, int idx) {
     return ub_push_error(L, &err);
   }
   unsb_http_timing_of(t->x, &timing);
-  if (t->failed) return ub_push_failure(L, &t->err, &timing);
+  if (t->failed) return ub_push_failure(L, t->err ? t->err : &no_memory, &timing);
   unsb_http_response_free(&t->resp);
   if (unsb_http_result(t->x, &t->resp, &err) != 0) return ub_push_failure(L, &err, &timing);
   int top = lua_gettop(L);
@@ -285,6 +359,12 @@ int ub_transfer_push_result(lua_State *L, int idx) {
   lua_settop(L, top + 1);
   ub_push_response(L, &t->resp, names, n);
   lua_remove(L, top + 1);
+  if (t->hash && t->resp.status >= 200 && t->resp.status <= 299) {
+    char hex[UNSB_SHA256_HEX_LEN + 1];
+    if (unsb_sha256_final(t->hash, hex) != 0) return luaL_error(L, "SHA-256 failed (OpenSSL)");
+    lua_pushstring(L, hex);
+    lua_setfield(L, -2, "sha256");   /* of the bytes written to the file */
+  }
   unsb_http_response_free(&t->resp);
   return 1;
 }

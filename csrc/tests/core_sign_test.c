@@ -61,6 +61,16 @@ static void check_case(const sign_case *c) {
                      c->body, strlen(c->body), sig);
   ok(rc == 0, "%s: signs", c->name);
   is_str(sig, c->signature, "%s: signature", c->name);
+  /* a signer keyed once signs the same, twice in a row (each signature
+  ** starts from a copy of the keyed state, never from the last one) */
+  unsb_signer *s = unsb_signer_new(c->secret, strlen(c->secret));
+  for (int i = 0; i < 2; i++) {
+    memset(sig, 0, sizeof sig);
+    ok(s && unsb_signer_sign(s, c->timestamp, c->method, c->path, c->body, strlen(c->body), sig) == 0,
+       "%s: the signer signs (%d)", c->name, i + 1);
+    is_str(sig, c->signature, "%s: the signer's signature (%d)", c->name, i + 1);
+  }
+  unsb_signer_free(s);
 }
 
 int main(void) {
@@ -96,6 +106,14 @@ int main(void) {
          "NULL body = empty body (v2)");
   ok(unsb_sign(NULL, 0, "1", "GET", "/", NULL, 0, sig) == -1, "NULL secret refused");
   ok(unsb_sign("k", 1, "1", "GET", "/", NULL, 5, sig) == -1, "NULL body with a length refused");
+  ok(unsb_signer_new(NULL, 0) == NULL, "a signer needs a secret");
+  {
+    unsb_signer *s = unsb_signer_new("k", 1);
+    ok(unsb_signer_sign(s, "1", "GET", "/", NULL, 5, sig) == -1, "signer: NULL body with a length refused");
+    ok(unsb_signer_sign(NULL, "1", "GET", "/", NULL, 0, sig) == -1, "signer: NULL signer refused");
+    unsb_signer_free(s);
+    unsb_signer_free(NULL);
+  }
 
   /* the query is cut by the caller's helper */
   ok(unsb_path_for_signing("/services/svc1/logs?all=true") == strlen("/services/svc1/logs"),

@@ -4,7 +4,10 @@
 ** runs the JSON file itself through the binding), plus random ids and the
 ** outbound header.
 */
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/trace.h"
 #include "tests/tap.h"
@@ -130,9 +133,43 @@ static void outbound(void) {
      "valid_hex: zeros, length and NULL");
 }
 
+/* Ids come from a pool that is refilled 1 KiB at a time: thousands in a
+** row are all different (across refills too), and a forked child draws
+** other ids than its parent does next. */
+static void pool(void) {
+  enum { N = 3000 };
+  static char ids[N][UNSB_SPAN_ID_LEN + 1];
+  unsb_error err;
+  int bad = 0;
+  for (int i = 0; i < N && !bad; i++) bad = unsb_span_random_id(ids[i], &err) != 0;
+  ok(!bad, "%d span ids in a row", N);
+  qsort(ids, N, sizeof ids[0], (int (*)(const void *, const void *))strcmp);
+  int dup = 0;
+  for (int i = 1; i < N; i++) dup += strcmp(ids[i - 1], ids[i]) == 0;
+  ok(dup == 0, "no two of them equal (%d repeated)", dup);
+
+  int fds[2];
+  char mine[UNSB_TRACE_ID_LEN + 1], child[UNSB_TRACE_ID_LEN + 1] = "";
+  ok(pipe(fds) == 0, "pipe");
+  pid_t pid = fork();
+  if (pid == 0) {
+    char id[UNSB_TRACE_ID_LEN + 1];
+    ssize_t w = unsb_trace_random_id(id, &err) == 0 ? write(fds[1], id, UNSB_TRACE_ID_LEN) : -1;
+    _exit(w == UNSB_TRACE_ID_LEN ? 0 : 1);
+  }
+  ok(unsb_trace_random_id(mine, &err) == 0, "the parent's next id");
+  ok(read(fds[0], child, UNSB_TRACE_ID_LEN) == UNSB_TRACE_ID_LEN && waitpid(pid, NULL, 0) == pid,
+     "the child's first id");
+  child[UNSB_TRACE_ID_LEN] = '\0';
+  ok(strcmp(mine, child) != 0, "a forked child does not repeat its parent's id");
+  close(fds[0]);
+  close(fds[1]);
+}
+
 int main(void) {
   vectors();
   resolution();
   outbound();
+  pool();
   return tap_done();
 }

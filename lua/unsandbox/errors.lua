@@ -57,6 +57,9 @@ local KINDS = {
   -- there; a refusal by the sandbox side (err.code says which); a
   -- transfer whose checksum did not match
   not_found = true, sandbox = true, integrity = true,
+  -- a local file a transfer reads or writes could not be (object
+  -- uploads from and downloads to a path)
+  io = true,
 }
 
 --- Makes an Error, for code that returns failures in the library's shape.

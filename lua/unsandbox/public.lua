@@ -24,7 +24,7 @@ local GROUPS = {
     cancel_job = 2, list_jobs = 1 } },
   -- (and info, on_request, detect_language: methods, not module functions)
   { module = "unsandbox.exec.client", names = {
-    get_languages = 1, validate_keys = 1, health = 1, call = 4 },
+    get_languages = 1, validate_keys = 1, health = 1, call = 4, warm_up = -1 },
     private = { "info", "on_request", "detect_language" } },
   { module = "unsandbox.exec.sessions", names = {
     create_session = 1, list_sessions = 1, get_session = 2, delete_session = 2, session_execute = 3,

@@ -78,12 +78,18 @@ end
 local exec = { name = "exec" }
 M.exec = exec
 
--- The C client's options for one attempt: its traceparent joins the
--- caller's headers (a copy: the caller's table is never changed).
+-- The C client's options for one attempt: its traceparent (a header
+-- line the C client adds), or, when the caller gave headers, the
+-- traceparent among them (a copy: the caller's table is never changed;
+-- a traceparent of the caller's wins).
 function exec.options(_, o, traceparent)
-  local copts = { headers = { traceparent = traceparent }, auth = o.auth,
-                  timeout = seconds_to_ms(o.timeout, math.floor) }
-  for k, v in pairs(o.headers or {}) do copts.headers[k] = v end
+  local copts = { auth = o.auth, timeout = seconds_to_ms(o.timeout, math.floor) }
+  if not o.headers then
+    copts.traceparent = traceparent
+    return copts
+  end
+  copts.headers = { traceparent = traceparent }
+  for k, v in pairs(o.headers) do copts.headers[k] = v end
   return copts
 end
 
@@ -181,6 +187,7 @@ function cp.options(m, o, traceparent)
     token = o.token, subject = context.get(context.subjects, m), owner = o.owner and true or nil,
     traceparent = traceparent, content_type = o.content_type, tool = o.tool,
     streaming = o.streaming, timeout = seconds_to_ms(o.timeout, math.ceil), capture = o.capture,
+    from = o.from, to = o.to,
   }
 end
 

@@ -127,11 +127,18 @@ op_chmod() {
 }
 
 # ------------------------------------------------------------ transfers
+# sha SRC [PIECE LEN]: SRC's sha256 and size; with PIECE, its first LEN
+# bytes cut into PIECE too (the first piece of a download: one call
+# less), and PIECE's size printed third.
 op_sha() {
   local h
   wpath "$1"; exists "$1"; [ -f "$1" ] || fail is_directory "not a regular file: $1"
   h=$(sha256sum < "$1") || fail io "cannot read $1"
   printf '%s %s' "${h%% *}" "$(size "$1")"
+  [ -n "${2:-}" ] || return 0
+  wpath "$2"
+  bytes "$1" 0 "$3" > "$2" || fail io "cannot read $1 at byte 0"
+  printf ' %s' "$(size "$2")"
 }
 
 # append TARGET PIECE...: the pieces (uploaded by the file routes) added
@@ -143,10 +150,13 @@ op_append() {
   rm -f -- "$@"; size "$t"
 }
 
-# commit TMP DEST SIZE SHA256: TMP checked, then renamed over DEST (made
-# with its parents); on a mismatch TMP is removed and DEST left alone.
+# commit TMP DEST SIZE SHA256 [PIECE...]: the pieces appended to TMP as
+# append does (the last ones of an upload: one call less), then TMP
+# checked and renamed over DEST (made with its parents); on a mismatch
+# TMP is removed and DEST left alone.
 op_commit() {
   local n h
+  if [ $# -gt 4 ]; then op_append "$1" "${@:5}" > /dev/null; fi
   wpath "$1"; wpath "$2"; [ -f "$1" ] || : > "$1"
   n=$(size "$1"); h=$(sha256sum < "$1"); h=${h%% *}
   if [ "$n" != "$3" ] || [ "$h" != "$4" ]; then

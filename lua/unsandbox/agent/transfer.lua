@@ -11,12 +11,17 @@
 --
 --   upload    each piece (1 000 000 bytes) written by write-binary as
 --             <dir>/.unsb-<hex>.<n>, appended in order to <dir>/.unsb-<hex>.part
---             (helper append, every 8 pieces), then helper commit checks
---             the part's size and sha256 against the ones computed here
---             while reading and renames it over the destination;
---   download  helper sha gives the file's size and sha256; each 4 MiB
---             piece is cut by helper slice into .unsb-<hex>.piece and read
---             by read-binary; the bytes go to a temporary next to the
+--             (helper append, every 8 pieces), then helper commit appends
+--             the last pieces, checks the part's size and sha256 against
+--             the ones computed here while reading and renames it over
+--             the destination (a file of one piece: one helper call);
+--   download  read-binary of the whole file first: a file within its
+--             limit comes in that one request (no helper call), checked
+--             against the sha256 the route reports; a larger one (or
+--             anything the route refuses) goes in pieces: helper sha gives
+--             the file's size and sha256 and cuts the first 4 MiB piece
+--             into .unsb-<hex>.piece, helper slice each next one, each
+--             read by read-binary; the bytes go to a temporary next to the
 --             destination, renamed over it once the sha256 computed here
 --             matches.
 --
@@ -172,9 +177,19 @@ local function send_pieces(self, key, read, total, opts, part, stem, state)
     end
     progress(opts, done, total)
   end
-  local fok, ferr = flush(self, key, part, pending)
-  if not fok then return nil, ferr, done end
   return done, hash:hex()
+end
+
+-- commit's arguments: the part, the destination, what was sent, and the
+-- pieces still pending (joined by commit itself: one helper call less)
+-- unless they would not fit one shell command (then joined by append).
+local function commit_args(self, key, part, dest, bytes, sha, pending)
+  local args = { part, dest, tostring(bytes), sha }
+  for _, p in ipairs(pending) do args[#args + 1] = p end
+  if #core.cp.shell_quote(args) <= helper.ARG_ROOM then return args end
+  local ok, err = flush(self, key, part, pending)
+  if not ok then return nil, err end
+  return { part, dest, tostring(bytes), sha }
 end
 
 --- Transfers of any size (the agent tools).
@@ -233,7 +248,9 @@ function Manager:upload(source, dest, opts, key)
     err, offset = helper.fail("integrity", "the source's sha256 is " .. sha .. ", not " .. opts.sha256), bytes
   end
   if not err then
-    local out, cerr = helper.run(self, key, "commit", { part, dest, tostring(bytes), sha }, { fname = "upload" })
+    local args, cerr = commit_args(self, key, part, dest, bytes, sha, state.pending)
+    local out
+    if args then out, cerr = helper.run(self, key, "commit", args, { fname = "upload" }) end
     if out then return { path = dest, bytes = bytes, sha256 = sha, source = name } end
     err, offset = cerr, bytes
   end
@@ -281,18 +298,21 @@ local function sink_of(fname, dest)
     type(dest))
 end
 
--- The pieces of one download into write; returns true or nil, Error, offset.
-local function fetch_pieces(self, key, src, size, sha, write, opts, state)
+-- The pieces of one download into write, the first one cut by the sha
+-- call already (first: its size); returns true or nil, Error, offset.
+local function fetch_pieces(self, key, src, size, sha, write, opts, state, first)
   local hash = core.codec.sha256_stream()
-  local piece = ".unsb-" .. helper.random_hex() .. ".piece"
-  state.piece = piece
-  local offset, old = 0, ""
+  local piece = state.piece
+  local offset = 0
   while offset < size do
     local n = math.min(DOWN_PIECE, size - offset)
-    local out, err = helper.run(self, key, "slice", { src, tostring(offset), tostring(n), piece, old },
-      { fname = "download" })
-    if not out then return nil, err, offset, piece end
-    old = piece
+    local out = first
+    if offset > 0 then
+      local err
+      out, err = helper.run(self, key, "slice", { src, tostring(offset), tostring(n), piece },
+        { fname = "download" })
+      if not out then return nil, err, offset, piece end
+    end
     if tonumber(out) ~= n then
       return nil, helper.fail("integrity", "the file changed while it was read (" .. out ..
         " bytes where " .. n .. " were expected)"), offset, piece
@@ -315,6 +335,45 @@ local function fetch_pieces(self, key, src, size, sha, write, opts, state)
   return true, nil, offset, piece
 end
 
+-- The sink finished: the result and info, or nil, Error.
+local function finished(finish, name, src, info)
+  local result, why = finish(true)
+  if result == nil then
+    return nil, wrap_error(helper.fail("validation", "cannot write " .. name .. ": " .. tostring(why)),
+      "download", src, info.bytes)
+  end
+  return result, info
+end
+
+-- A refusal of read-binary that the pieces path answers instead: the
+-- file is larger than the route's limit, or not a regular file (then the
+-- helper's sha says what it is), or missing.
+local function not_whole(err)
+  return err.kind ~= "cancelled" and err.kind ~= "interrupted" and (err.status == 400 or
+    err.status == 404 or err.status == 413 or err.status == 422)
+end
+
+-- A file within read-binary's limit in one request, no helper call: the
+-- route hashes what it read, download_file checks the bytes against that
+-- hash, and opts.sha256 is checked against it. true, info; nil, Error;
+-- or nil, nil when the pieces path has to do it.
+local function whole_file(self, key, src, write, opts)
+  local bytes, doc = self:download_file(src, key)
+  if not bytes then
+    if not_whole(doc) then return nil, nil end
+    return nil, doc
+  end
+  local sha = type(doc.sha256) == "string" and doc.sha256:lower() or core.codec.sha256(bytes)
+  if opts.sha256 and opts.sha256:lower() ~= sha then
+    return nil, helper.fail("integrity", "the file's sha256 is " .. sha .. ", not " .. opts.sha256)
+  end
+  progress(opts, 0, #bytes)
+  local ok, werr = write(bytes)
+  if not ok then return nil, helper.fail("validation", "writing the destination: " .. tostring(werr)) end
+  progress(opts, #bytes, #bytes)
+  return true, { path = src, bytes = #bytes, sha256 = sha }
+end
+
 --- Downloads a workspace file of any size.
 -- @tparam string src a workspace path
 -- @tparam[opt] string|table|file|function dest nil (the bytes are
@@ -335,43 +394,56 @@ end
 function Manager:download(src, dest, opts, key)
   src = files.path("download", "src", src)
   opts = options("download", opts)
-  local write, finish, name = sink_of("download", dest)
-  if not write then return nil, helper.fail("validation", "download: " .. tostring(finish)) end
+  local write, finish_sink, name = sink_of("download", dest)
+  if not write then return nil, helper.fail("validation", "download: " .. tostring(finish_sink)) end
+  local closed = false
+  local function finish(ok)   -- once, whichever way the download ends
+    if closed then return nil end
+    closed = true
+    return finish_sink(ok)
+  end
   local out, err = self:ensure_runtime(key)
-  if out then out, err = helper.run(self, key, "sha", { src }, { fname = "download" }) end
+  if out then
+    local whole, info = guarded(function() finish(false) end, whole_file, self, key, src, write, opts)
+    if whole ~= nil or info ~= nil then
+      if whole then return finished(finish, name, src, info) end
+      finish(false)
+      return nil, wrap_error(info, "download", src, 0)
+    end
+  end
+  local piece = ".unsb-" .. helper.random_hex() .. ".piece"
+  if out then
+    out, err = helper.run(self, key, "sha", { src, piece, tostring(DOWN_PIECE) }, { fname = "download" })
+  end
   if not out then
     finish(false)
     return nil, wrap_error(err, "download", src, 0)
   end
-  local sha, size = out:match("^(%x+) (%d+)$")
+  local sha, size, first = out:match("^(%x+) (%d+) (%d+)$")
   size = tonumber(size)
+  local state = { piece = piece }
   if opts.sha256 and opts.sha256:lower() ~= sha then
+    helper.run(self, key, "cleanup", { piece }, { fname = "download" })
     finish(false)
     return nil, wrap_error(helper.fail("integrity", "the file's sha256 is " .. sha .. ", not " ..
       opts.sha256), "download", src, 0)
   end
-  local state = {}
-  local ok, ferr, offset, piece = guarded(function()
+  local ok, ferr, offset = guarded(function()
     finish(false)
-    if state.piece then helper.run(self, key, "cleanup", { state.piece }, { fname = "download" }) end
+    helper.run(self, key, "cleanup", { piece }, { fname = "download" })
   end, function()
     progress(opts, 0, size)
-    return fetch_pieces(self, key, src, size, sha, write, opts, state)
+    return fetch_pieces(self, key, src, size, sha, write, opts, state, first)
   end)
   if ok == nil and ferr and ferr.kind == "cancelled" then
     return nil, wrap_error(ferr, "download", src, state.offset or 0)
   end
-  if piece then helper.run(self, key, "cleanup", { piece }, { fname = "download" }) end
+  helper.run(self, key, "cleanup", { piece }, { fname = "download" })
   if not ok then
     finish(false)
     return nil, wrap_error(ferr, "download", src, offset)
   end
-  local result, rerr2 = finish(true)
-  if result == nil then
-    return nil, wrap_error(helper.fail("validation", "cannot write " .. name .. ": " .. tostring(rerr2)),
-      "download", src, offset)
-  end
-  return result, { path = src, bytes = size, sha256 = sha }
+  return finished(finish, name, src, { path = src, bytes = size, sha256 = sha })
 end
 
 -- ----------------------------------------------------------------------

@@ -26,7 +26,7 @@ local SANDBOX_FRAME = { skip = { name = true, session_id = true, manager = true,
 -- the Manager's methods, one file per concern
 methods.add(core.cp.Manager, manager.methods, MANAGER_FRAME, "unsandbox.cp.manager")
 for _, group in ipairs { "leases", "checkpoints", "tools", "objects", "files", "records", "status",
-                         "admin" } do
+                         "admin", "lists" } do
   local from = "unsandbox.cp." .. group
   methods.add(core.cp.Manager, require(from), MANAGER_FRAME, from)
 end

@@ -10,6 +10,7 @@ local core = require "unsandbox.core"
 local check = require "unsandbox.check"
 local transport = require "unsandbox.transport"
 local observe = require "unsandbox.observe"
+local Error = require "unsandbox.errors"
 
 local Manager = {}   -- the methods this file adds to unsandbox.Manager
 
@@ -110,9 +111,20 @@ local function ticket_path(fname, ticket)
   return ticket.url
 end
 
+-- The body of an upload: a string, or {path = "local/file"}, whose bytes
+-- are read as they are sent (never held whole). Returns raw, from.
+local function body_of(fname, arg, v)
+  if type(v) == "table" and type(v.path) == "string" and v.path ~= "" then return nil, v.path end
+  if type(v) ~= "string" then
+    check.fail(fname, arg, "a string or {path = \"local file\"} expected, got " .. type(v))
+  end
+  return v
+end
+
 --- Sends an object's bytes with an upload ticket (PUT /v1/storage/content).
 -- @tparam table ticket an upload ObjectTicket (`issue_object_ticket`)
--- @tparam string bytes
+-- @tparam string|table bytes the bytes, or `{path = "local/file"}`: sent
+-- from the file as it is read, never held in memory
 -- @tparam[opt="application/octet-stream"] string ctype
 -- @tparam[opt] boolean owner true when the ticket's locator named an owner
 -- @treturn[1] table `{bucket, key, bytes, sha256, content_type}`
@@ -122,11 +134,20 @@ end
 -- @raise a ticket that is not one (its url must be the content route)
 function Manager:upload_with_ticket(ticket, bytes, ctype, owner)
   local path = ticket_path("upload_with_ticket", ticket)
-  check.type("upload_with_ticket", "bytes", bytes, "string")
-  return transport.cp_request(self, "upload_with_ticket", "PUT", path, { raw = bytes,
+  local raw, from = body_of("upload_with_ticket", "bytes", bytes)
+  return transport.cp_request(self, "upload_with_ticket", "PUT", path, { raw = raw, from = from,
     token = ticket.access_token, owner = owner, once = true,
     content_type = content_type("upload_with_ticket", ctype, "application/octet-stream"),
     timeout = 120 })
+end
+
+-- The sha256 and size of an upload's content (a string or {path =}), or
+-- nil, Error (kind io: the file cannot be read).
+local function digest_of(raw, from)
+  if raw then return core.codec.sha256(raw), #raw end
+  local sha, size = core.files.sha256_file(from)
+  if not sha then return nil, Error.new { kind = "io", message = size } end
+  return sha, size
 end
 
 --- Stores bytes as an agent object: an upload ticket for exactly these
@@ -135,7 +156,9 @@ end
 -- @tparam string run_id normalised too
 -- @tparam string path the object's path (first segment inputs, outputs,
 -- artifacts, logs or meta)
--- @tparam string content the bytes
+-- @tparam string|table content the bytes, or `{path = "local/file"}`:
+-- hashed, then sent as it is read (a file that changes in between is
+-- refused by its ticket's sha256; kind io when it cannot be read)
 -- @tparam[opt="application/octet-stream"] string ctype
 -- @tparam[opt] string owner "tenant/subject" (admin identities only)
 -- @treturn[1] table the locator with the stored object's fields (`bucket,
@@ -146,14 +169,15 @@ end
 -- @raise an empty id or path, content not a string, no subject and no owner
 function Manager:put_agent_blob(agent_id, run_id, path, content, ctype, owner)
   local fname = "put_agent_blob"
-  check.type(fname, "content", content, "string")
+  local raw, from = body_of(fname, "content", content)
   check.type(fname, "owner", owner, "string", true)
   local loc = locator(fname, { scope = "agent", agent_id = agent_id, run_id = run_id,
     path = check.nonempty(fname, "path", path), owner = owner })
   ctype = content_type(fname, ctype, "application/octet-stream")
   transport.cp.check_object(self, fname, "/v1/storage/tickets", owner)
-  local ticket, err = self:issue_object_ticket(loc, "upload", math.max(1, #content), ctype,
-    core.codec.sha256(content), 120)
+  local sha, size = digest_of(raw, from)
+  if not sha then return nil, size end
+  local ticket, err = self:issue_object_ticket(loc, "upload", math.max(1, size), ctype, sha, 120)
   if not ticket then return nil, err end
   if not usable_ticket(ticket) then
     return nil, transport.cp.bad_reply("Control Plane response has no valid object ticket")
@@ -226,6 +250,33 @@ local function stream_download(self, fname, path, co, on_data)
   return compat.closing({ ex, t, n = 2 }, stream_into, self, t, ex, on_data)
 end
 
+-- A temporary beside dest, removed when closed unless it was renamed
+-- over dest (kept = true): a download to a path leaves either the old
+-- file or the whole, checked new one.
+local Temp = {}
+Temp.__index = Temp
+function Temp:close() if not self.kept then os.remove(self.path) end end
+Temp.__close = Temp.close
+
+-- The content into the new file tmp.path (written by the core as it
+-- comes: no Lua per piece), checked against X-Content-SHA256, renamed
+-- over dest. resp, or nil, Error.
+local function download_to(self, fname, path, co, dest, tmp)
+  co.to, co.text = tmp.path, true
+  local body, resp = transport.cp_call(self, fname, "GET", path, co)
+  if not body then return nil, resp end
+  local want = resp.headers["X-Content-SHA256"]
+  if want and want:lower() ~= resp.sha256 then
+    return nil, transport.cp.bad_reply("object content does not match its X-Content-SHA256", resp)
+  end
+  local ok, why = os.rename(tmp.path, dest)
+  if not ok then
+    return nil, Error.new { kind = "io", message = "cannot rename over " .. dest .. ": " .. tostring(why) }
+  end
+  tmp.kept = true
+  return resp
+end
+
 --- Object storage: objects by locator.
 -- Object calls too: an acting subject bound or an explicit owner.
 -- @section object_routes
@@ -235,8 +286,10 @@ end
 -- ObjectReader over them, checked against X-Content-SHA256.
 -- @tparam table ticket a download ObjectTicket
 -- @tparam[opt] table opts `on_data(bytes)` (the body streams to it),
--- `owner` (true when the ticket's locator named one)
--- @treturn[1] ObjectReader|table the reader, or with on_data the
+-- `to` (a local path: the body is written by the core to a temporary
+-- beside it as it arrives, checked and renamed over it), `owner` (true
+-- when the ticket's locator named one)
+-- @treturn[1] ObjectReader|table the reader, or with on_data or to the
 -- object's `{content_type, etag, version_id, sha256, bytes}`
 -- @treturn[1] string the request id
 -- @return[2] nil
@@ -245,13 +298,21 @@ end
 function Manager:download_with_ticket(ticket, opts)
   local fname = "download_with_ticket"
   local path = ticket_path(fname, ticket)
-  opts = check.options(fname, opts, { on_data = true, owner = true })
+  opts = check.options(fname, opts, { on_data = true, owner = true, to = true })
   check.type(fname, "on_data", opts.on_data, "function", true)
+  check.type(fname, "to", opts.to, "string", true)
+  if opts.on_data and opts.to then check.fail(fname, "opts", "on_data or to, not both") end
   local co = { token = ticket.access_token, owner = opts.owner, timeout = 30, capture = CAPTURE,
     once = true }
   local body, resp
   if opts.on_data then
     resp, body = stream_download(self, fname, path, co, opts.on_data)
+    if not resp then return nil, body end
+  elseif opts.to then
+    local tmp = setmetatable({ path = opts.to .. ".unsb-" .. core.trace.new_traceparent():sub(37, 52) ..
+      ".part" }, Temp)
+    co.timeout = 120
+    resp, body = compat.closing({ tmp, n = 1 }, download_to, self, fname, path, co, opts.to, tmp)
     if not resp then return nil, body end
   else
     co.text = true
@@ -262,6 +323,10 @@ function Manager:download_with_ticket(ticket, opts)
   local meta = { content_type = resp.content_type, etag = h.ETag, version_id = h["X-Object-Version-Id"],
     sha256 = h["X-Content-SHA256"], bytes = compat.tointeger(tonumber(h["Content-Length"] or "")) }
   if opts.on_data then return meta, resp.request_id end
+  if opts.to then
+    meta.path, meta.bytes, meta.sha256 = opts.to, resp.streamed, resp.sha256
+    return meta, resp.request_id
+  end
   if meta.sha256 and meta.sha256:lower() ~= core.codec.sha256(resp.body) then
     return nil, transport.cp.bad_reply("object content does not match its X-Content-SHA256", resp)
   end
@@ -286,7 +351,7 @@ end
 -- @raise a malformed locator, no subject and no owner
 function Manager:open_object(loc, max_bytes, ctype, expires_in, opts)
   loc = locator("open_object", loc)
-  opts = check.options("open_object", opts, { on_data = true })
+  opts = check.options("open_object", opts, { on_data = true, to = true })
   check.type("open_object", "on_data", opts.on_data, "function", true)
   transport.cp.check_object(self, "open_object", "/v1/storage/tickets", loc.owner)
   local ticket, err = self:issue_object_ticket(loc, "download", max_bytes, ctype, nil, expires_in)
@@ -294,7 +359,8 @@ function Manager:open_object(loc, max_bytes, ctype, expires_in, opts)
   if not usable_ticket(ticket) then
     return nil, transport.cp.bad_reply("Control Plane response has no valid object ticket")
   end
-  return self:download_with_ticket(ticket, { on_data = opts.on_data, owner = loc.owner ~= nil })
+  return self:download_with_ticket(ticket, { on_data = opts.on_data, to = opts.to,
+    owner = loc.owner ~= nil })
 end
 
 local function query_call(self, fname, method, path, loc, extra)

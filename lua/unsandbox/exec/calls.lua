@@ -49,7 +49,7 @@ end
 --- What transport.request takes from a plain call's options.
 function M.request_opts(opts, extra)
   local o = { timeout = opts.timeout }
-  for k, v in pairs(extra or {}) do o[k] = v end
+  if extra then for k, v in pairs(extra) do o[k] = v end end
   return o
 end
 

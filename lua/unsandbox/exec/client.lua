@@ -29,6 +29,7 @@
 -- shape (`bad argument 'id' to 'get_session' (...)`), an unknown option,
 -- a closed client ("attempt to use a closed Client").
 -- @classmod Client
+local core = require "unsandbox.core"
 local transport = require "unsandbox.transport"
 local calls = require "unsandbox.exec.calls"
 local check = require "unsandbox.check"
@@ -104,6 +105,73 @@ function Client:health(opts)
   local limit = opts.timeout or math.min(10, request_limit(self))
   local doc, err = transport.request(self, "GET", "/health", nil, { auth = false, timeout = limit })
   if not doc then return nil, err end
+  return true
+end
+
+local WARM_OPTIONS = { connections = true, timeout = true }
+
+-- Steps a stream to its end: nil, or the kind and message of a failure.
+local function drain(t)
+  while true do
+    local pieces, done, msg = t:step(100)
+    if not pieces then return done, msg end
+    if done then return nil end
+  end
+end
+
+-- Ends the health checks opened by warm_up; the first failure, or nil.
+local function finish_health(opened)
+  local failed
+  for _, o in ipairs(opened) do
+    local t, ex = o[1], o[2]
+    local kind, msg = drain(t)
+    local resp, rkind, rmsg
+    if not kind then resp, rkind, rmsg = transport.result(t, ex) end
+    t:close()
+    ex:__close()          -- reports a stream that ended early, once
+    if not failed then
+      if kind then failed = Error.new { kind = kind, message = msg }
+      elseif not resp then failed = Error.new { kind = rkind, message = rmsg }
+      elseif resp.status ~= 200 then failed = transport.exec.http_error(resp) end
+    end
+  end
+  return failed
+end
+
+--- Does now what the client's first calls would otherwise do inside
+-- them: maps the network and crypto libraries, resolves the credentials
+-- and keys the signature, loads the task scheduler, and opens kept-alive
+-- connections at once (GET /health, unsigned). A host with a frame loop
+-- calls `unsandbox.warm_up()` before its first frame, so that no
+-- `step(0)` pays for any of it; a fan-out of n calls from a fresh client
+-- warms n connections first.
+-- @tparam[opt] table opts `connections` (default 1; 0 opens none; up to
+-- max_concurrency are kept), `timeout` (seconds: each health check's,
+-- default 10)
+-- @treturn[1] boolean true
+-- @return[2] nil
+-- @treturn[2] Error (credentials, transport, timeout, http)
+-- @raise an unknown option, connections out of range
+function Client:warm_up(opts)
+  opts = check.options("warm_up", opts, WARM_OPTIONS)
+  check.positive("warm_up", "timeout", opts.timeout)
+  local n = check.int_range("warm_up", "connections", opts.connections, 0,
+    core.rules.MAX_CONCURRENCY) or 1
+  require "unsandbox.tasks"
+  local ok, kind, msg = self:_prepare()
+  if not ok then return nil, Error.new { kind = kind, message = msg } end
+  local opened = {}
+  for i = 1, n do
+    local t, ex = transport.open(transport.exec, self, "GET", "/health",
+      { auth = false, mode = "raw", timeout = opts.timeout or math.min(10, request_limit(self)) })
+    if not t then
+      finish_health(opened)
+      return nil, ex
+    end
+    opened[i] = { t, ex }
+  end
+  local failed = finish_health(opened)
+  if failed then return nil, failed end
   return true
 end
 

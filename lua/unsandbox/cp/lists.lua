@@ -1,0 +1,58 @@
+--- The Manager's lists as iterators as well as tables:
+--
+--   for i, ws in assert(m:each("list_workspaces")) do ... end
+--   for i, obj in assert(m:each("list_objects", locator)) do ... end
+--
+-- m:each(method, ...) makes the call method(...) now and returns an
+-- iterator of i, item over the list in its answer (the field that holds
+-- it: objects, versions, checkpoints, keys, ...), or nil, Error when the
+-- call failed or the answer has no such list. The protocol has no paging
+-- on these routes, so the answer is read whole; the iterator walks it
+-- without copying. Items that are not objects are skipped, as
+-- list_workspaces does (§8).
+local check = require "unsandbox.check"
+local transport = require "unsandbox.transport"
+
+local Manager = {}   -- the methods this file adds to unsandbox.Manager
+
+-- method -> the field of its answer that holds the list (true: the
+-- answer is the list)
+local LISTS = {
+  list_workspaces = true, list_runtimes = true, list = true,
+  list_objects = "objects", object_versions = "versions",
+  list_workspace_checkpoints = "checkpoints", list_dir = "entries",
+  list_tenants = "tenants", list_tenant_keys = "keys", list_admin_keys = "keys",
+  list_owner_tenants = "owner_tenants", list_admin_templates = "templates",
+}
+
+local function names()
+  local t = {}
+  for k in pairs(LISTS) do t[#t + 1] = k end
+  table.sort(t)
+  return table.concat(t, ", ")
+end
+
+function Manager:each(method, ...)
+  check.type("each", "method", method, "string")
+  local field = LISTS[method]
+  if not field then check.fail("each", "method", "one of " .. names() .. " expected, got '" .. method .. "'") end
+  local doc, err = self[method](self, ...)
+  if doc == nil then return nil, err end
+  local list = doc
+  if field ~= true then list = type(doc) == "table" and doc[field] or nil end
+  if type(list) ~= "table" then
+    return nil, transport.cp.bad_reply("Control Plane response has no " ..
+      (field == true and method or field) .. " list")
+  end
+  local i = 0
+  return function()
+    repeat
+      i = i + 1
+      local v = list[i]
+      if type(v) == "table" then return i, v end
+    until v == nil
+    return nil
+  end
+end
+
+return Manager
