@@ -1,15 +1,8 @@
---- The Manager's lists as iterators as well as tables:
---
---   for i, ws in assert(m:each("list_workspaces")) do ... end
---   for i, obj in assert(m:each("list_objects", locator)) do ... end
---
--- m:each(method, ...) makes the call method(...) now and returns an
--- iterator of i, item over the list in its answer (the field that holds
--- it: objects, versions, checkpoints, keys, ...), or nil, Error when the
--- call failed or the answer has no such list. The protocol has no paging
--- on these routes, so the answer is read whole; the iterator walks it
--- without copying. Items that are not objects are skipped, as
--- list_workspaces does (§8).
+--- The Manager's lists as iterators as well as tables. The protocol has
+-- no paging on these routes, so an answer is read whole; the iterator
+-- walks it without copying. Items that are not objects are skipped, as
+-- list_workspaces does.
+-- @classmod Manager
 local check = require "unsandbox.check"
 local transport = require "unsandbox.transport"
 
@@ -32,6 +25,24 @@ local function names()
   return table.concat(t, ", ")
 end
 
+--- Lists as iterators
+-- @section lists
+
+--- Makes the list call `method(...)` now and returns an iterator over the
+-- list in its answer (the field that holds it: objects, versions,
+-- checkpoints, entries, tenants, keys, ...).
+--
+--     for i, ws in assert(m:each("list_workspaces")) do ... end
+--     for i, obj in assert(m:each("list_objects", locator)) do ... end
+-- @tparam string method list_workspaces, list_runtimes, list,
+-- list_objects, object_versions, list_workspace_checkpoints, list_dir,
+-- list_tenants, list_tenant_keys, list_admin_keys, list_owner_tenants or
+-- list_admin_templates
+-- @param ... the method's own arguments
+-- @treturn[1] function an iterator of `i, item`
+-- @return[2] nil
+-- @treturn[2] Error the call's, or protocol when its answer has no list
+-- @raise a method that is not one of these
 function Manager:each(method, ...)
   check.type("each", "method", method, "string")
   local field = LISTS[method]
