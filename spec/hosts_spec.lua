@@ -53,7 +53,11 @@ describe("hosts #integration", function()
     end)
   end
 
-  it("a LÖVE game runs jobs as tasks while it draws frames, shows the results and quits", function()
+  -- Under the sanitizers, LÖVE would need ASan's runtime preloaded to
+  -- load the instrumented module, and with it preloaded LÖVE hangs in
+  -- its own threads' start-up (SDL, OpenAL): the game runs in make test.
+  local it_love = os.getenv("UNSB_SANITIZE") == "1" and pending or it
+  it_love("a LÖVE game runs jobs as tasks while it draws frames, shows the results and quits", function()
     local out, code = proc.run("timeout 300 xvfb-run -a love examples/love", env { UNSB_LOVE_JOBS = "6" })
     assert.are.equal(0, code, out)
     for i, want in ipairs { "(python): 1", "(lua): xxx", "(bash): 28", "(python): 10", "(lua): xxxxxx",

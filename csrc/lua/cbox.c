@@ -14,9 +14,19 @@
 
 #define UB_CBOX "unsandbox.CBox"
 
+/* The resource is aligned as a userdata's memory is in every Lua built
+** for (5.1 and 5.3 align it for double, void * and long only: 8 bytes
+** here); max_align_t would ask for 16, which those Luas do not give. The
+** core's resources hold nothing that needs more. */
+typedef union {
+  void *p;
+  double d;
+  long long l;
+} cbox_align;
+
 typedef struct {
   ub_cleanup cleanup;        /* NULL once run */
-  max_align_t obj[];         /* the resource, zeroed */
+  cbox_align obj[];          /* the resource, zeroed */
 } cbox;
 
 static int cbox_gc(lua_State *L) {
