@@ -12,7 +12,7 @@ local server = require "spec.helpers.unsandboxd"
 local mcp = require "spec.helpers.mcp"
 local socket = require "socket"
 
-local eventually = mcp.eventually
+local eventually = require("spec.helpers.wait").eventually
 
 local DAEMON = "cd /tmp && echo served-by-the-daemon > index.html && "
   .. "nohup python3 -m http.server %d --bind 127.0.0.1 >/dev/null 2>&1 &"

@@ -283,10 +283,10 @@ int ux_h_session_shell(ux_req *r, const char *id) {
   }
   ux_job *job = ux_submit(r, spec, 1);
   if (!job) return -1;                               /* ux_submit answered */
-  int terminal;
-  json_t *res = ux_jobs_wait(r->srv->jobs, job, -1, &terminal);
+  ux_jobs_wait(r->srv->jobs, job, -1, NULL);          /* until it ends */
+  int rc = ux_reply_finished_job(r, job);
   ux_jobs_release(r->srv->jobs, job);
-  return terminal ? ux_reply_finished_job(r, res) : ux_reply_json(r, 200, res);
+  return rc;
 }
 
 int ux_h_session_snapshot(ux_req *r, const char *id) {

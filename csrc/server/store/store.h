@@ -105,7 +105,8 @@ int ux_store_recover_jobs(ux_store *st, long now);
 
 /* Removes the jobs that finished at or before `before` (unix seconds),
 ** in one statement, and gives their pages back: how many, or -1. Their
-** ledger items go with the rows (ledger.h). */
+** ledger items go with the rows (ledger.h), their document files after
+** them (jobdocs.c). */
 int ux_store_expire_jobs(ux_store *st, long before);
 /* The same for the one job id: 1 removed, 0 not (yet) expired, -1. */
 int ux_store_expire_job(ux_store *st, const char *id, long before);
