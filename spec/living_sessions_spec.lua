@@ -9,7 +9,7 @@ local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"
 local mcp = require "spec.helpers.mcp"
 
-local eventually = mcp.eventually
+local eventually = require("spec.helpers.wait").eventually
 
 -- A web server started in the background by one command: its port.
 local SERVE = "cd /tmp && echo hello-from-tmp > index.html && "

@@ -136,6 +136,11 @@ int ux_snapshot_take(ux_req *r, const char *source_type, const char *source_id);
 ** the budget cannot hold now (why: ux_mem_claim's text); returns -1. */
 int ux_reply_no_memory(ux_req *r, const char *why);
 
+/* 200 {"count":N,"<name>":[...]}: the array is the text of w (jsonw.h,
+** an array of n values the handler wrote as the store read them), taken. */
+struct ux_jw;
+int ux_reply_list(ux_req *r, const char *name, struct ux_jw *w, int n);
+
 /* 200 with the document of finished job (which the caller still holds):
 ** the bytes it was written as, pulled as the client reads them (a slow
 ** reader of a large one holds a small buffer, not the document). */

@@ -3,9 +3,12 @@
 ** ones: health, key validation, languages.
 */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/fsutil.h"
+#include "server/jsonw.h"
+#include "server/mem.h"
 #include "server/exec/shells.h"
 #include "server/exec/jobs.h"
 #include "server/exec/routes.h"
@@ -191,6 +194,19 @@ static int execute(ux_req *r, int async) {
 
 int ux_h_execute(ux_req *r, const char *id) { (void)id; return execute(r, 0); }
 int ux_h_execute_async(ux_req *r, const char *id) { (void)id; return execute(r, 1); }
+
+int ux_reply_list(ux_req *r, const char *name, ux_jw *w, int n) {
+  size_t len;
+  char *arr = ux_jw_take(w, &len);
+  char head[96];
+  int hl = snprintf(head, sizeof head, "{\"count\":%d,\"%s\":", n, name);
+  char *text = ux_xmalloc((size_t)hl + len + 2);
+  memcpy(text, head, (size_t)hl);
+  memcpy(text + hl, arr, len);
+  memcpy(text + hl + len, "}", 2);
+  free(arr);
+  return ux_reply_take(r, 200, NULL, text, (size_t)hl + len + 1);
+}
 
 int ux_h_jobs_list(ux_req *r, const char *id) {
   (void)id;
