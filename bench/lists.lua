@@ -71,11 +71,13 @@ local LISTS = {
   { name = string.format("list_workspaces of %d", WORKSPACES), path = "/v1/workspaces" },
 }
 
-local servers = { { label = "now", srv = server.start {} } }
+-- small volumes, so that 500 workspaces fit the operator's storage quota
+local ARGS = { "--disk-mb", "16" }
+local servers = { { label = "now", srv = server.start { args = ARGS } } }
 if PRE then
   local saved = server.bin
   server.bin = PRE
-  servers[2] = { label = "before", srv = server.start {} }
+  servers[2] = { label = "before", srv = server.start { args = ARGS } }
   server.bin = saved
 end
 local ok, err = pcall(function()
