@@ -19,12 +19,12 @@ local SAMPLES = 7
 local OWNER = "bench/lists"
 local PRE = os.getenv("BENCH_PRE_LISTS_SERVER")
 
-local function rss_kb(pid)
+local function status_kb(pid, field)
   local f = io.open("/proc/" .. pid .. "/status")
   if not f then return 0 end
   local text = f:read("a")
   f:close()
-  return tonumber(text:match("VmRSS:%s+(%d+)")) or 0
+  return tonumber(text:match(field .. ":%s+(%d+)")) or 0
 end
 
 -- GET path on a kept connection: seconds to the last byte, the body.
@@ -51,7 +51,7 @@ end
 -- Times, encode times and RSS around SAMPLES lists of path on srv.
 local function measure(srv, path)
   local s = rawhttp.connect({ port = srv.cp_port }, 120)
-  local before = rss_kb(srv.pid)
+  local before = status_kb(srv.pid, "VmRSS")
   local times, encodes, body = {}, {}, nil
   for i = 1, SAMPLES do
     times[i], body = timed_get(s, path, srv.token)
@@ -61,8 +61,11 @@ local function measure(srv, path)
     encodes[i] = socket.gettime() - t0
   end
   s:close()
+  -- the high-water mark is the process's: a rise over the RSS before
+  -- the lists is theirs (filling the server peaked lower)
   return { ms = util.stats(times).median * 1000, enc = util.stats(encodes).median * 1000,
-           bytes = #body, kept = (rss_kb(srv.pid) - before) / 1024 }
+           bytes = #body, kept = (status_kb(srv.pid, "VmRSS") - before) / 1024,
+           peak = math.max(0, status_kb(srv.pid, "VmHWM") - before) / 1024 }
 end
 
 local LISTS = {
@@ -90,10 +93,11 @@ local ok, err = pcall(function()
     local now, pre = got.now, got.before
     print(string.format("  %-26s %7.1f ms  %5.2fx cjson's encoding of the reply (%.1f ms, %d KiB)",
       l.name, now.ms, now.ms / now.enc, now.enc, now.bytes // 1024))
-    print(string.format("  %-26s RSS kept after %d replies: %+.1f MiB", "", SAMPLES, now.kept))
+    print(string.format("  %-26s RSS kept after %d replies %+.1f MiB (peak %+.1f MiB)", "", SAMPLES,
+      now.kept, now.peak))
     if pre then
-      print(string.format("  %-26s %7.1f ms  %5.2fx (the server before: RSS kept %+.1f MiB)",
-        "  before (same run)", pre.ms, now.ms / pre.ms, pre.kept))
+      print(string.format("  %-26s %7.1f ms  (now: %.2fx of it); RSS kept %+.1f MiB (peak %+.1f MiB)",
+        "  the server before", pre.ms, now.ms / pre.ms, pre.kept, pre.peak))
     end
   end
   print(string.format("  load average at end %s", util.loadavg()))

@@ -52,11 +52,15 @@ static int each_row(void *arg, ux_db_cursor *row) {
 int ux_workspaces_each(ux_store *st, const char *tenant, const char *subject, const char *id,
                        int (*fn)(void *ctx, const char *id, const char *tenant,
                                  long long created_at, long long last_used_at), void *ctx) {
+  /* a condition only for the filters given (the others bind NULL), so
+  ** that a tenant's list is read by its index, in order, without a sort */
+  char sql[300];
   each_ctx e = { fn, ctx };
-  return ux_db_each(st, "SELECT id, tenant, created_at, last_used_at FROM cp_workspaces"
-                    " WHERE (?1 IS NULL OR tenant = ?1) AND (?2 IS NULL OR subject = ?2)"
-                    " AND (?3 IS NULL OR id = ?3) ORDER BY created_at, rowid", "sss", each_row, &e,
-                    tenant, subject, id);
+  snprintf(sql, sizeof sql, "SELECT id, tenant, created_at, last_used_at FROM cp_workspaces"
+           " WHERE %s AND %s AND %s ORDER BY created_at, rowid",
+           tenant ? "tenant = ?1" : "?1 IS NULL", subject ? "subject = ?2" : "?2 IS NULL",
+           id ? "id = ?3" : "?3 IS NULL");
+  return ux_db_each(st, sql, "sss", each_row, &e, tenant, subject, id);
 }
 
 long long ux_workspaces_count(ux_store *st) {
