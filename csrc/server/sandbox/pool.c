@@ -452,7 +452,7 @@ int ux_runner_pool_start_default(const char *shapes, char *used, size_t usedlen,
                                  char *err, size_t errlen) {
   size_t n = 0;
   used[0] = '\0';
-  if (shapes) {
+  if (shapes && *shapes) {
     snprintf(used, usedlen, "%s", shapes);
   } else {
     /* a host without python still gets its bash pool */

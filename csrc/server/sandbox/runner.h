@@ -244,7 +244,7 @@ int ux_runner_pool_start(int size, const char *shapes, char *err, size_t errlen)
 /* The pool a server has when not told a size (no --pool): small, so that
 ** the runs a user meets first are pooled ones, at the cost of a few idle
 ** sandboxes. UX_POOL_DEFAULT_SIZE for each shape of `shapes`, or, when
-** NULL, of each default shape whose language is installed here (none
+** NULL or "", of each default shape whose language is installed here (none
 ** installed: no pool, and 0). The shapes started go to `used` ("" for
 ** none). 0, or -1 with err. */
 #define UX_POOL_DEFAULT_SIZE 2
