@@ -272,10 +272,13 @@ int ux_objstore_versions(ux_objstore *os, const char *bucket, const char *key,
 
 /* The live objects below a base: keys base, or in [base "/", base "0")
 ** ('0' follows '/'), whose latest version is not a delete marker, by key.
-** ?1 bucket, ?2 base, ?3 and ?4 the range, ?5 the most rows. */
+** ?1 bucket, ?2 base, ?3 and ?4 the range, ?5 the most rows. The keys are
+** searched in [base, base "0") of the primary key, so a list reads its
+** own rows only, not the bucket's. */
 #define LIVE_BELOW(columns) \
   "SELECT " columns " FROM cp_object_versions v" \
-  " WHERE v.bucket = ?1 AND (v.key = ?2 OR (v.key >= ?3 AND v.key < ?4)) AND v.delete_marker = 0" \
+  " WHERE v.bucket = ?1 AND v.key >= ?2 AND v.key < ?4 AND (v.key = ?2 OR v.key >= ?3)" \
+  "   AND v.delete_marker = 0" \
   "   AND v.ordinal = (SELECT MAX(ordinal) FROM cp_object_versions w" \
   "                    WHERE w.bucket = v.bucket AND w.key = v.key)" \
   " ORDER BY v.key LIMIT ?5"
