@@ -69,11 +69,13 @@ local account = util.account_start()
 local servers = {
   pool = server.start { args = { "--pool", tostring(POOL), "--pool-shapes", "bash,python" } },
   cold = server.start(),
+  -- no --pool: the small pool a server keeps by default
+  defaults = server.start { pool_default = true },
 }
 if BASELINE_SERVER then
   local saved = server.bin
   server.bin = BASELINE_SERVER
-  servers.baseline = server.start()
+  servers.baseline = server.start { pool_default = true }   -- it knows no --pool
   server.bin = saved
 end
 local server_ticks = {}
@@ -82,6 +84,7 @@ for name, s in pairs(servers) do server_ticks[name] = util.process_ticks(s.pid) 
 local ok, err = pcall(function()
   local pc = unsandbox.client(servers.pool.client_opts())
   local cc = unsandbox.client(servers.cold.client_opts())
+  local dc = unsandbox.client(servers.defaults.client_opts())
   local bwrap, bwrap_files = util.bwrap_argv()
   local lua_env = "LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='lua/?.so;;' "
   -- the facade as `make install` installs it: precompiled (build/luac)
@@ -91,7 +94,7 @@ local ok, err = pcall(function()
   assert(pc:health()); assert(cc:health())
   for _ = 1, 3 do
     assert(pc:execute_code("bash", "true")); assert(pc:execute_code("python", "print(1)"))
-    assert(cc:execute_code("bash", "true"))
+    assert(cc:execute_code("bash", "true")); assert(dc:execute_code("bash", "true"))
   end
   socket.sleep(0.5)
 
@@ -107,6 +110,9 @@ local ok, err = pcall(function()
     { name = "  the same with no pool (cold)", base = "the bare bwrap spawn",
       run = function() return timed(PER, function() assert(cc:execute_code("bash", "true")) end) end,
       baseline = function() return spawn(PER, bwrap, 65534, bwrap_files) end },
+    { name = "  the same, the server's defaults", base = "bash -c true spawned",
+      run = function() return timed(PER, function() assert(dc:execute_code("bash", "true")) end) end,
+      baseline = function() return spawn(PER, { "/usr/bin/bash", "-c", "true" }) end },
     { name = 'execute_code("python", "print(1)")', base = "python3 -c 'print(1)'",
       run = function() return timed(PER, function()
         assert(pc:execute_code("python", "print(1)")) end) end,
@@ -131,8 +137,8 @@ local ok, err = pcall(function()
   local samples = {}
   -- each measurement starts with the pool full, so that neither a figure
   -- nor its baseline shares the machine with the refill of the one before
-  local function quiet(f) return function() util.await_pool(pc); return f() end end
-  local before = pc:call("GET", "/health").pool
+  local function quiet(f) return function() util.await_pool(pc); util.await_pool(dc); return f() end end
+  local before, dbefore = pc:call("GET", "/health").pool, dc:call("GET", "/health").pool
   for r = 1, ROUNDS do
     for i, f in ipairs(figures) do
       samples[i] = samples[i] or { run = {}, base = {} }
@@ -142,7 +148,7 @@ local ok, err = pcall(function()
       else util.append(samples[i].run, a()); util.append(samples[i].base, b()) end
     end
   end
-  local after = pc:call("GET", "/health").pool
+  local after, dafter = pc:call("GET", "/health").pool, dc:call("GET", "/health").pool
   print()
   print(string.format("%-36s %-18s %-30s %-16s %s", "figure", "median (p95)", "baseline",
     "median (p95)", "ratio"))
@@ -153,6 +159,8 @@ local ok, err = pcall(function()
   end
   print(string.format("pooled runs: %d found a sandbox ready, %d started cold (pool of %d per shape)",
     after.hits - before.hits, after.misses - before.misses, POOL))
+  print(string.format("the server's defaults: a pool of %d per shape (%d shapes); %d runs found a sandbox ready, "
+    .. "%d started cold", dafter.size, #dafter.shapes, dafter.hits - dbefore.hits, dafter.misses - dbefore.misses))
 
   -- throughput: 8 client processes, JOBS runs each, against each server
   -- in turn, the order rotating between rounds
@@ -186,7 +194,7 @@ local ok, err = pcall(function()
   else
     print("  (no baseline server: BENCH_BASELINE_SERVER unset and no git history to build one from)")
   end
-  pc:close(); cc:close()
+  pc:close(); cc:close(); dc:close()
 end)
 for name, s in pairs(servers) do
   util.note_server(account, s, server_ticks[name])

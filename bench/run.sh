@@ -8,7 +8,9 @@
 # to the same session's execute (bench/terminal.lua), then the probes'
 # latency while one party saturates its fair shares, next to idle
 # (bench/fairness.lua), and living sessions: a command, a creation, the
-# memory of an idle one (bench/living.lua). Needs root, as unsandboxd does.
+# memory of an idle one (bench/living.lua), and the Control Plane's long
+# lists next to their encoding and the server before (bench/lists.lua).
+# Needs root, as unsandboxd does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LUA_PATH="lua/?.lua;lua/?/init.lua;bench/?.lua;spec/?.lua;;"
@@ -43,6 +45,20 @@ if [ -z "${BENCH_PRE_LIVING_SERVER:-}" ] && git cat-file -e "$LIVING_BASELINE_RE
   fi
   [ -x "$dir/bin/unsandboxd" ] && export BENCH_PRE_LIVING_SERVER="$PWD/$dir/bin/unsandboxd"
 fi
+# The server before its lists were written row by row (a jansson tree of
+# every list, the heap's peak kept): the baseline of bench/lists.lua.
+LISTS_BASELINE_REV=57aad91
+if [ -z "${BENCH_PRE_LISTS_SERVER:-}" ] && git cat-file -e "$LISTS_BASELINE_REV^{commit}" 2>/dev/null; then
+  dir=build/bench/pre-lists
+  if [ ! -x "$dir/bin/unsandboxd" ] || [ ! -x "$dir/bin/unsandboxd-agent" ]; then
+    echo "make bench: building the pre-lists server ($LISTS_BASELINE_REV) into $dir"
+    rm -rf "$dir" && mkdir -p "$dir"
+    git archive "$LISTS_BASELINE_REV" | tar -x -C "$dir"
+    make -s -C "$dir" -j"$(nproc)" bin/unsandboxd bin/unsandboxd-agent >"$dir.log" 2>&1 ||
+      { echo "make bench: the pre-lists server did not build (see $dir.log)"; rm -rf "$dir"; }
+  fi
+  [ -x "$dir/bin/unsandboxd" ] && export BENCH_PRE_LISTS_SERVER="$PWD/$dir/bin/unsandboxd"
+fi
 lua5.4 bench/bench.lua "$@"
 lua5.4 bench/concurrency.lua
 lua5.4 bench/objects.lua
@@ -53,3 +69,4 @@ lua5.4 bench/agent.lua
 lua5.4 bench/client.lua
 lua5.4 bench/luas.lua
 lua5.4 bench/living.lua
+lua5.4 bench/lists.lua

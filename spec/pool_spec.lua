@@ -217,7 +217,8 @@ describe("unsandboxd --pool options #integration", function()
   it("refuses a bad size or shape with exit 2", function()
     for _, case in ipairs {
       { "--pool 65", "between 0 and 64" }, { "--pool x", "between 0 and 64" },
-      { "--pool-shapes bash", "needs %-%-pool" },
+      { "--pool 0 --pool-shapes bash", "needs a pool" },
+      { "--pool-shapes brainfudge", "not installed" },
       { "--pool 2 --pool-shapes brainfudge", "not installed" },
       { "--pool 2 --pool-shapes bash/lan", "network mode" },
       { "--pool 2 --pool-shapes bash,bash", "twice" },
@@ -226,6 +227,23 @@ describe("unsandboxd --pool options #integration", function()
       assert.equal(2, code, case[1] .. ": " .. out)
       assert.matches(case[2], out)
     end
+  end)
+
+  it("keep a small pool without --pool: 2 per default shape, taken by a run", function()
+    local s = server.start { pool_default = true }
+    local cl = unsandbox.client(s.client_opts())
+    local ok, err = pcall(function()
+      local h = assert(await_full(cl), "the default pool did not fill")
+      assert.equal(2, h.pool.size)
+      local shapes = {}
+      for i, sh in ipairs(h.pool.shapes) do shapes[i] = sh.language .. " " .. sh.network_mode end
+      assert.same({ "bash zerotrust", "python zerotrust" }, shapes)
+      assert.equal("pooled\n", assert(cl:execute_code("bash", "echo pooled")).stdout)
+      assert.is_true(health(cl).pool.hits >= h.pool.hits + 1)
+    end)
+    cl:close()
+    s.stop()
+    assert.is_true(ok, tostring(err))
   end)
 
   it("leaves no pool sandbox running when the server is killed", function()

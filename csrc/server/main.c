@@ -99,7 +99,8 @@ static void usage(FILE *f) {
     "  --cgroups auto|off   limit runs with cgroups (v2, else v1) when usable, as root\n"
     "                       (default auto); off: rlimits only, the fallback\n"
     "  --agent PATH         unsandboxd-agent (default: next to this program)\n"
-    "  --pool N             keep N sandboxes per shape started ahead (default 0: none)\n"
+    "  --pool N             keep N sandboxes per shape started ahead (default 2 per\n"
+    "                       installed default shape; 0: none)\n"
     "  --pool-shapes LIST   their shapes, LANG or LANG/semitrusted, comma-separated\n"
     "                       (default " UX_POOL_DEFAULT_SHAPES ")\n"
     "  --cp-listen HOST:PORT  the Control Plane's address (default 127.0.0.1:0)\n"
@@ -212,6 +213,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
   cfg->sync_ms = 5000;
   cfg->workers = (int)(2 * (cores > 0 ? cores : 1));
   cfg->queue = 64;
+  cfg->pool = -1;                  /* not told: the default pool */
   cfg->max_body = 8u << 20;
   cfg->cgroups = 1;
   cfg->disk_mb = 1024;
@@ -281,7 +283,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
   }
   if (optind < argc) ux_die_usage("unexpected argument '%s'", argv[optind]);
   if (!data) ux_die_usage("--data DIR is required%s", "");
-  if (cfg->pool_shapes && !cfg->pool) ux_die_usage("--pool-shapes needs --pool N%s", "");
+  if (cfg->pool_shapes && !cfg->pool) ux_die_usage("--pool-shapes needs a pool, not --pool 0%s", "");
   fill_shares(cfg);
   ux_set_data_dir(cfg, data);
 }
@@ -412,9 +414,22 @@ static int prepare_sandbox(ux_config *cfg, ux_isolation *iso, char *volumes, siz
     fprintf(stderr, "unsandboxd: %s\n", err);
     return -1;
   }
-  /* a bad shape is a bad flag: exit 2 */
-  if (cfg->pool > 0 && ux_runner_pool_start(cfg->pool, cfg->pool_shapes, err, sizeof err) != 0)
+  /* a bad shape is a bad flag: exit 2; the default pool that cannot start
+  ** is only a server without one */
+  if (cfg->pool < 0) {
+    static char used[128];
+    cfg->pool = 0;
+    if (ux_runner_pool_start_default(cfg->pool_shapes, used, sizeof used, err, sizeof err) == 0) {
+      if (used[0]) cfg->pool = UX_POOL_DEFAULT_SIZE;
+      cfg->pool_shapes = used;
+    } else if (cfg->pool_shapes) {
+      ux_die_usage("--pool-shapes: %s", err);
+    } else {
+      fprintf(stderr, "unsandboxd: no sandbox pool: %s\n", err);
+    }
+  } else if (cfg->pool > 0 && ux_runner_pool_start(cfg->pool, cfg->pool_shapes, err, sizeof err) != 0) {
     ux_die_usage("--pool: %s", err);
+  }
   return 0;
 }
 

@@ -5,6 +5,7 @@
 #include "server/mem.h"
 
 #include <jansson.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +18,10 @@ _Noreturn void ux_oom(size_t n) {
   int len = snprintf(line, sizeof line, "unsandboxd: out of memory (%zu bytes)\n", n);
   if (len > 0 && write(2, line, (size_t)len) < 0) { /* nothing left to tell */ }
   abort();
+}
+
+void ux_mem_return(void) {
+  malloc_trim(0);
 }
 
 void *ux_xmalloc(size_t n) {

@@ -29,6 +29,13 @@ char *ux_xstrndup(const char *s, size_t n);
 /* A formatted string in new memory (vasprintf under the same policy). */
 char *ux_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Gives the heap's free pages back to the system (malloc_trim). A reply
+** built for one request (a list of thousands of rows) raises the heap's
+** peak; glibc keeps such a peak for reuse, so without this the process
+** would hold it for good. Costs a walk of the free lists: call it after
+** a large reply only. */
+void ux_mem_return(void);
+
 /* Writes "unsandboxd: out of memory (N bytes)" and aborts. */
 _Noreturn void ux_oom(size_t n);
 

@@ -36,7 +36,8 @@ typedef struct ux_config {
   int lenient;            /* --lenient: the variant signatures and routes of spec §8 */
   const char *agent;      /* --agent: unsandboxd-agent; NULL = next to us */
   int cgroups;            /* limit runs with cgroups when usable (else rlimits) */
-  int pool;               /* sandboxes prepared ahead per shape; 0 = none */
+  int pool;               /* sandboxes prepared ahead per shape; 0 = none, -1 = the
+                          ** default (runner.h), until the runner starts */
   const char *pool_shapes;/* their shapes (runner.h); NULL = the default */
   /* the Control Plane's listener and settings (cp/) */
   const char *cp_listen;  /* "HOST:PORT" of the Control Plane */

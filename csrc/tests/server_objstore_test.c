@@ -151,6 +151,15 @@ static void deletes(void) {
   ok(ux_objstore_delete(os, B, "d/y", 1) == UX_OBJ_OK, "a deleted object's history can be purged");
 }
 
+static int visit_key(void *ctx, const char *key, size_t key_len, unsigned long long bytes,
+                     long long last_modified) {
+  char *seen = ctx;
+  size_t used = strlen(seen);
+  (void)last_modified;
+  snprintf(seen + used, 128 - used, "%.*s:%llu,", (int)key_len, key, bytes);
+  return 0;
+}
+
 static void listing(void) {
   const char *keys[] = { "l/base", "l/base/a", "l/base/b/c", "l/basex", "l/base-", "l/bas", NULL };
   ux_obj_meta m, *v;
@@ -168,6 +177,12 @@ static void listing(void) {
   free(v);
   ok(ux_objstore_list(os, B, "l/nothing", 100, &v, &n) == UX_OBJ_OK && n == 0 && !v, "empty list");
   ok(ux_objstore_list(os, "user-uploads", "l/base", 100, &v, &n) == UX_OBJ_OK && n == 0, "other bucket empty");
+  char seen[128] = "";
+  ok(ux_objstore_list_each(os, B, "l/base", 100, visit_key, seen) == UX_OBJ_OK &&
+     !strcmp(seen, "l/base:1,l/base/a:2,l/base/b/c:1,"), "each hands the same rows, one at a time (%s)", seen);
+  seen[0] = '\0';
+  ok(ux_objstore_list_each(os, B, "l/base", 1, visit_key, seen) == UX_OBJ_OK && !strcmp(seen, "l/base:1,"),
+     "each honours max");
 }
 
 static void corrupt(void) {

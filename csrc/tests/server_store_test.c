@@ -227,6 +227,53 @@ static void test_spool(ux_store *st) {
   json_decref(small);
 }
 
+typedef struct { char seen[256]; int stop_after; int calls; } each_seen;
+
+static int each_collect(void *ctx, const char *doc, size_t len) {
+  each_seen *e = ctx;
+  json_t *d = json_loadb(doc, len, 0, NULL);
+  const char *id = json_string_value(json_object_get(d, "id"));
+  size_t used = strlen(e->seen);
+  snprintf(e->seen + used, sizeof e->seen - used, "%s,", id ? id : "?");
+  json_decref(d);
+  return ++e->calls == e->stop_after;
+}
+
+static int count_row(void *ctx, ux_db_cursor *row) {
+  (void)row;
+  ++*(int *)ctx;
+  return 0;
+}
+
+/* A list read row by row: the owner's documents in creation order, none
+** of another owner's, a stop asked by fn, and the failures. */
+static void test_each(ux_store *st) {
+  const char *ids[] = { "e1", "e2", "e3" };
+  for (int i = 0; i < 3; i++) {
+    json_t *d = doc_of(ids[i], NULL, NULL);
+    ux_store_insert(st, "services", ids[i], "each-owner", "ready", d);
+    json_decref(d);
+  }
+  json_t *other = doc_of("e-other", NULL, NULL);
+  ux_store_insert(st, "services", "e-other", "each-other", "ready", other);
+  json_decref(other);
+  each_seen e = { "", 0, 0 };
+  int n = ux_store_each(st, "services", "each-owner", each_collect, &e);
+  ok(n == 3 && !strcmp(e.seen, "e1,e2,e3,"), "each hands the owner's rows in creation order (%d: %s)", n, e.seen);
+  each_seen first = { "", 2, 0 };
+  n = ux_store_each(st, "services", "each-owner", each_collect, &first);
+  ok(n == 2 && !strcmp(first.seen, "e1,e2,"), "fn stops the read when it returns non-zero (%d)", n);
+  each_seen none = { "", 0, 0 };
+  ok(ux_store_each(st, "services", "nobody", each_collect, &none) == 0 && none.calls == 0,
+     "an owner with no rows: 0 and no call");
+  ok(ux_store_each(st, "nosuch", "each-owner", each_collect, &none) == -1, "an unknown table: -1");
+  int rows = 0;
+  ok(ux_db_each(st, "SELECT nosuch FROM nowhere", "", count_row, &rows) == -1 && rows == 0,
+     "a query the store refuses: -1, no row");
+  ok(ux_db_each(st, "SELECT ?1 UNION ALL SELECT ?1", "s", count_row, &rows, "x") == 2 && rows == 2,
+     "a query's rows are counted, with its bindings");
+}
+
 int main(void) {
   char dir[] = "/tmp/unsb-store-XXXXXX", err[256];
   ux_mem_init();
@@ -239,6 +286,7 @@ int main(void) {
   test_update(st);
   test_fields(st);
   test_spool(st);
+  test_each(st);
   ok(race(st, "snapshots", "locked", 300) == 0, "300 rounds of lock vs delete: nothing comes back");
   ok(race(st, "sessions", "last_activity", 300) == 0,
      "300 rounds of a session touch vs delete: nothing comes back");

@@ -12,7 +12,10 @@ local sh_quote, alive = fs.quote, fs.alive
 M.sh_quote, M.tmpdir, M.rm_rf, M.alive = fs.quote, fs.tmpdir, fs.rm_rf, fs.alive
 
 -- Starts unsandboxd. opts.args: extra command-line arguments (list);
--- opts.data: reuse a data directory (restart tests). Returns a server
+-- opts.data: reuse a data directory (restart tests); the server has no
+-- sandbox pool (--pool 0: a spec's sandboxes are its own, and idle pools
+-- would load the shared machine) unless opts.args asks for one or
+-- opts.pool_default keeps the server's default pool. Returns a server
 -- table: url, public_key, secret_key, cp_url, cp_port, token (the
 -- Control Plane's break-glass token), pid, data, log, and stop().
 function M.start(opts)
@@ -20,6 +23,7 @@ function M.start(opts)
   local data = opts.data or M.tmpdir("unsbd-data")
   local log = data .. ".log"
   local args = { "--listen", "127.0.0.1:0", "--data", data, "--dev-keys" }
+  if not opts.pool_default then args[#args + 1] = "--pool"; args[#args + 1] = "0" end
   for _, a in ipairs(opts.args or {}) do args[#args + 1] = a end
   local quoted = {}
   for i, a in ipairs(args) do quoted[i] = sh_quote(a) end

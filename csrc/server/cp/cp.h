@@ -116,6 +116,12 @@ typedef int (*ux_cp_handler)(ux_cp_call *c);
 
 /* status + json (stolen); returns 0. */
 int ux_cp_ok(ux_cp_call *c, int status, json_t *json);
+/* The same with the text of a writer (jsonw.h) the reply takes as it is:
+** a list written row by row as the store reads it. */
+struct ux_jw;
+int ux_cp_ok_text(ux_cp_call *c, int status, struct ux_jw *w);
+/* ux_cp_time as a value of a writer. */
+void ux_cp_jw_time(struct ux_jw *w, long long t);
 /* status + {"error": printf(fmt, ...)}; returns -1. */
 int ux_cp_fail(ux_cp_call *c, int status, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));

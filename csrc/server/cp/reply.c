@@ -5,6 +5,7 @@
 ** real service sends.
 */
 #include "server/cp/cp.h"
+#include "server/jsonw.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -43,6 +44,22 @@ int ux_cp_fail(ux_cp_call *c, int status, const char *fmt, ...) {
 int ux_cp_ok(ux_cp_call *c, int status, json_t *json) {
   ux_reply_json(c->r, status, json ? json : json_object());
   return ux_reply_content_type(c->r, UX_CP_JSON) < 0 ? -1 : 0;
+}
+
+int ux_cp_ok_text(ux_cp_call *c, int status, ux_jw *w) {
+  size_t len;
+  char *text = ux_jw_take(w, &len);
+  if (ux_reply_take(c->r, status, UX_CP_JSON, text, len) < 0) return -1;
+  return 0;
+}
+
+void ux_cp_jw_time(ux_jw *w, long long t) {
+  if (t <= 0) ux_jw_null(w);
+  else {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", t);
+    ux_jw_cstr(w, buf);
+  }
 }
 
 int ux_cp_store_failed(ux_cp_call *c, const char *what) {

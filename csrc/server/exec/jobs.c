@@ -20,15 +20,16 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/base64.h"
 #include "server/fsutil.h"
 #include "server/ids.h"
 #include "server/http/reply.h"
 #include "server/mem.h"
 #include "server/exec/expiry.h"
 #include "server/exec/inside.h"
+#include "server/exec/job_docs.h"
 #include "server/exec/metrics.h"
 #include "server/store/db.h"
+#include "server/store/jobdocs.h"
 #include "server/store/ledger.h"
 
 typedef enum { J_PENDING, J_RUNNING, J_COMPLETED, J_FAILED, J_TIMEOUT, J_CANCELLED } jstate;
@@ -47,7 +48,8 @@ struct ux_job {
   int stored;             /* its row exists (or is being written by finish) */
   char item[UX_LEDGER_ITEM_MAX];  /* its final document's ledger item */
   unsigned long long reserved;    /* bytes reserved for that document */
-  json_t *doc;            /* final document once terminal */
+  int done;               /* terminal: doc is its final document */
+  ux_jobdoc *doc;         /* written once, kept for the requests waiting */
   int refs;
   ux_job *qnext;          /* the pending queue */
   ux_job *anext;          /* all active jobs, newest first */
@@ -66,52 +68,22 @@ struct ux_jobs {
 
 static const char *state_name(jstate s) { return STATE[s]; }
 
-/* {job_id, status, language, created_at, completed_at, error}: the
-** scalar head every job document starts with. */
-static json_t *doc_head(const ux_job *j, jstate s, long completed_at, const char *error) {
-  json_t *d = json_object();
-  json_object_set_new(d, "job_id", json_string(j->id));
-  json_object_set_new(d, "status", json_string(state_name(s)));
-  json_object_set_new(d, "language", json_string(j->spec->language));
-  json_object_set_new(d, "created_at", json_integer(j->created_at));
-  json_object_set_new(d, "completed_at", completed_at ? json_integer(completed_at) : json_null());
-  json_object_set_new(d, "error", error && *error ? ux_json_bytes(error, strlen(error)) : json_null());
-  return d;
+/* The head of j's documents in state s (job_docs.h). */
+static ux_job_head head_of(const ux_job *j, jstate s, long completed_at, const char *error) {
+  return (ux_job_head){ j->id, state_name(s), j->spec->language, j->created_at, completed_at, error };
 }
 
-static json_t *doc_final(const ux_job *j, jstate s, const char *error, const ux_run_result *res) {
-  json_t *d = doc_head(j, s, ux_now(), error);
-  json_object_set_new(d, "exit_code", json_integer(res->exit_code));
-  /* several SDKs read success instead of comparing exit_code */
-  json_object_set_new(d, "success", json_boolean(s == J_COMPLETED && res->exit_code == 0));
-  json_object_set_new(d, "stdout", ux_json_bytes(res->out ? res->out : "", res->out_len));
-  json_object_set_new(d, "stderr", ux_json_bytes(res->err ? res->err : "", res->err_len));
-  json_object_set_new(d, "stdout_truncated", json_boolean(res->out_truncated));
-  json_object_set_new(d, "stderr_truncated", json_boolean(res->err_truncated));
-  json_object_set_new(d, "execution_time_ms", json_integer(res->elapsed_ms));
-  json_object_set_new(d, "execution_time", json_integer((json_int_t)res->elapsed_ms * 1000));
-  json_object_set_new(d, "oom_killed", json_boolean(res->oom_killed));
-  if (j->spec->run.want_artifacts) {                 /* nested values last */
-    json_t *arts = json_array();
-    for (size_t i = 0; i < res->n_artifacts; i++) {
-      json_t *a = json_object();
-      char *b = unsb_base64_encode(res->artifacts[i].data, res->artifacts[i].len, NULL);
-      json_object_set_new(a, "filename", ux_json_bytes(res->artifacts[i].name,
-                                                       strlen(res->artifacts[i].name)));
-      json_object_set_new(a, "content_base64", json_string(b ? b : ""));
-      free(b);
-      json_array_append_new(arts, a);
-    }
-    json_object_set_new(d, "artifacts", arts);
-  }
-  return d;
+/* {job_id, status, ...} of an unfinished job, as text. */
+static char *head_text(const ux_job *j, jstate s, size_t *len) {
+  ux_job_head h = head_of(j, s, 0, NULL);
+  return ux_job_head_text(&h, len);
 }
 
 /* The bytes a job's final document may take, reserved when the job is
 ** submitted: the output its run can keep, artifacts in base64 with room
 ** for their names, and the fields around them. A document that comes out
-** larger still (escaping: a control byte takes six bytes in JSON) is
-** fitted when the job ends (fit_document). */
+** larger still (escaping: a control byte takes six bytes in JSON) grows
+** the reservation when it is written (final_doc). */
 #define DOC_FIELDS 8192
 #define ART_NAMES  65536
 unsigned long long ux_jobs_doc_bound(const ux_exec_spec *spec) {
@@ -122,44 +94,41 @@ unsigned long long ux_jobs_doc_bound(const ux_exec_spec *spec) {
   return b;
 }
 
-/* What doc can take at most as JSON text (every string byte escaped to
-** six), cheaply: most documents are far below their reservation. */
-static size_t doc_most(const json_t *doc) {
-  static const char *const TEXTS[] = { "stdout", "stderr", "error", NULL };
-  size_t n = DOC_FIELDS, i;
-  json_t *a;
-  for (int k = 0; TEXTS[k]; k++) n += 6 * json_string_length(json_object_get(doc, TEXTS[k]));
-  json_array_foreach(json_object_get(doc, "artifacts"), i, a)
-    n += json_string_length(json_object_get(a, "content_base64")) +
-         6 * json_string_length(json_object_get(a, "filename")) + 64;
-  return n;
-}
-
-/* Makes doc fit what the job reserved: the reservation grows when the
-** document came out larger; when the key has no room for that, the
-** document is kept without its output, and says so. So no document
-** takes more than the ledger counts. */
-static void fit_document(ux_jobs *js, ux_job *j, json_t *doc) {
-  if (doc_most(doc) <= j->reserved) return;
-  size_t need = json_dumpb(doc, NULL, 0, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
-  if (need <= j->reserved) return;
-  if (ux_ledger_grow(js->st, j->item, need - j->reserved) == UX_LEDGER_OK) {
-    j->reserved = need;
-    return;
+/* j's final document, written once from its run's result. One that
+** comes out larger than its reservation grows it; when the key has no
+** room for that (or the disk takes no more), the document is written
+** again without its output, and says so. So no document takes more than
+** the ledger counts. The head (the row of a document kept in a file)
+** goes to *head. */
+static ux_jobdoc *final_doc(ux_jobs *js, ux_job *j, jstate s, const char *error,
+                            const ux_run_result *res, char **head) {
+  ux_job_head h = head_of(j, s, ux_now(), error);
+  ux_jobdoc *d = ux_jobdoc_begin(js->st, j->id);
+  int arts = j->spec->run.want_artifacts;
+  ux_job_write_final(ux_jobdoc_writer(d), &h, res, arts, 1);
+  long long len = ux_jobdoc_end(d);
+  int fits = len >= 0 && (unsigned long long)len <= j->reserved;
+  if (!fits && len >= 0 &&
+      ux_ledger_grow(js->st, j->item, (unsigned long long)len - j->reserved) == UX_LEDGER_OK) {
+    j->reserved = (unsigned long long)len;
+    fits = 1;
   }
-  json_object_set_new(doc, "error", json_string("the output was not kept: the storage quota of this"
-                                                " key has no room for it"));
-  json_object_set_new(doc, "stdout", json_string(""));
-  json_object_set_new(doc, "stderr", json_string(""));
-  json_object_set_new(doc, "stdout_truncated", json_true());
-  json_object_set_new(doc, "stderr_truncated", json_true());
-  if (json_object_get(doc, "artifacts")) json_object_set_new(doc, "artifacts", json_array());
+  if (!fits) {
+    h.error = len >= 0 ? "the output was not kept: the storage quota of this key has no room for it"
+                       : "the output was not kept: the server could not write it to its disk";
+    ux_jobdoc_restart(d);
+    ux_job_write_final(ux_jobdoc_writer(d), &h, res, arts, 0);
+    ux_jobdoc_end(d);
+  }
+  size_t hl;
+  *head = ux_job_head_text(&h, &hl);
+  return d;
 }
 
 static void unref_locked(ux_job *j) {
   if (--j->refs > 0) return;
   ux_exec_spec_free(j->spec);
-  json_decref(j->doc);
+  ux_jobdoc_free(j->doc);
   free(j);
 }
 
@@ -168,26 +137,22 @@ static void unlink_active(ux_jobs *js, ux_job *j) {
     if (*p == j) { *p = j->anext; return; }
 }
 
-/* The statuses a job's row may still leave: once terminal, it is final. */
-static const char *const UNFINISHED[] = { "pending", "running", NULL };
-
 /* Makes j terminal with its final document: stored first, then visible,
 ** so a poll never sees a terminal status the store does not have yet.
 ** The row changes only while unfinished, so nothing overwrites a final
 ** document. A job whose row was deferred (ux_jobs_submit) and whose id
 ** was never given out gets its row here, final at once. */
-static void finish(ux_jobs *js, ux_job *j, jstate s, json_t *doc) {
-  json_t *ms = json_object_get(doc, "execution_time_ms");
-  ux_exec_metrics_run(j->spec->language, state_name(s), (long)json_integer_value(ms));
-  fit_document(js, j, doc);
+static void finish(ux_jobs *js, ux_job *j, jstate s, const char *error, const ux_run_result *res) {
+  ux_exec_metrics_run(j->spec->language, state_name(s), res->elapsed_ms);
+  char *head = NULL;
+  ux_jobdoc *doc = final_doc(js, j, s, error, res, &head);
   pthread_mutex_lock(&js->mu);
   int insert = !j->stored;
   j->stored = 1;
   pthread_mutex_unlock(&js->mu);
   /* the final row commits the job's ledger item (a trigger, ledger.h) */
-  int ok = insert ? ux_store_insert(js->st, "jobs", j->id, j->owner, state_name(s), doc) == 0
-                  : ux_store_update(js->st, "jobs", j->id, j->owner, state_name(s), doc,
-                                    UNFINISHED) == 1;
+  int ok = ux_jobdoc_store(doc, j->owner, state_name(s), j->created_at, head, insert) == 1;
+  free(head);
   if (!ok) {
     fprintf(stderr, "unsandboxd: job %s: its final state was not stored\n", j->id);
     ux_ledger_cancel(js->st, j->item);
@@ -195,6 +160,7 @@ static void finish(ux_jobs *js, ux_job *j, jstate s, json_t *doc) {
   pthread_mutex_lock(&js->mu);
   j->state = s;
   j->doc = doc;
+  j->done = 1;
   unlink_active(js, j);
   pthread_cond_broadcast(&js->done);
   unref_locked(j);                                   /* the active list's ref */
@@ -206,10 +172,13 @@ static void finish(ux_jobs *js, ux_job *j, jstate s, json_t *doc) {
 ** only updates) cannot run between the check and the write. 0, or -1
 ** when it could not be stored (finish then inserts the final row). Locked. */
 static int store_pending_locked(ux_jobs *js, ux_job *j) {
-  if (j->stored || j->doc) return 0;
-  json_t *d = doc_head(j, J_PENDING, 0, NULL);
-  j->stored = d && ux_store_insert(js->st, "jobs", j->id, j->owner, "pending", d) == 0;
-  json_decref(d);
+  if (j->stored || j->done) return 0;
+  size_t len;
+  char *d = head_text(j, J_PENDING, &len);
+  j->stored = ux_db_exec(js->st, "INSERT INTO jobs(id, owner, status, created_at, doc)"
+                         " VALUES(?1, ?2, 'pending', ?3, ?4)", "ssis", j->id, j->owner,
+                         (long long)j->created_at, d) == 1;
+  free(d);
   return j->stored ? 0 : -1;
 }
 
@@ -250,12 +219,12 @@ static void run_one(ux_jobs *js, ux_job *j) {
   /* the volume is taken into use only now (exec_spec.h): a session
   ** deleted while this job waited makes it end here */
   if (ux_exec_spec_open_volume(j->spec, err, sizeof err) != 0) {
-    finish(js, j, J_CANCELLED, doc_final(j, J_CANCELLED, "its session or service was deleted", &res));
+    finish(js, j, J_CANCELLED, "its session or service was deleted", &res);
     return;
   }
   ux_run *run = ux_run_start(&j->spec->run, err, sizeof err);
   if (!run) {
-    finish(js, j, J_FAILED, doc_final(j, J_FAILED, err[0] ? err : "sandbox failed to start", &res));
+    finish(js, j, J_FAILED, err[0] ? err : "sandbox failed to start", &res);
     return;
   }
   pthread_mutex_lock(&js->mu);
@@ -298,7 +267,7 @@ static void settle(ux_jobs *js, ux_job *j, ux_run_result *resp) {
              "(%ld MiB) and was killed", res.memory_limit_mb);
     error = oom;
   }
-  finish(js, j, s, doc_final(j, s, error, &res));
+  finish(js, j, s, error, &res);
   ux_run_result_free(&res);
 }
 
@@ -429,7 +398,7 @@ int ux_jobs_submit(ux_jobs *js, const char *owner, ux_exec_spec *spec, int defer
 
 const char *ux_job_id(const ux_job *job) { return job->id; }
 
-json_t *ux_jobs_wait(ux_jobs *js, ux_job *j, long timeout_ms, int *terminal) {
+int ux_jobs_wait(ux_jobs *js, ux_job *j, long timeout_ms, const char **status) {
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
   if (timeout_ms > 0) {
@@ -438,15 +407,23 @@ json_t *ux_jobs_wait(ux_jobs *js, ux_job *j, long timeout_ms, int *terminal) {
     if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
   }
   pthread_mutex_lock(&js->mu);
-  while (!j->doc && timeout_ms != 0) {
+  while (!j->done && timeout_ms != 0) {
     if (timeout_ms < 0) pthread_cond_wait(&js->done, &js->mu);
     else if (pthread_cond_timedwait(&js->done, &js->mu, &until) != 0) break;
   }
   id_out_locked(js, j);
-  json_t *d = j->doc ? json_deep_copy(j->doc) : doc_head(j, j->state, 0, NULL);
-  *terminal = j->doc != NULL;
+  int terminal = j->done;
+  if (status) *status = state_name(j->state);
   pthread_mutex_unlock(&js->mu);
-  return d;
+  return terminal;
+}
+
+int ux_jobs_final(ux_jobs *js, ux_job *j, ux_spool **out, unsigned long long *len) {
+  pthread_mutex_lock(&js->mu);
+  ux_jobdoc *d = j->done ? j->doc : NULL;
+  pthread_mutex_unlock(&js->mu);
+  /* a final document is never changed: reading it needs no lock */
+  return d ? ux_jobdoc_spool(d, out, len) : -1;
 }
 
 void ux_jobs_release(ux_jobs *js, ux_job *j) {
@@ -474,26 +451,40 @@ void ux_jobs_expire_due(ux_jobs *js, const char *id) {
   if (keep > 0) ux_store_expire_job(js->st, id, ux_now() - keep);
 }
 
-json_t *ux_jobs_get_active(ux_jobs *js, const char *id, const char *owner) {
+char *ux_jobs_get_active(ux_jobs *js, const char *id, const char *owner, size_t *len) {
   pthread_mutex_lock(&js->mu);
   ux_job *j = find_active(js, id, owner);
-  json_t *d = j ? doc_head(j, j->state, 0, NULL) : NULL;
+  char *d = j ? head_text(j, j->state, len) : NULL;
   pthread_mutex_unlock(&js->mu);
   return d;
 }
 
-json_t *ux_jobs_list(ux_jobs *js, const char *owner) {
-  json_t *arr = json_array();
+char *ux_jobs_list(ux_jobs *js, const char *owner, size_t *len) {
+  ux_jw w;
+  int n = 0;
+  ux_jw_init(&w);
+  ux_jw_open(&w, '[');
   pthread_mutex_lock(&js->mu);
-  for (ux_job *j = js->active; j; j = j->anext) {    /* newest first: insert at 0 */
-    if (strcmp(j->owner, owner) != 0) continue;
-    id_out_locked(js, j);
-    json_array_insert_new(arr, 0, doc_head(j, j->state, 0, NULL));
+  /* the active list is newest first; the answer is oldest first */
+  for (ux_job *j = js->active; j; j = j->anext) if (!strcmp(j->owner, owner)) n++;
+  ux_job **mine = ux_xcalloc((size_t)n + 1, sizeof *mine);
+  int k = n;
+  for (ux_job *j = js->active; j; j = j->anext) if (!strcmp(j->owner, owner)) mine[--k] = j;
+  for (int i = 0; i < n; i++) {
+    id_out_locked(js, mine[i]);
+    ux_jw_open(&w, '{');
+    ux_job_head h = head_of(mine[i], mine[i]->state, 0, NULL);
+    ux_job_write_head(&w, &h);
+    ux_jw_close(&w);
   }
   pthread_mutex_unlock(&js->mu);
-  json_t *o = json_object();
-  json_object_set_new(o, "count", json_integer((json_int_t)json_array_size(arr)));
-  json_object_set_new(o, "jobs", arr);
+  free(mine);
+  ux_jw_close(&w);
+  size_t alen;
+  char *arr = ux_jw_take(&w, &alen);
+  char *o = ux_xasprintf("{\"count\":%d,\"jobs\":%s}", n, arr);
+  free(arr);
+  *len = strlen(o);
   return o;
 }
 
@@ -514,7 +505,7 @@ static void finish_unrun(ux_jobs *js, ux_job *j, jstate s, const char *error) {
   ux_run_result res;
   memset(&res, 0, sizeof res);
   res.exit_code = -1;
-  finish(js, j, s, doc_final(j, s, error, &res));
+  finish(js, j, s, error, &res);
 }
 
 int ux_jobs_cancel(ux_jobs *js, const char *id, const char *owner) {
@@ -540,7 +531,7 @@ int ux_jobs_cancel(ux_jobs *js, const char *id, const char *owner) {
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
   until.tv_sec += 5;
-  while (!j->doc)
+  while (!j->done)
     if (pthread_cond_timedwait(&js->done, &js->mu, &until) != 0) break;
   unref_locked(j);
   pthread_mutex_unlock(&js->mu);

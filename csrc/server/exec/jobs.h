@@ -48,22 +48,28 @@ unsigned long long ux_jobs_doc_bound(const ux_exec_spec *spec);
 ** expiry.h's. */
 void ux_jobs_set_retention(ux_jobs *js, long seconds);
 
-/* Waits up to timeout_ms (< 0: until terminal) and returns the job's
-** document: the final one when it finished, else {job_id, status, ...}. */
-json_t *ux_jobs_wait(ux_jobs *js, ux_job *job, long timeout_ms, int *terminal);
+/* Waits up to timeout_ms (< 0: until terminal): 1 when the job has
+** finished (its document: ux_jobs_final), else 0; *status (may be NULL)
+** its status then (a static string). */
+int ux_jobs_wait(ux_jobs *js, ux_job *job, long timeout_ms, const char **status);
+/* The final document of a finished job, exactly as written and stored
+** (stored or not), as a spool to answer with: 0, or -1. */
+int ux_jobs_final(ux_jobs *js, ux_job *job, ux_spool **out, unsigned long long *len);
 void ux_jobs_release(ux_jobs *js, ux_job *job);
 const char *ux_job_id(const ux_job *job);
 
-/* The document of an active (pending or running) job of owner; NULL when
-** it is not active: a finished job's final document is in the store
-** then, written before the job left the active list. */
-json_t *ux_jobs_get_active(ux_jobs *js, const char *id, const char *owner);
+/* The document of an active (pending or running) job of owner, as
+** malloc'd JSON text; NULL when it is not active: a finished job's final
+** document is in the store then, written before the job left the active
+** list. */
+char *ux_jobs_get_active(ux_jobs *js, const char *id, const char *owner, size_t *len);
 /* Removes id's stored document when its retention has ended (the sweep
 ** of expiry.h may not have come by yet), so an expired job is unknown
 ** from the second its retention ends: read paths call it first. */
 void ux_jobs_expire_due(ux_jobs *js, const char *id);
-/* {"jobs":[...],"count":N}: owner's pending and running jobs. */
-json_t *ux_jobs_list(ux_jobs *js, const char *owner);
+/* {"count":N,"jobs":[...]}: owner's pending and running jobs, oldest
+** first, as malloc'd JSON text. */
+char *ux_jobs_list(ux_jobs *js, const char *owner, size_t *len);
 
 /* How many jobs wait for a worker and how many run now (for /metrics). */
 void ux_jobs_depth(ux_jobs *js, int *queued, int *running);

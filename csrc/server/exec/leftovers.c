@@ -16,6 +16,7 @@
 #include "server/fsutil.h"
 #include "server/sandbox/volume.h"
 #include "server/store/db.h"
+#include "server/store/jobdocs.h"
 
 /* 1 when table has a row id, 0 when it surely has none, -1 when the
 ** store cannot say. */
@@ -87,5 +88,5 @@ static int sweep_archives(ux_server *srv, const char *sub, const char *table) {
 int ux_leftovers_sweep(ux_server *srv) {
   return sweep_volumes(srv, "sessions", "sessions") + sweep_volumes(srv, "services", "services") +
          sweep_volumes(srv, "workspaces", "cp_workspaces") + sweep_archives(srv, "snapshots", "snapshots") +
-         sweep_archives(srv, "images", "images");
+         sweep_archives(srv, "images", "images") + ux_jobdoc_sweep(srv->store);
 }

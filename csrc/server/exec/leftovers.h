@@ -2,7 +2,8 @@
 ** What a crash can leave half made in the data directory: a volume whose
 ** session, service or workspace row was never stored (the server died
 ** between the two), an archive whose snapshot or image row was never
-** stored, a temporary archive, the second volume of a restore. None of it
+** stored, a temporary archive, the second volume of a restore, a job's
+** document file whose row was never stored or is gone. None of it
 ** has a row, so none of it is counted in the ledger (store/ledger.h),
 ** and none of it would ever be removed: the start removes it, before
 ** anything new is made.

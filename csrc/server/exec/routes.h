@@ -136,11 +136,15 @@ int ux_snapshot_take(ux_req *r, const char *source_type, const char *source_id);
 ** the budget cannot hold now (why: ux_mem_claim's text); returns -1. */
 int ux_reply_no_memory(ux_req *r, const char *why);
 
-/* 200 with a finished job's document (doc, taken): as stored, pulled from
-** the store as the client reads it (a slow reader of a large one holds a
-** small buffer, not the document), or doc itself when its row is not
-** there. */
-int ux_reply_finished_job(ux_req *r, json_t *doc);
+/* 200 {"count":N,"<name>":[...]}: the array is the text of w (jsonw.h,
+** an array of n values the handler wrote as the store read them), taken. */
+struct ux_jw;
+int ux_reply_list(ux_req *r, const char *name, struct ux_jw *w, int n);
+
+/* 200 with the document of finished job (which the caller still holds):
+** the bytes it was written as, pulled as the client reads them (a slow
+** reader of a large one holds a small buffer, not the document). */
+int ux_reply_finished_job(ux_req *r, ux_job *job);
 
 /* Submits a job for r->owner, answering 429/503/507 itself when refused (also
 ** when the lasting claims leave its run's memory no room: ux_mem_fits). */

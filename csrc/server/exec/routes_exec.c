@@ -3,9 +3,12 @@
 ** ones: health, key validation, languages.
 */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/fsutil.h"
+#include "server/jsonw.h"
+#include "server/mem.h"
 #include "server/exec/shells.h"
 #include "server/exec/jobs.h"
 #include "server/exec/routes.h"
@@ -166,14 +169,6 @@ ux_job *ux_submit(ux_req *r, ux_exec_spec *spec, int defer_row) {
   return NULL;
 }
 
-/* {"job_id":..,"status":..} for a job not finished yet. */
-static json_t *pending_doc(json_t *doc) {
-  json_t *j = json_object();
-  json_object_set(j, "job_id", json_object_get(doc, "job_id"));
-  json_object_set(j, "status", json_object_get(doc, "status"));
-  return j;
-}
-
 static int execute(ux_req *r, int async) {
   json_t *body = ux_body_object(r, 0);
   if (!body) return -1;
@@ -183,24 +178,41 @@ static int execute(ux_req *r, int async) {
   /* a synchronous run's row waits until its id is given out (jobs.h) */
   ux_job *job = ux_submit(r, spec, !async);
   if (!job) return -1;
-  int terminal = 0;
   long wait_ms = (async || r->defer) ? 0 : r->srv->cfg.sync_ms;
-  json_t *doc = ux_jobs_wait(r->srv->jobs, job, wait_ms, &terminal);
+  const char *status = NULL;
+  int rc;
+  if (ux_jobs_wait(r->srv->jobs, job, wait_ms, &status)) {
+    rc = ux_reply_finished_job(r, job);
+  } else {
+    /* /execute/async promises "pending" (spec §8); /execute tells the truth */
+    json_t *j = json_pack("{s:s,s:s}", "job_id", ux_job_id(job), "status", async ? "pending" : status);
+    rc = ux_reply_json(r, async ? 202 : 200, j);
+  }
   ux_jobs_release(r->srv->jobs, job);
-  if (terminal) return ux_reply_finished_job(r, doc);
-  json_t *j = pending_doc(doc);
-  json_decref(doc);
-  /* /execute/async promises "pending" (spec §8); /execute tells the truth */
-  if (async) json_object_set_new(j, "status", json_string("pending"));
-  return ux_reply_json(r, async ? 202 : 200, j);
+  return rc;
 }
 
 int ux_h_execute(ux_req *r, const char *id) { (void)id; return execute(r, 0); }
 int ux_h_execute_async(ux_req *r, const char *id) { (void)id; return execute(r, 1); }
 
+int ux_reply_list(ux_req *r, const char *name, ux_jw *w, int n) {
+  size_t len;
+  char *arr = ux_jw_take(w, &len);
+  char head[96];
+  int hl = snprintf(head, sizeof head, "{\"count\":%d,\"%s\":", n, name);
+  char *text = ux_xmalloc((size_t)hl + len + 2);
+  memcpy(text, head, (size_t)hl);
+  memcpy(text + hl, arr, len);
+  memcpy(text + hl + len, "}", 2);
+  free(arr);
+  return ux_reply_take(r, 200, NULL, text, (size_t)hl + len + 1);
+}
+
 int ux_h_jobs_list(ux_req *r, const char *id) {
   (void)id;
-  return ux_reply_json(r, 200, ux_jobs_list(r->srv->jobs, r->owner));
+  size_t len;
+  char *text = ux_jobs_list(r->srv->jobs, r->owner, &len);
+  return ux_reply_take(r, 200, NULL, text, len);
 }
 
 static ssize_t spool_read(void *ctx, unsigned long long pos, char *buf, size_t max) {
@@ -221,18 +233,20 @@ static int reply_stored_job(ux_req *r, const char *id) {
   return ux_reply_source(r, 200, "application/json", len, spool_read, spool_put, sp) == 0 ? 1 : -1;
 }
 
-int ux_reply_finished_job(ux_req *r, json_t *doc) {
-  const char *id = json_string_value(json_object_get(doc, "job_id"));
-  if (id && reply_stored_job(r, id) == 1) {
-    json_decref(doc);
-    return 0;
-  }
-  return ux_reply_json(r, 200, doc);      /* its final row was not stored */
+int ux_reply_finished_job(ux_req *r, ux_job *job) {
+  ux_spool *sp;
+  unsigned long long len;
+  /* the document as the job wrote it: the same bytes the store keeps,
+  ** whether or not its row could be stored */
+  if (ux_jobs_final(r->srv->jobs, job, &sp, &len) != 0)
+    return ux_reply_error(r, 500, "internal_error", "cannot read the job");
+  return ux_reply_source(r, 200, "application/json", len, spool_read, spool_put, sp);
 }
 
 int ux_h_job_get(ux_req *r, const char *id) {
-  json_t *doc = ux_jobs_get_active(r->srv->jobs, id, r->owner);
-  if (doc) return ux_reply_json(r, 200, doc);
+  size_t len;
+  char *head = ux_jobs_get_active(r->srv->jobs, id, r->owner, &len);
+  if (head) return ux_reply_take(r, 200, NULL, head, len);
   int rc = reply_stored_job(r, id);
   if (rc == 0) return ux_reply_error(r, 404, "not_found", "no such job");
   if (rc < 0) return ux_reply_error(r, 500, "internal_error", "cannot read the job");

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "server/fsutil.h"
+#include "server/jsonw.h"
 #include "server/ids.h"
 #include "server/exec/inside.h"
 #include "server/exec/jobs.h"
@@ -61,17 +62,33 @@ int ux_check_array(ux_req *r, json_t *v, const char *key, int ints) {
   return 0;
 }
 
+typedef struct { ux_server *srv; ux_jw *w; int n; } list_ctx;
+
+/* One service of a list: its stored document, presented, into the text
+** (the services' lock is taken under the store's: it never waits on the
+** store while held). */
+static int list_entry(void *ctx, const char *text, size_t len) {
+  list_ctx *l = ctx;
+  json_t *doc = json_loadb(text, len, 0, NULL);
+  if (!doc) return 0;
+  json_t *view = present(l->srv, doc);
+  ux_jw_json(l->w, view);
+  l->n++;
+  json_decref(view);
+  json_decref(doc);
+  return 0;
+}
+
 int ux_h_services_list(ux_req *r, const char *id) {
   (void)id;
-  json_t *docs = ux_store_list(r->srv->store, "services", r->owner), *doc;
-  json_t *arr = json_array();
-  size_t i;
-  json_array_foreach(docs, i, doc) json_array_append_new(arr, present(r->srv, doc));
-  json_decref(docs);
-  json_t *j = json_object();
-  json_object_set_new(j, "count", json_integer((json_int_t)json_array_size(arr)));
-  json_object_set_new(j, "services", arr);
-  return ux_reply_json(r, 200, j);
+  ux_jw w;
+  list_ctx l = { r->srv, &w, 0 };
+  ux_jw_init(&w);
+  ux_jw_open(&w, '[');
+  int n = ux_store_each(r->srv->store, "services", r->owner, list_entry, &l);
+  ux_jw_close(&w);
+  if (n < 0) { ux_jw_free(&w); return ux_reply_error(r, 500, "internal_error", "cannot list the services"); }
+  return ux_reply_list(r, "services", &w, l.n);
 }
 
 int ux_h_service_create(ux_req *r, const char *unused) {

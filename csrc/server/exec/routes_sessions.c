@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "server/fsutil.h"
+#include "server/jsonw.h"
 #include "server/ids.h"
 #include "server/exec/inside.h"
 #include "server/exec/jobs.h"
@@ -141,17 +142,31 @@ static json_t *present(json_t *doc) {
   return j;
 }
 
+typedef struct { ux_jw *w; int n; } list_ctx;
+
+/* One session of a list: its stored document, presented, into the text. */
+static int list_entry(void *ctx, const char *text, size_t len) {
+  list_ctx *l = ctx;
+  json_t *doc = json_loadb(text, len, 0, NULL);
+  if (!doc) return 0;
+  json_t *view = present(doc);
+  ux_jw_json(l->w, view);
+  l->n++;
+  json_decref(view);
+  json_decref(doc);
+  return 0;
+}
+
 int ux_h_sessions_list(ux_req *r, const char *id) {
   (void)id;
-  json_t *docs = ux_store_list(r->srv->store, "sessions", r->owner), *doc;
-  json_t *arr = json_array();
-  size_t i;
-  json_array_foreach(docs, i, doc) json_array_append_new(arr, present(doc));
-  json_decref(docs);
-  json_t *j = json_object();
-  json_object_set_new(j, "count", json_integer((json_int_t)json_array_size(arr)));
-  json_object_set_new(j, "sessions", arr);
-  return ux_reply_json(r, 200, j);
+  ux_jw w;
+  list_ctx l = { &w, 0 };
+  ux_jw_init(&w);
+  ux_jw_open(&w, '[');
+  int n = ux_store_each(r->srv->store, "sessions", r->owner, list_entry, &l);
+  ux_jw_close(&w);
+  if (n < 0) { ux_jw_free(&w); return ux_reply_error(r, 500, "internal_error", "cannot list the sessions"); }
+  return ux_reply_list(r, "sessions", &w, l.n);
 }
 
 int ux_h_session_create(ux_req *r, const char *unused) {
@@ -283,10 +298,10 @@ int ux_h_session_shell(ux_req *r, const char *id) {
   }
   ux_job *job = ux_submit(r, spec, 1);
   if (!job) return -1;                               /* ux_submit answered */
-  int terminal;
-  json_t *res = ux_jobs_wait(r->srv->jobs, job, -1, &terminal);
+  ux_jobs_wait(r->srv->jobs, job, -1, NULL);          /* until it ends */
+  int rc = ux_reply_finished_job(r, job);
   ux_jobs_release(r->srv->jobs, job);
-  return terminal ? ux_reply_finished_job(r, res) : ux_reply_json(r, 200, res);
+  return rc;
 }
 
 int ux_h_session_snapshot(ux_req *r, const char *id) {

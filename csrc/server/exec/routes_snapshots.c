@@ -20,6 +20,7 @@
 #include "server/exec/archives.h"
 #include "server/exec/svc.h"
 #include "server/fsutil.h"
+#include "server/jsonw.h"
 #include "server/ids.h"
 #include "server/exec/routes.h"
 #include "server/sandbox/archive.h"
@@ -109,13 +110,21 @@ int ux_snapshot_take(ux_req *r, const char *type, const char *source_id) {
   return ux_reply_json(r, 201, doc);
 }
 
+/* A snapshot is shown as stored: its text goes into the list as it is. */
+static int list_entry(void *ctx, const char *text, size_t len) {
+  ux_jw_raw_value(ctx, text, len);
+  return 0;
+}
+
 int ux_h_snapshots_list(ux_req *r, const char *id) {
   (void)id;
-  json_t *arr = ux_store_list(r->srv->store, "snapshots", r->owner);
-  json_t *j = json_object();
-  json_object_set_new(j, "count", json_integer((json_int_t)json_array_size(arr)));
-  json_object_set_new(j, "snapshots", arr);
-  return ux_reply_json(r, 200, j);
+  ux_jw w;
+  ux_jw_init(&w);
+  ux_jw_open(&w, '[');
+  int n = ux_store_each(r->srv->store, "snapshots", r->owner, list_entry, &w);
+  ux_jw_close(&w);
+  if (n < 0) { ux_jw_free(&w); return ux_reply_error(r, 500, "internal_error", "cannot list the snapshots"); }
+  return ux_reply_list(r, "snapshots", &w, n);
 }
 
 int ux_h_snapshot_get(ux_req *r, const char *id) {

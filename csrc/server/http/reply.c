@@ -94,6 +94,15 @@ int ux_reply_raw(ux_req *r, int status, const char *type, const void *buf, size_
   return 0;
 }
 
+int ux_reply_take(ux_req *r, int status, const char *type, char *buf, size_t len) {
+  if (type && ux_reply_content_type(r, type) < 0) { free(buf); return -1; }
+  drop_body(&r->reply);
+  r->reply.status = status;
+  r->reply.raw = buf ? buf : ux_xmalloc(1);
+  r->reply.raw_len = buf ? len : 0;
+  return 0;
+}
+
 int ux_reply_source(ux_req *r, int status, const char *type, unsigned long long length,
                     ux_source_read read, void (*freer)(void *ctx), void *ctx) {
   if (!read || status < 200 || status > 999 || (type && ux_reply_content_type(r, type) < 0)) {

@@ -106,6 +106,10 @@ int ux_reply_content_type(ux_req *r, const char *type);
 /* A raw body (copied) with its content type (NULL keeps the current one). */
 int ux_reply_raw(ux_req *r, int status, const char *type, const void *buf, size_t len);
 
+/* The same with a malloc'd body the reply takes (no copy): text a
+** handler wrote itself (jsonw.h), sent as it is. Freed also on failure. */
+int ux_reply_take(ux_req *r, int status, const char *type, char *buf, size_t len);
+
 /* A reply whose body is pulled from a source, piece by piece, on
 ** libmicrohttpd's event thread as the client takes it: no handler thread
 ** and no copy of the body are held while a slow client reads, only one

@@ -48,6 +48,15 @@ static void drop_free(void *cls) {
   free(d);
 }
 
+/* A body this large was built for its reply alone (a long list): once it
+** is sent, the memory the reply raised the heap to goes back too. */
+#define UX_HTTP_RETURN_BYTES (256 * 1024)
+
+static void large_free(void *body) {
+  free(body);
+  ux_mem_return();
+}
+
 /* A response owning `body` (malloc'd, len bytes), or NULL (body freed). */
 static struct MHD_Response *from_body(char *body, size_t len, int drop) {
   struct MHD_Response *resp;
@@ -59,7 +68,9 @@ static struct MHD_Response *from_body(char *body, size_t len, int drop) {
     if (!resp) drop_free(d);
     return resp;
   }
-  resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+  resp = len >= UX_HTTP_RETURN_BYTES
+         ? MHD_create_response_from_buffer_with_free_callback(len, body, large_free)
+         : MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
   if (!resp) free(body);
   return resp;
 }

@@ -448,6 +448,28 @@ out:
   return rc;
 }
 
+int ux_runner_pool_start_default(const char *shapes, char *used, size_t usedlen,
+                                 char *err, size_t errlen) {
+  size_t n = 0;
+  used[0] = '\0';
+  if (shapes && *shapes) {
+    snprintf(used, usedlen, "%s", shapes);
+  } else {
+    /* a host without python still gets its bash pool */
+    const char *p = UX_POOL_DEFAULT_SHAPES;
+    while (*p) {
+      char lang[32];
+      size_t len = strcspn(p, ",");
+      snprintf(lang, sizeof lang, "%.*s", (int)len, p);
+      if (ux_sb_lang(lang) && n + len + 2 <= usedlen)
+        n += (size_t)snprintf(used + n, usedlen - n, "%s%s", n ? "," : "", lang);
+      p += len + (p[len] == ',');
+    }
+    if (!used[0]) return 0;
+  }
+  return ux_runner_pool_start(UX_POOL_DEFAULT_SIZE, used, err, errlen);
+}
+
 void ux_runner_pool_stop(void) {
   pthread_mutex_lock(&pool.lock);
   if (!pool.running) { pthread_mutex_unlock(&pool.lock); return; }

@@ -240,6 +240,16 @@ int ux_runner_kill_workdir(int dir_fd, int timeout_ms);
 #define UX_POOL_DEFAULT_SHAPES "bash,python"
 
 int ux_runner_pool_start(int size, const char *shapes, char *err, size_t errlen);
+
+/* The pool a server has when not told a size (no --pool): small, so that
+** the runs a user meets first are pooled ones, at the cost of a few idle
+** sandboxes. UX_POOL_DEFAULT_SIZE for each shape of `shapes`, or, when
+** NULL or "", of each default shape whose language is installed here (none
+** installed: no pool, and 0). The shapes started go to `used` ("" for
+** none). 0, or -1 with err. */
+#define UX_POOL_DEFAULT_SIZE 2
+int ux_runner_pool_start_default(const char *shapes, char *used, size_t usedlen,
+                                 char *err, size_t errlen);
 void ux_runner_pool_stop(void);
 
 typedef struct ux_pool_stats {

@@ -132,6 +132,42 @@ int ux_db_exec(ux_store *st, const char *sql, const char *types, ...) {
   return rc;
 }
 
+/* A cursor is the statement itself, seen through the accessors only. */
+long long ux_db_int(ux_db_cursor *row, int col) {
+  return (long long)sqlite3_column_int64((sqlite3_stmt *)row, col);
+}
+
+const char *ux_db_text(ux_db_cursor *row, int col, size_t *len) {
+  sqlite3_stmt *s = (sqlite3_stmt *)row;
+  const char *t = (const char *)sqlite3_column_text(s, col);
+  if (len) *len = t ? (size_t)sqlite3_column_bytes(s, col) : 0;
+  return t;
+}
+
+int ux_db_each(ux_store *st, const char *sql, const char *types,
+               int (*fn)(void *ctx, ux_db_cursor *row), void *ctx, ...) {
+  sqlite3_stmt *s = NULL;
+  int n = -1, step;
+  va_list ap;
+  va_start(ap, ctx);
+  last_broken = 0;
+  pthread_mutex_lock(&st->mu);
+  if ((step = prepared(st, sql, &s)) != SQLITE_OK || bind_all(s, types, ap) != 0) {
+    note_failure(st, step == SQLITE_OK ? SQLITE_MISUSE : step);
+  } else {
+    n = 0;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+      n++;
+      if (fn(ctx, (ux_db_cursor *)s) != 0) { step = SQLITE_DONE; break; }
+    }
+    if (step != SQLITE_DONE) { note_failure(st, step); n = -1; }
+  }
+  if (s) { sqlite3_reset(s); sqlite3_clear_bindings(s); }
+  pthread_mutex_unlock(&st->mu);
+  va_end(ap);
+  return n;
+}
+
 json_t *ux_db_rows(ux_store *st, const char *sql, const char *types, ...) {
   json_t *rows = json_array();
   va_list ap;

@@ -26,6 +26,19 @@ int ux_db_exec(ux_store *st, const char *sql, const char *types, ...);
 ** (logged). */
 json_t *ux_db_rows(ux_store *st, const char *sql, const char *types, ...);
 
+/* Runs a query and hands each row to fn as it is stepped, with nothing
+** built in between: how a list of thousands of rows goes straight into
+** its reply (jsonw.h). fn reads the row's columns (0-based) with the
+** accessors below and returns 0 to go on, non-zero to stop. The store's
+** lock is held meanwhile, so fn only copies. The number of rows handed
+** over, or -1 (logged). */
+typedef struct ux_db_cursor ux_db_cursor;
+int ux_db_each(ux_store *st, const char *sql, const char *types,
+               int (*fn)(void *ctx, ux_db_cursor *row), void *ctx, ...);
+long long ux_db_int(ux_db_cursor *row, int col);
+/* Text of a column (its length in *len, may be NULL); NULL for SQL NULL. */
+const char *ux_db_text(ux_db_cursor *row, int col, size_t *len);
+
 /* The first row of a query (a JSON object), or NULL when there is none
 ** or on error. */
 json_t *ux_db_row(ux_store *st, const char *sql, const char *types, ...);

@@ -122,7 +122,8 @@ typedef struct source {
 
 #define KEY_PARTY "'key/' || PFXowner"
 static const source SOURCES[] = {
-  { "jobs", "'jobs/' || PFXid", KEY_PARTY, "'job'", "length(CAST(PFXdoc AS BLOB))",
+  { "jobs", "'jobs/' || PFXid", KEY_PARTY, "'job'",
+    "coalesce(PFXfile_bytes, length(CAST(PFXdoc AS BLOB)))",
     "PFXstatus NOT IN ('pending', 'running')", "INSERT|UPDATE OF status, doc", NULL },
   { "sessions", "'sessions/' || PFXid", KEY_PARTY, "'volume'", NULL, "1", "INSERT", NULL },
   { "services", "'services/' || PFXid", KEY_PARTY, "'volume'", NULL, "1", "INSERT", NULL },

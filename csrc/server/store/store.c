@@ -33,8 +33,9 @@ static const char SCHEMA[] =
   "PRAGMA journal_size_limit=4194304;"
   "CREATE TABLE IF NOT EXISTS keys(public_key TEXT PRIMARY KEY,"
   "  secret_key TEXT NOT NULL, created_at INTEGER NOT NULL, dev INTEGER DEFAULT 0);"
+  /* file_bytes: a document kept in DATA/jobs/<id>.json (jobdocs.h) */
   "CREATE TABLE IF NOT EXISTS jobs(id TEXT PRIMARY KEY, owner TEXT NOT NULL,"
-  "  status TEXT, created_at INTEGER, doc TEXT NOT NULL);"
+  "  status TEXT, created_at INTEGER, doc TEXT NOT NULL, file_bytes INTEGER);"
   "CREATE TABLE IF NOT EXISTS sessions(id TEXT PRIMARY KEY, owner TEXT NOT NULL,"
   "  status TEXT, created_at INTEGER, doc TEXT NOT NULL);"
   "CREATE TABLE IF NOT EXISTS services(id TEXT PRIMARY KEY, owner TEXT NOT NULL,"
@@ -46,6 +47,15 @@ static const char SCHEMA[] =
   "CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status);"
   /* finished jobs by the time they finished: what retention removes */
   "CREATE INDEX IF NOT EXISTS jobs_completed ON jobs(json_extract(doc, '$.completed_at'));";
+
+/* A database made before jobs' documents could be files gets the column
+** (NULL in every old row: their documents are their rows). */
+static int add_file_column(sqlite3 *db) {
+  sqlite3_stmt *s = NULL;
+  int has = sqlite3_prepare_v2(db, "SELECT file_bytes FROM jobs LIMIT 0", -1, &s, NULL) == SQLITE_OK;
+  sqlite3_finalize(s);
+  return has ? SQLITE_OK : sqlite3_exec(db, "ALTER TABLE jobs ADD COLUMN file_bytes INTEGER", NULL, NULL, NULL);
+}
 
 ux_store *ux_store_open(const char *dir, char *err, size_t errlen) {
   char path[4200];
@@ -79,7 +89,8 @@ ux_store *ux_store_open(const char *dir, char *err, size_t errlen) {
   char *msg = NULL;
   if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK ||
       sqlite3_busy_timeout(st->db, 5000) != SQLITE_OK ||
-      sqlite3_exec(st->db, SCHEMA, NULL, NULL, &msg) != SQLITE_OK || ux_ledger_schema(st) != 0) {
+      sqlite3_exec(st->db, SCHEMA, NULL, NULL, &msg) != SQLITE_OK || add_file_column(st->db) != SQLITE_OK ||
+      ux_ledger_schema(st) != 0) {
     snprintf(err, errlen, "cannot open %s: %s", path, msg ? msg : sqlite3_errmsg(st->db));
     sqlite3_free(msg);
     ux_store_close(st);
@@ -163,17 +174,4 @@ int ux_store_recover_jobs(ux_store *st, long now) {
   return ux_db_exec(st, "UPDATE jobs SET status = 'failed', doc = json_set(doc,"
                     " '$.status', 'failed', '$.completed_at', ?1, '$.error', 'server restarted')"
                     " WHERE status IN ('pending', 'running')", "i", (long long)now);
-}
-
-int ux_store_expire_jobs(ux_store *st, long before) {
-  /* final rows only: a pending row has no completed_at */
-  int n = ux_db_exec(st, "DELETE FROM jobs WHERE json_extract(doc, '$.completed_at') <= ?1"
-                     " AND status NOT IN ('pending', 'running')", "i", (long long)before);
-  if (n > 0) ux_db_exec(st, "PRAGMA incremental_vacuum", "");
-  return n;
-}
-
-int ux_store_expire_job(ux_store *st, const char *id, long before) {
-  return ux_db_exec(st, "DELETE FROM jobs WHERE id = ?1 AND json_extract(doc, '$.completed_at') <= ?2"
-                    " AND status NOT IN ('pending', 'running')", "si", id, (long long)before);
 }

@@ -65,6 +65,12 @@ int ux_store_delete_unless(ux_store *st, const char *table, const char *id,
 json_t *ux_store_get(ux_store *st, const char *table, const char *id, const char *owner);
 /* Documents of owner in creation order, as a JSON array. */
 json_t *ux_store_list(ux_store *st, const char *table, const char *owner);
+/* The same handed to fn one at a time as the store reads them, as their
+** stored text (fn copies or parses it; the store's lock is held): a list
+** answer then holds one document at a time besides its own text. fn
+** returns 0 to go on. How many rows were read, or -1. */
+int ux_store_each(ux_store *st, const char *table, const char *owner,
+                  int (*fn)(void *ctx, const char *doc, size_t len), void *ctx);
 /* 1 when deleted, 0 when there was no such row, -1. */
 int ux_store_delete(ux_store *st, const char *table, const char *id, const char *owner);
 
@@ -105,7 +111,8 @@ int ux_store_recover_jobs(ux_store *st, long now);
 
 /* Removes the jobs that finished at or before `before` (unix seconds),
 ** in one statement, and gives their pages back: how many, or -1. Their
-** ledger items go with the rows (ledger.h). */
+** ledger items go with the rows (ledger.h), their document files after
+** them (jobdocs.c). */
 int ux_store_expire_jobs(ux_store *st, long before);
 /* The same for the one job id: 1 removed, 0 not (yet) expired, -1. */
 int ux_store_expire_job(ux_store *st, const char *id, long before);

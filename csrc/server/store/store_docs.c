@@ -188,6 +188,25 @@ json_t *ux_store_list(ux_store *st, const char *table, const char *owner) {
   return arr;
 }
 
+typedef struct { int (*fn)(void *ctx, const char *doc, size_t len); void *ctx; } each_ctx;
+
+static int each_doc(void *arg, ux_db_cursor *row) {
+  each_ctx *e = arg;
+  size_t len;
+  const char *doc = ux_db_text(row, 0, &len);
+  return doc ? e->fn(e->ctx, doc, len) : 0;
+}
+
+int ux_store_each(ux_store *st, const char *table, const char *owner,
+                  int (*fn)(void *ctx, const char *doc, size_t len), void *ctx) {
+  char sql[200];
+  each_ctx e = { fn, ctx };
+  if (!known_table(table)) return -1;
+  snprintf(sql, sizeof sql, "SELECT doc FROM %s WHERE (?1 IS NULL OR owner = ?1)"
+           " ORDER BY created_at, rowid", table);
+  return ux_db_each(st, sql, "s", each_doc, &e, owner);
+}
+
 int ux_store_delete(ux_store *st, const char *table, const char *id, const char *owner) {
   char sql[160];
   if (!known_table(table)) return -1;

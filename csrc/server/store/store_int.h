@@ -63,6 +63,11 @@ void ux_db_cache_clear(ux_store *st);
 ** or 0 when there was none (ledger.c; the triggers' SQL functions). */
 int ux_ledger_release_hold(ux_store *st, const char *item, unsigned long long *bytes);
 
+/* store_spool.c: spools of bytes already at hand (jobdocs.c): mem (taken,
+** malloc'd) or fd (taken), len bytes. */
+ux_spool *ux_spool_of_mem(ux_store *st, char *mem, unsigned long long len);
+ux_spool *ux_spool_of_fd(ux_store *st, int fd, unsigned long long len);
+
 /* store_spool.c: closes what the spools left open (at ux_store_close). */
 void ux_store_spools_close(ux_store *st);
 

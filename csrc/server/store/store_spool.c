@@ -15,7 +15,8 @@
 ** pages from the start (measured: 3 s of CPU for one 20 MB document in
 ** 64 KiB pieces, against 18 ms for one pass), and a handle kept open
 ** would hold a read transaction (and the WAL) for as long as a client
-** dawdles.
+** dawdles. A job's document written to a file of its own (jobdocs.h) is
+** not copied at all: its spool reads that file.
 */
 #include "server/store/store.h"
 
@@ -30,6 +31,7 @@
 #include "core/file.h"
 #include "server/fsutil.h"
 #include "server/mem.h"
+#include "server/store/jobdocs.h"
 #include "server/store/store_int.h"
 
 struct ux_spool {
@@ -60,19 +62,26 @@ static sqlite3 *reader(ux_store *st) {
   return st->ro;
 }
 
-/* The rowid of id of owner: 1, 0 none, -1 error. */
+/* The rowid of id of owner, and for a job whose document is a file of
+** its own (jobdocs.h) that file's length in *file_bytes (else -1): 1, 0
+** none, -1 error. */
 static int row_of(sqlite3 *db, const char *table, const char *id, const char *owner,
-                  sqlite3_int64 *rowid) {
-  char sql[160];
+                  sqlite3_int64 *rowid, long long *file_bytes) {
+  char sql[200];
   sqlite3_stmt *s = NULL;
-  snprintf(sql, sizeof sql, "SELECT rowid FROM %s WHERE id = ?1 AND (?2 IS NULL OR owner = ?2)", table);
+  snprintf(sql, sizeof sql, "SELECT rowid, %s FROM %s WHERE id = ?1 AND (?2 IS NULL OR owner = ?2)",
+           strcmp(table, "jobs") ? "NULL" : "file_bytes", table);
   int rc = -1;
+  *file_bytes = -1;
   if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK &&
       sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT) == SQLITE_OK &&
       (owner ? sqlite3_bind_text(s, 2, owner, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(s, 2)) == SQLITE_OK) {
     int step = sqlite3_step(s);
-    if (step == SQLITE_ROW) { *rowid = sqlite3_column_int64(s, 0); rc = 1; }
-    else if (step == SQLITE_DONE) rc = 0;
+    if (step == SQLITE_ROW) {
+      *rowid = sqlite3_column_int64(s, 0);
+      if (sqlite3_column_type(s, 1) == SQLITE_INTEGER) *file_bytes = sqlite3_column_int64(s, 1);
+      rc = 1;
+    } else if (step == SQLITE_DONE) rc = 0;
   }
   if (rc < 0) fprintf(stderr, "unsandboxd: store: %s\n", sqlite3_errmsg(db));
   sqlite3_finalize(s);
@@ -90,6 +99,16 @@ static int unlinked_file(const ux_store *st) {
   fd = mkostemp(tmpl, O_CLOEXEC);            /* a file system without O_TMPFILE */
   if (fd >= 0) unlink(tmpl);
   return fd;
+}
+
+static ux_spool *new_spool(ux_store *st, const char *table, const char *id) {
+  ux_spool *sp = ux_xcalloc(1, sizeof *sp);
+  sp->st = st;
+  sp->fd = -1;
+  sp->refs = 1;
+  snprintf(sp->table, sizeof sp->table, "%s", table);
+  snprintf(sp->id, sizeof sp->id, "%s", id);
+  return sp;
 }
 
 /* Copies the blob into a file or into memory; 0 or -1. */
@@ -117,12 +136,7 @@ static ux_spool *spool_row(ux_store *st, const char *table, const char *id, sqli
     sqlite3_blob_close(b);
     return NULL;
   }
-  ux_spool *sp = ux_xcalloc(1, sizeof *sp);
-  sp->st = st;
-  sp->fd = -1;
-  sp->refs = 1;
-  snprintf(sp->table, sizeof sp->table, "%s", table);
-  snprintf(sp->id, sizeof sp->id, "%s", id);
+  ux_spool *sp = new_spool(st, table, id);
   sp->len = (unsigned long long)sqlite3_blob_bytes(b);
   int rc = copy_blob(st, b, sp);
   sqlite3_blob_close(b);
@@ -150,6 +164,30 @@ static void list_spool(ux_store *st, ux_spool *sp) {
   pthread_mutex_unlock(&st->spool_mu);
 }
 
+ux_spool *ux_spool_of_mem(ux_store *st, char *mem, unsigned long long len) {
+  ux_spool *sp = new_spool(st, "", "");
+  sp->mem = mem;
+  sp->len = len;
+  return sp;
+}
+
+ux_spool *ux_spool_of_fd(ux_store *st, int fd, unsigned long long len) {
+  ux_spool *sp = new_spool(st, "", "");
+  sp->fd = fd;
+  sp->len = len;
+  return sp;
+}
+
+/* The document of a job kept in a file of its own: a spool reading that
+** file (each reader its own descriptor; the page cache is what they
+** share). 1, 0 when the file went with an expiry meanwhile, -1. */
+static int spool_file(ux_store *st, const char *id, long long bytes, ux_spool **out) {
+  int fd = ux_jobdoc_open(st, id, (unsigned long long)bytes);
+  if (fd < 0) return errno == ENOENT ? 0 : -1;
+  *out = ux_spool_of_fd(st, fd, (unsigned long long)bytes);
+  return 1;
+}
+
 int ux_store_spool(ux_store *st, const char *table, const char *id, const char *owner,
                    ux_spool **out, unsigned long long *len) {
   *out = NULL;
@@ -157,11 +195,14 @@ int ux_store_spool(ux_store *st, const char *table, const char *id, const char *
   pthread_mutex_lock(&st->ro_mu);
   sqlite3 *db = reader(st);
   sqlite3_int64 rowid = 0;
+  long long file_bytes = -1;
   int rc = db && sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
   if (rc == 0) {
-    rc = row_of(db, table, id, owner, &rowid);
-    ux_spool *sp = rc == 1 ? shared(st, table, id) : NULL;
-    if (rc == 1 && !sp && (sp = spool_row(st, table, id, rowid)) && sp->fd >= 0) list_spool(st, sp);
+    rc = row_of(db, table, id, owner, &rowid, &file_bytes);
+    ux_spool *sp = NULL;
+    if (rc == 1 && file_bytes >= 0) rc = spool_file(st, id, file_bytes, &sp);
+    else if (rc == 1 && !(sp = shared(st, table, id)) && (sp = spool_row(st, table, id, rowid)) &&
+             sp->fd >= 0) list_spool(st, sp);
     if (rc == 1 && !sp) rc = -1;
     *out = sp;
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);

@@ -193,6 +193,19 @@ int ux_cp_visible(const ux_identity *id, const json_t *ws) {
   return !strcmp(subject, id->subject);
 }
 
+ux_cp_visible_cols ux_cp_visible_filter(const ux_identity *id) {
+  ux_cp_visible_cols f = { NULL, NULL, NULL, 0 };
+  if (id->kind == UX_ID_SCOPED) {
+    f.id = id->sub;
+    f.none = strcmp(id->scope, "workspace") != 0;
+    return f;
+  }
+  if (ux_id_global(id)) return f;
+  f.tenant = id->tenant;
+  if (!(ux_id_admin(id) && !id->subject[0])) f.subject = id->subject;
+  return f;
+}
+
 static json_t *deny(ux_cp_call *c, const char *what, const char *target) {
   char action[32];
   snprintf(action, sizeof action, "%s.access", what);

@@ -44,6 +44,11 @@ json_t *ux_cp_own_sandbox(ux_cp_call *c, const char *sb_id);
 /* 1 when the workspace row is in c->id's namespace (tenant and acting
 ** subject); the tenant-less admin sees everything. */
 int ux_cp_visible(const ux_identity *id, const json_t *ws_row);
+/* The same rule as the columns a list selects on, for SQL: a row is
+** visible when tenant, subject and id each are NULL or equal (a scoped
+** token of another kind than workspace sees none: *none). */
+typedef struct { const char *tenant, *subject, *id; int none; } ux_cp_visible_cols;
+ux_cp_visible_cols ux_cp_visible_filter(const ux_identity *id);
 
 /* The tenant whose namespace new workspaces of id go to: its own, the
 ** admin's X-Sandbox-Tenant, or UX_CP_OPERATOR_TENANT for the tenant-less

@@ -18,6 +18,7 @@
 #include "core/base64.h"
 #include "server/cp/audit.h"
 #include "server/cp/auth/auth.h"
+#include "server/jsonw.h"
 #include "server/cp/objects/routes.h"
 #include "server/cp/objects/request.h"
 #include "server/store/ledger.h"
@@ -253,22 +254,39 @@ int ux_cp_obj_delete(ux_cp_call *c) {
   return ux_cp_ok(c, 200, v);
 }
 
+static int list_entry(void *ctx, const char *key, size_t key_len, unsigned long long bytes,
+                      long long last_modified) {
+  ux_jw *w = ctx;
+  ux_jw_open(w, '{');
+  ux_jw_key(w, "key");           ux_jw_str(w, key, key_len);
+  ux_jw_key(w, "bytes");         ux_jw_int(w, (long long)bytes);
+  ux_jw_key(w, "last_modified"); ux_cp_jw_time(w, last_modified);
+  ux_jw_close(w);
+  return 0;
+}
+
+/* Written row by row as the store reads them, into the reply's own text:
+** 10,000 objects cost their reply's bytes, not a tree of them. */
 int ux_cp_obj_list(ux_cp_call *c) {
   ux_objloc l;
   char key[UX_OBJ_KEY_MAX + 1];
-  ux_obj_meta *v = NULL;
-  size_t n = 0;
   if (ux_cp_obj_target(c, 1, 1, &l, key)) return -1;
-  int rc = ux_objstore_list(c->cp->objects, ux_objloc_bucket(l.scope), key, UX_OBJ_LIST_MAX, &v, &n);
-  if (rc != UX_OBJ_OK) return ux_cp_obj_fail(c, rc);
-  json_t *objects = json_array();
-  for (size_t i = 0; objects && i < n; i++)
-    json_array_append_new(objects, json_pack("{s:s, s:I, s:o}", "key", v[i].key, "bytes",
-                                             (json_int_t)v[i].bytes, "last_modified",
-                                             ux_cp_time(v[i].last_modified)));
-  free(v);
-  return ux_cp_ok(c, 200, json_pack("{s:s, s:s, s:o}", "scope", ux_objloc_scope_name(l.scope),
-                                    "bucket", ux_objloc_bucket(l.scope), "objects", objects));
+  ux_jw w;
+  ux_jw_init(&w);
+  ux_jw_open(&w, '{');
+  ux_jw_key(&w, "scope");  ux_jw_cstr(&w, ux_objloc_scope_name(l.scope));
+  ux_jw_key(&w, "bucket"); ux_jw_cstr(&w, ux_objloc_bucket(l.scope));
+  ux_jw_key(&w, "objects");
+  ux_jw_open(&w, '[');
+  int rc = ux_objstore_list_each(c->cp->objects, ux_objloc_bucket(l.scope), key, UX_OBJ_LIST_MAX,
+                                 list_entry, &w);
+  if (rc != UX_OBJ_OK) {
+    ux_jw_free(&w);
+    return ux_cp_obj_fail(c, rc);
+  }
+  ux_jw_close(&w);
+  ux_jw_close(&w);
+  return ux_cp_ok_text(c, 200, &w);
 }
 
 int ux_cp_obj_stat(ux_cp_call *c) {

@@ -270,27 +270,61 @@ int ux_objstore_versions(ux_objstore *os, const char *bucket, const char *key,
   return rc;
 }
 
+/* The live objects below a base: keys base, or in [base "/", base "0")
+** ('0' follows '/'), whose latest version is not a delete marker, by key.
+** ?1 bucket, ?2 base, ?3 and ?4 the range, ?5 the most rows. The keys are
+** searched in [base, base "0") of the primary key, so a list reads its
+** own rows only, not the bucket's. */
+#define LIVE_BELOW(columns) \
+  "SELECT " columns " FROM cp_object_versions v" \
+  " WHERE v.bucket = ?1 AND v.key >= ?2 AND v.key < ?4 AND (v.key = ?2 OR v.key >= ?3)" \
+  "   AND v.delete_marker = 0" \
+  "   AND v.ordinal = (SELECT MAX(ordinal) FROM cp_object_versions w" \
+  "                    WHERE w.bucket = v.bucket AND w.key = v.key)" \
+  " ORDER BY v.key LIMIT ?5"
+
+/* base "/" and base "0", malloc'd: NULL when out of memory. */
+static char *range_end(const char *base, char last) {
+  size_t blen = strlen(base);
+  char *p = malloc(blen + 2);
+  if (!p) return NULL;
+  memcpy(p, base, blen);
+  p[blen] = last;
+  p[blen + 1] = '\0';
+  return p;
+}
+
 int ux_objstore_list(ux_objstore *os, const char *bucket, const char *base, size_t max,
                      ux_obj_meta **v, size_t *n) {
-  /* keys below base/ are the range [base "/", base "0"): '0' follows '/' */
-  size_t blen = strlen(base);
-  char *lo = malloc(blen + 2), *hi = malloc(blen + 2);
-  if (!lo || !hi) { free(lo); free(hi); return UX_OBJ_ESTORE; }
-  memcpy(lo, base, blen); memcpy(hi, base, blen);
-  lo[blen] = '/'; hi[blen] = '0';
-  lo[blen + 1] = hi[blen + 1] = '\0';
-  json_t *rows = ux_db_rows(os->st,
-    "SELECT v.*, 1 AS is_latest FROM cp_object_versions v"
-    " WHERE v.bucket = ?1 AND (v.key = ?2 OR (v.key >= ?3 AND v.key < ?4)) AND v.delete_marker = 0"
-    "   AND v.ordinal = (SELECT MAX(ordinal) FROM cp_object_versions w"
-    "                    WHERE w.bucket = v.bucket AND w.key = v.key)"
-    " ORDER BY v.key LIMIT ?5", "ssssi", bucket, base, lo, hi, (long long)max);
+  char *lo = range_end(base, '/'), *hi = range_end(base, '0');
+  json_t *rows = lo && hi ? ux_db_rows(os->st, LIVE_BELOW("v.*, 1 AS is_latest"), "ssssi", bucket, base,
+                                       lo, hi, (long long)max) : NULL;
   free(lo);
   free(hi);
   if (!rows) return UX_OBJ_ESTORE;
   int rc = rows_to_meta(rows, v, n);
   json_decref(rows);
   return rc;
+}
+
+typedef struct { ux_obj_visit fn; void *ctx; } visit_ctx;
+
+static int visit_row(void *arg, ux_db_cursor *row) {
+  visit_ctx *vc = arg;
+  size_t klen;
+  const char *key = ux_db_text(row, 0, &klen);
+  return vc->fn(vc->ctx, key ? key : "", klen, (unsigned long long)ux_db_int(row, 1), ux_db_int(row, 2));
+}
+
+int ux_objstore_list_each(ux_objstore *os, const char *bucket, const char *base, size_t max,
+                          ux_obj_visit fn, void *ctx) {
+  char *lo = range_end(base, '/'), *hi = range_end(base, '0');
+  visit_ctx vc = { fn, ctx };
+  int n = lo && hi ? ux_db_each(os->st, LIVE_BELOW("v.key, v.bytes, v.last_modified"), "ssssi",
+                                visit_row, &vc, bucket, base, lo, hi, (long long)max) : -1;
+  free(lo);
+  free(hi);
+  return n < 0 ? UX_OBJ_ESTORE : UX_OBJ_OK;
 }
 
 /* ------------------------------------------------------------------

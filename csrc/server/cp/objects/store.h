@@ -135,6 +135,14 @@ int ux_objstore_versions(ux_objstore *os, const char *bucket, const char *key,
 ** `base` or starts with `base` + "/", by key, at most max: OK or ESTORE. */
 int ux_objstore_list(ux_objstore *os, const char *bucket, const char *base, size_t max,
                      ux_obj_meta **v, size_t *n);
+/* The same objects handed to fn one at a time as the store reads them
+** (the store's lock held: fn only copies), with nothing built in
+** between: a list of thousands costs what its reply weighs. fn returns 0
+** to go on. OK or ESTORE. */
+typedef int (*ux_obj_visit)(void *ctx, const char *key, size_t key_len, unsigned long long bytes,
+                            long long last_modified);
+int ux_objstore_list_each(ux_objstore *os, const char *bucket, const char *base, size_t max,
+                          ux_obj_visit fn, void *ctx);
 
 /* Without purge: adds a delete marker, when the latest version is live
 ** (else ENOENT). With purge: removes every version and its content (ENOENT

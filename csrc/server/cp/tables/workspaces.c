@@ -9,11 +9,13 @@
 #include "server/store/db.h"
 
 int ux_workspaces_create(ux_store *st) {
+  /* a tenant's list reads its own rows only */
   return ux_db_exec(st,
     "CREATE TABLE IF NOT EXISTS cp_workspaces(id TEXT PRIMARY KEY, tenant TEXT NOT NULL,"
     "  subject TEXT NOT NULL, principal_kind TEXT NOT NULL, principal_id TEXT NOT NULL,"
     "  session_id TEXT NOT NULL, owner TEXT, created_at INTEGER NOT NULL,"
-    "  last_used_at INTEGER NOT NULL);", "");
+    "  last_used_at INTEGER NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS cp_workspaces_tenant ON cp_workspaces(tenant, created_at);", "");
 }
 
 int ux_workspaces_add(ux_store *st, const ux_workspace_row *w, long long now) {
@@ -36,8 +38,29 @@ json_t *ux_workspaces_get(ux_store *st, const char *id) {
   return ux_db_row(st, "SELECT * FROM cp_workspaces WHERE id = ?1", "s", id);
 }
 
-json_t *ux_workspaces_all(ux_store *st) {
-  return ux_db_rows(st, "SELECT * FROM cp_workspaces ORDER BY created_at, rowid", "");
+typedef struct {
+  int (*fn)(void *ctx, const char *id, const char *tenant, long long created_at, long long last_used_at);
+  void *ctx;
+} each_ctx;
+
+static int each_row(void *arg, ux_db_cursor *row) {
+  each_ctx *e = arg;
+  return e->fn(e->ctx, ux_db_text(row, 0, NULL), ux_db_text(row, 1, NULL), ux_db_int(row, 2),
+               ux_db_int(row, 3));
+}
+
+int ux_workspaces_each(ux_store *st, const char *tenant, const char *subject, const char *id,
+                       int (*fn)(void *ctx, const char *id, const char *tenant,
+                                 long long created_at, long long last_used_at), void *ctx) {
+  /* a condition only for the filters given (the others bind NULL), so
+  ** that a tenant's list is read by its index, in order, without a sort */
+  char sql[300];
+  each_ctx e = { fn, ctx };
+  snprintf(sql, sizeof sql, "SELECT id, tenant, created_at, last_used_at FROM cp_workspaces"
+           " WHERE %s AND %s AND %s ORDER BY created_at, rowid",
+           tenant ? "tenant = ?1" : "?1 IS NULL", subject ? "subject = ?2" : "?2 IS NULL",
+           id ? "id = ?3" : "?3 IS NULL");
+  return ux_db_each(st, sql, "sss", each_row, &e, tenant, subject, id);
 }
 
 long long ux_workspaces_count(ux_store *st) {

@@ -32,8 +32,12 @@ int ux_workspaces_touch(ux_store *st, const char *id, long long now, const char 
 /* Every column of a workspace (SELECT *). NULL: none, or the store failed. */
 json_t *ux_workspaces_get(ux_store *st, const char *id);
 
-/* Every workspace, oldest first. NULL: the store failed. */
-json_t *ux_workspaces_all(ux_store *st);
+/* The workspaces whose tenant, subject and id match those not NULL,
+** oldest first, handed to fn one row at a time as the store reads them
+** (id, tenant, created_at, last_used_at; ux_db_each): how many, or -1. */
+int ux_workspaces_each(ux_store *st, const char *tenant, const char *subject, const char *id,
+                       int (*fn)(void *ctx, const char *id, const char *tenant,
+                                 long long created_at, long long last_used_at), void *ctx);
 
 /* How many workspaces there are (0 when the store failed). */
 long long ux_workspaces_count(ux_store *st);

@@ -16,6 +16,7 @@
 #include "server/cp/auth/auth.h"
 #include "server/cp/workspaces/checkpoints.h"
 #include "server/cp/workspaces/workspaces.h"
+#include "server/jsonw.h"
 #include "server/runtime/runtime.h"
 #include "server/cp/objects/locator.h"
 #include "server/cp/objects/request.h"
@@ -221,27 +222,43 @@ int ux_cp_ws_resolve(ux_cp_call *c) {
                                     "template", tpl));
 }
 
-static json_t *view(ux_cp_call *c, json_t *row) {
-  const char *id = json_string_value(json_object_get(row, "id"));
+typedef struct { ux_cp_call *c; ux_jw *w; } list_ctx;
+
+/* One workspace of a list, as GET /v1/workspaces/{id} shows it. */
+static int list_entry(void *arg, const char *id, const char *tenant, long long created_at,
+                      long long last_used_at) {
+  list_ctx *l = arg;
+  ux_jw *w = l->w;
   char sb[32];
-  int attached = ux_runtimes_of_workspace(c->cp->rts, id, sb) == 0;
-  json_t *v = json_pack("{s:s,s:s,s:o,s:o,s:n,s:b}", "id", id, "status", "ready",
-    "created_at", ux_cp_time(json_integer_value(json_object_get(row, "created_at"))),
-    "last_used_at", ux_cp_time(json_integer_value(json_object_get(row, "last_used_at"))),
-    "idle_expires_at", "runtime_attached", attached);
-  if (ux_id_global(&c->id)) json_object_set(v, "tenant", json_object_get(row, "tenant"));
-  return v;
+  ux_jw_open(w, '{');
+  ux_jw_key(w, "id");               ux_jw_cstr(w, id);
+  ux_jw_key(w, "status");           ux_jw_cstr(w, "ready");
+  ux_jw_key(w, "created_at");       ux_cp_jw_time(w, created_at);
+  ux_jw_key(w, "last_used_at");     ux_cp_jw_time(w, last_used_at);
+  ux_jw_key(w, "idle_expires_at");  ux_jw_null(w);
+  ux_jw_key(w, "runtime_attached"); ux_jw_bool(w, ux_runtimes_of_workspace(l->c->cp->rts, id, sb) == 0);
+  if (ux_id_global(&l->c->id)) { ux_jw_key(w, "tenant"); ux_jw_cstr(w, tenant); }
+  ux_jw_close(w);
+  return 0;
 }
 
+/* The caller's workspaces, selected by the store (ux_cp_visible's rule,
+** as columns) and written row by row into the reply's text. */
 int ux_cp_ws_list(ux_cp_call *c) {
-  json_t *rows = ux_workspaces_all(c->cp->srv->store);
-  if (!rows) return ux_cp_store_failed(c, "workspace list failed");
-  json_t *out = json_array(), *row;
-  size_t i;
-  json_array_foreach(rows, i, row)
-    if (ux_cp_visible(&c->id, row)) json_array_append_new(out, view(c, row));
-  json_decref(rows);
-  return ux_cp_ok(c, 200, json_pack("{s:o}", "workspaces", out));
+  ux_cp_visible_cols f = ux_cp_visible_filter(&c->id);
+  ux_jw w;
+  list_ctx l = { c, &w };
+  ux_jw_init(&w);
+  ux_jw_open(&w, '{');
+  ux_jw_key(&w, "workspaces");
+  ux_jw_open(&w, '[');
+  if (!f.none && ux_workspaces_each(c->cp->srv->store, f.tenant, f.subject, f.id, list_entry, &l) < 0) {
+    ux_jw_free(&w);
+    return ux_cp_store_failed(c, "workspace list failed");
+  }
+  ux_jw_close(&w);
+  ux_jw_close(&w);
+  return ux_cp_ok_text(c, 200, &w);
 }
 
 int ux_cp_ws_delete(ux_cp_call *c) {

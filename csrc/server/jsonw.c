@@ -1,0 +1,233 @@
+/*
+** The JSON text writer (jsonw.h). Strings are escaped eight bytes at a
+** time where they can be: a word with no control byte, quote, backslash
+** or byte over 0x7f is copied as it is, which is nearly all of a
+** program's output; the rest goes byte by byte, multi-byte sequences
+** through the core's one strict UTF-8 decoder. The escapes are jansson's
+** (\b \f \n \r \t, \uXXXX for the other control bytes, DEL and '/' as
+** they are), so text from here and from json_dumps reads the same.
+*/
+#include "server/jsonw.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base64.h"
+#include "core/utf8.h"
+#include "server/mem.h"
+
+#define MIN_CAP 256
+
+void ux_jw_init(ux_jw *w) {
+  memset(w, 0, sizeof *w);
+}
+
+void ux_jw_init_sink(ux_jw *w, size_t block, ux_jw_sink sink, void *ctx) {
+  memset(w, 0, sizeof *w);
+  w->cap = block < MIN_CAP ? MIN_CAP : block;
+  w->p = ux_xmalloc(w->cap);
+  w->sink = sink;
+  w->sink_ctx = ctx;
+}
+
+void ux_jw_free(ux_jw *w) {
+  free(w->p);
+  memset(w, 0, sizeof *w);
+}
+
+unsigned long long ux_jw_length(const ux_jw *w) { return w->flushed + w->len; }
+
+int ux_jw_flush(ux_jw *w) {
+  if (w->failed) return -1;
+  if (!w->sink || w->len == 0) return 0;
+  if (w->sink(w->sink_ctx, w->p, w->len) != 0) {
+    w->failed = 1;
+    return -1;
+  }
+  w->flushed += w->len;
+  w->len = 0;
+  return 0;
+}
+
+char *ux_jw_take(ux_jw *w, size_t *len) {
+  char *p = w->p ? ux_xrealloc(w->p, w->len + 1) : ux_xmalloc(1);
+  p[w->len] = '\0';
+  *len = w->len;
+  memset(w, 0, sizeof *w);
+  return p;
+}
+
+/* Room for k more bytes at w->p + w->len, in a writer without a sink. */
+static void grow(ux_jw *w, size_t k) {
+  if (w->len + k <= w->cap) return;
+  size_t cap = w->cap ? w->cap : MIN_CAP;
+  while (cap < w->len + k) cap *= 2;
+  w->p = ux_xrealloc(w->p, cap);
+  w->cap = cap;
+}
+
+/* Appends n bytes: a writer with a sink hands its buffer on each time it
+** is full, one without grows. */
+static void put(ux_jw *w, const char *s, size_t n) {
+  if (!w->sink) {
+    grow(w, n);
+    memcpy(w->p + w->len, s, n);
+    w->len += n;
+    return;
+  }
+  while (n > 0 && !w->failed) {
+    if (w->len == w->cap && ux_jw_flush(w) != 0) return;
+    size_t k = n < w->cap - w->len ? n : w->cap - w->len;
+    memcpy(w->p + w->len, s, k);
+    w->len += k;
+    s += k;
+    n -= k;
+  }
+}
+
+/* The comma before a value, when its array has items already; a value
+** after a key is the key's. */
+static void before_value(ux_jw *w) {
+  if (w->depth == 0) return;
+  unsigned char *it = &w->items[w->depth - 1];
+  if (*it & 2) { *it &= (unsigned char)~2; return; }     /* after a key */
+  if (*it & 1) put(w, ",", 1);
+  *it |= 1;
+}
+
+void ux_jw_open(ux_jw *w, char bracket) {
+  before_value(w);
+  put(w, &bracket, 1);
+  if (w->depth < UX_JW_DEPTH) w->items[w->depth] = bracket == '{' ? 4 : 0;
+  w->depth++;
+}
+
+void ux_jw_close(ux_jw *w) {
+  /* the bracket that matches (items: bit 0 has items, bit 1 after a
+  ** key, bit 2 an object) */
+  if (w->depth == 0) return;
+  w->depth--;
+  unsigned char it = w->depth < UX_JW_DEPTH ? w->items[w->depth] : 0;
+  put(w, (it & 4) ? "}" : "]", 1);
+}
+
+/* Whether any of the 8 bytes of x needs a look of its own: a control
+** byte (< 0x20), '"', '\\', or a byte over 0x7f. Exact (no byte that
+** needs none is reported alone: a false alarm only costs the slow path). */
+static int word_special(uint64_t x) {
+  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+  uint64_t lt20 = (x - ones * 0x20) & ~x;
+  uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+  uint64_t zq = (q - ones) & ~q, zb = (b - ones) & ~b;
+  return ((lt20 | zq | zb) & highs) != 0 || (x & highs) != 0;
+}
+
+/* The escape of control byte c (< 0x20) or of '"' / '\\'. */
+static size_t escape(unsigned char c, char out[8]) {
+  switch (c) {
+  case '"':  memcpy(out, "\\\"", 2); return 2;
+  case '\\': memcpy(out, "\\\\", 2); return 2;
+  case '\b': memcpy(out, "\\b", 2); return 2;
+  case '\f': memcpy(out, "\\f", 2); return 2;
+  case '\n': memcpy(out, "\\n", 2); return 2;
+  case '\r': memcpy(out, "\\r", 2); return 2;
+  case '\t': memcpy(out, "\\t", 2); return 2;
+  default:   snprintf(out, 8, "\\u%04X", c); return 6;
+  }
+}
+
+/* The quoted, escaped string, with no comma before it. */
+static void quoted(ux_jw *w, const char *s, size_t n) {
+  const unsigned char *u = (const unsigned char *)s;
+  put(w, "\"", 1);
+  size_t i = 0;
+  while (i < n) {
+    size_t run = i;                               /* bytes that go as they are */
+    while (run + 8 <= n) {
+      uint64_t x;
+      memcpy(&x, u + run, 8);
+      if (word_special(x)) break;
+      run += 8;
+    }
+    while (run < n && u[run] >= 0x20 && u[run] < 0x80 && u[run] != '"' && u[run] != '\\') run++;
+    if (run > i) { put(w, s + i, run - i); i = run; continue; }
+    char esc[8];
+    if (u[i] < 0x80) {
+      put(w, esc, escape(u[i], esc));
+      i++;
+      continue;
+    }
+    uint32_t cp;
+    size_t l = unsb_utf8_next(u + i, n - i, &cp);
+    if (l) { put(w, s + i, l); i += l; }
+    else { put(w, "\xef\xbf\xbd", 3); i++; }      /* U+FFFD */
+  }
+  put(w, "\"", 1);
+}
+
+void ux_jw_key(ux_jw *w, const char *key) {
+  if (w->depth > 0 && w->depth <= UX_JW_DEPTH) {
+    unsigned char *it = &w->items[w->depth - 1];
+    if (*it & 1) put(w, ",", 1);
+    *it |= 1;
+  }
+  quoted(w, key, strlen(key));
+  put(w, ":", 1);
+  if (w->depth > 0 && w->depth <= UX_JW_DEPTH) w->items[w->depth - 1] |= 2;
+}
+
+void ux_jw_str(ux_jw *w, const char *s, size_t n) {
+  before_value(w);
+  quoted(w, s, n);
+}
+
+void ux_jw_cstr(ux_jw *w, const char *s) {
+  if (s) ux_jw_str(w, s, strlen(s));
+  else ux_jw_null(w);
+}
+
+void ux_jw_int(ux_jw *w, long long v) {
+  char num[32];
+  int k = snprintf(num, sizeof num, "%lld", v);
+  before_value(w);
+  put(w, num, (size_t)k);
+}
+
+void ux_jw_bool(ux_jw *w, int v) {
+  before_value(w);
+  put(w, v ? "true" : "false", v ? 4 : 5);
+}
+
+void ux_jw_null(ux_jw *w) {
+  before_value(w);
+  put(w, "null", 4);
+}
+
+static int dump_piece(const char *buf, size_t size, void *ctx) {
+  put(ctx, buf, size);
+  return 0;
+}
+
+void ux_jw_json(ux_jw *w, const json_t *v) {
+  before_value(w);
+  json_dump_callback(v, dump_piece, w, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+}
+
+void ux_jw_raw_value(ux_jw *w, const char *text, size_t n) {
+  before_value(w);
+  put(w, text, n);
+}
+
+void ux_jw_base64(ux_jw *w, const unsigned char *s, size_t n) {
+  enum { IN = 3 * 1024 };
+  char out[UNSB_BASE64_LEN(IN) + 1];
+  before_value(w);
+  put(w, "\"", 1);
+  for (size_t at = 0; at < n; at += IN) {
+    size_t k = n - at < IN ? n - at : IN;
+    put(w, out, unsb_base64_encode_into(s + at, k, out));
+  }
+  put(w, "\"", 1);
+}
