@@ -73,7 +73,7 @@ describe("facade #unit", function()
     local ARGS = {
       execute_code = { "bash", "true" }, execute_async = { "bash", "true" }, get_job = { "j1" },
       wait_for_job = { "j1" }, cancel_job = { "j1" }, list_jobs = {}, get_languages = {},
-      validate_keys = {}, health = {}, call = { "GET", "/x", false },
+      validate_keys = {}, health = {}, warm_up = {}, call = { "GET", "/x", false },
       create_session = {}, list_sessions = {}, get_session = { "s1" }, delete_session = { "s1" },
       session_execute = { "s1", "ls" }, create_service = {}, list_services = {},
       get_service = { "s1" }, delete_service = { "s1" }, service_logs = { "s1" },
