@@ -2,16 +2,16 @@
 -- same run, in rounds that alternate between them (the machine's load
 -- changes under a benchmark that runs for a minute, and other people's
 -- tests may share its cores); medians and p95 of all rounds. It never
--- passes or fails: it prints what it measured, what the targets of issue
--- 15 say about it, and how busy the machine was meanwhile.
+-- passes or fails: it prints what it measured, what its targets say
+-- about it, and how busy the machine was meanwhile.
 --
 -- Environment: BENCH_ROUNDS (default 5), BENCH_PER (samples per figure per
 -- round, 12), BENCH_JOBS (jobs per client in the throughput runs, 25),
 -- BENCH_POOL (sandboxes per shape, 16: as deep as a figure's burst, so
 -- that a burst is served from the pool; it refills in the pauses),
 -- BENCH_BASELINE_SERVER (another unsandboxd binary, e.g. one built from
--- an older commit: bench/run.sh builds the one from before issue 15's
--- work, whose throughput is measured in the same rounds as "baseline
+-- an older commit: bench/run.sh builds the one from before
+-- sandboxes were started ahead, whose throughput is measured in the same rounds as "baseline
 -- server").
 local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"

@@ -1,4 +1,4 @@
--- make bench, issue 11's figures: fan-out of jobs through tasks, the
+-- make bench, concurrency figures: fan-out of jobs through tasks, the
 -- frame budget of a C host stepping the library at 60 Hz, and the
 -- per-request overhead of 1 and 16 tasks next to a raw libcurl keep-alive
 -- loop (bench/tool.c) measured in the same run. Also the cost of a request
@@ -51,7 +51,7 @@ local function requests(c, n, tasks, call)
 end
 
 print()
-print("concurrency (issue 11): one thread, tasks on one event loop")
+print("concurrency: one thread, tasks on one event loop")
 local srv = server.start { args = { "--workers", tostring(CONC), "--queue", tostring(FANOUT * 2),
   "--enable-faults" } }
 local ok, err = pcall(function()

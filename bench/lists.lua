@@ -19,13 +19,7 @@ local SAMPLES = 7
 local OWNER = "bench/lists"
 local PRE = os.getenv("BENCH_PRE_LISTS_SERVER")
 
-local function status_kb(pid, field)
-  local f = io.open("/proc/" .. pid .. "/status")
-  if not f then return 0 end
-  local text = f:read("a")
-  f:close()
-  return tonumber(text:match(field .. ":%s+(%d+)")) or 0
-end
+local status_kb = util.status_kb
 
 -- GET path on a kept connection: seconds to the last byte, the body.
 local function timed_get(s, path, token)

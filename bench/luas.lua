@@ -3,7 +3,7 @@
 -- client's health() round trip on a warm connection) next to raw libcurl's
 -- keep-alive GET; the time `require "unsandbox"` adds to an empty start of
 -- the same interpreter; and the LÖVE example's longest frame while 16 jobs
--- run next to the same game with none. Goals (issue 27): LuaJIT no slower
+-- run next to the same game with none. Goals: LuaJIT no slower
 -- than 5.4, and the frame under one 60 Hz frame (16.7 ms) on an idle
 -- machine. Prints figures, never passes or fails.
 --

@@ -12,13 +12,7 @@ local socket = require "socket"
 local MIB = 1024 * 1024
 local SIZE = 64 * MIB
 
-local function status_kb(pid, field)
-  local f = io.open("/proc/" .. pid .. "/status")
-  if not f then return 0 end
-  local text = f:read("a")
-  f:close()
-  return tonumber(text:match(field .. ":%s+(%d+)")) or 0
-end
+local status_kb = require("util").status_kb   -- VmRSS / VmHWM in KiB
 
 local function ticket(srv, loc, op)
   local st, t = obj.ticket(srv, srv.token, loc, op)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench: private unsandboxd servers (one with a pool of sandboxes
 # prepared ahead, one without), every figure next to a baseline measured
-# in the same run (bench/bench.lua), issue 11's concurrency figures
+# in the same run (bench/bench.lua), the concurrency figures
 # (bench/concurrency.lua), the server's memory while it moves a 64 MiB
 # object (bench/objects.lua) and under slow clients (bench/memory.lua:
 # unauthenticated bodies, slow readers), a session terminal's attach next
@@ -15,50 +15,28 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export LUA_PATH="lua/?.lua;lua/?/init.lua;bench/?.lua;spec/?.lua;;"
 export LUA_CPATH="lua/?.so;;"
-# The server as it was before issue 15's work (sandboxes started ahead,
-# cheaper runs): the baseline of the throughput figure, measured in the
-# same rounds. Built once from the git history into build/bench/baseline;
-# without the history (an unpacked tarball) the figure goes without it.
-BASELINE_REV=76a3471
-if [ -z "${BENCH_BASELINE_SERVER:-}" ] && git cat-file -e "$BASELINE_REV^{commit}" 2>/dev/null; then
-  dir=build/bench/baseline
+# A server as it was at REV, built once from the git history into
+# build/bench/NAME and exported as VAR for the figures it is the baseline
+# of; without the history (an unpacked tarball) they go without it.
+baseline_server() {
+  local name=$1 rev=$2 var=$3 dir=build/bench/$1
+  [ -z "${!var:-}" ] && git cat-file -e "$rev^{commit}" 2>/dev/null || return 0
   if [ ! -x "$dir/bin/unsandboxd" ] || [ ! -x "$dir/bin/unsandboxd-agent" ]; then
-    echo "make bench: building the baseline server ($BASELINE_REV) into $dir"
+    echo "make bench: building the $name server ($rev) into $dir"
     rm -rf "$dir" && mkdir -p "$dir"
-    git archive "$BASELINE_REV" | tar -x -C "$dir"
+    git archive "$rev" | tar -x -C "$dir"
     make -s -C "$dir" -j"$(nproc)" bin/unsandboxd bin/unsandboxd-agent >"$dir.log" 2>&1 ||
-      { echo "make bench: the baseline server did not build (see $dir.log)"; rm -rf "$dir"; }
+      { echo "make bench: the $name server did not build (see $dir.log)"; rm -rf "$dir"; }
   fi
-  [ -x "$dir/bin/unsandboxd" ] && export BENCH_BASELINE_SERVER="$PWD/$dir/bin/unsandboxd"
-fi
-# The server as it was before sessions lived (each session command a
-# one-shot sandbox over the volume): the baseline of bench/living.lua.
-LIVING_BASELINE_REV=9e7f949
-if [ -z "${BENCH_PRE_LIVING_SERVER:-}" ] && git cat-file -e "$LIVING_BASELINE_REV^{commit}" 2>/dev/null; then
-  dir=build/bench/pre-living
-  if [ ! -x "$dir/bin/unsandboxd" ] || [ ! -x "$dir/bin/unsandboxd-agent" ]; then
-    echo "make bench: building the pre-living server ($LIVING_BASELINE_REV) into $dir"
-    rm -rf "$dir" && mkdir -p "$dir"
-    git archive "$LIVING_BASELINE_REV" | tar -x -C "$dir"
-    make -s -C "$dir" -j"$(nproc)" bin/unsandboxd bin/unsandboxd-agent >"$dir.log" 2>&1 ||
-      { echo "make bench: the pre-living server did not build (see $dir.log)"; rm -rf "$dir"; }
-  fi
-  [ -x "$dir/bin/unsandboxd" ] && export BENCH_PRE_LIVING_SERVER="$PWD/$dir/bin/unsandboxd"
-fi
-# The server before its lists were written row by row (a jansson tree of
-# every list, the heap's peak kept): the baseline of bench/lists.lua.
-LISTS_BASELINE_REV=57aad91
-if [ -z "${BENCH_PRE_LISTS_SERVER:-}" ] && git cat-file -e "$LISTS_BASELINE_REV^{commit}" 2>/dev/null; then
-  dir=build/bench/pre-lists
-  if [ ! -x "$dir/bin/unsandboxd" ] || [ ! -x "$dir/bin/unsandboxd-agent" ]; then
-    echo "make bench: building the pre-lists server ($LISTS_BASELINE_REV) into $dir"
-    rm -rf "$dir" && mkdir -p "$dir"
-    git archive "$LISTS_BASELINE_REV" | tar -x -C "$dir"
-    make -s -C "$dir" -j"$(nproc)" bin/unsandboxd bin/unsandboxd-agent >"$dir.log" 2>&1 ||
-      { echo "make bench: the pre-lists server did not build (see $dir.log)"; rm -rf "$dir"; }
-  fi
-  [ -x "$dir/bin/unsandboxd" ] && export BENCH_PRE_LISTS_SERVER="$PWD/$dir/bin/unsandboxd"
-fi
+  [ -x "$dir/bin/unsandboxd" ] && export "$var=$PWD/$dir/bin/unsandboxd"
+  return 0
+}
+# before sandboxes were started ahead: the throughput figure's baseline
+baseline_server baseline 76a3471 BENCH_BASELINE_SERVER
+# before sessions lived (each command a one-shot sandbox over the volume)
+baseline_server pre-living 9e7f949 BENCH_PRE_LIVING_SERVER
+# before lists were written row by row (a jansson tree, the heap's peak kept)
+baseline_server pre-lists 57aad91 BENCH_PRE_LISTS_SERVER
 lua5.4 bench/bench.lua "$@"
 lua5.4 bench/concurrency.lua
 lua5.4 bench/objects.lua

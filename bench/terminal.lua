@@ -1,4 +1,4 @@
--- The session terminal (issue 14): how long an attach takes, and a whole
+-- The session terminal: how long an attach takes, and a whole
 -- attach + `echo hi; exit` + the exit frame, each next to the same
 -- session's `session_execute` of the same command (one sandbox run of the
 -- same shape, over plain HTTP), measured in alternating rounds of the same
@@ -115,7 +115,7 @@ local function line(name, v, base_name, b, digits)
   print(string.format("  %-40s " .. f .. " (" .. f .. ")  %-34s " .. f .. " (" .. f .. ")  %5.2fx",
     name, m.median, m.p95, base_name, bm.median, bm.p95, m.median / bm.median))
 end
-print(string.format("session terminal (issue 14): %d rounds of %d, median (p95) in ms", ROUNDS, PER))
+print(string.format("session terminal: %d rounds of %d, median (p95) in ms", ROUNDS, PER))
 line("session_attach (to an open Terminal)", attach, 'session_execute(id, "true")', run_true)
 line("attach, `echo hi; exit`, the exit frame", whole, 'session_execute(id, "echo hi; exit 0")', run_echo)
 line("round trip: a line sent, its output read", rt, 'session_execute(id, "echo hi; exit 0")', run_echo)

@@ -18,6 +18,12 @@ end
 
 local TICK_MS = 1000 / (tonumber(cmd("getconf CLK_TCK")) or 100)
 
+--- A field of /proc/PID/status in KiB (VmRSS, VmHWM), 0 when gone.
+function M.status_kb(pid, field)
+  local text = slurp("/proc/" .. pid .. "/status")
+  return tonumber(text:match(field .. ":%s+(%d+)")) or 0
+end
+
 function M.append(dst, src) for _, v in ipairs(src) do dst[#dst + 1] = v end end
 
 function M.stats(samples)

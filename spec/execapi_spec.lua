@@ -1,4 +1,4 @@
--- #integration specs of the execution API routes added for issue 14, through
+-- #integration specs of the execution API routes beyond execute, through
 -- the Lua client against a real unsandboxd: session power, service
 -- administration, the env vault, POST /snapshots and clone, images. Bad
 -- input (misuse raising at the caller's line; unknown ids, locked

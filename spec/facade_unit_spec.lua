@@ -1,5 +1,5 @@
 -- #unit specs of the facade's shape, the things a new user trips over
--- first (issue 13): one option checker behind every public function, one
+-- first: one option checker behind every public function, one
 -- declared list of module functions, errors that point at the caller's
 -- line and read well when concatenated, timeouts in seconds. No server:
 -- the client points at a closed loopback port and every check here fails

@@ -1,4 +1,4 @@
--- #integration specs of the client against a hostile server (issue 12):
+-- #integration specs of the client against a hostile server:
 -- every value a server sends is shape-checked before use, so wrong
 -- shapes, ids that would steer a request elsewhere, HTTP/0.9 and absurd
 -- Retry-After values give `nil, err` of kind protocol (or a clamped

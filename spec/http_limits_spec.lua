@@ -1,5 +1,5 @@
 -- #integration specs of unsandboxd's HTTP transport against hostile and
--- slow clients (issue 7) and of the streaming the Control Plane needs:
+-- slow clients and of the streaming the Control Plane needs:
 -- half-open sockets cost no thread and starve nobody; trickled headers
 -- and slow bodies are cut at the documented limits while a paused or a
 -- steady slow body is not; bodies and replies stream with bounded

@@ -1,4 +1,4 @@
--- #integration specs of unsandboxd's integrity (issue 12): a change that
+-- #integration specs of unsandboxd's integrity: a change that
 -- races a deletion never brings the row back, bad input is a 400 before
 -- any job exists, and a creation whose store write fails leaves nothing
 -- behind. Races are two raw requests sent back to back on two sockets,

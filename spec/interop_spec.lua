@@ -1,4 +1,4 @@
--- The interop proof of issue 14: an independent client written in Python
+-- The interop proof: an independent client written in Python
 -- with the standard library only (spec/interop/unsandbox_interop.py, which
 -- shares no code with the Lua client) drives every execution-API route of
 -- spec section 4 against a real unsandboxd, once in the default strict mode

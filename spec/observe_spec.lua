@@ -1,4 +1,4 @@
--- #integration specs of issue 16 against a real unsandboxd with fault
+-- #integration specs of observability against a real unsandboxd with fault
 -- injection: timing on results and errors (a server that holds its reply),
 -- the request hook (every exchange of a polled job, in order, one trace),
 -- a hook that raises, debug lines on and off with no secret in them (a

@@ -1,5 +1,5 @@
 -- The WebSocket terminal of a session (GET /sessions/{id}/shell, spec
--- §5.4, issue 14), against a real unsandboxd. The client is
+-- §5.4), against a real unsandboxd. The client is
 -- spec/interop/ws_client.py: Python's standard library only, sharing no
 -- code with the server or the Lua library (it masks its own frames and can
 -- send what a hostile client would). ws_terminal_check.py runs one group

@@ -1,4 +1,4 @@
--- #integration specs of the scheduler (issue 11) against a real
+-- #integration specs of the scheduler against a real
 -- unsandboxd: many tasks running jobs at once on one client, step(0)
 -- against a server that holds its reply, cancellation mid-transfer,
 -- mid-stream and mid-job (the server's own counters prove nothing is left

@@ -1,4 +1,4 @@
--- #integration specs of a session's terminal (spec 5.4, issue 14): the Lua
+-- #integration specs of a session's terminal (spec §5.4): the Lua
 -- client (client:session_attach, Terminal, session_shell) and `un session
 -- attach` against a real unsandboxd, whose shell runs on a PTY in the
 -- session's sandbox. Refusals (unknown id, another key's session, a wrong

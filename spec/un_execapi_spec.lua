@@ -1,5 +1,6 @@
--- #integration specs of the `un` subcommands for the execution routes of
--- issue 14 (cli_exec.lua), run as a process against a real unsandboxd:
+-- #integration specs of the `un` subcommands for the execution API's
+-- sessions, services, snapshots and images, run as a process against a
+-- real unsandboxd:
 -- the happy paths print ids and say what they did, bad arguments exit 64
 -- with one line, API refusals exit 69.
 -- One Lua: un runs under unlua (5.4); the spec runs it as a program.

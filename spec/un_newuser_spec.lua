@@ -1,4 +1,4 @@
--- #integration specs of `un` as a new user meets it (issue 13), run as a
+-- #integration specs of `un` as a new user meets it, run as a
 -- process against a real unsandboxd: the README's commands exactly as
 -- written, service logs on stdout alone, artifacts into a directory that
 -- does not exist yet, local write failures apart from the program's code.
@@ -158,7 +158,7 @@ describe("un, a new user's commands #integration", function()
       assert.equal("cancelled job " .. job .. "\n", (un("jobs --cancel " .. job)))
     end)
 
-    it("the subcommands of issue 14 too: a line saying what was done, or --json", function()
+    it("the session, service and snapshot subcommands too: a line saying what was done, or --json", function()
       local s = assert(un("session create --tmux"):match("^(%S+)\n$"))   -- only such a session freezes
       assert.equal("froze session " .. s .. "\n", (un("session freeze " .. s)))
       assert.equal("unfroze session " .. s .. "\n", (un("session unfreeze " .. s)))

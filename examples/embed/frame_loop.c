@@ -1,6 +1,6 @@
 /*
 ** frame_loop: a game engine's 60 Hz main loop that runs sandboxed jobs
-** without ever waiting for them (issue 11). The host owns the loop; the
+** without ever waiting for them. The host owns the loop; the
 ** library owns nothing but its tasks. Each frame the host calls
 ** unsandbox.step(0), which resumes whatever can go on and returns at once,
 ** then does its own frame work and sleeps to the next frame. The Lua part
