@@ -8,10 +8,9 @@
 ** Fair shares (share.h): a key may have at most key_running jobs running
 ** and key_running + key_queued active, so one key's long jobs never hold
 ** every worker nor every queue place. A worker takes the oldest queued
-** job whose key is under its running share, so another key's job does
-** not wait behind a queue the first key filled; of the keys under their
-** share, the one running the fewest goes first (ux_share_pick), so a key
-** that queued a burst first does not keep another's one job waiting. The
+** job of the key under its running share that runs the fewest
+** (ux_share_pick), so another key's job does not wait behind a queue the
+** first key filled, nor behind its burst while it runs more. The
 ** counts are read from the active list (at most workers + queue jobs)
 ** when needed.
 **
@@ -33,10 +32,10 @@
 #include <time.h>
 
 #include "server/fsutil.h"
-#include "server/share.h"
 #include "server/ids.h"
 #include "server/http/reply.h"
 #include "server/mem.h"
+#include "server/share.h"
 #include "server/exec/expiry.h"
 #include "server/exec/inside.h"
 #include "server/exec/job_docs.h"
@@ -315,7 +314,8 @@ static void owner_counts_locked(ux_jobs *js, const char *owner, int *running, in
 ** job that becomes eligible then is taken. Locked. */
 static ux_job *next_job_locked(ux_jobs *js) {
   if (!js->qhead) return NULL;
-  unsigned small[64], *held = js->queued <= 64 ? small : ux_xcalloc((size_t)js->queued, sizeof *held);
+  unsigned small[64];
+  unsigned *held = js->queued <= 64 ? small : ux_xcalloc((size_t)js->queued, sizeof *held);
   int may_start = js->starting < js->start_slots;
   size_t n = 0;
   for (ux_job *j = js->qhead; j; j = j->qnext) {
