@@ -9,7 +9,9 @@
 # latency while one party saturates its fair shares, next to idle
 # (bench/fairness.lua), and living sessions: a command, a creation, the
 # memory of an idle one (bench/living.lua), and the Control Plane's long
-# lists next to their encoding and the server before (bench/lists.lua).
+# lists next to their encoding and the server before (bench/lists.lua),
+# and the throughput curve from 1 to 16 clients with CPU per job, the run
+# queue next to none (bench/throughput.lua).
 # Needs root, as unsandboxd does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,3 +50,4 @@ lua5.4 bench/client.lua
 lua5.4 bench/luas.lua
 lua5.4 bench/living.lua
 lua5.4 bench/lists.lua
+lua5.4 bench/throughput.lua

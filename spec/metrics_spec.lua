@@ -2,8 +2,9 @@
 -- unsandboxd: Prometheus text that parses line by line, no key needed,
 -- request counters by route pattern and status (a 401 counted as
 -- unauthenticated), runs by language and outcome with a latency
--- histogram whose buckets are cumulative, job and sandbox gauges, and the
--- pool's gauges when it has one.
+-- histogram whose buckets are cumulative, jobs' waits in the run queue
+-- and its slots, job and sandbox gauges, and the pool's gauges when it
+-- has one.
 local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"
 local rawhttp = require "spec.helpers.rawhttp"
@@ -65,6 +66,27 @@ describe("unsandboxd /metrics #integration", function()
       assert.is_true(tonumber(n) >= last, "bucket " .. le .. " below the one before")
       last = tonumber(n)
     end
+  end)
+
+  it("counts every job's wait in the run queue, and shows its slots (one per core by default)", function()
+    local before = scrape(srv)
+    assert(c:execute_code("bash", "true"))
+    assert(c:execute_code("bash", "true"))
+    local after, text = scrape(srv)
+    local count = after["unsandboxd_job_wait_seconds_count"]
+    assert.equal((before["unsandboxd_job_wait_seconds_count"] or 0) + 2, count)
+    assert.equal(count, after['unsandboxd_job_wait_seconds_bucket{le="+Inf"}'])
+    assert.is_true(after["unsandboxd_job_wait_seconds_sum"] >= 0)
+    local last = -1
+    for le, n in text:gmatch('unsandboxd_job_wait_seconds_bucket{le="([^"]+)"} (%d+)') do
+      assert.is_true(tonumber(n) >= last, "bucket " .. le .. " below the one before")
+      last = tonumber(n)
+    end
+    local p = io.popen("nproc")
+    local cores = tonumber(p:read("a"))
+    p:close()
+    assert.equal(cores, after["unsandboxd_start_slots"])
+    assert.equal(0, after["unsandboxd_jobs_starting"])   -- both jobs have ended
   end)
 
   it("counts refusals: no key, an unknown route, a bad id", function()

@@ -2,7 +2,7 @@
 ** unsandboxd: command line, start-up and shutdown.
 **
 **   unsandboxd --listen 127.0.0.1:0 --data DIR [--dev-keys] [--sync-ms N]
-**              [--workers N] [--queue N] [--max-body BYTES] [--enable-faults] [--lenient]
+**              [--workers N] [--queue N] [--starts N] [--max-body BYTES] [--enable-faults] [--lenient]
 **              [--cgroups auto|off]
 **   unsandboxd keys add --data DIR
 **
@@ -76,6 +76,8 @@ static void usage(FILE *f) {
     "  --sync-ms N          how long POST /execute waits for a result (default 5000)\n"
     "  --workers N          sandboxes run at once (default 2 x cores)\n"
     "  --queue N            jobs that may wait for a worker (default 64)\n"
+    "  --starts N           jobs that may be starting their sandbox at once; the others\n"
+    "                       wait queued, fairly across keys (default: cores)\n"
     "  --max-body BYTES     largest request body (default 8388608)\n"
     "  --disk-mb N          disk of every session and service, and the size of an\n"
     "                       execute run's work directory (default 1024)\n"
@@ -140,10 +142,11 @@ static void usage(FILE *f) {
     "                     [--max-runtimes N] --data DIR\n");
 }
 
-/* The options of fair shares (share.h) and the connection budget, by
+/* The options of fair shares (share.h), the run queue and the connection budget, by
 ** their long name. */
 static void share_option(const char *name, const char *v, ux_config *cfg) {
-  if (!strcmp(name, "key-jobs")) cfg->key_jobs = (int)ux_parse_num("--key-jobs", v, 1, 256);
+  if (!strcmp(name, "starts")) cfg->starts = (int)ux_parse_num("--starts", v, 1, 256);
+  else if (!strcmp(name, "key-jobs")) cfg->key_jobs = (int)ux_parse_num("--key-jobs", v, 1, 256);
   else if (!strcmp(name, "key-queue")) cfg->key_queue = (int)ux_parse_num("--key-queue", v, 0, 100000);
   else if (!strcmp(name, "cp-tenant-transfers"))
     cfg->cp_tenant_transfers = (int)ux_parse_num("--cp-tenant-transfers", v, 1, 4096);
@@ -197,6 +200,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
     { "cp-audit-rows", required_argument, NULL, OPT_AUDIT_ROWS },
     { "cp-max-runtimes", required_argument, NULL, OPT_MAX_RT },
     { "cp-object-transfers", required_argument, NULL, OPT_OBJ_XFERS },
+    { "starts", required_argument, NULL, OPT_SHARE },
     { "key-jobs", required_argument, NULL, OPT_SHARE },
     { "key-queue", required_argument, NULL, OPT_SHARE },
     { "cp-tenant-transfers", required_argument, NULL, OPT_SHARE },
@@ -213,6 +217,7 @@ static void parse_args(int argc, char **argv, ux_config *cfg) {
   cfg->sync_ms = 5000;
   cfg->workers = (int)(2 * (cores > 0 ? cores : 1));
   cfg->queue = 64;
+  cfg->starts = (int)(cores > 0 ? cores : 1);
   cfg->pool = -1;                  /* not told: the default pool */
   cfg->max_body = 8u << 20;
   cfg->cgroups = 1;
@@ -498,7 +503,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (!(srv.jobs = ux_jobs_new(srv.store, srv.cfg.workers, srv.cfg.queue, srv.cfg.key_jobs,
-                               srv.cfg.key_queue)) ||
+                               srv.cfg.key_queue, srv.cfg.starts)) ||
       !(srv.svcs = ux_svcs_new(&srv)) || (srv.cfg.enable_faults && !(srv.faults = ux_faults_new()))) {
     fprintf(stderr, "unsandboxd: cannot initialise the job pool, services or faults\n");
     return 1;

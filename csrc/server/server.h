@@ -25,6 +25,7 @@ typedef struct ux_config {
   long sync_ms;           /* how long POST /execute waits for the result */
   int workers;
   int queue;
+  int starts;             /* jobs starting their sandbox at once: the run queue (jobs.h) */
   size_t max_body;
   long disk_mb;           /* size of every volume (volume.h) */
   long disk_budget_mb;    /* everything stored (store/ledger.h); 0 = half the free space */

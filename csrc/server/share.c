@@ -95,3 +95,12 @@ unsigned ux_shares_held(ux_shares *s, const char *name) {
 }
 
 unsigned ux_shares_cap(const ux_shares *s) { return s->per_party; }
+
+long ux_share_pick(const unsigned *held, size_t n, unsigned cap) {
+  long best = -1;
+  for (size_t i = 0; i < n; i++) {
+    if (held[i] == UX_SHARE_NOT_NOW || held[i] >= cap) continue;
+    if (best < 0 || held[i] < held[best]) best = (long)i;   /* ties: the older */
+  }
+  return best;
+}

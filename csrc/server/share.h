@@ -16,6 +16,8 @@
 #ifndef UX_SHARE_H
 #define UX_SHARE_H
 
+#include <stddef.h>
+
 /* The default share of a pool of `total` units: total - max(1, total/4),
 ** at least 1; 0 for an empty pool. */
 unsigned ux_share_default(unsigned total);
@@ -35,5 +37,15 @@ void ux_shares_give(ux_shares *s, const char *party);
 /* Units party holds now. */
 unsigned ux_shares_held(ux_shares *s, const char *party);
 unsigned ux_shares_cap(const ux_shares *s);
+
+/* The fair pick of a queue (the job pool's, jobs.c): of n waiting items,
+** oldest first, item i charged to a party that holds held[i] units now
+** (UX_SHARE_NOT_NOW: item i may not be taken now), the oldest item of
+** the party that holds the fewest units, under cap: its index, or -1
+** when none may be taken. Within a party the order stays first in, first
+** out; across parties, one party's burst queued first does not keep
+** another's job waiting behind it while the first already holds more. */
+#define UX_SHARE_NOT_NOW 0xffffffffu
+long ux_share_pick(const unsigned *held, size_t n, unsigned cap);
 
 #endif

@@ -2,8 +2,9 @@
 ** Unit tests of the fair-share rule and the per-party counters
 ** (server/share.h): the default share of pools of every size, a party
 ** refused at its cap while others still take, giving back, forgetting
-** parties that hold nothing, and eight threads taking and giving at
-** once. The pools that use them are proven by spec/fair_shares*_spec.lua.
+** parties that hold nothing, eight threads taking and giving at once,
+** and the fair pick of the job pool's queue (order within a party,
+** fairness across parties, items held back). The pools that use them are proven by spec/fair_shares*_spec.lua.
 */
 #include <pthread.h>
 #include <stdio.h>
@@ -89,10 +90,81 @@ static void test_threads(void) {
   ux_shares_free(s);
 }
 
+static void test_pick(void) {
+  unsigned none[1] = { 0 };
+  ok(ux_share_pick(none, 0, 3) == -1, "an empty queue: nothing to pick");
+  unsigned full[3] = { 3, 3, 3 };
+  ok(ux_share_pick(full, 3, 3) == -1, "every party at its cap: nothing");
+  unsigned tie[4] = { 1, 1, 1, 1 };
+  ok(ux_share_pick(tie, 4, 3) == 0, "parties holding as much: the oldest item");
+  unsigned fewer[4] = { 2, 2, 0, 1 };
+  ok(ux_share_pick(fewer, 4, 3) == 2, "the party holding the fewest, though queued later");
+  unsigned held_back[3] = { UX_SHARE_NOT_NOW, UX_SHARE_NOT_NOW, 2 };
+  ok(ux_share_pick(held_back, 3, 3) == 2, "items that may not be taken now are skipped");
+  unsigned all_back[2] = { UX_SHARE_NOT_NOW, UX_SHARE_NOT_NOW };
+  ok(ux_share_pick(all_back, 2, 0xfffffff0u) == -1, "and never taken, whatever the cap");
+  unsigned capped[3] = { 3, 3, 2 };
+  ok(ux_share_pick(capped, 3, 3) == 2, "a party at its cap waits; another's item goes");
+}
+
+/* A queue as the job pool runs it: party A queues a burst of 20, then B
+** 3 and C 1; 4 workers, a cap of 3 per party; the pick runs a job while
+** a worker is free, else the oldest running job ends. */
+#define SIM_JOBS 24
+static void test_pick_queue(void) {
+  char party[SIM_JOBS];
+  int seq[SIM_JOBS], taken[SIM_JOBS] = { 0 }, order[SIM_JOBS], n_order = 0;
+  for (int i = 0; i < SIM_JOBS; i++) {
+    party[i] = i < 20 ? 'A' : i < 23 ? 'B' : 'C';
+    seq[i] = i;
+  }
+  int running[SIM_JOBS], n_running = 0, over_cap = 0;
+  unsigned held[SIM_JOBS];
+  int idx[SIM_JOBS];
+  for (int step = 0; step < 4 * SIM_JOBS && n_order < SIM_JOBS; step++) {
+    size_t n = 0;
+    for (int i = 0; i < SIM_JOBS; i++) {
+      if (taken[i]) continue;
+      unsigned h = 0;
+      for (int r = 0; r < n_running; r++) h += party[running[r]] == party[i];
+      idx[n] = i;
+      held[n++] = h;
+    }
+    long p = n_running < 4 ? ux_share_pick(held, n, 3) : -1;
+    if (p >= 0) {
+      int j = idx[p];
+      taken[j] = 1;
+      order[n_order++] = j;
+      running[n_running++] = j;
+      unsigned mine = 0;
+      for (int r = 0; r < n_running; r++) mine += party[running[r]] == party[j];
+      over_cap |= mine > 3;
+    } else if (n_running > 0) {
+      for (int r = 1; r < n_running; r++) running[r - 1] = running[r];
+      n_running--;
+    }
+  }
+  ok(n_order == SIM_JOBS, "every job ran: no party starves");
+  ok(!over_cap, "no party ever held more than its cap");
+  int first_b = -1, first_c = -1, fifo = 1, last_a = -1, last_b = -1;
+  for (int k = 0; k < n_order; k++) {
+    int j = order[k];
+    if (party[j] == 'B' && first_b < 0) first_b = k;
+    if (party[j] == 'C' && first_c < 0) first_c = k;
+    if (party[j] == 'A') { fifo &= seq[j] > last_a; last_a = seq[j]; }
+    if (party[j] == 'B') { fifo &= seq[j] > last_b; last_b = seq[j]; }
+  }
+  ok(fifo, "within a party, first in, first out");
+  ok(first_b >= 0 && first_b < 4, "B's first job ran among the first four, ahead of A's burst");
+  ok(first_c >= 0 && first_c < 6, "so did C's, queued last, within the first six");
+}
+
 int main(void) {
   test_rule();
   test_counts();
   test_many_parties();
   test_threads();
+  test_pick();
+  test_pick_queue();
   return tap_done();
 }

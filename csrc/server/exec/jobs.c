@@ -8,9 +8,20 @@
 ** Fair shares (share.h): a key may have at most key_running jobs running
 ** and key_running + key_queued active, so one key's long jobs never hold
 ** every worker nor every queue place. A worker takes the oldest queued
-** job whose key is under its running share, so another key's job does
-** not wait behind a queue the first key filled. The counts are read from
-** the active list (at most workers + queue jobs) when needed.
+** job of the key under its running share that runs the fewest
+** (ux_share_pick), so another key's job does not wait behind a queue the
+** first key filled, nor behind its burst while it runs more. The
+** counts are read from the active list (at most workers + queue jobs)
+** when needed.
+**
+** The run queue: starting a sandbox (bwrap, namespaces, mounts, arming a
+** pooled one) is CPU work, and more of it at once than the host has
+** cores makes every start slower, not more of them done. So at most
+** start_slots jobs are starting at once (jobs.h); a job the slots have no
+** room for stays queued, in its place, until one frees, and is then
+** chosen by the same fair rule. A job only starts; once its program runs
+** it holds a worker, not a start slot (a job that sleeps takes no CPU). A
+** session's or service's command starts no sandbox and takes no slot.
 */
 #include "server/exec/jobs.h"
 
@@ -24,6 +35,7 @@
 #include "server/ids.h"
 #include "server/http/reply.h"
 #include "server/mem.h"
+#include "server/share.h"
 #include "server/exec/expiry.h"
 #include "server/exec/inside.h"
 #include "server/exec/job_docs.h"
@@ -42,6 +54,7 @@ struct ux_job {
   char owner[96];
   jstate state;
   long created_at;
+  long queued_ms;         /* when it was queued (monotonic): its wait, for /metrics */
   ux_exec_spec *spec;
   unsigned long long run_id; /* set while the runner owns the sandbox */
   int cancel;             /* DELETE /jobs/{id} asked for it */
@@ -63,6 +76,7 @@ struct ux_jobs {
   int queued, running, workers, queue_limit, stopping;
   long retention_s;       /* finished jobs are unknown this long after (0: kept) */
   int key_running, key_queued;       /* one key's share (jobs.h) */
+  int starting, start_slots;         /* the run queue: sandboxes starting at once */
   pthread_t *threads;
 };
 
@@ -202,6 +216,15 @@ static int inside_stop(void *ctx) {
 
 static void settle(ux_jobs *js, ux_job *j, ux_run_result *res);
 
+/* A job's sandbox has started (or will not): its start slot is free, and
+** a queued job the slots held back may be taken. */
+static void start_done(ux_jobs *js) {
+  pthread_mutex_lock(&js->mu);
+  js->starting--;
+  pthread_cond_broadcast(&js->work);
+  pthread_mutex_unlock(&js->mu);
+}
+
 static void run_one(ux_jobs *js, ux_job *j) {
   char err[256] = "";
   ux_run_result res;
@@ -219,10 +242,12 @@ static void run_one(ux_jobs *js, ux_job *j) {
   /* the volume is taken into use only now (exec_spec.h): a session
   ** deleted while this job waited makes it end here */
   if (ux_exec_spec_open_volume(j->spec, err, sizeof err) != 0) {
+    start_done(js);
     finish(js, j, J_CANCELLED, "its session or service was deleted", &res);
     return;
   }
   ux_run *run = ux_run_start(&j->spec->run, err, sizeof err);
+  start_done(js);
   if (!run) {
     finish(js, j, J_FAILED, err[0] ? err : "sandbox failed to start", &res);
     return;
@@ -281,22 +306,34 @@ static void owner_counts_locked(ux_jobs *js, const char *owner, int *running, in
   }
 }
 
-/* The oldest queued job whose owner runs fewer than its share, taken off
-** the queue; NULL when none may run now. A worker that finishes a job
-** looks again at once, so a job that becomes eligible when another of
-** its key ends is taken by that worker. Locked. */
+/* The queued job to run next (ux_share_pick: of the keys under their
+** running share, the oldest job of the key running the fewest; a job
+** that needs a start slot only while one is free), taken off the queue
+** and its start slot taken; NULL when none may run now. A worker that
+** finishes a job, and one whose job has started, look again at once, so a
+** job that becomes eligible then is taken. Locked. */
 static ux_job *next_job_locked(ux_jobs *js) {
-  ux_job *prev = NULL;
-  for (ux_job *j = js->qhead; j; prev = j, j = j->qnext) {
+  if (!js->qhead) return NULL;
+  unsigned small[64];
+  unsigned *held = js->queued <= 64 ? small : ux_xcalloc((size_t)js->queued, sizeof *held);
+  int may_start = js->starting < js->start_slots;
+  size_t n = 0;
+  for (ux_job *j = js->qhead; j; j = j->qnext) {
     int running, queued;
     owner_counts_locked(js, j->owner, &running, &queued);
-    if (running >= js->key_running) continue;
-    if (prev) prev->qnext = j->qnext; else js->qhead = j->qnext;
-    if (js->qtail == j) js->qtail = prev;
-    js->queued--;
-    return j;
+    held[n++] = may_start || j->spec->inside ? (unsigned)running : UX_SHARE_NOT_NOW;
   }
-  return NULL;
+  long pick = ux_share_pick(held, n, (unsigned)js->key_running);
+  if (held != small) free(held);
+  if (pick < 0) return NULL;
+  ux_job *prev = NULL, *j = js->qhead;
+  for (long i = 0; i < pick; i++) { prev = j; j = j->qnext; }
+  if (prev) prev->qnext = j->qnext; else js->qhead = j->qnext;
+  if (js->qtail == j) js->qtail = prev;
+  js->queued--;
+  if (!j->spec->inside) js->starting++;
+  ux_exec_metrics_wait(ux_now_ms() - j->queued_ms);
+  return j;
 }
 
 static void *worker(void *arg) {
@@ -317,13 +354,15 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-ux_jobs *ux_jobs_new(ux_store *st, int workers, int queue, int key_running, int key_queued) {
+ux_jobs *ux_jobs_new(ux_store *st, int workers, int queue, int key_running, int key_queued,
+                     int start_slots) {
   ux_jobs *js = ux_xcalloc(1, sizeof *js);
   js->st = st;
   js->workers = workers;
   js->queue_limit = queue;
   js->key_running = key_running > 0 ? key_running : 1;
   js->key_queued = key_queued > 0 ? key_queued : 0;
+  js->start_slots = start_slots > 0 ? start_slots : 1;
   if (pthread_mutex_init(&js->mu, NULL) != 0 || pthread_cond_init(&js->work, NULL) != 0 ||
       pthread_cond_init(&js->done, NULL) != 0) {
     free(js);                       /* glibc's init of default objects allocates nothing */
@@ -356,6 +395,7 @@ int ux_jobs_submit(ux_jobs *js, const char *owner, ux_exec_spec *spec, int defer
   snprintf(j->owner, sizeof j->owner, "%s", owner);
   j->created_at = ux_now();
   j->spec = spec;
+  j->queued_ms = ux_now_ms();
   int held = ux_random_id(j->id, sizeof j->id, "job_", 12) == 0 ? reserve(js, j) : UX_JOBS_ERROR;
   if (held != UX_JOBS_OK) {
     if (held == UX_JOBS_ERROR) ux_ledger_cancel(js->st, j->item);
@@ -567,9 +607,11 @@ void ux_jobs_free(ux_jobs *js) {
   free(js);
 }
 
-void ux_jobs_depth(ux_jobs *js, int *queued, int *running) {
+void ux_jobs_depth(ux_jobs *js, int *queued, int *running, int *starting, int *start_slots) {
   pthread_mutex_lock(&js->mu);
   *queued = js->queued;
   *running = js->running;
+  *starting = js->starting;
+  *start_slots = js->start_slots;
   pthread_mutex_unlock(&js->mu);
 }

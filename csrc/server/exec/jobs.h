@@ -21,8 +21,10 @@ enum { UX_JOBS_OK = 0, UX_JOBS_FULL = 1, UX_JOBS_STOPPING = 2, UX_JOBS_ERROR = 3
 /* workers threads and queue places, shared by every key; one key (the
 ** job's owner) may have at most key_running jobs running and
 ** key_running + key_queued active (running or queued): fair shares, see
-** docs/internals.md. */
-ux_jobs *ux_jobs_new(ux_store *st, int workers, int queue, int key_running, int key_queued);
+** docs/internals.md. The run queue: at most start_slots jobs are starting
+** their sandbox at once; the others wait queued, in their place (jobs.c). */
+ux_jobs *ux_jobs_new(ux_store *st, int workers, int queue, int key_running, int key_queued,
+                     int start_slots);
 
 /* Queues spec (ownership passes to the pool on success). On success *out
 ** holds a reference the caller must release; on UX_JOBS_FULL *active and
@@ -71,8 +73,9 @@ void ux_jobs_expire_due(ux_jobs *js, const char *id);
 ** first, as malloc'd JSON text. */
 char *ux_jobs_list(ux_jobs *js, const char *owner, size_t *len);
 
-/* How many jobs wait for a worker and how many run now (for /metrics). */
-void ux_jobs_depth(ux_jobs *js, int *queued, int *running);
+/* How many jobs wait for a worker, how many run now, how many of those
+** are starting their sandbox and the most that may (for /metrics). */
+void ux_jobs_depth(ux_jobs *js, int *queued, int *running, int *starting, int *start_slots);
 
 /* 0 cancelled, 1 already terminal, -1 unknown. */
 int ux_jobs_cancel(ux_jobs *js, const char *id, const char *owner);

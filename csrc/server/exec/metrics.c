@@ -33,6 +33,8 @@ static struct {
   size_t n_langs;
   unsigned long long bucket[N_BUCKETS + 1], n;   /* non-cumulative; last = +Inf */
   double sum_s;
+  unsigned long long wait_bucket[N_BUCKETS + 1], wait_n;   /* the queue's waits, as runs' */
+  double wait_sum_s;
 } M = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 void ux_exec_metrics_request(const char *route, int status) {
@@ -67,6 +69,17 @@ void ux_exec_metrics_run(const char *language, const char *status, long elapsed_
   pthread_mutex_unlock(&M.lock);
 }
 
+void ux_exec_metrics_wait(long waited_ms) {
+  double s = waited_ms > 0 ? waited_ms / 1000.0 : 0;
+  size_t b = 0;
+  while (b < N_BUCKETS && s > BUCKETS[b]) b++;
+  pthread_mutex_lock(&M.lock);
+  M.wait_bucket[b]++;
+  M.wait_n++;
+  M.wait_sum_s += s;
+  pthread_mutex_unlock(&M.lock);
+}
+
 /* A growing text buffer (allocations follow server/mem.h). */
 typedef struct { char *p; size_t len, cap; } text;
 
@@ -84,6 +97,18 @@ static void put(text *t, const char *fmt, ...) {
   }
 }
 
+/* A histogram of seconds over BUCKETS (bucket: non-cumulative counts). */
+static void put_histogram(text *t, const char *name, const char *help,
+                          const unsigned long long *bucket, unsigned long long n, double sum) {
+  put(t, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+  unsigned long long cum = 0;
+  for (size_t b = 0; b < N_BUCKETS; b++) {
+    cum += bucket[b];
+    put(t, "%s_bucket{le=\"%g\"} %llu\n", name, BUCKETS[b], cum);
+  }
+  put(t, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.3f\n%s_count %llu\n", name, n, name, sum, name, n);
+}
+
 static void put_runs(text *t) {
   put(t, "# HELP unsandboxd_runs_total Execute jobs finished, by language and outcome.\n"
          "# TYPE unsandboxd_runs_total counter\n");
@@ -92,21 +117,15 @@ static void put_runs(text *t) {
       if (M.runs[i][o])
         put(t, "unsandboxd_runs_total{language=\"%s\",outcome=\"%s\"} %llu\n", M.lang[i],
             OUTCOMES[o], M.runs[i][o]);
-  put(t, "# HELP unsandboxd_run_duration_seconds Run time of finished execute jobs.\n"
-         "# TYPE unsandboxd_run_duration_seconds histogram\n");
-  unsigned long long cum = 0;
-  for (size_t b = 0; b < N_BUCKETS; b++) {
-    cum += M.bucket[b];
-    put(t, "unsandboxd_run_duration_seconds_bucket{le=\"%g\"} %llu\n", BUCKETS[b], cum);
-  }
-  put(t, "unsandboxd_run_duration_seconds_bucket{le=\"+Inf\"} %llu\n", M.n);
-  put(t, "unsandboxd_run_duration_seconds_sum %.3f\nunsandboxd_run_duration_seconds_count %llu\n",
-      M.sum_s, M.n);
+  put_histogram(t, "unsandboxd_run_duration_seconds", "Run time of finished execute jobs.",
+                M.bucket, M.n, M.sum_s);
+  put_histogram(t, "unsandboxd_job_wait_seconds", "Time jobs waited queued for a worker and "
+                "a start slot (--starts).", M.wait_bucket, M.wait_n, M.wait_sum_s);
 }
 
 static void put_gauges(text *t, ux_jobs *jobs) {
-  int queued = 0, running = 0;
-  ux_jobs_depth(jobs, &queued, &running);
+  int queued = 0, running = 0, starting = 0, slots = 0;
+  ux_jobs_depth(jobs, &queued, &running, &starting, &slots);
   put(t, "# HELP unsandboxd_jobs_queued Jobs waiting for a worker.\n"
          "# TYPE unsandboxd_jobs_queued gauge\nunsandboxd_jobs_queued %d\n"
          "# HELP unsandboxd_jobs_running Jobs a worker is running.\n"
@@ -115,6 +134,10 @@ static void put_gauges(text *t, ux_jobs *jobs) {
          "service commands, Control Plane runtimes).\n"
          "# TYPE unsandboxd_sandboxes_live gauge\nunsandboxd_sandboxes_live %d\n",
       queued, running, ux_runner_live());
+  put(t, "# HELP unsandboxd_jobs_starting Jobs starting their sandbox now.\n"
+         "# TYPE unsandboxd_jobs_starting gauge\nunsandboxd_jobs_starting %d\n"
+         "# HELP unsandboxd_start_slots The most jobs that may start their sandbox at once (--starts).\n"
+         "# TYPE unsandboxd_start_slots gauge\nunsandboxd_start_slots %d\n", starting, slots);
   ux_pool_stats st;
   ux_runner_pool_stats(&st);
   put(t, "# HELP unsandboxd_pool_ready Sandboxes started ahead and waiting, by shape.\n"

@@ -19,4 +19,8 @@ void ux_exec_metrics_request(const char *route, int status);
 ** ("completed", "failed", "timeout", "cancelled") and run time. */
 void ux_exec_metrics_run(const char *language, const char *status, long elapsed_ms);
 
+/* Records how long a job waited queued before a worker (and, for a job
+** that starts a sandbox, a start slot) took it. */
+void ux_exec_metrics_wait(long waited_ms);
+
 #endif
