@@ -19,7 +19,9 @@ LIBS="-lcurl -lcrypto -ljansson -lsqlite3 -larchive -lmicrohttpd -lpthread -lm"
 build() {
   mkdir -p "$OUT/obj" "$OUT/bin"
   local srcs
-  srcs=$(ls csrc/core/*.c csrc/core/*/*.c csrc/server/*.c csrc/server/*/*.c csrc/agent/*.c | grep -v -e '^csrc/server/main\.c$' -e '^csrc/agent/main\.c$')
+  # every folder's sources, however deep the layout by concern goes
+  srcs=$(find csrc/core csrc/server csrc/agent -name '*.c' | sort |
+    grep -v -e '^csrc/server/main\.c$' -e '^csrc/agent/main\.c$')
   # objects of the whole C code (not main), in parallel; -fsanitize=fuzzer-no-link
   # instruments them for coverage feedback without libFuzzer's main
   printf '%s\n' $srcs | xargs -P "$(nproc)" -I{} sh -c \
