@@ -254,9 +254,8 @@ describe("Control Plane file routes #integration", function()
     assert.are.equal(200, st, json.encode(doc))
     assert.same({ path = "lim/w.bin", bytes = 1000000, sha256 = core.sha256(max), workspace_id = ws.workspace_id },
                 doc)
-    local raw
-    st, doc, _, raw = get("read-binary", "path=lim/w.bin")
-    assert.are.equal(200, st)
+    local rst, _, _, raw = get("read-binary", "path=lim/w.bin")
+    assert.are.equal(200, rst)
     -- the reply's text, key order included, is what the route always wrote
     assert.are.equal('{"path":"lim/w.bin","bytes":1000000,"sha256":"' .. core.sha256(max) ..
       '","content_base64":"' .. core.base64_encode(max) .. '","workspace_id":"' .. ws.workspace_id .. '"}', raw)

@@ -119,8 +119,8 @@ json_t *ux_files_tool_request(const char *tool, const json_t *args, char *err, s
 ** Calls and answers
 ** ------------------------------------------------------------------- */
 
-int ux_files_call(ux_rt *rt, const json_t *req, json_t **result, char *err, size_t errlen) {
-  return ux_rt_call(rt, req, 0, UX_FILES_TIMEOUT_MS, NULL, NULL, result, err, errlen);
+int ux_files_call(ux_rt *rt, const json_t *req, int data_fd, json_t **result, char *err, size_t errlen) {
+  return ux_rt_call(rt, req, data_fd, UX_FILES_TIMEOUT_MS, NULL, NULL, result, err, errlen);
 }
 
 int ux_files_http_error(int rtc, const char *err, json_t **body) {
@@ -173,7 +173,7 @@ int ux_cp_files(ux_cp_call *c) {
     json_decref(req);
     return done;
   }
-  int rc = req ? ux_files_call(rt, req, &res, err, sizeof err) : -1;
+  int rc = req ? ux_files_call(rt, req, -1, &res, err, sizeof err) : -1;
   ux_rt_put(rt);
   json_decref(req);
   if (rc < 0) return ux_cp_fail(c, 400, "%s", err);

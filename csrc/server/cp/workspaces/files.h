@@ -42,9 +42,10 @@ json_t *ux_files_request(const char *route, const char *(*query)(void *ctx, cons
 ** types); NULL with err for a non-object or an "op" key. */
 json_t *ux_files_tool_request(const char *tool, const json_t *args, char *err, size_t errlen);
 
-/* Calls the runtime with req (UX_FILES_TIMEOUT_MS): a UX_RTC_* code and,
-** on success, the agent's result in *result. */
-int ux_files_call(ux_rt *rt, const json_t *req, json_t **result, char *err, size_t errlen);
+/* Calls the runtime with req (UX_FILES_TIMEOUT_MS), and data_fd beside
+** it when > 0: a UX_RTC_* code and, on success, the agent's result in
+** *result. */
+int ux_files_call(ux_rt *rt, const json_t *req, int data_fd, json_t **result, char *err, size_t errlen);
 
 /* The REST answer to a failed call: the HTTP status, and {"error": text}
 ** in *body. INVALID 400 with the agent's message, BUSY 503, INTERNAL 500,

@@ -113,7 +113,7 @@ int ux_files_binary_call(ux_cp_call *c, ux_rt *rt, const char *route, json_t *re
   int fd = reading ? body_fd(NULL, 0, err, errlen) : write_body_fd(req, err, errlen);
   if (fd < -1 || (reading && fd < 0)) return ux_cp_fail(c, 500, "%s", err);
   json_t *res = NULL;
-  int rc = ux_rt_call(rt, req, fd, UX_FILES_TIMEOUT_MS, NULL, NULL, &res, err, errlen);
+  int rc = ux_files_call(rt, req, fd, &res, err, errlen);
   if (rc != UX_RTC_OK || !reading) {
     if (fd >= 0) close(fd);
     return ux_files_answer(c, rc, res, err);
