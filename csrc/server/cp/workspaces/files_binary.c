@@ -64,7 +64,8 @@ static int write_body_fd(json_t *req, char *err, size_t errlen) {
 }
 
 /* read-binary's reply from the agent's result ({path, bytes, sha256}) and
-** the bytes it wrote to fd: the text jansson would write for the result
+** the bytes it wrote to fd (encoded as they are read, never held twice):
+** the text jansson would write for the result
 ** with content_base64 and workspace_id added. 0, or -1 with err when the
 ** answer does not hold together. */
 static int read_reply(const json_t *res, int fd, const char *ws, ux_jw *w, char *err, size_t errlen) {
@@ -78,20 +79,6 @@ static int read_reply(const json_t *res, int fd, const char *ws, ux_jw *w, char 
     return -1;
   }
   size_t len = (size_t)st.st_size;
-  unsigned char *data = malloc(len ? len : 1);
-  if (!data) { snprintf(err, errlen, "out of memory"); return -1; }
-  size_t got = 0;
-  while (got < len) {
-    ssize_t n = pread(fd, data + got, len - got, (off_t)got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += (size_t)n;
-  }
-  if (got != len) {
-    free(data);
-    snprintf(err, errlen, "the runtime's agent gave a malformed read-binary answer");
-    return -1;
-  }
   ux_jw_open(w, '{');
   ux_jw_key(w, "path");
   ux_jw_str(w, json_string_value(path), json_string_length(path));
@@ -100,11 +87,13 @@ static int read_reply(const json_t *res, int fd, const char *ws, ux_jw *w, char 
   ux_jw_key(w, "sha256");
   ux_jw_str(w, sha, 64);
   ux_jw_key(w, "content_base64");
-  ux_jw_base64(w, data, len);
+  if (ux_jw_base64_fd(w, fd, len) != 0) {
+    snprintf(err, errlen, "the runtime's agent gave a malformed read-binary answer");
+    return -1;
+  }
   ux_jw_key(w, "workspace_id");
   ux_jw_cstr(w, ws);
   ux_jw_close(w);
-  free(data);
   return 0;
 }
 
