@@ -9,12 +9,10 @@
 */
 #include "server/jsonw.h"
 
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/base64.h"
 #include "core/utf8.h"
@@ -239,27 +237,4 @@ void ux_jw_base64(ux_jw *w, const unsigned char *s, size_t n) {
     put(w, out, unsb_base64_encode_into(s + at, k, out));
   }
   put(w, "\"", 1);
-}
-
-int ux_jw_base64_fd(ux_jw *w, int fd, unsigned long long n) {
-  enum { IN = 3 * 4096 };
-  unsigned char in[IN];
-  char out[UNSB_BASE64_LEN(IN) + 1];
-  before_value(w);
-  if (!w->sink) grow(w, UNSB_BASE64_LEN(n) + 2);   /* once: each piece is encoded in place */
-  put(w, "\"", 1);
-  for (unsigned long long at = 0; at < n;) {
-    size_t want = n - at < IN ? (size_t)(n - at) : IN, got = 0;
-    while (got < want) {
-      ssize_t r = pread(fd, in + got, want - got, (off_t)(at + got));
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return -1;
-      got += (size_t)r;
-    }
-    if (!w->sink) w->len += unsb_base64_encode_into(in, got, w->p + w->len);
-    else put(w, out, unsb_base64_encode_into(in, got, out));
-    at += got;
-  }
-  put(w, "\"", 1);
-  return 0;
 }

@@ -68,9 +68,5 @@ void ux_jw_json(ux_jw *w, const json_t *v);
 void ux_jw_raw_value(ux_jw *w, const char *text, size_t n);
 /* Bytes as base64 (a string value), encoded straight into the text. */
 void ux_jw_base64(ux_jw *w, const unsigned char *s, size_t n);
-/* The same for the first n bytes of a file (pread: its offset is left
-** alone), read and encoded a piece at a time: 0, or -1 when the file
-** holds fewer bytes or cannot be read (the text is then incomplete). */
-int ux_jw_base64_fd(ux_jw *w, int fd, unsigned long long n);
 
 #endif

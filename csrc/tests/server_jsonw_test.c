@@ -151,25 +151,6 @@ static void test_structure(void) {
      "base64 through a sink, in pieces, is the same text");
   ux_jw_free(&w);
   free(c.p);
-  /* from a file, in pieces of 12 KiB: the same text, and a short file fails */
-  FILE *f = tmpfile();
-  if (!f || fwrite(bytes, 1, big, f) != big || fflush(f) != 0) return;
-  ux_jw_init(&w);
-  ok(ux_jw_base64_fd(&w, fileno(f), big) == 0, "base64 of a file's bytes");
-  text = ux_jw_take(&w, &len);
-  ok(len == strlen(want) + 2 && text[0] == '"' && text[len - 1] == '"' && memcmp(text + 1, want, len - 2) == 0,
-     "is the encoding of the whole");
-  free(text);
-  c = (collected){ NULL, 0, 0 };
-  ux_jw_init_sink(&w, 1000, collect, &c);
-  ok(ux_jw_base64_fd(&w, fileno(f), big) == 0 && ux_jw_flush(&w) == 0 && c.len == strlen(want) + 2 &&
-     memcmp(c.p + 1, want, c.len - 2) == 0, "and the same through a sink");
-  ux_jw_free(&w);
-  free(c.p);
-  ux_jw_init(&w);
-  ok(ux_jw_base64_fd(&w, fileno(f), big + 1) == -1, "a file shorter than asked fails");
-  ux_jw_free(&w);
-  fclose(f);
   free(want);
   free(bytes);
 }
