@@ -168,7 +168,10 @@ static int read_reply(ux_cp_call *c, const json_t *res, int fd, char *err, size_
   r->fd = fd;
   r->bytes = (unsigned long long)st.st_size;
   r->b64 = UNSB_BASE64_LEN(r->bytes);
-  return ux_reply_source(c->r, 200, UX_CP_JSON, r->head_len + r->b64 + r->tail_len, src_read, src_free, r);
+  if (ux_reply_source(c->r, 200, UX_CP_JSON, r->head_len + r->b64 + r->tail_len, src_read, src_free, r) == 0)
+    return 0;
+  snprintf(err, errlen, "cannot stream the read-binary reply");   /* src_free has run */
+  return -1;
 }
 
 int ux_files_binary_call(ux_cp_call *c, ux_rt *rt, const char *route, json_t *req, char *err, size_t errlen) {
