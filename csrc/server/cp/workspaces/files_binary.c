@@ -8,8 +8,9 @@
 **
 ** The agent is untrusted: it holds the memfd too and may resize or
 ** rewrite it at any time. So the server never maps it (a shrink would be
-** a SIGBUS here); it reads at most the route's limit, and only when the
-** file's size is the byte count the agent reported.
+** a SIGBUS here); it answers only when the file's size is the byte count
+** the agent reported and within the route's limit, and then streams the
+** reply from it (b64_body.h), cut should the agent shrink it meanwhile.
 */
 #include "server/cp/workspaces/files.h"
 
@@ -21,9 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/base64.h"
 #include "server/jsonw.h"
-#include "server/mem.h"
+#include "server/cp/workspaces/b64_body.h"
 
 /* A memfd holding len bytes of data (data NULL: empty), at offset 0; -1
 ** with err. */
@@ -65,74 +65,6 @@ static int write_body_fd(json_t *req, char *err, size_t errlen) {
   return fd;
 }
 
-/* read-binary's reply, pulled by the transport as the client takes it:
-** head (the result's path, bytes and sha256, then "content_base64":"),
-** the memfd's bytes encoded a piece at a time, tail (the closing quote and
-** workspace_id). The text is what jansson would write for the result with
-** both keys added; no buffer of the whole reply is ever made. */
-typedef struct {
-  int fd;
-  unsigned long long bytes, b64;   /* the file's bytes; their base64 length */
-  char *head, *tail;
-  size_t head_len, tail_len;
-} reply_src;
-
-static void src_free(void *ctx) {
-  reply_src *r = ctx;
-  close(r->fd);
-  free(r->head);
-  free(r->tail);
-  free(r);
-}
-
-/* Base64 text at offset o (0 .. b64) into buf, at most max: > 0, or -1
-** when the memfd no longer holds the bytes (the agent changed it). */
-static ssize_t src_b64(reply_src *r, unsigned long long o, char *buf, size_t max) {
-  enum { QUADS = 4096 };
-  unsigned char in[3 * QUADS];
-  char out[4 * QUADS + 1];
-  unsigned long long q = o / 4, at = q * 3;
-  size_t skip = (size_t)(o % 4), quads = (max + skip + 3) / 4, want, got = 0;
-  if (quads > QUADS) quads = QUADS;
-  want = r->bytes - at < 3 * quads ? (size_t)(r->bytes - at) : 3 * quads;
-  while (got < want) {
-    ssize_t n = pread(r->fd, in + got, want - got, (off_t)(at + got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return -1;
-    got += (size_t)n;
-  }
-  size_t len = unsb_base64_encode_into(in, got, out) - skip;
-  if (len > max) len = max;
-  memcpy(buf, out + skip, len);
-  return (ssize_t)len;
-}
-
-static ssize_t src_read(void *ctx, unsigned long long pos, char *buf, size_t max) {
-  reply_src *r = ctx;
-  size_t n = 0;
-  while (n < max) {
-    unsigned long long p = pos + n;
-    size_t k;
-    if (p < r->head_len) {
-      k = r->head_len - (size_t)p < max - n ? r->head_len - (size_t)p : max - n;
-      memcpy(buf + n, r->head + p, k);
-    } else if (p < r->head_len + r->b64) {
-      ssize_t got = src_b64(r, p - r->head_len, buf + n, max - n);
-      if (got < 0) return -1;
-      k = (size_t)got;
-      if (r->head_len + r->b64 - p < k) k = (size_t)(r->head_len + r->b64 - p);
-    } else if (p < r->head_len + r->b64 + r->tail_len) {
-      size_t t = (size_t)(p - r->head_len - r->b64);
-      k = r->tail_len - t < max - n ? r->tail_len - t : max - n;
-      memcpy(buf + n, r->tail + t, k);
-    } else {
-      break;
-    }
-    n += k;
-  }
-  return n > 0 ? (ssize_t)n : -1;
-}
-
 /* The reply of a read-binary call whose answer is res and whose bytes are
 ** in fd (taken): 0, or -1 with err when the answer does not hold together
 ** (its size must be the bytes the agent reported, at most the limit). */
@@ -147,7 +79,6 @@ static int read_reply(ux_cp_call *c, const json_t *res, int fd, char *err, size_
     close(fd);
     return -1;
   }
-  reply_src *r = ux_xcalloc(1, sizeof *r);
   ux_jw w;
   ux_jw_init(&w);
   ux_jw_open(&w, '{');
@@ -159,18 +90,17 @@ static int read_reply(ux_cp_call *c, const json_t *res, int fd, char *err, size_
   ux_jw_str(&w, sha, 64);
   ux_jw_key(&w, "content_base64");
   ux_jw_raw_value(&w, "\"", 1);            /* the string opens here; its bytes stream */
-  r->head = ux_jw_take(&w, &r->head_len);
+  size_t head_len, tail_len;
+  char *head = ux_jw_take(&w, &head_len);
   ux_jw_init(&w);
   ux_jw_raw_value(&w, "\",\"workspace_id\":", 17);
   ux_jw_cstr(&w, c->param[0]);
   ux_jw_raw_value(&w, "}", 1);
-  r->tail = ux_jw_take(&w, &r->tail_len);
-  r->fd = fd;
-  r->bytes = (unsigned long long)st.st_size;
-  r->b64 = UNSB_BASE64_LEN(r->bytes);
-  if (ux_reply_source(c->r, 200, UX_CP_JSON, r->head_len + r->b64 + r->tail_len, src_read, src_free, r) == 0)
+  char *tail = ux_jw_take(&w, &tail_len);
+  ux_b64_body *b = ux_b64_body_new(fd, (unsigned long long)st.st_size, head, head_len, tail, tail_len);
+  if (ux_reply_source(c->r, 200, UX_CP_JSON, ux_b64_body_length(b), ux_b64_body_read, ux_b64_body_free, b) == 0)
     return 0;
-  snprintf(err, errlen, "cannot stream the read-binary reply");   /* src_free has run */
+  snprintf(err, errlen, "cannot stream the read-binary reply");   /* the body's freer has run */
   return -1;
 }
 
