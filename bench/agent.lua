@@ -4,6 +4,9 @@
 --     an exec of the same command (the shell tool, one exchange);
 --   * a context cell's round trip (`x = x + 1` in python) against a fresh
 --     exec of `python3 -c` doing the same;
+--   * one write-binary of 1 000 000 bytes and one read-binary of 4 MiB
+--     (the file routes' limits; wall time and the server's CPU a call)
+--     against a raw libcurl PUT and GET of the same bytes (bench/tool.c);
 --   * a BENCH_AGENT_MIB (default 256) MiB upload and download between a
 --     local file and a workspace (the file routes in pieces) against raw
 --     libcurl PUTs and GETs of the same bytes through the object content
@@ -86,6 +89,31 @@ local function raw(srv, size)
   return up, down
 end
 
+-- The two binary file routes alone, a call each way at their limits.
+local function routes(srv, sb)
+  local mg, name = sb:manager(), sb:name()
+  local one = string.rep("0123456789abcdef", 62500)
+  assert(sb:upload(string.rep("0123456789abcdef", 4 * 65536), "bench/four.bin"))
+  local w, r, wcpu, rcpu, n = {}, {}, 0, 0, 0
+  for i = 1, 12 do
+    local c0, t0 = util.process_ticks(srv.pid), ms()
+    assert(mg:upload_file("bench/one.bin", one, name))
+    local c1, t1 = util.process_ticks(srv.pid), ms()
+    assert(#assert(mg:download_file("bench/four.bin", name)) == 4 * MIB)
+    local c2, t2 = util.process_ticks(srv.pid), ms()
+    if i > 2 then
+      w[#w + 1], r[#r + 1], n = t1 - t0, t2 - t1, n + 1
+      wcpu, rcpu = wcpu + (c1 - c0) * 10, rcpu + (c2 - c1) * 10
+    end
+  end
+  local up = select(1, raw(srv, #one))
+  local _, down = raw(srv, 4 * MIB)
+  print(string.format("  write-binary 1 MB       %8.1f ms (server CPU %.1f ms)   raw libcurl PUT %6.1f ms   (x%.1f)",
+    median(w), wcpu / n, up * 1000, median(w) / (up * 1000)))
+  print(string.format("  read-binary 4 MiB       %8.1f ms (server CPU %.1f ms)   raw libcurl GET %6.1f ms   (x%.1f)",
+    median(r), rcpu / n, down * 1000, median(r) / (down * 1000)))
+end
+
 local function transfers(srv, sb, dir)
   local size = SIZE_MIB * MIB
   local src = dir .. "/src.bin"
@@ -121,6 +149,7 @@ local ok, err = pcall(function()
   latency(sb, m)
   cells(sb, m)
   transfers(srv, sb, dir)
+  routes(srv, sb)
   sb:close()
 end)
 fs.rm_rf(dir)

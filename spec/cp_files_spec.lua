@@ -247,6 +247,60 @@ describe("Control Plane file routes #integration", function()
     assert.are.equal(400, st)
   end)
 
+  it("move binary content at both limits exactly, with the route's answers and messages", function()
+    local max = string.rep("\0\1\2\255\254", 200000)             -- 1 000 000 bytes
+    local st, doc = post("write-binary", { path = "lim/w.bin", content_base64 = core.base64_encode(max),
+                                           sha256 = core.sha256(max):upper() })
+    assert.are.equal(200, st, json.encode(doc))
+    assert.same({ path = "lim/w.bin", bytes = 1000000, sha256 = core.sha256(max), workspace_id = ws.workspace_id },
+                doc)
+    local rst, _, _, raw = get("read-binary", "path=lim/w.bin")
+    assert.are.equal(200, rst)
+    -- the reply's text, key order included, is what the route always wrote
+    assert.are.equal('{"path":"lim/w.bin","bytes":1000000,"sha256":"' .. core.sha256(max) ..
+      '","content_base64":"' .. core.base64_encode(max) .. '","workspace_id":"' .. ws.workspace_id .. '"}', raw)
+    st, doc = post("write-binary", { path = "lim/w.bin", content_base64 = core.base64_encode(max .. "x") })
+    assert.are.equal(400, st)
+    assert.matches("1000001 bytes, more than 1000000", doc.error)
+    st, doc = post("write-binary", { path = "lim/w.bin", content_base64 = string.rep("A", 1333340) })
+    assert.are.equal(400, st)
+    assert.matches("the content is more than 1000000 bytes", doc.error)
+    st, doc = post("write-binary", { path = "lim/w.bin", content_base64 = core.base64_encode("x"),
+                                     sha256 = string.rep("0", 64) })
+    assert.are.equal(400, st)
+    assert.matches("does not match the content %(its sha256 is " .. core.sha256("x") .. "%)", doc.error)
+    -- a NUL never gets as far as the agent; content that is not a string
+    -- stays in the frame and is refused by name
+    local body = '{"path":"lim/w.bin","content_base64":"eA==\\u0000"}'
+    st = cp.request(srv, "POST", url("write-binary"), { token = ws.access_token, body = body })
+    assert.are.equal(400, st)
+    st, doc = post("write-binary", { path = "lim/w.bin", content_base64 = 7 })
+    assert.are.equal(400, st)
+    assert.matches("argument 'content_base64' must be a string", doc.error)
+    st, doc = post("write-binary", { path = "lim/w.bin" })
+    assert.are.equal(400, st)
+    assert.matches("missing argument 'content_base64'", doc.error)
+    -- checks keep their order: the path before the content
+    st, doc = post("write-binary", { path = "../w.bin", content_base64 = "!!!" })
+    assert.are.equal(400, st)
+    assert.is_nil(doc.error:find("base64", 1, true), doc.error)
+    st = get("read-binary", "path=lim/w.bin")
+    assert.are.equal(200, st)
+    local back = select(2, get("read-binary", "path=lim/w.bin"))
+    assert.are.equal(max, core.base64_decode(back.content_base64))   -- every refusal left it as it was
+    mcp.sh(srv, sb, "head -c 4194304 /dev/urandom > lim/four.bin && cp lim/four.bin lim/over.bin && " ..
+      "printf x >> lim/over.bin")
+    st, doc = get("read-binary", "path=lim/four.bin")
+    assert.are.equal(200, st)
+    local four = core.base64_decode(doc.content_base64)
+    assert.are.equal(4194304, #four)
+    assert.are.equal(4194304, doc.bytes)
+    assert.are.equal(core.sha256(four), doc.sha256)
+    st, doc = get("read-binary", "path=lim/over.bin")
+    assert.are.equal(400, st)
+    assert.matches("4194305 bytes, larger than the limit of 4194304 bytes", doc.error)
+  end)
+
   it("refuse every path escape on every route, and the host is untouched", function()
     mcp.sh(srv, sb,
       "ln -sfn /etc/passwd pw; ln -sfn / root; ln -sfn ../../.. up; ln -sfn .sandbox sbx; mkdir -p .sandbox")

@@ -30,11 +30,9 @@ typedef int (*ag_file_fn)(const ag_fs *fs, json_t *req, json_t **result, ag_err 
 
 int ag_op_file_list(const ag_fs *fs, json_t *req, json_t **result, ag_err *e);
 int ag_op_file_read(const ag_fs *fs, json_t *req, json_t **result, ag_err *e);
-int ag_op_file_read_binary(const ag_fs *fs, json_t *req, json_t **result, ag_err *e);
 int ag_op_file_glob(const ag_fs *fs, json_t *req, json_t **result, ag_err *e);
 int ag_op_file_grep(const ag_fs *fs, json_t *req, json_t **result, ag_err *e);
 int ag_op_file_write(const ag_fs *fs, json_t *req, json_t **result, ag_err *e);
-int ag_op_file_write_binary(const ag_fs *fs, json_t *req, json_t **result, ag_err *e);
 int ag_op_file_edit(const ag_fs *fs, json_t *req, json_t **result, ag_err *e);
 
 /* The ops with a data fd (object import/export): a whole file streamed
@@ -42,6 +40,15 @@ int ag_op_file_edit(const ag_fs *fs, json_t *req, json_t **result, ag_err *e);
 typedef int (*ag_file_fd_fn)(const ag_fs *fs, json_t *req, int datafd, json_t **result, ag_err *e);
 int ag_op_file_read_fd(const ag_fs *fs, json_t *req, int datafd, json_t **result, ag_err *e);
 int ag_op_file_write_fd(const ag_fs *fs, json_t *req, int datafd, json_t **result, ag_err *e);
+
+/* The binary ops, whose content may skip the JSON frame: with datafd -1
+** it is in the frame (content_base64) as the routes have it; with a data
+** fd, file_write_binary reads the content_base64 text from the fd (the
+** frame has no content_base64; every check runs as on the frame's), and
+** file_read_binary writes the file's bytes to the fd (the result has no
+** content_base64: the server encodes the bytes into its reply). */
+int ag_op_file_read_binary(const ag_fs *fs, json_t *req, int datafd, json_t **result, ag_err *e);
+int ag_op_file_write_binary(const ag_fs *fs, json_t *req, int datafd, json_t **result, ag_err *e);
 
 /* Reads a whole regular file (at most max bytes) reached by a normalised
 ** path; *real gets where it really is. Shared by read and edit. */

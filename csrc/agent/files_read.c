@@ -1,6 +1,6 @@
 /*
 ** file_read (a window of lines of a UTF-8 text file), file_read_binary
-** (a whole file as base64) and file_read_fd (a whole file streamed to a
+** (a whole file as base64, or its bytes to a data fd) and file_read_fd (a whole file streamed to a
 ** data fd, for object exports). Lines are counted as the text after each
 ** "\n"; a final "\n" does not start another line, so an empty file has no
 ** lines and "a\nb" and "a\nb\n" both have two. Characters are Unicode
@@ -133,27 +133,6 @@ int ag_op_file_read(const ag_fs *fs, json_t *req, json_t **result, ag_err *e) {
   return rc;
 }
 
-int ag_op_file_read_binary(const ag_fs *fs, json_t *req, json_t **result, ag_err *e) {
-  static const char *const keys[] = { "path", NULL };
-  char norm[AG_PATH_MAX], sha[65];
-  const char *path;
-  size_t plen, len, b64len;
-  char *data, *b64;
-  if (ag_args_only(req, keys, e) < 0 || ag_arg_str(req, "path", NULL, 1, &path, &plen, e) < 0 ||
-      ag_path_norm(path, plen, 0, norm, e) < 0 ||
-      ag_read_regular(fs, norm, path, AG_READ_BINARY_MAX, &data, &len, NULL, e) < 0)
-    return -1;
-  if (ag_sha256_hex(data, len, sha) < 0 || !(b64 = unsb_base64_encode((unsigned char *)data, len, &b64len))) {
-    free(data);
-    return ag_fail(e, AG_INTERNAL, "out of memory");
-  }
-  *result = json_pack("{s:s, s:I, s:s, s:s%}", "path", path, "bytes", (json_int_t)len,
-                      "sha256", sha, "content_base64", b64, b64len);
-  free(data);
-  free(b64);
-  return *result ? 0 : ag_fail(e, AG_INTERNAL, "out of memory");
-}
-
 /* Copies at most max bytes of fd to out with their sha256; more is an
 ** error (the file grew after its fstat). */
 static int stream_file(int fd, int out, unsigned long long max, const char *s,
@@ -177,7 +156,7 @@ static int stream_file(int fd, int out, unsigned long long max, const char *s,
       ag_fail(e, AG_INVALID, "path '%s': larger than the limit of %llu bytes", s, max);
       goto done;
     }
-    if (ag_write_all(out, buf, (size_t)n) < 0) { ag_sysfail(e, "file_read_fd: writing the data fd"); goto done; }
+    if (ag_write_all(out, buf, (size_t)n) < 0) { ag_sysfail(e, "writing the data fd"); goto done; }
     if (EVP_DigestUpdate(ctx, buf, (size_t)n) != 1) { ag_fail(e, AG_INTERNAL, "sha256 failed"); goto done; }
     *bytes += (unsigned long long)n;
   }
@@ -189,32 +168,69 @@ done:
   return rc;
 }
 
-int ag_op_file_read_fd(const ag_fs *fs, json_t *req, int datafd, json_t **result, ag_err *e) {
-  static const char *const keys[] = { "path", "max_bytes", NULL };
-  char norm[AG_PATH_MAX], sha[65], s[AG_SHOW_MAX];
-  const char *path;
-  size_t plen;
-  long long max;
-  unsigned long long bytes;
+/* The regular file at norm streamed to datafd (at most max bytes), with
+** the checks and messages of ag_read_regular. */
+static int read_to_fd(const ag_fs *fs, const char *norm, const char *path, unsigned long long max,
+                      int datafd, unsigned long long *bytes, char sha[65], ag_err *e) {
+  char s[AG_SHOW_MAX];
   struct stat st;
-  if (ag_args_only(req, keys, e) < 0 || ag_arg_str(req, "path", NULL, 1, &path, &plen, e) < 0 ||
-      ag_arg_int(req, "max_bytes", AG_FD_MAX, 0, AG_FD_MAX, &max, e) < 0 ||
-      ag_path_norm(path, plen, 0, norm, e) < 0)
-    return -1;
-  if (ag_fd_mode(datafd) != O_WRONLY && ag_fd_mode(datafd) != O_RDWR)
-    return ag_fail(e, AG_INVALID, "file_read_fd: the data fd is not writable");
   int fd = ag_path_open(fs, norm, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, NULL, e);
   if (fd < 0) return -1;
   ag_show(path, s, sizeof s);
   int rc = fstat(fd, &st) < 0 ? ag_sysfail(e, "path '%s': fstat", s)
          : S_ISDIR(st.st_mode) ? ag_fail(e, AG_INVALID, "path '%s': is a directory", s)
          : !S_ISREG(st.st_mode) ? ag_fail(e, AG_INVALID, "path '%s': is not a regular file", s)
-         : (unsigned long long)st.st_size > (unsigned long long)max
-           ? ag_fail(e, AG_INVALID, "path '%s': %lld bytes, larger than the limit of %lld bytes", s,
+         : (unsigned long long)st.st_size > max
+           ? ag_fail(e, AG_INVALID, "path '%s': %lld bytes, larger than the limit of %llu bytes", s,
                      (long long)st.st_size, max)
-         : stream_file(fd, datafd, (unsigned long long)max, s, &bytes, sha, e);
+         : stream_file(fd, datafd, max, s, bytes, sha, e);
   close(fd);
-  if (rc < 0) return -1;
+  return rc;
+}
+
+int ag_op_file_read_binary(const ag_fs *fs, json_t *req, int datafd, json_t **result, ag_err *e) {
+  static const char *const keys[] = { "path", NULL };
+  char norm[AG_PATH_MAX], sha[65];
+  const char *path;
+  size_t plen, len, b64len;
+  char *data, *b64;
+  if (ag_args_only(req, keys, e) < 0 || ag_arg_str(req, "path", NULL, 1, &path, &plen, e) < 0 ||
+      ag_path_norm(path, plen, 0, norm, e) < 0)
+    return -1;
+  if (datafd >= 0) {
+    unsigned long long bytes;
+    if (ag_fd_mode(datafd) != O_WRONLY && ag_fd_mode(datafd) != O_RDWR)
+      return ag_fail(e, AG_INVALID, "file_read_binary: the data fd is not writable");
+    if (read_to_fd(fs, norm, path, AG_READ_BINARY_MAX, datafd, &bytes, sha, e) < 0) return -1;
+    *result = json_pack("{s:s, s:I, s:s}", "path", path, "bytes", (json_int_t)bytes, "sha256", sha);
+    return *result ? 0 : ag_fail(e, AG_INTERNAL, "out of memory");
+  }
+  if (ag_read_regular(fs, norm, path, AG_READ_BINARY_MAX, &data, &len, NULL, e) < 0) return -1;
+  if (ag_sha256_hex(data, len, sha) < 0 || !(b64 = unsb_base64_encode((unsigned char *)data, len, &b64len))) {
+    free(data);
+    return ag_fail(e, AG_INTERNAL, "out of memory");
+  }
+  *result = json_pack("{s:s, s:I, s:s, s:s%}", "path", path, "bytes", (json_int_t)len,
+                      "sha256", sha, "content_base64", b64, b64len);
+  free(data);
+  free(b64);
+  return *result ? 0 : ag_fail(e, AG_INTERNAL, "out of memory");
+}
+
+int ag_op_file_read_fd(const ag_fs *fs, json_t *req, int datafd, json_t **result, ag_err *e) {
+  static const char *const keys[] = { "path", "max_bytes", NULL };
+  char norm[AG_PATH_MAX], sha[65];
+  const char *path;
+  size_t plen;
+  long long max;
+  unsigned long long bytes;
+  if (ag_args_only(req, keys, e) < 0 || ag_arg_str(req, "path", NULL, 1, &path, &plen, e) < 0 ||
+      ag_arg_int(req, "max_bytes", AG_FD_MAX, 0, AG_FD_MAX, &max, e) < 0 ||
+      ag_path_norm(path, plen, 0, norm, e) < 0)
+    return -1;
+  if (ag_fd_mode(datafd) != O_WRONLY && ag_fd_mode(datafd) != O_RDWR)
+    return ag_fail(e, AG_INVALID, "file_read_fd: the data fd is not writable");
+  if (read_to_fd(fs, norm, path, (unsigned long long)max, datafd, &bytes, sha, e) < 0) return -1;
   *result = json_pack("{s:s, s:I, s:s}", "path", path, "bytes", (json_int_t)bytes, "sha256", sha);
   return *result ? 0 : ag_fail(e, AG_INTERNAL, "out of memory");
 }

@@ -1,6 +1,7 @@
 /*
-** file_write, file_write_binary, file_edit and file_write_fd (the content
-** read from a data fd, for object imports). Every write is atomic: the
+** file_write, file_write_binary (its base64 in the frame or in a data fd),
+** file_edit and file_write_fd (the content read from a data fd, for
+** object imports). Every write is atomic: the
 ** bytes go to a temporary file created O_EXCL in the target's directory
 ** (through that directory's fd), which then replaces the target with
 ** renameat, so a reader sees the old or the new file, never a half. A
@@ -185,22 +186,51 @@ static int is_hex64(const char *s) {
   return 1;
 }
 
-int ag_op_file_write_binary(const ag_fs *fs, json_t *req, json_t **result, ag_err *e) {
+#define B64_MAX ((AG_WRITE_MAX / 3 + 1) * 4)   /* content_base64 of AG_WRITE_MAX bytes */
+
+/* file_write_binary's content_base64 from its data fd: at most B64_MAX
+** bytes (one more tells a longer text), into *out (caller frees). */
+static int b64_from_fd(int datafd, char **out, size_t *len, ag_err *e) {
+  if (ag_fd_mode(datafd) != O_RDONLY && ag_fd_mode(datafd) != O_RDWR)
+    return ag_fail(e, AG_INVALID, "file_write_binary: the data fd is not readable");
+  char *b = malloc(B64_MAX + 2);
+  if (!b) return ag_fail(e, AG_INTERNAL, "out of memory");
+  ssize_t n = ag_read_full(datafd, b, B64_MAX + 1);
+  if (n < 0) { free(b); return ag_sysfail(e, "file_write_binary: reading the data fd"); }
+  b[n] = '\0';
+  if (memchr(b, '\0', (size_t)n)) {
+    free(b);
+    return ag_fail(e, AG_INVALID, "argument 'content_base64' must not contain a NUL byte");
+  }
+  *out = b;
+  *len = (size_t)n;
+  return 0;
+}
+
+int ag_op_file_write_binary(const ag_fs *fs, json_t *req, int datafd, json_t **result, ag_err *e) {
   static const char *const keys[] = { "path", "content_base64", "sha256", NULL };
-  char norm[AG_PATH_MAX], sha[65];
-  const char *path, *b64, *want;
-  size_t plen, blen, len;
+  static const char *const fd_keys[] = { "path", "sha256", NULL };
+  char norm[AG_PATH_MAX], sha[65], *from_fd = NULL;
+  const char *path, *b64 = NULL, *want;
+  size_t plen, blen = 0, len;
   unsigned char *data;
-  if (ag_args_only(req, keys, e) < 0 || ag_arg_str(req, "path", NULL, 1, &path, &plen, e) < 0 ||
-      ag_arg_str(req, "content_base64", NULL, 0, &b64, &blen, e) < 0 ||
+  if (ag_args_only(req, datafd >= 0 ? fd_keys : keys, e) < 0 || ag_arg_str(req, "path", NULL, 1, &path, &plen, e) < 0 ||
+      (datafd < 0 && ag_arg_str(req, "content_base64", NULL, 0, &b64, &blen, e) < 0) ||
       ag_arg_str(req, "sha256", "", 0, &want, NULL, e) < 0 ||
       ag_path_norm(path, plen, 0, norm, e) < 0)
     return -1;
   if (*want && !is_hex64(want)) return ag_fail(e, AG_INVALID, "argument 'sha256' must be 64 hexadecimal digits");
-  if (blen > (AG_WRITE_MAX / 3 + 1) * 4)
+  if (datafd >= 0) {
+    if (b64_from_fd(datafd, &from_fd, &blen, e) < 0) return -1;
+    b64 = from_fd;
+  }
+  if (blen > B64_MAX) {
+    free(from_fd);
     return ag_fail(e, AG_INVALID, "argument 'content_base64': the content is more than %d bytes", AG_WRITE_MAX);
-  if (!(data = unsb_base64_decode(b64, blen, &len)))
-    return ag_fail(e, AG_INVALID, "argument 'content_base64' is not valid base64");
+  }
+  data = unsb_base64_decode(b64, blen, &len);
+  free(from_fd);
+  if (!data) return ag_fail(e, AG_INVALID, "argument 'content_base64' is not valid base64");
   if (len > AG_WRITE_MAX) {
     free(data);
     return ag_fail(e, AG_INVALID, "argument 'content_base64': %zu bytes, more than %d", len, AG_WRITE_MAX);

@@ -60,22 +60,25 @@ static struct {
   size_t nhandlers;
 } rt;
 
-enum { OP_FILE, OP_FILE_FD, OP_PING, OP_EXEC, OP_CHECKPOINT, OP_RESTORE, OP_TERMINAL };
+/* OP_FILE_OR_FD: a file op whose content travels either in its frame or,
+** when the server sends a data fd, through that fd (the routes' big
+** bodies, which would cost an encoding and a parse of megabytes each way) */
+enum { OP_FILE, OP_FILE_FD, OP_FILE_OR_FD, OP_PING, OP_EXEC, OP_CHECKPOINT, OP_RESTORE, OP_TERMINAL };
 
 static const struct {
   const char *name;
   int kind;
   ag_file_fn fn;
-  ag_file_fd_fn fd_fn;            /* OP_FILE_FD */
+  ag_file_fd_fn fd_fn;            /* OP_FILE_FD, OP_FILE_OR_FD */
 } ops[] = {
   { "ping", OP_PING, NULL, NULL },
   { "file_list", OP_FILE, ag_op_file_list, NULL },
   { "file_read", OP_FILE, ag_op_file_read, NULL },
-  { "file_read_binary", OP_FILE, ag_op_file_read_binary, NULL },
+  { "file_read_binary", OP_FILE_OR_FD, NULL, ag_op_file_read_binary },
   { "file_glob", OP_FILE, ag_op_file_glob, NULL },
   { "file_grep", OP_FILE, ag_op_file_grep, NULL },
   { "file_write", OP_FILE, ag_op_file_write, NULL },
-  { "file_write_binary", OP_FILE, ag_op_file_write_binary, NULL },
+  { "file_write_binary", OP_FILE_OR_FD, NULL, ag_op_file_write_binary },
   { "file_edit", OP_FILE, ag_op_file_edit, NULL },
   { "file_read_fd", OP_FILE_FD, NULL, ag_op_file_read_fd },
   { "file_write_fd", OP_FILE_FD, NULL, ag_op_file_write_fd },
@@ -115,7 +118,8 @@ static void handler(pending *p, json_t *req, size_t op) {
     if (rc == 0 && !result) rc = ag_fail(&e, AG_INTERNAL, "out of memory");
     break;
   case OP_FILE: rc = ops[op].fn(&rt.fs, req, &result, &e); break;
-  case OP_FILE_FD: rc = ops[op].fd_fn(&rt.fs, req, p->datafd, &result, &e); break;
+  case OP_FILE_FD:
+  case OP_FILE_OR_FD: rc = ops[op].fd_fn(&rt.fs, req, p->datafd, &result, &e); break;
   case OP_CHECKPOINT: rc = ag_op_checkpoint(&rt.fs, req, p->datafd, &result, &e); break;
   case OP_RESTORE: rc = ag_op_restore(&rt.fs, req, p->datafd, &result, &e); break;
   case OP_EXEC: ag_exec_serve(&rt.fs, req, &p->c); _exit(0);
@@ -174,7 +178,7 @@ static void dispatch(size_t i, json_t *req) {
   } else if ((op_i = op_index(op)) < 0) {
     char s[AG_SHOW_MAX];
     ag_fail(&e, AG_INVALID, "unknown op '%s'", ag_show(op, s, sizeof s));
-  } else if (takes_data_fd(ops[op_i].kind) != (p->datafd >= 0)) {
+  } else if (ops[op_i].kind != OP_FILE_OR_FD && takes_data_fd(ops[op_i].kind) != (p->datafd >= 0)) {
     ag_fail(&e, AG_INVALID, p->datafd >= 0 ? "op '%s' takes no data fd" : "op '%s' needs a data fd", op);
   } else if (rt.nhandlers >= MAX_HANDLERS) {
     ag_fail(&e, AG_BUSY, "too many requests in flight (%d)", MAX_HANDLERS);

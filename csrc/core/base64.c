@@ -37,10 +37,9 @@ static int b64_char(unsigned char c) {
 }
 
 unsigned char *unsb_base64_decode(const char *in, size_t len, size_t *out_len) {
-  size_t data = len, pad;
-  char *padded;
+  size_t data = len, full, rest;
   unsigned char *out;
-  int n;
+  int n = 0;
   if (len > (size_t)INT_MAX - 4) return NULL;
   /* up to two '=' at the very end; every other byte from the alphabet
   ** (EVP_DecodeBlock alone would skip whitespace and accept '=' inside) */
@@ -48,16 +47,22 @@ unsigned char *unsb_base64_decode(const char *in, size_t len, size_t *out_len) {
   for (size_t i = 0; i < data; i++)
     if (!b64_char((unsigned char)in[i])) return NULL;
   if (data % 4 == 1 || (len != data && len % 4 != 0)) return NULL;
-  pad = (4 - data % 4) % 4;            /* padding is optional on input */
-  if (!(padded = malloc(data + pad + 1))) return NULL;
-  memcpy(padded, in, data);
-  memset(padded + data, '=', pad);
-  out = malloc((data + pad) / 4 * 3 + 1);
-  n = out ? EVP_DecodeBlock(out, (unsigned char *)padded, (int)(data + pad)) : -1;
-  free(padded);
+  /* the whole quads straight from the input; the last partial one (its
+  ** padding optional on input) through a padded quad of its own */
+  full = data - data % 4;
+  rest = data % 4;
+  if (!(out = malloc(full / 4 * 3 + 4))) return NULL;
+  if (full > 0) n = EVP_DecodeBlock(out, (const unsigned char *)in, (int)full);
+  if (n >= 0 && rest > 0) {
+    unsigned char quad[4] = { '=', '=', '=', '=' }, three[4];
+    memcpy(quad, in + full, rest);
+    int k = EVP_DecodeBlock(three, quad, 4);
+    /* EVP_DecodeBlock counts the padding as zero bytes; keep the others */
+    if (k == 3) memcpy(out + n, three, rest - 1);
+    n = k == 3 ? n + (int)rest - 1 : -1;
+  }
   if (n < 0) { free(out); return NULL; }
-  /* EVP_DecodeBlock counts the padding as zero bytes; drop them */
-  if (out_len) *out_len = (size_t)n - pad;
+  if (out_len) *out_len = (size_t)n;
   return out;
 }
 

@@ -224,6 +224,13 @@ void ux_jw_base64(ux_jw *w, const unsigned char *s, size_t n) {
   enum { IN = 3 * 1024 };
   char out[UNSB_BASE64_LEN(IN) + 1];
   before_value(w);
+  if (!w->sink) {                 /* in memory: one allocation, encoded in place */
+    grow(w, UNSB_BASE64_LEN(n) + 2);
+    w->p[w->len++] = '"';
+    w->len += unsb_base64_encode_into(s, n, w->p + w->len);
+    w->p[w->len++] = '"';
+    return;
+  }
   put(w, "\"", 1);
   for (size_t at = 0; at < n; at += IN) {
     size_t k = n - at < IN ? n - at : IN;

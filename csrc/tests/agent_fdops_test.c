@@ -1,6 +1,8 @@
 /*
 ** unsandboxd-agent runtime: the data-fd ops of object import/export
-** (file_read_fd, file_write_fd) and checkpoint's `only` (an export's
+** (file_read_fd, file_write_fd), the binary file ops' content beside the
+** frame (file_write_binary's base64 text, file_read_binary's bytes) and
+** checkpoint's `only` (an export's
 ** archive of exactly `artifacts`). Content larger than the JSON ops allow
 ** goes through, hashes are right, limits and sha256 mismatches write
 ** nothing and leave no temporary file, the path rules hold (symlinks out,
@@ -163,6 +165,78 @@ static void test_read_fd(void) {
   rt_free(&r);
 }
 
+/* base64 of n bytes (malloc'd, NUL-terminated) */
+static char *b64(const void *d, size_t n) {
+  char *out = malloc(4 * ((n + 2) / 3) + 1);
+  EVP_EncodeBlock((unsigned char *)out, d, (int)n);
+  return out;
+}
+
+static void test_binary_fd(void) {
+  size_t max = 1000000, len;
+  char *b = pattern(max + 1), sha[65], req[512], *text = b64(b, max), *p, *got;
+  sha_hex(b, max, sha);
+  snprintf(req, sizeof req, "{\"op\":\"file_write_binary\",\"path\":\"data/bin/w.bin\",\"sha256\":\"%s\"}", sha);
+  rt_reply r = call_fd(req, data_fd("b64", text, strlen(text), O_RDONLY));
+  json_t *res = rt_result(&r);
+  ok(res && ri(res, "bytes") == (long long)max && !strcmp(rs(res, "sha256"), sha) && json_object_size(res) == 3,
+     "file_write_binary: 1 000 000 bytes whose base64 came in a data fd (%s)", rt_error(&r));
+  got = read_file((p = at(root, "data/bin/w.bin")), &len);
+  ok(got && len == max && !memcmp(got, b, max), "the file holds exactly the decoded bytes");
+  free(got); free(p); free(text); rt_free(&r);
+  /* every check of the frame's content holds for the fd's, same messages */
+  text = b64(b, max + 1);
+  expect_fail("{\"op\":\"file_write_binary\",\"path\":\"data/bin/w.bin\"}",
+              data_fd("b64", text, strlen(text), O_RDONLY), "1000001 bytes, more than 1000000");
+  free(text);
+  text = malloc(1333341);
+  memset(text, 'A', 1333340);
+  text[1333340] = '\0';
+  expect_fail("{\"op\":\"file_write_binary\",\"path\":\"data/bin/w.bin\"}",
+              data_fd("b64", text, strlen(text), O_RDONLY), "the content is more than 1000000 bytes");
+  free(text);
+  snprintf(req, sizeof req, "{\"op\":\"file_write_binary\",\"path\":\"data/bin/w.bin\",\"sha256\":\"%064d\"}", 0);
+  expect_fail(req, data_fd("b64", "eHl6", 4, O_RDONLY), "does not match the content");
+  expect_fail("{\"op\":\"file_write_binary\",\"path\":\"data/bin/w.bin\"}", data_fd("b64", "!!!", 3, O_RDONLY),
+              "not valid base64");
+  expect_fail("{\"op\":\"file_write_binary\",\"path\":\"data/bin/w.bin\"}", data_fd("b64", "eA==\0", 5, O_RDONLY),
+              "must not contain a NUL byte");
+  expect_fail("{\"op\":\"file_write_binary\",\"path\":\"data/bin/w.bin\",\"content_base64\":\"eA==\"}",
+              data_fd("b64", "eA==", 4, O_RDONLY), "unknown argument 'content_base64'");
+  expect_fail("{\"op\":\"file_write_binary\",\"path\":\"data/bin/w.bin\"}", data_fd("b64", NULL, 0, O_WRONLY),
+              "not readable");
+  expect_fail("{\"op\":\"file_write_binary\",\"path\":\"out/x\"}", data_fd("b64", "eA==", 4, O_RDONLY), "outside");
+  expect_fail("{\"op\":\"file_write_binary\",\"path\":\"../x\"}", data_fd("b64", "!!!", 3, O_RDONLY), "..");
+  got = read_file((p = at(root, "data/bin/w.bin")), &len);
+  ok(got && len == max && !memcmp(got, b, max) && dir_has_tmp("data/bin") == 0,
+     "refused writes leave the file as it was, and no temporary file");
+  free(got); free(p); free(b);
+  /* file_read_binary: the bytes to the fd, the result without base64 */
+  size_t four = 4u << 20;
+  b = pattern(four + 1);
+  sha_hex(b, four, sha);
+  put("data/four.bin", b, four);
+  put("data/over.bin", b, four + 1);
+  r = call_fd("{\"op\":\"file_read_binary\",\"path\":\"data/four.bin\"}", data_fd("dl", NULL, 0, O_WRONLY | O_TRUNC));
+  res = rt_result(&r);
+  got = read_file((p = at(work, "dl")), &len);
+  ok(res && ri(res, "bytes") == (long long)four && !strcmp(rs(res, "sha256"), sha) && json_object_size(res) == 3 &&
+     got && len == four && !memcmp(got, b, four), "file_read_binary: 4 MiB to a data fd with its sha256 (%s)", rt_error(&r));
+  free(got); free(p); free(b); rt_free(&r);
+  expect_fail("{\"op\":\"file_read_binary\",\"path\":\"data/over.bin\"}", data_fd("dl", NULL, 0, O_WRONLY),
+              "larger than the limit of 4194304 bytes");
+  expect_fail("{\"op\":\"file_read_binary\",\"path\":\"artifacts/passwd\"}", data_fd("dl", NULL, 0, O_WRONLY), "outside");
+  expect_fail("{\"op\":\"file_read_binary\",\"path\":\"artifacts/secret\"}", data_fd("dl", NULL, 0, O_WRONLY), ".sandbox");
+  expect_fail("{\"op\":\"file_read_binary\",\"path\":\"artifacts/fifo\"}", data_fd("dl", NULL, 0, O_WRONLY),
+              "not a regular file");
+  expect_fail("{\"op\":\"file_read_binary\",\"path\":\"data/four.bin\"}", data_fd("dl", NULL, 0, O_RDONLY),
+              "not writable");
+  r = rt_call(&A, "{\"op\":\"file_read_binary\",\"path\":\"data/four.bin\"}");
+  ok(rt_result(&r) && json_string_length(json_object_get(rt_result(&r), "content_base64")) == 4 * (four / 3 + 1),
+     "without a data fd the base64 is in the result as before");
+  rt_free(&r);
+}
+
 /* The member names of a gzip tar file, joined with ',' (static buffer). */
 static const char *members(const char *path) {
   static char out[4096];
@@ -220,6 +294,7 @@ int main(void) {
   test_write_fd();
   test_write_fd_rules();
   test_read_fd();
+  test_binary_fd();
   test_only();
   ok(rt_stop(&A) == 0, "the agent stops cleanly");
   rm_tree(root); rm_tree(work);

@@ -141,10 +141,17 @@ static void test_structure(void) {
   ux_jw_base64(&w, bytes, big);
   text = ux_jw_take(&w, &len);
   char *want = unsb_base64_encode(bytes, big, NULL);
-  ok(len == strlen(want) + 2 && memcmp(text + 1, want, len - 2) == 0,
-     "base64 in pieces is the encoding of the whole");
-  free(want);
+  ok(len == strlen(want) + 2 && text[0] == '"' && text[len - 1] == '"' && memcmp(text + 1, want, len - 2) == 0,
+     "base64 in memory (encoded in place) is the encoding of the whole");
   free(text);
+  collected c = { NULL, 0, 0 };
+  ux_jw_init_sink(&w, 1000, collect, &c);
+  ux_jw_base64(&w, bytes, big);
+  ok(ux_jw_flush(&w) == 0 && c.len == strlen(want) + 2 && c.pieces > 5 && memcmp(c.p + 1, want, c.len - 2) == 0,
+     "base64 through a sink, in pieces, is the same text");
+  ux_jw_free(&w);
+  free(c.p);
+  free(want);
   free(bytes);
 }
 

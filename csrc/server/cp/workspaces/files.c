@@ -119,8 +119,8 @@ json_t *ux_files_tool_request(const char *tool, const json_t *args, char *err, s
 ** Calls and answers
 ** ------------------------------------------------------------------- */
 
-int ux_files_call(ux_rt *rt, const json_t *req, json_t **result, char *err, size_t errlen) {
-  return ux_rt_call(rt, req, 0, UX_FILES_TIMEOUT_MS, NULL, NULL, result, err, errlen);
+int ux_files_call(ux_rt *rt, const json_t *req, int data_fd, json_t **result, char *err, size_t errlen) {
+  return ux_rt_call(rt, req, data_fd, UX_FILES_TIMEOUT_MS, NULL, NULL, result, err, errlen);
 }
 
 int ux_files_http_error(int rtc, const char *err, json_t **body) {
@@ -145,6 +145,19 @@ json_t *ux_files_no_runtime(const char *route, const char *ws_id) {
 
 static const char *req_query(void *ctx, const char *name) { return ux_req_query(ctx, name); }
 
+int ux_files_answer(ux_cp_call *c, int rc, json_t *res, const char *err) {
+  if (rc != UX_RTC_OK) {
+    json_t *e = NULL;
+    int status = ux_files_http_error(rc, err, &e);   /* sets e: not in the same call */
+    return ux_cp_ok(c, status, e);
+  }
+  if (json_object_set_new(res, "workspace_id", json_string(c->param[0])) != 0) {
+    json_decref(res);
+    return ux_cp_fail(c, 500, "out of memory");
+  }
+  return ux_cp_ok(c, 200, res);
+}
+
 int ux_cp_files(ux_cp_call *c) {
   const char *ws = c->param[0], *slash = strrchr(c->r->path, '/'), *route = slash ? slash + 1 : "";
   char sb[32], err[600];
@@ -154,18 +167,15 @@ int ux_cp_files(ux_cp_call *c) {
   json_t *req = NULL, *res = NULL;
   if (c->r->query_nul) snprintf(err, sizeof err, "query arguments must not contain NUL");
   else req = ux_files_request(route, req_query, c->r, c->body, err, sizeof err);
-  int rc = req ? ux_files_call(rt, req, &res, err, sizeof err) : -1;
+  if (req && (!strcmp(route, "read-binary") || !strcmp(route, "write-binary"))) {
+    int done = ux_files_binary_call(c, rt, route, req, err, sizeof err);
+    ux_rt_put(rt);
+    json_decref(req);
+    return done;
+  }
+  int rc = req ? ux_files_call(rt, req, -1, &res, err, sizeof err) : -1;
   ux_rt_put(rt);
   json_decref(req);
   if (rc < 0) return ux_cp_fail(c, 400, "%s", err);
-  if (rc != UX_RTC_OK) {
-    json_t *e = NULL;
-    int status = ux_files_http_error(rc, err, &e);   /* sets e: not in the same call */
-    return ux_cp_ok(c, status, e);
-  }
-  if (json_object_set_new(res, "workspace_id", json_string(ws)) != 0) {
-    json_decref(res);
-    return ux_cp_fail(c, 500, "out of memory");
-  }
-  return ux_cp_ok(c, 200, res);
+  return ux_files_answer(c, rc, res, err);
 }

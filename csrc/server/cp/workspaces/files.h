@@ -17,6 +17,7 @@
 #include "server/runtime/runtime.h"
 
 #define UX_FILES_TIMEOUT_MS 45000   /* the platform's upstream timeout */
+#define UX_FILES_BINARY_READ_MAX (4 << 20)   /* read-binary's bytes (the agent's limit) */
 
 /* The agent op of a REST route ("list", "read", "read-binary", "glob",
 ** "grep", "write", "write-binary", "edit") or of an MCP file tool
@@ -41,9 +42,10 @@ json_t *ux_files_request(const char *route, const char *(*query)(void *ctx, cons
 ** types); NULL with err for a non-object or an "op" key. */
 json_t *ux_files_tool_request(const char *tool, const json_t *args, char *err, size_t errlen);
 
-/* Calls the runtime with req (UX_FILES_TIMEOUT_MS): a UX_RTC_* code and,
-** on success, the agent's result in *result. */
-int ux_files_call(ux_rt *rt, const json_t *req, json_t **result, char *err, size_t errlen);
+/* Calls the runtime with req (UX_FILES_TIMEOUT_MS), and data_fd beside
+** it when > 0: a UX_RTC_* code and, on success, the agent's result in
+** *result. */
+int ux_files_call(ux_rt *rt, const json_t *req, int data_fd, json_t **result, char *err, size_t errlen);
 
 /* The REST answer to a failed call: the HTTP status, and {"error": text}
 ** in *body. INVALID 400 with the agent's message, BUSY 503, INTERNAL 500,
@@ -52,6 +54,17 @@ int ux_files_http_error(int rtc, const char *err, json_t **body);
 
 /* 409 {"error":"<route> requires a running Runtime for <ws>","hint":...}. */
 json_t *ux_files_no_runtime(const char *route, const char *ws_id);
+
+/* The reply to a call's outcome: the error (ux_files_http_error), or 200
+** with res (stolen) plus workspace_id. */
+int ux_files_answer(ux_cp_call *c, int rc, json_t *res, const char *err);
+
+/* read-binary and write-binary (files_binary.c): the call with the
+** content beside the frame, in a memfd (write-binary's content_base64
+** text; read-binary's bytes, encoded here into the reply), and the reply.
+** req is the route's agent request (not stolen; write-binary's loses its
+** content_base64). */
+int ux_files_binary_call(ux_cp_call *c, ux_rt *rt, const char *route, json_t *req, char *err, size_t errlen);
 
 /* The handler of the REST file routes `…/files/<route>` (the route is
 ** the path's last segment; the frame has authenticated the request and,
