@@ -255,13 +255,8 @@ describe("fair shares: object transfers of one tenant #integration", function()
 
   it("refuses bad share flags with exit 2", function()
     for _, args in ipairs { "--cp-tenant-transfers x", "--cp-tenant-transfers -1", "--cp-tenant-calls 0" } do
-      local data = server.tmpdir("unsbd-share")
-      local p = io.popen(server.sh_quote(server.bin) .. " --data " .. server.sh_quote(data) .. " " .. args
-        .. " 2>&1; echo rc=$?")
-      local out = p:read("*a")
-      p:close()
-      server.rm_rf(data)
-      assert.matches("rc=2", out, 1, true)
+      local out, rc = server.run(args)
+      assert.are.equal(2, rc, out)
       assert.matches(args:match("^(%S+)"), out, 1, true)
     end
   end)

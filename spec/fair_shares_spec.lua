@@ -198,13 +198,8 @@ describe("fair shares: the connection budget #integration", function()
 
     it("refuses a bad --max-connections with exit 2", function()
       for _, v in ipairs { "0", "15", "x" } do
-        local data = server.tmpdir("unsbd-conn")
-        local p = io.popen(server.sh_quote(server.bin) .. " --data " .. server.sh_quote(data)
-          .. " --max-connections " .. v .. " 2>&1; echo rc=$?")
-        local out = p:read("*a")
-        p:close()
-        server.rm_rf(data)
-        assert.matches("rc=2", out, 1, true)
+        local out, rc = server.run("--max-connections " .. v)
+        assert.are.equal(2, rc, out)
         assert.matches("--max-connections", out, 1, true)
       end
     end)
@@ -304,13 +299,8 @@ describe("fair shares: jobs of one key #integration", function()
 
   it("refuses bad share flags with exit 2", function()
     for _, args in ipairs { "--key-jobs 0", "--key-jobs x", "--key-queue -1" } do
-      local data = server.tmpdir("unsbd-share")
-      local p = io.popen(server.sh_quote(server.bin) .. " --data " .. server.sh_quote(data) .. " " .. args
-        .. " 2>&1; echo rc=$?")
-      local out = p:read("*a")
-      p:close()
-      server.rm_rf(data)
-      assert.matches("rc=2", out, 1, true)
+      local out, rc = server.run(args)
+      assert.are.equal(2, rc, out)
       assert.matches(args:match("^(%S+)"), out, 1, true)
     end
   end)

@@ -56,13 +56,8 @@ describe("the run queue #integration", function()
 
   it("refuses bad --starts values with exit 2, naming the flag", function()
     for _, args in ipairs { "--starts 0", "--starts x", "--starts -3", "--starts 257", "--starts" } do
-      local data = server.tmpdir("unsbd-starts")
-      local p = io.popen(server.sh_quote(server.bin) .. " --data " .. server.sh_quote(data) .. " " .. args
-        .. " 2>&1; echo rc=$?")
-      local out = p:read("*a")
-      p:close()
-      server.rm_rf(data)
-      assert.matches("rc=2", out, 1, true)
+      local out, rc = server.run(args)
+      assert.are.equal(2, rc, out)
       assert.matches("--starts", out, 1, true)
     end
   end)

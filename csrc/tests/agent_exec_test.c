@@ -13,42 +13,28 @@ static agent_rt A;
 
 static long read_pid(const char *rel) { return read_pid_in(root, rel); }
 
-
-static json_t *exec_ok(const char *req, rt_reply *r) {
-  *r = rt_call_raw(&A, req, strlen(req), -1, 60);
-  json_t *res = rt_result(r);
-  if (!res) printf("# %.120s -> %s\n", req, rt_error(r));
-  return res;
-}
-
-static void fails(const char *req, const char *part) {
-  rt_reply r = rt_call(&A, req);
-  ok(strstr(rt_error(&r), part) != NULL && !strncmp(rt_error(&r), "invalid", 7), "%.100s -> %s", req, rt_error(&r));
-  rt_free(&r);
-}
-
 static void test_basics(void) {
   rt_reply r;
-  json_t *res = exec_ok("{\"op\":\"exec\",\"command\":\"echo out; echo err >&2; exit 3\"}", &r);
+  json_t *res = rt_ok(&A, "{\"op\":\"exec\",\"command\":\"echo out; echo err >&2; exit 3\"}", &r);
   ok(res && !strcmp(rs(res, "stdout"), "out\n") && !strcmp(rs(res, "stderr"), "err\n") && ri(res, "exit_code") == 3 &&
      json_is_false(json_object_get(res, "timed_out")) && json_is_false(json_object_get(res, "output_truncated")) &&
      !json_object_get(res, "stream_chunks") && json_object_size(res) == 5, "stdout, stderr, exit code, nothing else");
   rt_free(&r);
-  res = exec_ok("{\"op\":\"exec\",\"command\":\"false | true\"}", &r);
+  res = rt_ok(&A, "{\"op\":\"exec\",\"command\":\"false | true\"}", &r);
   ok(res && ri(res, "exit_code") == 1, "pipefail is on");
   rt_free(&r);
-  res = exec_ok("{\"op\":\"exec\",\"command\":\"pwd; cat; echo \\\"[$BASH_ENV]\\\"; shopt -q login_shell || echo nologin\"}", &r);
+  res = rt_ok(&A, "{\"op\":\"exec\",\"command\":\"pwd; cat; echo \\\"[$BASH_ENV]\\\"; shopt -q login_shell || echo nologin\"}", &r);
   char want[600];
   snprintf(want, sizeof want, "%s\n[]\nnologin\n", root);
   ok(res && !strcmp(rs(res, "stdout"), want), "cwd is the root, stdin is /dev/null (%s)", res ? rs(res, "stdout") : "");
   rt_free(&r);
-  res = exec_ok("{\"op\":\"exec\",\"command\":\"kill -SEGV $$\"}", &r);
+  res = rt_ok(&A, "{\"op\":\"exec\",\"command\":\"kill -SEGV $$\"}", &r);
   ok(res && ri(res, "exit_code") == -11, "bash killed by a signal reports -signal (%lld)", res ? ri(res, "exit_code") : 0);
   rt_free(&r);
-  res = exec_ok("{\"op\":\"exec\",\"command\":\"\"}", &r);
+  res = rt_ok(&A, "{\"op\":\"exec\",\"command\":\"\"}", &r);
   ok(res && ri(res, "exit_code") == 0, "an empty command runs");
   rt_free(&r);
-  res = exec_ok("{\"op\":\"exec\",\"command\":\"printf 'a\\\\377b\\\\303'; printf '\\\\000z' >&2\"}", &r);
+  res = rt_ok(&A, "{\"op\":\"exec\",\"command\":\"printf 'a\\\\377b\\\\303'; printf '\\\\000z' >&2\"}", &r);
   ok(res && !strcmp(rs(res, "stdout"), "a\xef\xbf\xbd" "b\xef\xbf\xbd") && json_string_length(json_object_get(res, "stderr")) == 2,
      "invalid UTF-8 becomes U+FFFD, a NUL byte survives");
   rt_free(&r);
@@ -57,24 +43,24 @@ static void test_basics(void) {
 static void test_cap_and_timeout(void) {
   rt_reply r;
   double t0 = now_s();
-  json_t *res = exec_ok("{\"op\":\"exec\",\"command\":\"head -c 5000000 /dev/zero | tr '\\\\0' a; echo done >&2\"}", &r);
+  json_t *res = rt_ok(&A, "{\"op\":\"exec\",\"command\":\"head -c 5000000 /dev/zero | tr '\\\\0' a; echo done >&2\"}", &r);
   ok(res && json_string_length(json_object_get(res, "stdout")) == 64000 && json_is_true(json_object_get(res, "output_truncated")) &&
      !strcmp(rs(res, "stderr"), "done\n") && ri(res, "exit_code") == 0 && now_s() - t0 < 20,
      "stdout capped at 64 000 bytes, the program is drained to its end");
   rt_free(&r);
   /* 3-byte characters across the cap: only whole characters are kept */
-  res = exec_ok("{\"op\":\"exec\",\"command\":\"for i in $(seq 22000); do printf '\\\\342\\\\202\\\\254'; done\"}", &r);
+  res = rt_ok(&A, "{\"op\":\"exec\",\"command\":\"for i in $(seq 22000); do printf '\\\\342\\\\202\\\\254'; done\"}", &r);
   const char *o = res ? rs(res, "stdout") : "";
   ok(res && strlen(o) == 63999 && ag_utf8_ok(o), "the cap does not cut a character in half (%zu bytes)", strlen(o));
   rt_free(&r);
   t0 = now_s();
-  res = exec_ok("{\"op\":\"exec\",\"command\":\"echo $$ > bash.pid; sleep 100 & echo $! > bg.pid; echo started; wait\",\"timeout_seconds\":1}", &r);
+  res = rt_ok(&A, "{\"op\":\"exec\",\"command\":\"echo $$ > bash.pid; sleep 100 & echo $! > bg.pid; echo started; wait\",\"timeout_seconds\":1}", &r);
   double took = now_s() - t0;
   ok(res && json_is_true(json_object_get(res, "timed_out")) && ri(res, "exit_code") == -9 && !strcmp(rs(res, "stdout"), "started\n") &&
      took >= 1 && took < 5, "timeout: timed_out, exit_code -9, output kept (%.2f s)", took);
   rt_free(&r);
   ok(gone_within(read_pid("bash.pid"), 3) && gone_within(read_pid("bg.pid"), 3), "the whole process group is gone after a timeout");
-  res = exec_ok("{\"op\":\"exec\",\"command\":\"sleep 100 & echo $! > bg2.pid; echo bye\"}", &r);
+  res = rt_ok(&A, "{\"op\":\"exec\",\"command\":\"sleep 100 & echo $! > bg2.pid; echo bye\"}", &r);
   ok(res && ri(res, "exit_code") == 0 && !strcmp(rs(res, "stdout"), "bye\n") && gone_within(read_pid("bg2.pid"), 3),
      "a background process is killed when bash exits: exec leaves nothing behind");
   rt_free(&r);
@@ -82,7 +68,7 @@ static void test_cap_and_timeout(void) {
 
 static void test_streaming(void) {
   rt_reply r;
-  json_t *res = exec_ok("{\"op\":\"exec\",\"command\":\"echo a; sleep 1; echo b >&2; sleep 0.3; echo c\",\"stream\":true}", &r);
+  json_t *res = rt_ok(&A, "{\"op\":\"exec\",\"command\":\"echo a; sleep 1; echo b >&2; sleep 0.3; echo c\",\"stream\":true}", &r);
   size_t n = json_array_size(r.events);
   json_t *first = json_array_get(r.events, 0);
   ok(res && n == 3 && ri(res, "stream_chunks") == 3, "three chunk events, counted in stream_chunks (%zu)", n);
@@ -92,11 +78,11 @@ static void test_streaming(void) {
      r.first_event_s, r.final_s);
   ok(res && !strcmp(rs(res, "stdout"), "a\nc\n") && !strcmp(rs(res, "stderr"), "b\n"), "the final result still has all output");
   rt_free(&r);
-  res = exec_ok("{\"op\":\"exec\",\"command\":\"printf '\\\\303'; sleep 0.3; printf '\\\\251\\\\n'\",\"stream\":true}", &r);
+  res = rt_ok(&A, "{\"op\":\"exec\",\"command\":\"printf '\\\\303'; sleep 0.3; printf '\\\\251\\\\n'\",\"stream\":true}", &r);
   ok(res && !strcmp(rs(res, "stdout"), "\xc3\xa9\n") && json_array_size(r.events) == 1 &&
      !strcmp(rs(json_array_get(r.events, 0), "data"), "\xc3\xa9\n"), "a character split across two reads is carried over, not damaged");
   rt_free(&r);
-  res = exec_ok("{\"op\":\"exec\",\"command\":\"true\",\"stream\":true}", &r);
+  res = rt_ok(&A, "{\"op\":\"exec\",\"command\":\"true\",\"stream\":true}", &r);
   ok(res && ri(res, "stream_chunks") == 0 && json_array_size(r.events) == 0, "no output, no chunk, stream_chunks 0");
   rt_free(&r);
 }
@@ -166,20 +152,20 @@ static void test_handler_limit(void) {
 }
 
 static void test_bad_args(void) {
-  fails("{\"op\":\"exec\"}", "missing argument 'command'");
-  fails("{\"op\":\"exec\",\"command\":[\"ls\"]}", "argument 'command' must be a string");
-  fails("{\"op\":\"exec\",\"command\":\"a\\u0000b\"}", "must not contain a NUL byte");
-  fails("{\"op\":\"exec\",\"command\":\"ls\",\"timeout_seconds\":0}", "argument 'timeout_seconds' must be between 1 and 30");
-  fails("{\"op\":\"exec\",\"command\":\"ls\",\"timeout_seconds\":31}", "between 1 and 30");
-  fails("{\"op\":\"exec\",\"command\":\"ls\",\"timeout_seconds\":\"5\"}", "must be an integer");
-  fails("{\"op\":\"exec\",\"command\":\"ls\",\"stream\":1}", "argument 'stream' must be a boolean");
-  fails("{\"op\":\"exec\",\"command\":\"ls\",\"cwd\":\"/\"}", "unknown argument 'cwd'");
+  rt_refused(&A, "{\"op\":\"exec\"}", "missing argument 'command'");
+  rt_refused(&A, "{\"op\":\"exec\",\"command\":[\"ls\"]}", "argument 'command' must be a string");
+  rt_refused(&A, "{\"op\":\"exec\",\"command\":\"a\\u0000b\"}", "must not contain a NUL byte");
+  rt_refused(&A, "{\"op\":\"exec\",\"command\":\"ls\",\"timeout_seconds\":0}", "argument 'timeout_seconds' must be between 1 and 30");
+  rt_refused(&A, "{\"op\":\"exec\",\"command\":\"ls\",\"timeout_seconds\":31}", "between 1 and 30");
+  rt_refused(&A, "{\"op\":\"exec\",\"command\":\"ls\",\"timeout_seconds\":\"5\"}", "must be an integer");
+  rt_refused(&A, "{\"op\":\"exec\",\"command\":\"ls\",\"stream\":1}", "argument 'stream' must be a boolean");
+  rt_refused(&A, "{\"op\":\"exec\",\"command\":\"ls\",\"cwd\":\"/\"}", "unknown argument 'cwd'");
   char *req = malloc(9000);
   strcpy(req, "{\"op\":\"exec\",\"command\":\"");
   size_t at = strlen(req);
   memset(req + at, 'x', 8193);
   strcpy(req + at + 8193, "\"}");
-  fails(req, "more than 8192");
+  rt_refused(&A, req, "more than 8192");
   memset(req + at, ' ', 8192);
   strcpy(req + at + 8192, "\"}");
   rt_reply r = rt_call(&A, req);

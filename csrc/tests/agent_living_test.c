@@ -19,23 +19,10 @@ static agent_rt A;
 
 static long read_pid(const char *rel) { return read_pid_in(root, rel); }
 
-static json_t *good(const char *req, rt_reply *r) {
-  *r = rt_call_raw(&A, req, strlen(req), -1, 60);
-  json_t *res = rt_result(r);
-  if (!res) printf("# %.120s -> %s\n", req, rt_error(r));
-  return res;
-}
-
-static void fails(const char *req, const char *part) {
-  rt_reply r = rt_call(&A, req);
-  ok(strstr(rt_error(&r), part) != NULL && !strncmp(rt_error(&r), "invalid", 7), "%.100s -> %s", req, rt_error(&r));
-  rt_free(&r);
-}
-
 static void test_background(void) {
   rt_reply r;
   double t0 = now_s();
-  json_t *res = good("{\"op\":\"exec\",\"background\":true,\"command\":\"echo before; "
+  json_t *res = rt_ok(&A, "{\"op\":\"exec\",\"background\":true,\"command\":\"echo before; "
                      "(while :; do echo tick; sleep 0.05; done) & echo $! > bg.pid; echo after\"}", &r);
   ok(res && !strncmp(rs(res, "stdout"), "before\n", 7) && strstr(rs(res, "stdout"), "after\n") &&
      ri(res, "exit_code") == 0,
@@ -45,7 +32,7 @@ static void test_background(void) {
   long bg = read_pid("bg.pid");
   usleep(300000);
   ok(bg > 0 && proc_alive(bg), "the process it started lives on, writing to its old stdout");
-  res = good("{\"op\":\"exec\",\"command\":\"echo next\"}", &r);
+  res = rt_ok(&A, "{\"op\":\"exec\",\"command\":\"echo next\"}", &r);
   ok(res && !strcmp(rs(res, "stdout"), "next\n"), "the next command's output is its own");
   rt_free(&r);
   kill((pid_t)bg, SIGKILL);
@@ -54,7 +41,7 @@ static void test_background(void) {
 
 static void test_follow_env_files(void) {
   rt_reply r;
-  json_t *res = good("{\"op\":\"exec\",\"background\":true,\"follow\":true,\"stream\":true,\"collect\":false,"
+  json_t *res = rt_ok(&A, "{\"op\":\"exec\",\"background\":true,\"follow\":true,\"stream\":true,\"collect\":false,"
                      "\"timeout_seconds\":0,\"env\":{\"GREETING\":\"hi\"},"
                      "\"files\":[{\"path\":\"boot/run.sh\",\"content_base64\":\"ZWNobyAiJEdSRUVUSU5HIiBmcm9tIHNjcmlwdAo=\",\"mode\":493}],"
                      "\"command\":\"./boot/run.sh; (sleep 0.3; echo daemon) &\"}", &r);
@@ -71,34 +58,34 @@ static void test_follow_env_files(void) {
   struct stat st;
   ok(stat(p, &st) == 0 && (st.st_mode & 0777) == 0755, "the file's mode is the one sent (%o)", st.st_mode & 0777);
   free(p);
-  res = good("{\"op\":\"exec\",\"background\":true,\"stream\":true,\"collect\":false,\"output_max\":5,"
+  res = rt_ok(&A, "{\"op\":\"exec\",\"background\":true,\"stream\":true,\"collect\":false,\"output_max\":5,"
              "\"command\":\"echo 0123456789\"}", &r);
   all[0] = '\0';
   json_array_foreach(r.events, i, ev) strncat(all, rs(ev, "data"), sizeof all - strlen(all) - 1);
   ok(res && !strcmp(all, "01234") && json_is_true(json_object_get(res, "output_truncated")),
      "output_max bounds what is streamed (%s)", all);
   rt_free(&r);
-  res = good("{\"op\":\"exec\",\"background\":true,\"timeout_seconds\":1,\"command\":\"sleep 0.2 & sleep 30\"}", &r);
+  res = rt_ok(&A, "{\"op\":\"exec\",\"background\":true,\"timeout_seconds\":1,\"command\":\"sleep 0.2 & sleep 30\"}", &r);
   ok(res && json_is_true(json_object_get(res, "timed_out")) && ri(res, "exit_code") == -9,
      "a background exec's timeout kills its command");
   rt_free(&r);
 }
 
 static void test_bad_args(void) {
-  fails("{\"op\":\"exec\",\"command\":\"ls\",\"follow\":true}", "need 'background'");
-  fails("{\"op\":\"exec\",\"command\":\"ls\",\"env\":{\"A\":\"b\"}}", "need 'background'");
-  fails("{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"timeout_seconds\":86401}", "between 0 and 86400");
-  fails("{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"collect\":false}", "needs 'stream'");
-  fails("{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"env\":{\"1A\":\"b\"}}", "bad variable name");
-  fails("{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"env\":{\"A\":7}}", "must be a string");
-  fails("{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"env\":[]}", "'env' must be an object");
-  fails("{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"files\":{}}", "'files' must be an array");
-  fails("{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"files\":[{\"path\":\"a\"}]}", "item 0 must be");
-  fails("{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"files\":[{\"path\":\"../a\",\"content_base64\":\"\"}]}",
+  rt_refused(&A, "{\"op\":\"exec\",\"command\":\"ls\",\"follow\":true}", "need 'background'");
+  rt_refused(&A, "{\"op\":\"exec\",\"command\":\"ls\",\"env\":{\"A\":\"b\"}}", "need 'background'");
+  rt_refused(&A, "{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"timeout_seconds\":86401}", "between 0 and 86400");
+  rt_refused(&A, "{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"collect\":false}", "needs 'stream'");
+  rt_refused(&A, "{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"env\":{\"1A\":\"b\"}}", "bad variable name");
+  rt_refused(&A, "{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"env\":{\"A\":7}}", "must be a string");
+  rt_refused(&A, "{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"env\":[]}", "'env' must be an object");
+  rt_refused(&A, "{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"files\":{}}", "'files' must be an array");
+  rt_refused(&A, "{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"files\":[{\"path\":\"a\"}]}", "item 0 must be");
+  rt_refused(&A, "{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"files\":[{\"path\":\"../a\",\"content_base64\":\"\"}]}",
         "bad path");
-  fails("{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"files\":[{\"path\":\"a\",\"content_base64\":\"\","
+  rt_refused(&A, "{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"files\":[{\"path\":\"a\",\"content_base64\":\"\","
         "\"mode\":4095}]}", "mode must be");
-  fails("{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"files\":[{\"path\":\"a\",\"content_base64\":\"%%\"}]}",
+  rt_refused(&A, "{\"op\":\"exec\",\"command\":\"ls\",\"background\":true,\"files\":[{\"path\":\"a\",\"content_base64\":\"%%\"}]}",
         "not base64");
 }
 
@@ -191,7 +178,7 @@ static void test_terminal(void) {
   json_decref(f);
   if (m >= 0) close(m);
   close(fd);
-  fails("{\"op\":\"terminal\",\"argv\":[]}", "needs a data fd");
+  rt_refused(&A, "{\"op\":\"terminal\",\"argv\":[]}", "needs a data fd");
   rt_reply r = rt_call_raw(&A, "{\"op\":\"terminal\",\"argv\":[]}", 27, 0, 10);
   ok(strstr(rt_error(&r), "argument 'argv' must be an array"), "an empty argv is refused (%s)", rt_error(&r));
   rt_free(&r);

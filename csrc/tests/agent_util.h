@@ -22,6 +22,7 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
+#include "tests/tap.h"   /* ok(), for rt_refused */
 #include <unistd.h>
 #include <jansson.h>
 #include <dirent.h>
@@ -394,6 +395,22 @@ static __attribute__((unused)) const char *rt_error(const rt_reply *r) {
   snprintf(out, sizeof out, "%s: %s", e ? json_string_value(json_object_get(e, "kind")) : "",
            e ? json_string_value(json_object_get(e, "message")) : "");
   return e ? out : "";
+}
+
+/* The result of a call that must succeed (60 s at most), or NULL with
+** the request and its error printed as a TAP comment. */
+static __attribute__((unused)) json_t *rt_ok(agent_rt *a, const char *req, rt_reply *r) {
+  *r = rt_call_raw(a, req, strlen(req), -1, 60);
+  json_t *res = rt_result(r);
+  if (!res) printf("# %.120s -> %s\n", req, rt_error(r));
+  return res;
+}
+
+/* A test that the call is refused as invalid with part in its message. */
+static __attribute__((unused)) void rt_refused(agent_rt *a, const char *req, const char *part) {
+  rt_reply r = rt_call(a, req);
+  ok(strstr(rt_error(&r), part) != NULL && !strncmp(rt_error(&r), "invalid", 7), "%.100s -> %s", req, rt_error(&r));
+  rt_free(&r);
 }
 
 static __attribute__((unused)) const char *rs(json_t *o, const char *key) {

@@ -7,7 +7,7 @@
 -- M.with does the same. Internal module (M.with is unsandbox.with).
 local M = {}
 
-M.unpack = table.unpack or unpack
+M.unpack = table.unpack or rawget(_G, "unpack")   -- 5.1 and LuaJIT: the global
 
 --- table.pack: the values and their count n.
 M.pack = table.pack or function(...)

@@ -81,6 +81,19 @@ function M.start(opts)
   return srv
 end
 
+--- run(args) -> output, exit status: unsandboxd run with the flags
+-- args (a shell word list) on a fresh data directory, removed after, for
+-- specs of flags it must refuse before it serves.
+function M.run(args)
+  local data = M.tmpdir("unsbd-flags")
+  local p = assert(io.popen(M.sh_quote(M.bin) .. " --data " .. M.sh_quote(data) .. " " .. args .. " 2>&1; echo rc=$?"))
+  local out = p:read("*a")
+  p:close()
+  M.rm_rf(data)
+  local rc = tonumber(out:match("rc=(%d+)%s*$"))
+  return out:gsub("rc=%d+%s*$", ""), rc
+end
+
 --- add_key(srv) -> public_key, secret_key: a second key pair in srv's
 -- data directory (`unsandboxd keys add`), for specs that need two owners.
 function M.add_key(srv)

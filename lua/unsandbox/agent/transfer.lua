@@ -33,6 +33,7 @@
 -- checksum and the progress counts bytes of the whole directory.
 -- @classmod Manager
 local check = require "unsandbox.check"
+local compat = require "unsandbox.compat"
 local core = require "unsandbox.core"
 local observe = require "unsandbox.observe"
 local Error = require "unsandbox.errors"
@@ -127,11 +128,9 @@ end
 
 -- Runs fn(...) (which returns ok, err, offset, ...); an error raised in it
 -- (on_progress, a reader, Ctrl-C) runs cleanup() first, then goes on.
-local unpack = table.unpack or unpack
-local function pack(...) return { n = select("#", ...), ... } end
 local function guarded(cleanup, fn, ...)
-  local res = pack(pcall(fn, ...))
-  if res[1] then return unpack(res, 2, res.n) end
+  local res = compat.pack(pcall(fn, ...))
+  if res[1] then return compat.unpack(res, 2, res.n) end
   cleanup()
   if res[2] == CANCEL then
     return nil, helper.fail("cancelled", "stopped by on_progress", { status = 499 })
