@@ -22,12 +22,12 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
-#include "tests/tap.h"   /* ok(), for rt_refused */
 #include <unistd.h>
 #include <jansson.h>
 #include <dirent.h>
 #include <openssl/evp.h>
 #include <sys/socket.h>
+#include "tests/tap.h"   /* ok(), for rt_refused */
 
 static char agent_bin[PATH_MAX + 32];
 
