@@ -70,6 +70,12 @@ static void on_term(int sig) {
   _exit(0);
 }
 
+void ag_exec_kill_leader(pid_t pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGKILL);
+  kill(-pid, SIGKILL);
+}
+
 void ag_exec_child_signals(void) {
   sigset_t none;
   for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL);
@@ -259,7 +265,7 @@ void ag_exec_serve(const ag_fs *fs, json_t *req, ag_conn *c) {
   out[1] = err[1] = -1;
   if ((r.pidfd = (int)syscall(SYS_pidfd_open, r.pid, 0)) < 0) {
     ag_sysfail(&e, "pidfd_open");
-    kill(-r.pid, SIGKILL);
+    ag_exec_kill_leader(r.pid);
     waitpid(r.pid, NULL, 0);
     goto fail;
   }
@@ -268,7 +274,7 @@ void ag_exec_serve(const ag_fs *fs, json_t *req, ag_conn *c) {
   out[0] = err[0] = -1;
   for (int k = 0; k < 2; k++) fcntl(r.s[k].fd, F_SETFL, O_NONBLOCK);
   supervise(&r, c, &o, o.timeout ? ag_now() + (double)o.timeout : 1e300);
-  if (!r.exited) { kill(-r.pid, SIGKILL); waitpid(r.pid, &r.status, 0); }
+  if (!r.exited) { ag_exec_kill_leader(r.pid); waitpid(r.pid, &r.status, 0); }
   for (int k = 0; k < 2; k++) {
     if (r.s[k].fd >= 0 && (!o.background || r.gone)) { close(r.s[k].fd); r.s[k].fd = -1; }
     finish_stream(&r.s[k], c, &o);

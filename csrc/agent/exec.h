@@ -24,6 +24,14 @@ void ag_exec_serve(const ag_fs *fs, json_t *req, ag_conn *c);
 ** signal mask. */
 void ag_exec_child_signals(void);
 
+/* SIGKILL to a child that leads its own process group (setsid or
+** setpgid in the child) and to that group. The child by its pid first: a
+** kill sent before the child has made its group would find no group of
+** that id, and the child, left alive, would be waited for for ever; once
+** killed it starts nothing more. Then the group, which holds what it had
+** started. */
+void ag_exec_kill_leader(pid_t pid);
+
 /* A wait status as the results report it: the exit status, or -N for a
 ** death by signal N. */
 int ag_exit_code(int status);

@@ -118,7 +118,7 @@ static void reap_now(ag_session *s) {
 
 /* Kills the shell; what it wrote last is kept as output. */
 static void kill_shell(ag_session *s) {
-  if (s->alive) kill(-s->sh.pid, SIGKILL);
+  if (s->alive) ag_exec_kill_leader(s->sh.pid);
   reap_now(s);
   ag_session_read(s, ag_now());
   ag_shell_kill(&s->sh);

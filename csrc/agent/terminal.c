@@ -97,7 +97,7 @@ static pid_t start(const ag_fs *fs, json_t *req, const term_args *a, int datafd,
   int sent = send_fd(datafd, m);
   close(m);
   if (sent < 0) {
-    kill(-pid, SIGKILL);
+    ag_exec_kill_leader(pid);
     waitpid(pid, NULL, 0);
     return ag_sysfail(e, "handing the terminal over");
   }
@@ -136,7 +136,7 @@ static void hup_session(pid_t sid) {
 static void hang_up(pid_t pid, int pidfd) {
   hup_session(pid);
   struct pollfd p = { pidfd, POLLIN, 0 };
-  if (poll(&p, 1, (int)(HANGUP_GRACE_S * 1000)) <= 0) kill(-pid, SIGKILL);
+  if (poll(&p, 1, (int)(HANGUP_GRACE_S * 1000)) <= 0) ag_exec_kill_leader(pid);
   waitpid(pid, NULL, 0);
   kill(-pid, SIGKILL);
 }
@@ -150,7 +150,7 @@ void ag_terminal_serve(const ag_fs *fs, json_t *req, int datafd, ag_conn *c) {
   close(datafd);
   if ((pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0) {
     ag_sysfail(&e, "pidfd_open");
-    kill(-pid, SIGKILL);
+    ag_exec_kill_leader(pid);
     waitpid(pid, NULL, 0);
     goto fail;
   }

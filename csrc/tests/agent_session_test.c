@@ -6,6 +6,8 @@
 ** killed, wait abandoned), the idle and wall caps (shortened through the
 ** environment), and bad arguments.
 */
+#include <sched.h>
+
 #include "tests/tap.h"
 #include "tests/agent_util.h"
 
@@ -155,6 +157,43 @@ static void test_kill_restart(void) {
   rt_free(&r);
 }
 
+/* A kill restarts the shell (a fork whose child then calls setsid); a
+** second kill that comes before the child has run finds no process group
+** of that id yet. The agent must still kill the new shell, not wait for it
+** for ever. Both kills are sent before either is answered, with the agent
+** on one CPU, so the second one meets the fresh child as often as it can. */
+static void test_kill_right_after_restart(void) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+  sched_setaffinity(A.pid, sizeof one, &one);
+  int answered = 0, rounds = 40;
+  for (int i = 0; i < rounds; i++) {
+    static const char kill_req[] = "{\"op\":\"session_kill\",\"session_id\":\"main\"}\n";
+    int fd[2] = { rt_open(&A, -1), rt_open(&A, -1) };
+    int both = 1;
+    for (int k = 0; k < 2; k++)
+      if (fd[k] < 0 || write(fd[k], kill_req, sizeof kill_req - 1) != (ssize_t)(sizeof kill_req - 1)) both = 0;
+    for (int k = 0; k < 2; k++) {
+      char buf[4096];
+      size_t nleft = 0;
+      json_t *f = fd[k] >= 0 ? rt_frame(fd[k], 30, buf, sizeof buf, &nleft) : NULL;
+      if (!f || !json_is_true(json_object_get(f, "ok"))) both = 0;
+      json_decref(f);
+      if (fd[k] >= 0) close(fd[k]);
+    }
+    if (!both) break;
+    answered++;
+  }
+  ok(answered == rounds, "two kills in a row, %d times: every one answered (%d)", rounds, answered);
+  rt_reply r;
+  ok(rt_ok(&A, "{\"op\":\"ping\"}", &r) != NULL, "the agent still answers a ping");
+  rt_free(&r);
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; c++) CPU_SET(c, &one);
+  sched_setaffinity(A.pid, sizeof one, &one);
+}
+
 static void test_markers_and_output(void) {
   rt_reply r;
   /* a look-alike of the marker, with a plausible status, then the real end */
@@ -290,6 +329,7 @@ int main(void) {
   test_sync_and_state();
   test_async_wait_input();
   test_kill_restart();
+  test_kill_right_after_restart();
   test_markers_and_output();
   test_disconnects();
   test_limits_and_bad_input();
