@@ -189,13 +189,13 @@ int ub_transfer_close(lua_State *L, int idx) {
   t->parser = NULL;
   drop_queue(t);
   unsb_http_response_free(&t->resp);
-  unsb_hashfollow_free(t->hash);   /* its thread reads out_fd */
-  t->hash = NULL;
   if (t->in_fd >= 0) close(t->in_fd);
   if (t->out_fd >= 0) close(t->out_fd);
   t->in_fd = t->out_fd = -1;
   free(t->out_path);
   t->out_path = NULL;
+  unsb_hashfollow_free(t->hash);   /* before its fd is closed */
+  t->hash = NULL;
   free(t->err);
   t->err = NULL;
   return 0;
