@@ -39,7 +39,6 @@
 #include "core/clock.h"
 #include "core/digest.h"
 #include "core/file.h"
-#include "core/hashfollow.h"
 #include "core/interrupt.h"
 #include "core/sse.h"
 
@@ -64,12 +63,11 @@ struct ub_transfer {
   ** frees it if pushing raises */
   unsb_http_response resp;
   /* files: the body read from in_fd; a 2xx answer written to out_fd
-  ** (mode UB_XFER_FILE) as it arrives and hashed behind the writes by
-  ** a thread of its own, so no piece of it reaches Lua; both closed with
-  ** the transfer */
+  ** (mode UB_XFER_FILE) as it arrives and hashed on the way, so no
+  ** piece of it reaches Lua; both closed with the transfer */
   int in_fd, out_fd;
   char *out_path;          /* for messages */
-  unsb_hashfollow *hash;
+  unsb_sha256 *hash;
 };
 
 /* Where a failure inside libcurl's callbacks is written: the transfer's
@@ -132,10 +130,11 @@ static int on_event(void *ud, const unsb_sse_event *ev) {
 ** the transfer (kind io, naming the file). */
 static int to_file(ub_transfer *t, const char *data, size_t len) {
   if (unsb_write_all(t->out_fd, data, len) == 0) {
-    unsb_hashfollow_wrote(t->hash, len);
-    return 0;
+    if (unsb_sha256_update(t->hash, data, len) == 0) return 0;
+    unsb_fail(failure(t), UNSB_EPROTOCOL, "SHA-256 failed (OpenSSL)");
+  } else {
+    unsb_fail(failure(t), UNSB_EIO, "cannot write %s: %s", t->out_path, strerror(errno));
   }
-  unsb_fail(failure(t), UNSB_EIO, "cannot write %s: %s", t->out_path, strerror(errno));
   return 1;
 }
 
@@ -194,7 +193,7 @@ int ub_transfer_close(lua_State *L, int idx) {
   t->in_fd = t->out_fd = -1;
   free(t->out_path);
   t->out_path = NULL;
-  unsb_hashfollow_free(t->hash);   /* before its fd is closed */
+  unsb_sha256_free(t->hash);
   t->hash = NULL;
   free(t->err);
   t->err = NULL;
@@ -229,10 +228,10 @@ ub_transfer *ub_transfer_new(lua_State *L, int owner_idx, int body_idx, int opts
 
 int ub_transfer_to_file(ub_transfer *t, const char *path, unsb_error *err) {
   /* a name of the caller's choosing that must not exist: nothing that
-  ** was there is followed or overwritten; readable, for the hash */
-  t->out_fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  ** was there is followed or overwritten */
+  t->out_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
   if (t->out_fd < 0) return unsb_fail(err, UNSB_EIO, "cannot create %s: %s", path, strerror(errno));
-  if (!(t->out_path = strdup(path)) || !(t->hash = unsb_hashfollow_new(t->out_fd)))
+  if (!(t->out_path = strdup(path)) || !(t->hash = unsb_sha256_new()))
     return unsb_fail(err, UNSB_ENOMEM, "out of memory");
   return 0;
 }
@@ -362,8 +361,7 @@ int ub_transfer_push_result(lua_State *L, int idx) {
   lua_remove(L, top + 1);
   if (t->hash && t->resp.status >= 200 && t->resp.status <= 299) {
     char hex[UNSB_SHA256_HEX_LEN + 1];
-    if (unsb_hashfollow_final(t->hash, hex) != 0)
-      return luaL_error(L, "cannot hash %s (read back or OpenSSL failed)", t->out_path);
+    if (unsb_sha256_final(t->hash, hex) != 0) return luaL_error(L, "SHA-256 failed (OpenSSL)");
     lua_pushstring(L, hex);
     lua_setfield(L, -2, "sha256");   /* of the bytes written to the file */
   }
