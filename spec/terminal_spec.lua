@@ -420,6 +420,31 @@ describe("session terminal #integration", function()
       assert.are.equal(fs.read(before), fs.read(after))
     end)
 
+    -- a resize's signal interrupts a write to the terminal: the output goes
+    -- on, whole, and is no write error (SIGWINCH after SIGWINCH while
+    -- megabytes of output are written)
+    it("on a tty: resizes while output flows lose nothing and are no error", function()
+      local flowing = dir .. "/flowing"
+      os.remove(flowing)
+      local out, code = under_pty(function()
+        return table.concat({
+          UN .. sid .. " </dev/tty & pid=$!",
+          wait_for(flowing),
+          "i=0; while [ $i -lt 300 ] && kill -WINCH $pid 2>/dev/null; do i=$((i+1)); sleep 0.01; done",
+          "wait $pid; echo rc=$?",
+        }, "; ")
+      end, function(ts)
+        return table.concat({
+          wait_for(ts, "[attached"), "printf 'seq 1 400000; echo end-of-$((6*7))\\r'", "touch " .. flowing,
+          wait_for(ts, "end-of-42"), "printf '\\035d'", wait_for(ts, "rc="),
+        }, "; ")
+      end)
+      assert.are.equal(0, code, out)
+      assert.matches("rc=0", out)
+      assert.not_matches("standard output", out)
+      assert.matches("\n399999\r?\n400000\r?\n", out)
+    end)
+
     -- the other ways out of raw mode: the shell's exit frame, SIGTERM, and
     -- a closed standard output
     it("on a tty: the shell's exit, SIGTERM and a closed stdout restore the terminal too", function()

@@ -14,6 +14,7 @@
 #include "lua/binding.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -96,6 +97,35 @@ static int l_read(lua_State *L) {
   return 1;
 }
 
+/* core.fd_write(fd, bytes) -> true | false | nil, message. All of bytes
+** with write(2), no stdio in between: stdio turns a write that a signal
+** interrupted into an error and loses what it held, and the handlers here
+** have no SA_RESTART. A resize (SIGWINCH) only interrupts the write, which
+** goes on; SIGTERM or SIGHUP end it: false, for the caller to act on the
+** signal. A full non-blocking fd is waited for. */
+static int l_write(lua_State *L) {
+  int fd = check_fd(L, 1);
+  size_t len, off = 0;
+  const char *p = luaL_checklstring(L, 2, &len);
+  while (off < len) {
+    ssize_t n = write(fd, p + off, len - off);
+    if (n > 0) { off += (size_t)n; continue; }
+    if (n < 0 && errno == EINTR) {
+      if (got_term || got_hup) { lua_pushboolean(L, 0); return 1; }
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      struct pollfd pf = { fd, POLLOUT, 0 };
+      if (poll(&pf, 1, -1) < 0 && errno != EINTR) return push_errno(L, "write");
+      continue;
+    }
+    if (n == 0) errno = EIO;
+    return push_errno(L, "write");
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 /* core.tty_signals(on): installs (true) or removes (false) the flag
 ** handlers of SIGWINCH, SIGTERM and SIGHUP, without SA_RESTART, so a
 ** blocking poll() returns; and ignores SIGPIPE meanwhile. */
@@ -139,7 +169,7 @@ static int l_take(lua_State *L) {
 static const luaL_Reg FUNCS[] = {
   {"tty_size", l_size}, {"tty_raw", l_raw},
   {"tty_restore", l_restore}, {"tty_signals", l_signals}, {"tty_signal_take", l_take},
-  {"fd_read", l_read}, {NULL, NULL},
+  {"fd_read", l_read}, {"fd_write", l_write}, {NULL, NULL},
 };
 
 void ub_open_tty(lua_State *L) {

@@ -18,7 +18,7 @@ local terminal = require "unsandbox.exec.terminal"
 
 local M = {}
 
-local STDIN = 0
+local STDIN, STDOUT = 0, 1
 local READ_MAX = 4096
 -- standard input is read only while less than this waits to be sent, so
 -- a fast pipe never overruns the terminal's input cap
@@ -55,8 +55,10 @@ local function drain(t, state, h)
       h.check(nil, ended)
     elseif type(item) == "string" then
       state.last_output = core.monotonic_us()
-      local ok, werr = io.stdout:write(item)
-      if ok then ok, werr = io.stdout:flush() end
+      -- straight to the fd: a resize's signal interrupts a write, and
+      -- stdio would call that a write error
+      local ok, werr = core.fd_write(STDOUT, item)
+      if ok == false then return "open" end   -- SIGTERM or SIGHUP: the loop acts on it
       if not ok then return "stdout", werr end
     elseif item.type == "exit" then
       state.code = item.exit_code or 0
