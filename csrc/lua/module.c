@@ -54,7 +54,7 @@ static const char *const LOOP[] = {
 /* a session's terminal and the tty helpers of `un session attach` */
 static const char *const TERM[] = {
   "terminal_open", "Terminal", "TERMINAL_MAX_SIZE", "tty_size", "tty_raw", "tty_restore",
-  "tty_signals", "tty_signal_take", "fd_read", "isatty", NULL,
+  "tty_signals", "tty_signal_take", "fd_read", "fd_write", "isatty", NULL,
 };
 
 static const ub_group_decl GROUPS[] = {

@@ -196,8 +196,8 @@ void ux_http_quiesce(ux_http *h) {
 }
 
 /* Waits (under h->mu) until nothing is in flight or the deadline. */
-static void drain_locked(ux_http *h, long deadline_ms) {
-  while (h->live > 0 || h->running > 0) {
+static void drain_locked(ux_http *h, long deadline_ms, int conns_too) {
+  while ((conns_too && h->live > 0) || h->running > 0) {
     long left = deadline_ms - ux_now_ms();
     if (left <= 0) break;
     struct timespec until;
@@ -213,7 +213,7 @@ unsigned ux_http_stop(ux_http *h, long deadline_ms) {
   pthread_mutex_lock(&h->mu);
   if (!h->stopping) h->stopping = 1;
   ux_upgrade_stop_locked(h, 0);               /* terminals say goodbye and end */
-  drain_locked(h, deadline_ms);
+  drain_locked(h, deadline_ms, 1);
   /* abandon: nothing suspends any more, every waiting handler sees -1,
   ** and every suspended connection is resumed, since libmicrohttpd may
   ** not be stopped with one still suspended */
@@ -228,6 +228,10 @@ unsigned ux_http_stop(ux_http *h, long deadline_ms) {
   ** before libmicrohttpd stops: it must not close one under its owner */
   ux_upgrade_stop_locked(h, 1);
   ux_upgrade_drain_locked(h, ux_now_ms() + UX_HTTP_UPGRADE_DRAIN_MS);
+  /* the handlers woken or cut above are returning: they are waited for
+  ** (bounded), so what is left is a handler that holds on, not one that
+  ** had not yet got the lock back to say it ended */
+  drain_locked(h, ux_now_ms() + UX_HTTP_UPGRADE_DRAIN_MS, 0);
   ux_upgrade_bar_locked(h);
   pthread_mutex_unlock(&h->mu);
   while (line) {                              /* the line's references */
