@@ -21,9 +21,24 @@
 #define MAX_LANGS 128
 static const char *const OUTCOMES[] = { "completed", "failed", "timeout", "cancelled" };
 #define N_OUTCOMES (sizeof OUTCOMES / sizeof OUTCOMES[0])
-/* upper bounds in seconds of the run-time histogram (+Inf is implied) */
+/* upper bounds in seconds of the histograms (+Inf is implied) */
 static const double BUCKETS[] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60 };
 #define N_BUCKETS (sizeof BUCKETS / sizeof BUCKETS[0])
+
+typedef struct {
+  unsigned long long bucket[N_BUCKETS + 1], n;   /* non-cumulative; last = +Inf */
+  double sum_s;
+} histogram;
+
+/* Counts a duration of ms milliseconds (M.lock held). */
+static void observe_locked(histogram *h, long ms) {
+  double s = ms > 0 ? ms / 1000.0 : 0;
+  size_t b = 0;
+  while (b < N_BUCKETS && s > BUCKETS[b]) b++;
+  h->bucket[b]++;
+  h->n++;
+  h->sum_s += s;
+}
 
 static struct {
   pthread_mutex_t lock;
@@ -31,10 +46,7 @@ static struct {
   char lang[MAX_LANGS][32];
   unsigned long long runs[MAX_LANGS][N_OUTCOMES];
   size_t n_langs;
-  unsigned long long bucket[N_BUCKETS + 1], n;   /* non-cumulative; last = +Inf */
-  double sum_s;
-  unsigned long long wait_bucket[N_BUCKETS + 1], wait_n;   /* the queue's waits, as runs' */
-  double wait_sum_s;
+  histogram run, wait;           /* the runs' times; the queue's waits */
 } M = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 void ux_exec_metrics_request(const char *route, int status) {
@@ -57,26 +69,16 @@ static int lang_row(const char *language) {
 void ux_exec_metrics_run(const char *language, const char *status, long elapsed_ms) {
   size_t o = 0;
   while (o < N_OUTCOMES && strcmp(OUTCOMES[o], status)) o++;
-  double s = elapsed_ms > 0 ? elapsed_ms / 1000.0 : 0;
-  size_t b = 0;
-  while (b < N_BUCKETS && s > BUCKETS[b]) b++;
   pthread_mutex_lock(&M.lock);
   int row = lang_row(language ? language : "");
   if (row >= 0 && o < N_OUTCOMES) M.runs[row][o]++;
-  M.bucket[b]++;
-  M.n++;
-  M.sum_s += s;
+  observe_locked(&M.run, elapsed_ms);
   pthread_mutex_unlock(&M.lock);
 }
 
 void ux_exec_metrics_wait(long waited_ms) {
-  double s = waited_ms > 0 ? waited_ms / 1000.0 : 0;
-  size_t b = 0;
-  while (b < N_BUCKETS && s > BUCKETS[b]) b++;
   pthread_mutex_lock(&M.lock);
-  M.wait_bucket[b]++;
-  M.wait_n++;
-  M.wait_sum_s += s;
+  observe_locked(&M.wait, waited_ms);
   pthread_mutex_unlock(&M.lock);
 }
 
@@ -97,16 +99,16 @@ static void put(text *t, const char *fmt, ...) {
   }
 }
 
-/* A histogram of seconds over BUCKETS (bucket: non-cumulative counts). */
-static void put_histogram(text *t, const char *name, const char *help,
-                          const unsigned long long *bucket, unsigned long long n, double sum) {
+/* A histogram in the exposition format (cumulative buckets). */
+static void put_histogram(text *t, const char *name, const char *help, const histogram *h) {
   put(t, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
   unsigned long long cum = 0;
   for (size_t b = 0; b < N_BUCKETS; b++) {
-    cum += bucket[b];
+    cum += h->bucket[b];
     put(t, "%s_bucket{le=\"%g\"} %llu\n", name, BUCKETS[b], cum);
   }
-  put(t, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.3f\n%s_count %llu\n", name, n, name, sum, name, n);
+  put(t, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.3f\n%s_count %llu\n", name, h->n, name, h->sum_s,
+      name, h->n);
 }
 
 static void put_runs(text *t) {
@@ -118,9 +120,9 @@ static void put_runs(text *t) {
         put(t, "unsandboxd_runs_total{language=\"%s\",outcome=\"%s\"} %llu\n", M.lang[i],
             OUTCOMES[o], M.runs[i][o]);
   put_histogram(t, "unsandboxd_run_duration_seconds", "Run time of finished execute jobs.",
-                M.bucket, M.n, M.sum_s);
+                &M.run);
   put_histogram(t, "unsandboxd_job_wait_seconds", "Time jobs waited queued for a worker and "
-                "a start slot (--starts).", M.wait_bucket, M.wait_n, M.wait_sum_s);
+                "a start slot (--starts).", &M.wait);
 }
 
 static void put_gauges(text *t, ux_jobs *jobs) {
