@@ -1,5 +1,5 @@
 /*
-** read-binary's streamed body (cp/workspaces/b64_body.h): head, base64 of
+** read-binary's streamed body (cp/b64_body.h): head, base64 of
 ** a file's bytes, tail, read at every kind of piece size (1 byte, inside
 ** quads, the transport's block, all at once) is exactly the text; a file
 ** shrunk while the body is read cuts it (a failed read), never a longer
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "core/base64.h"
-#include "server/cp/workspaces/b64_body.h"
+#include "server/cp/b64_body.h"
 #include "server/mem.h"
 #include "tests/tap.h"
 

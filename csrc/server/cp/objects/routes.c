@@ -9,7 +9,6 @@
 */
 #include "server/cp/objects/routes.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 
 #include "core/base64.h"
 #include "server/cp/audit.h"
+#include "server/cp/b64_body.h"
 #include "server/cp/auth/auth.h"
 #include "server/jsonw.h"
 #include "server/cp/objects/routes.h"
@@ -102,54 +102,22 @@ json_t *ux_cp_obj_head(const ux_objloc *l, const char *key) {
 
 /* An inline read's reply, {"scope":..,"sha256":..,"content_base64":"<..>"},
 ** pulled from the version's file as the client takes it (ux_reply_source):
-** the head as serialised, the content base64-encoded on the way in whole
-** groups (pieces come at pos = what was returned so far, so each starts on
-** a group), then the closing quote and brace. The transfer gate's slot is
-** held until the reply is done, however slowly it is read. */
+** the head as serialised, the content's base64, the closing quote and
+** brace (b64_body.h). The transfer gate's slot is held until the reply is
+** done, however slowly it is read. */
 typedef struct inline_src {
-  int fd;
-  unsigned long long bytes, b64;
-  char *head;                 /* up to the opening quote of content_base64 */
-  size_t head_len;
+  ux_b64_body *body;
   ux_objstore *gate;
   char party[64];             /* whose share of the gate the slot is */
 } inline_src;
 
 static ssize_t inline_read(void *ctx, unsigned long long pos, char *buf, size_t max) {
-  inline_src *s = ctx;
-  if (pos < s->head_len) {
-    size_t n = s->head_len - pos < max ? (size_t)(s->head_len - pos) : max;
-    memcpy(buf, s->head + pos, n);
-    return (ssize_t)n;
-  }
-  unsigned long long o = pos - s->head_len;
-  if (o >= s->b64) {                          /* the tail: "} */
-    size_t n = o - s->b64 < 2 ? (size_t)(2 - (o - s->b64)) : 0;
-    if (n > max) n = max;
-    if (!n) return -1;
-    static const char tail[] = "\"}";
-    memcpy(buf, &tail[o - s->b64], n);
-    return (ssize_t)n;
-  }
-  unsigned char in[UX_HTTP_SOURCE_BLOCK / 4 * 3];
-  size_t groups = (max - 1) / 4;              /* room for the encoder's NUL */
-  if (groups > sizeof in / 3) groups = sizeof in / 3;
-  if (groups > (s->b64 - o) / 4) groups = (size_t)((s->b64 - o) / 4);
-  unsigned long long at = o / 4 * 3;
-  size_t want = groups * 3 < s->bytes - at ? groups * 3 : (size_t)(s->bytes - at), got = 0;
-  while (got < want) {
-    ssize_t n = pread(s->fd, in + got, want - got, (off_t)(at + got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return -1;                    /* shorter than recorded: cut */
-    got += (size_t)n;
-  }
-  return groups ? (ssize_t)unsb_base64_encode_into(in, want, buf) : -1;
+  return ux_b64_body_read(((inline_src *)ctx)->body, pos, buf, max);
 }
 
 static void inline_free(void *ctx) {
   inline_src *s = ctx;
-  close(s->fd);
-  free(s->head);
+  ux_b64_body_free(s->body);
   ux_objstore_transfer_end(s->gate, s->party);
   free(s);
 }
@@ -165,13 +133,16 @@ static int reply_inline(ux_cp_call *c, const ux_objloc *l, const char *key, int 
   char *text = ux_json_dump(v, &len);
   json_decref(v);
   inline_src *s = ux_xcalloc(1, sizeof *s);
-  *s = (inline_src){ fd, m->bytes, UNSB_BASE64_LEN(m->bytes), text, len - 2, c->cp->objects, "" };
+  s->gate = c->cp->objects;
   snprintf(s->party, sizeof s->party, "%s", ux_cp_home_tenant(&c->id));
-  if (len < 3 || strcmp(text + len - 3, "\"\"}") != 0) {   /* content_base64 came last, empty */
+  /* content_base64 came last, empty: the head ends at its opening quote */
+  int last = len >= 3 && strcmp(text + len - 3, "\"\"}") == 0;
+  s->body = ux_b64_body_new(fd, m->bytes, text, last ? len - 2 : len, ux_xstrdup("\"}"), 2);
+  if (!last) {
     inline_free(s);
     return ux_cp_fail(c, 500, "object storage failed");
   }
-  return ux_reply_source(c->r, 200, UX_CP_JSON, s->head_len + s->b64 + 2, inline_read, inline_free, s);
+  return ux_reply_source(c->r, 200, UX_CP_JSON, ux_b64_body_length(s->body), inline_read, inline_free, s);
 }
 
 int ux_cp_obj_get(ux_cp_call *c) {

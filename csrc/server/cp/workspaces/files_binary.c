@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "server/jsonw.h"
-#include "server/cp/workspaces/b64_body.h"
+#include "server/cp/b64_body.h"
 
 /* A memfd holding len bytes of data (data NULL: empty), at offset 0; -1
 ** with err. */

@@ -4,7 +4,7 @@
 ** encode (3 per quad), so any position and any max work: a read that
 ** starts inside a quad encodes that quad again and skips its first chars.
 */
-#include "server/cp/workspaces/b64_body.h"
+#include "server/cp/b64_body.h"
 
 #include <errno.h>
 #include <stdlib.h>

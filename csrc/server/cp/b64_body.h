@@ -2,8 +2,9 @@
 ** A reply body made of a head, the base64 of a file's first n bytes and
 ** a tail, pulled piece by piece by the transport (ux_reply_source): the
 ** file is read and encoded as the client takes the body, so no buffer of
-** the whole body is ever made (read-binary's reply: megabytes whose fresh
-** pages would cost more than their encoding). The file is read with pread
+** the whole body is ever made (read-binary's reply and an object's inline
+** content: megabytes whose fresh pages would cost more than their
+** encoding). The file is read with pread
 ** and never mapped: its other holder (a sandbox's agent) may resize it at
 ** any time, and then the body is cut (the read fails), never longer.
 */
