@@ -108,14 +108,12 @@ static int l_write(lua_State *L) {
   size_t len, off = 0;
   const char *p = luaL_checklstring(L, 2, &len);
   while (off < len) {
+    if (got_term || got_hup) { lua_pushboolean(L, 0); return 1; }
     ssize_t n = write(fd, p + off, len - off);
     if (n > 0) { off += (size_t)n; continue; }
-    if (n < 0 && errno == EINTR) {
-      if (got_term || got_hup) { lua_pushboolean(L, 0); return 1; }
-      continue;
-    }
+    if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      struct pollfd pf = { fd, POLLOUT, 0 };
+      struct pollfd pf = { fd, POLLOUT, 0 };   /* a signal ends the wait too */
       if (poll(&pf, 1, -1) < 0 && errno != EINTR) return push_errno(L, "write");
       continue;
     }
