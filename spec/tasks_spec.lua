@@ -70,23 +70,20 @@ describe("tasks #integration", function()
     end
   end)
 
-  it("step(0) never blocks while the server holds a reply for 2 s", function()
-    arm { mode = "latency", ms = 2000, path = "/jobs" }
+  it("step(0) never blocks while the server holds a reply", function()
+    arm { mode = "latency", ms = 5000, path = "/jobs" }
     local t = unsandbox.spawn(function() return c:list_jobs() end)
-    local longest, steps = 0, 0
-    local deadline = core.monotonic_ms() + 30000
-    while not t:done() and core.monotonic_ms() < deadline do
-      local t0 = core.monotonic_us()
+    assert.is_true(step_until(function() return stats().delaying == 1 end))
+    -- a frame loop: every step(0) returns while the server still holds the
+    -- reply (a step that waited for it would have seen it released)
+    for _ = 1, 20 do
       unsandbox.step(0)
-      longest = math.max(longest, (core.monotonic_us() - t0) / 1000)
-      steps = steps + 1
       core.sleep(5)          -- the host's own frame work
     end
-    assert.is_true(t:done())
+    assert.is_false(t:done())
+    assert.equal(1, stats().delaying)
+    assert.is_true(step_until(function() return t:done() end))
     assert.is_table((t:result()))
-    -- a frame loop got many frames in, none of them waiting for the server
-    assert.is_true(steps > 20, "steps " .. steps)
-    assert.is_true(longest < 50, "longest step(0) " .. longest .. " ms")
   end)
 
   it("cancel() mid-transfer closes the call; the client goes on working", function()
@@ -94,7 +91,6 @@ describe("tasks #integration", function()
     local t = unsandbox.spawn(function() return c:list_jobs() end)
     -- the server holds the request: the transfer is in flight
     assert.is_true(step_until(function() return stats().delaying == 1 end))
-    local t0 = core.monotonic_ms()
     assert.is_true(t:cancel())
     assert.is_false(t:cancel())
     assert.equal("cancelled", t:status())
@@ -103,7 +99,8 @@ describe("tasks #integration", function()
     -- the shape of every interruption; no job of its own to name
     assert.same({ "interrupted", 499 }, { err.kind, err.status })
     assert.is_nil(err.job_id)
-    assert.is_true(core.monotonic_ms() - t0 < 1000)
+    -- it did not wait for the reply: the server still holds it
+    assert.equal(1, stats().delaying)
     assert.is_table((c:list_jobs()))
   end)
 
@@ -310,7 +307,7 @@ print("RUN", ok, err and err.kind)
   it("execute_each() yields results in the order the programs finish", function()
     local order = {}
     for i, r, err in c:execute_each {
-      { "bash", "sleep 2; echo slow" },
+      { "bash", "sleep 4; echo slow" },
       { "bash", "echo quick" },
     } do
       assert.is_nil(err)
@@ -377,7 +374,7 @@ describe("tasks and the Control Plane #integration", function()
     local function box(name)
       return unsandbox.spawn(function()
         return unsandbox.with(assert(unsandbox.Sandbox.create { name = name, manager = m }), function(sb)
-          return assert(sb:stream("for i in 1 2 3; do echo $i; sleep 0.5; done", function(_, chunk)
+          return assert(sb:stream("echo 1; sleep 2; echo 2", function(_, chunk)
             for line in chunk:gmatch("%d") do order[#order + 1] = name .. line end
           end, 30))
         end)
@@ -396,12 +393,13 @@ describe("tasks and the Control Plane #integration", function()
     assert.equal("done", b:status(), tostring(select(2, b:result())))
     assert.equal(0, (a:result()).exit_code)
     assert.equal(0, (b:result()).exit_code)
-    assert.equal(6, #order)
+    assert.equal(4, #order)
     -- interleaved: neither stream waited for the other to end
     local pos = {}
     for i, v in ipairs(order) do pos[v] = i end
-    assert.is_true(pos["task-a1"] < pos["task-b3"] and pos["task-b1"] < pos["task-a3"], table.concat(order, " "))
-    -- a step that waited for a stream's next chunk would take ~500 ms
-    assert.is_true(longest < 400, "longest step(0) " .. longest .. " ms")
+    assert.is_true(pos["task-a1"] < pos["task-b2"] and pos["task-b1"] < pos["task-a2"], table.concat(order, " "))
+    -- a step that waited for a stream's next chunk would take the 2 s
+    -- between its lines; a busy machine stretches a step far less than that
+    assert.is_true(longest < 1000, "longest step(0) " .. longest .. " ms")
   end)
 end)
