@@ -10,7 +10,8 @@
 # (bench/fairness.lua), and living sessions: a command, a creation, the
 # memory of an idle one (bench/living.lua), and the Control Plane's long
 # lists next to their encoding and the server before (bench/lists.lua),
-# and the throughput curve from 1 to 16 clients with CPU per job, the run
+# a run's 1 MiB of output: its latency next to a local spawn and the
+# server's own CPU for it (bench/output.lua), and the throughput curve from 1 to 16 clients with CPU per job, the run
 # queue next to none (bench/throughput.lua).
 # Needs root, as unsandboxd does.
 set -euo pipefail
@@ -50,4 +51,5 @@ lua5.4 bench/client.lua
 lua5.4 bench/luas.lua
 lua5.4 bench/living.lua
 lua5.4 bench/lists.lua
+lua5.4 bench/output.lua
 lua5.4 bench/throughput.lua

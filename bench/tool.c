@@ -2,9 +2,10 @@
 ** The bench's baselines, measured from C so that neither a shell nor Lua
 ** sits between the clock and what is measured:
 **
-**   tool spawn N [--uid UID] [--open FD=PATH]... -- PROG ARGS...
-**       starts PROG N times (posix_spawn, stdout and stderr to /dev/null,
-**       or, with --uid, a child that drops to UID first: the bare bwrap
+**   tool spawn N [--read] [--uid UID] [--open FD=PATH]... -- PROG ARGS...
+**       starts PROG N times (posix_spawn, stdout and stderr to /dev/null;
+**       --read: stdout a pipe the tool reads to its end, as a run's output
+**       is collected; or, with --uid, a child that drops to UID first: the bare bwrap
 **       spawn runs as an unprivileged user, as the server's sandboxes
 **       do; --open: PATH opened read-only at FD in every child, as the
 **       server passes bwrap the /etc files it copies in) and prints each
@@ -71,26 +72,59 @@ static pid_t start_as(uid_t uid, char **argv) {
   _exit(127);
 }
 
-static int spawn(int n, long uid, char **argv) {
-  posix_spawn_file_actions_t fa;
-  if (posix_spawn_file_actions_init(&fa) != 0 ||
-      posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0) != 0 ||
-      posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) != 0) {
-    fprintf(stderr, "tool: posix_spawn_file_actions: %s\n", strerror(errno));
-    return 1;
+/* The child's files: stdout to out (a pipe's write end) or /dev/null,
+** stderr to /dev/null, and the --open files. 0 or an errno. */
+static int file_actions(posix_spawn_file_actions_t *fa, int out) {
+  int e = posix_spawn_file_actions_init(fa);
+  if (e) return e;
+  e = out >= 0 ? posix_spawn_file_actions_adddup2(fa, out, 1)
+               : posix_spawn_file_actions_addopen(fa, 1, "/dev/null", O_WRONLY, 0);
+  if (!e) e = posix_spawn_file_actions_addopen(fa, 2, "/dev/null", O_WRONLY, 0);
+  for (int i = 0; i < n_opens && !e; i++)
+    e = posix_spawn_file_actions_addopen(fa, opens[i].fd, opens[i].path, O_RDONLY, 0);
+  if (e) posix_spawn_file_actions_destroy(fa);
+  return e;
+}
+
+/* Reads fd to its end: 0, or -1 on an error. */
+static int drain(int fd) {
+  static char buf[65536];
+  for (;;) {
+    ssize_t k = read(fd, buf, sizeof buf);
+    if (k == 0) return 0;
+    if (k < 0 && errno != EINTR) return -1;
   }
-  for (int i = 0; i < n_opens; i++)
-    if (posix_spawn_file_actions_addopen(&fa, opens[i].fd, opens[i].path, O_RDONLY, 0) != 0) {
-      fprintf(stderr, "tool: posix_spawn_file_actions: %s\n", strerror(errno));
-      return 1;
-    }
+}
+
+/* One start: the pid, or -1 with errno set. With read_out, the child's
+** stdout is a pipe read to its end here before the pid is returned. */
+static pid_t start(long uid, int read_out, char **argv) {
+  if (uid >= 0) return start_as((uid_t)uid, argv);
+  int p[2] = { -1, -1 };
+  if (read_out && pipe2(p, O_CLOEXEC) != 0) return -1;
+  posix_spawn_file_actions_t fa;
+  pid_t pid = -1;
+  int e = file_actions(&fa, p[1]);
+  if (!e) {
+    e = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+  }
+  if (e) pid = -1;
+  if (read_out) {
+    close(p[1]);                       /* the child's copy is the only one left */
+    if (pid > 0 && drain(p[0]) != 0) e = errno;
+    close(p[0]);
+  }
+  errno = e;
+  return pid;
+}
+
+static int spawn(int n, int read_out, long uid, char **argv) {
   int bad = 0;
   for (int i = 0; i < n && !bad; i++) {
     long long t0 = now_us();
-    pid_t pid;
+    pid_t pid = start(uid, read_out, argv);
     int status = 0;
-    if (uid >= 0) pid = start_as((uid_t)uid, argv);
-    else if ((errno = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ)) != 0) pid = -1;
     if (pid < 0 || waitpid(pid, &status, 0) != pid) {
       fprintf(stderr, "tool: cannot run %s: %s\n", argv[0], strerror(errno));
       bad = 1;
@@ -103,7 +137,6 @@ static int spawn(int n, long uid, char **argv) {
     }
     printf("%lld\n", t1 - t0);
   }
-  posix_spawn_file_actions_destroy(&fa);
   return bad;
 }
 
@@ -280,7 +313,7 @@ static int transfer(int put, long long bytes, const char *url, const char *ticke
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: tool spawn N [--uid UID] [--open FD=PATH]... -- PROG ARGS...\n"
+  fprintf(stderr, "usage: tool spawn N [--read] [--uid UID] [--open FD=PATH]... -- PROG ARGS...\n"
                   "       tool http N URL\n"
                   "       tool signed N BASE PATH PUBLIC SECRET\n"
                   "       tool put|get BYTES URL TICKET [FILE]\n");
@@ -302,7 +335,8 @@ int main(int argc, char **argv) {
     return signed_loop(n, argv[3], argv[4], argv[5], argv[6]);
   if (strcmp(argv[1], "spawn") != 0) return usage();
   long uid = -1;
-  int i = 3;
+  int i = 3, read_out = 0;
+  if (!strcmp(argv[i], "--read") && i + 1 < argc) { read_out = 1; i++; }
   if (!strcmp(argv[i], "--uid") && i + 2 < argc) { uid = atol(argv[i + 1]); i += 2; }
   while (!strcmp(argv[i], "--open") && i + 2 < argc) {
     char *eq = strchr(argv[i + 1], '=');
@@ -313,5 +347,6 @@ int main(int argc, char **argv) {
     i += 2;
   }
   if (strcmp(argv[i], "--") != 0 || i + 1 >= argc) return usage();
-  return spawn(n, uid, argv + i + 1);
+  if (read_out && uid >= 0) return usage();
+  return spawn(n, read_out, uid, argv + i + 1);
 }

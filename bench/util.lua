@@ -53,15 +53,18 @@ end
 
 -- utime + stime + cutime + cstime of a process: itself and the children
 -- it reaped (for unsandboxd: its sandboxes, all of whose processes are
--- reaped up the chain to it).
-local function process_ticks(pid)
+-- reaped up the chain to it); with own, utime + stime alone (the server's
+-- own work, without its sandboxes'). In ticks of 10 ms.
+local function process_ticks(pid, own)
   local stat = slurp("/proc/" .. pid .. "/stat")
   local rest = stat:match("%) (.*)$")
   if not rest then return 0 end
   local f = {}
   for w in rest:gmatch("%S+") do f[#f + 1] = w end
   -- after "pid (comm) ": state is field 1, utime field 12 ... cstime 15
-  return (tonumber(f[12]) or 0) + (tonumber(f[13]) or 0) + (tonumber(f[14]) or 0) + (tonumber(f[15]) or 0)
+  local t = (tonumber(f[12]) or 0) + (tonumber(f[13]) or 0)
+  if own then return t end
+  return t + (tonumber(f[14]) or 0) + (tonumber(f[15]) or 0)
 end
 M.process_ticks = process_ticks
 
