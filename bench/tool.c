@@ -97,7 +97,8 @@ static int drain(int fd) {
 }
 
 /* One start: the pid, or -1 with errno set. With read_out, the child's
-** stdout is a pipe read to its end here before the pid is returned. */
+** stdout is a pipe read to its end here before the pid is returned (a
+** read error reaps the child and returns -1). */
 static pid_t start(long uid, int read_out, char **argv) {
   if (uid >= 0) return start_as((uid_t)uid, argv);
   int p[2] = { -1, -1 };
@@ -112,7 +113,11 @@ static pid_t start(long uid, int read_out, char **argv) {
   if (e) pid = -1;
   if (read_out) {
     close(p[1]);                       /* the child's copy is the only one left */
-    if (pid > 0 && drain(p[0]) != 0) e = errno;
+    if (pid > 0 && drain(p[0]) != 0) {
+      e = errno;
+      waitpid(pid, NULL, 0);
+      pid = -1;
+    }
     close(p[0]);
   }
   errno = e;
