@@ -168,10 +168,15 @@ static void listing(void) {
   put("l/base/gone", "x", 1, 1, NULL, &m);
   ux_objstore_delete(os, B, "l/base/gone", 0);
   put("l/base/a", "xy", 2, 2, NULL, &m);
-  ok(ux_objstore_list(os, B, "l/base", 100, &v, &n) == UX_OBJ_OK && n == 3, "three live objects under l/base");
-  ok(n == 3 && !strcmp(v[0].key, "l/base") && !strcmp(v[1].key, "l/base/a") && !strcmp(v[2].key, "l/base/b/c"),
-     "by key; siblings sharing the prefix and the deleted one left out");
-  ok(n == 3 && v[1].bytes == 2, "the latest version is listed");
+  /* deleted, then put again: live, with a delete marker below its latest */
+  put("l/base/back", "x", 1, 1, NULL, &m);
+  ux_objstore_delete(os, B, "l/base/back", 0);
+  put("l/base/back", "xyz", 3, 3, NULL, &m);
+  ok(ux_objstore_list(os, B, "l/base", 100, &v, &n) == UX_OBJ_OK && n == 4, "four live objects under l/base");
+  ok(n == 4 && !strcmp(v[0].key, "l/base") && !strcmp(v[1].key, "l/base/a") && !strcmp(v[2].key, "l/base/b/c") &&
+     !strcmp(v[3].key, "l/base/back"), "by key; siblings sharing the prefix and the deleted one left out");
+  ok(n == 4 && v[1].bytes == 2 && v[3].bytes == 3, "the latest version is listed");
+  ok(n == 4 && v[3].delete_marker == 0 && v[3].is_latest, "a key put again after its delete is its new version");
   free(v);
   ok(ux_objstore_list(os, B, "l/base", 2, &v, &n) == UX_OBJ_OK && n == 2, "max is honoured");
   free(v);
@@ -179,7 +184,8 @@ static void listing(void) {
   ok(ux_objstore_list(os, "user-uploads", "l/base", 100, &v, &n) == UX_OBJ_OK && n == 0, "other bucket empty");
   char seen[128] = "";
   ok(ux_objstore_list_each(os, B, "l/base", 100, visit_key, seen) == UX_OBJ_OK &&
-     !strcmp(seen, "l/base:1,l/base/a:2,l/base/b/c:1,"), "each hands the same rows, one at a time (%s)", seen);
+     !strcmp(seen, "l/base:1,l/base/a:2,l/base/b/c:1,l/base/back:3,"), "each hands the same rows, one at a time (%s)",
+     seen);
   seen[0] = '\0';
   ok(ux_objstore_list_each(os, B, "l/base", 1, visit_key, seen) == UX_OBJ_OK && !strcmp(seen, "l/base:1,"),
      "each honours max");

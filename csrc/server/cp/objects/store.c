@@ -30,8 +30,7 @@ static const char SCHEMA[] =
   "  bytes INTEGER NOT NULL, sha256 TEXT, etag TEXT, content_type TEXT,"
   "  last_modified INTEGER NOT NULL, PRIMARY KEY(bucket, key, ordinal));"
   /* what a list reads of each version, newest first: a list is one scan
-  ** of this index, with no lookup of the table's rows, and each row's
-  ** latest-version test one seek in it */
+  ** of this index, with no lookup of the table's rows */
   "CREATE INDEX IF NOT EXISTS cp_object_versions_list ON cp_object_versions("
   "  bucket, key, ordinal DESC, delete_marker, bytes, last_modified);"
   "CREATE TABLE IF NOT EXISTS cp_ticket_jtis(jti TEXT PRIMARY KEY, expires_at INTEGER NOT NULL);"
@@ -278,14 +277,16 @@ int ux_objstore_versions(ux_objstore *os, const char *bucket, const char *key,
 /* The live objects below a base: keys base, or in [base "/", base "0")
 ** ('0' follows '/'), whose latest version is not a delete marker, by key.
 ** ?1 bucket, ?2 base, ?3 and ?4 the range, ?5 the most rows. The keys are
-** searched in [base, base "0") of the primary key, so a list reads its
-** own rows only, not the bucket's. */
+** searched in [base, base "0") of the list index, so a list reads its own
+** rows only, not the bucket's. A group per key: with max() the one
+** aggregate, SQLite takes a group's other columns from its row of the
+** highest ordinal, the key's latest version, so the list is one ordered
+** scan of the index with no seek per key; the HAVING then drops a key
+** whose latest version is a delete marker. */
 #define LIVE_BELOW(columns) \
-  "SELECT " columns " FROM cp_object_versions v" \
+  "SELECT " columns ", MAX(v.ordinal) AS latest FROM cp_object_versions v" \
   " WHERE v.bucket = ?1 AND v.key >= ?2 AND v.key < ?4 AND (v.key = ?2 OR v.key >= ?3)" \
-  "   AND v.delete_marker = 0" \
-  "   AND v.ordinal = (SELECT MAX(ordinal) FROM cp_object_versions w" \
-  "                    WHERE w.bucket = v.bucket AND w.key = v.key)" \
+  " GROUP BY v.key HAVING v.delete_marker = 0" \
   " ORDER BY v.key LIMIT ?5"
 
 /* base "/" and base "0", malloc'd: NULL when out of memory. */
