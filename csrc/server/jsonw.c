@@ -188,11 +188,38 @@ void ux_jw_cstr(ux_jw *w, const char *s) {
   else ux_jw_null(w);
 }
 
+/* v in decimal at the end of out[24] (a quote after the digits when
+** quoted, one before them): the text's start; *n its length. A list's
+** numbers are most of its fields, and snprintf's format parsing was a
+** visible share of writing one. */
+static const char *decimal(long long v, int quoted, char out[24], size_t *n) {
+  char *end = out + 23, *p = end;
+  unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+  if (quoted) *--p = '"';
+  do {
+    *--p = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0) *--p = '-';
+  if (quoted) *--p = '"';
+  *n = (size_t)(end - p);
+  return p;
+}
+
 void ux_jw_int(ux_jw *w, long long v) {
-  char num[32];
-  int k = snprintf(num, sizeof num, "%lld", v);
+  char buf[24];
+  size_t n;
+  const char *s = decimal(v, 0, buf, &n);
   before_value(w);
-  put(w, num, (size_t)k);
+  put(w, s, n);
+}
+
+void ux_jw_int_string(ux_jw *w, long long v) {
+  char buf[24];
+  size_t n;
+  const char *s = decimal(v, 1, buf, &n);
+  before_value(w);
+  put(w, s, n);
 }
 
 void ux_jw_bool(ux_jw *w, int v) {

@@ -60,6 +60,7 @@ void ux_jw_key(ux_jw *w, const char *key);
 void ux_jw_str(ux_jw *w, const char *s, size_t n);
 void ux_jw_cstr(ux_jw *w, const char *s);      /* NULL writes null */
 void ux_jw_int(ux_jw *w, long long v);
+void ux_jw_int_string(ux_jw *w, long long v);  /* the decimal digits, quoted */
 void ux_jw_bool(ux_jw *w, int v);
 void ux_jw_null(ux_jw *w);
 /* A jansson value, dumped compactly (small values: a row's fields). */

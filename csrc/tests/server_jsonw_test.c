@@ -5,6 +5,7 @@
 ** random bytes, for text cut inside a multi-byte sequence, and across the
 ** pieces a writer with a sink hands on; structure and commas; base64.
 */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,8 +156,27 @@ static void test_structure(void) {
   free(bytes);
 }
 
+/* Integers, bare and quoted, at their ends of the range, in an array. */
+static void test_integers(void) {
+  ux_jw w;
+  size_t len;
+  ux_jw_init(&w);
+  ux_jw_open(&w, '[');
+  const long long vs[] = { 0, 7, -1, 10, 1234567890123LL, LLONG_MAX, LLONG_MIN };
+  for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) ux_jw_int(&w, vs[i]);
+  ux_jw_int_string(&w, 1796525258);
+  ux_jw_int_string(&w, LLONG_MIN);
+  ux_jw_int_string(&w, 0);
+  ux_jw_close(&w);
+  char *text = ux_jw_take(&w, &len);
+  is_str(text, "[0,7,-1,10,1234567890123,9223372036854775807,-9223372036854775808,"
+         "\"1796525258\",\"-9223372036854775808\",\"0\"]", "integers in decimal, bare and quoted");
+  free(text);
+}
+
 int main(void) {
   ux_mem_init();
+  test_integers();
   test_bytes();
   test_random();
   test_sink();

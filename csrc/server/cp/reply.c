@@ -55,11 +55,7 @@ int ux_cp_ok_text(ux_cp_call *c, int status, ux_jw *w) {
 
 void ux_cp_jw_time(ux_jw *w, long long t) {
   if (t <= 0) ux_jw_null(w);
-  else {
-    char buf[32];
-    snprintf(buf, sizeof buf, "%lld", t);
-    ux_jw_cstr(w, buf);
-  }
+  else ux_jw_int_string(w, t);
 }
 
 int ux_cp_store_failed(ux_cp_call *c, const char *what) {
