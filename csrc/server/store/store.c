@@ -57,7 +57,15 @@ static int add_file_column(sqlite3 *db) {
   return has ? SQLITE_OK : sqlite3_exec(db, "ALTER TABLE jobs ADD COLUMN file_bytes INTEGER", NULL, NULL, NULL);
 }
 
+/* SQLite's memory statistics take a process-wide mutex around every
+** allocation it makes (a long list's rows make thousands); nothing here
+** reads them. The setting only takes before SQLite's first use, so it is
+** made once, before the first open; later it is refused and harmless. */
+static pthread_once_t sqlite_once = PTHREAD_ONCE_INIT;
+static void sqlite_configure(void) { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
+
 ux_store *ux_store_open(const char *dir, char *err, size_t errlen) {
+  pthread_once(&sqlite_once, sqlite_configure);
   char path[4200];
   if (ux_mkdir_p(dir, 0700) < 0 || chmod(dir, 0700) < 0) {
     snprintf(err, errlen, "cannot create data directory %s: %s", dir, strerror(errno));
@@ -87,7 +95,9 @@ ux_store *ux_store_open(const char *dir, char *err, size_t errlen) {
   pthread_mutex_init(&st->spool_mu, NULL);
   snprintf(st->dir, sizeof st->dir, "%s", dir);
   char *msg = NULL;
-  if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK ||
+  /* no mutex of SQLite's own: every use of st->db holds st->mu (db.c, the
+  ** key statements below; ledger_open.c's functions run inside them) */
+  if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
       sqlite3_busy_timeout(st->db, 5000) != SQLITE_OK ||
       sqlite3_exec(st->db, SCHEMA, NULL, NULL, &msg) != SQLITE_OK || add_file_column(st->db) != SQLITE_OK ||
       ux_ledger_schema(st) != 0) {
