@@ -68,6 +68,10 @@ static void grow(ux_jw *w, size_t k) {
   w->cap = cap;
 }
 
+void ux_jw_reserve(ux_jw *w, size_t n) {
+  if (!w->sink) grow(w, n);
+}
+
 /* Appends n bytes: a writer with a sink hands its buffer on each time it
 ** is full, one without grows. */
 static void put(ux_jw *w, const char *s, size_t n) {

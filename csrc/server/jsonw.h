@@ -48,6 +48,10 @@ int ux_jw_flush(ux_jw *w);
 /* The text as a malloc'd NUL-terminated string (a writer without a sink),
 ** its length in *len; the writer is left empty. */
 char *ux_jw_take(ux_jw *w, size_t *len);
+/* Room for n more bytes at once, in a writer without a sink: a reply whose
+** size is about known grows once, not by doubling (each step a copy of
+** the text so far into memory touched for the first time). */
+void ux_jw_reserve(ux_jw *w, size_t n);
 
 /* Structure: '{' / '[' and their ends; a key (with the comma before it
 ** when the object has items already); values. A value after a key is the

@@ -237,13 +237,20 @@ static int list_entry(void *ctx, const char *key, size_t key_len, unsigned long 
 }
 
 /* Written row by row as the store reads them, into the reply's own text:
-** 10,000 objects cost their reply's bytes, not a tree of them. */
+** 10,000 objects cost their reply's bytes, not a tree of them. The text
+** starts with room for a full list of short keys (~100 bytes a row): an
+** allocation that size is a mapping whose untouched pages cost nothing,
+** so a short list pays nothing for it and a long one grows once or not
+** at all. */
+#define LIST_RESERVE ((size_t)UX_OBJ_LIST_MAX * 100)
+
 int ux_cp_obj_list(ux_cp_call *c) {
   ux_objloc l;
   char key[UX_OBJ_KEY_MAX + 1];
   if (ux_cp_obj_target(c, 1, 1, &l, key)) return -1;
   ux_jw w;
   ux_jw_init(&w);
+  ux_jw_reserve(&w, LIST_RESERVE);
   ux_jw_open(&w, '{');
   ux_jw_key(&w, "scope");  ux_jw_cstr(&w, ux_objloc_scope_name(l.scope));
   ux_jw_key(&w, "bucket"); ux_jw_cstr(&w, ux_objloc_bucket(l.scope));
