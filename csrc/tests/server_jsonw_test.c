@@ -168,6 +168,9 @@ static void test_integers(void) {
   ux_jw_int_string(&w, LLONG_MIN);
   ux_jw_int_string(&w, 0);
   ux_jw_close(&w);
+  size_t cap = w.cap;
+  ux_jw_reserve(&w, 1 << 20);
+  ok(w.cap >= w.len + (1 << 20) && w.cap > cap, "reserve makes room at once");
   char *text = ux_jw_take(&w, &len);
   is_str(text, "[0,7,-1,10,1234567890123,9223372036854775807,-9223372036854775808,"
          "\"1796525258\",\"-9223372036854775808\",\"0\"]", "integers in decimal, bare and quoted");
