@@ -210,21 +210,16 @@ static const char *decimal(long long v, int quoted, char out[24], size_t *n) {
   return p;
 }
 
-void ux_jw_int(ux_jw *w, long long v) {
+static void number(ux_jw *w, long long v, int quoted) {
   char buf[24];
   size_t n;
-  const char *s = decimal(v, 0, buf, &n);
+  const char *s = decimal(v, quoted, buf, &n);
   before_value(w);
   put(w, s, n);
 }
 
-void ux_jw_int_string(ux_jw *w, long long v) {
-  char buf[24];
-  size_t n;
-  const char *s = decimal(v, 1, buf, &n);
-  before_value(w);
-  put(w, s, n);
-}
+void ux_jw_int(ux_jw *w, long long v) { number(w, v, 0); }
+void ux_jw_int_string(ux_jw *w, long long v) { number(w, v, 1); }
 
 void ux_jw_bool(ux_jw *w, int v) {
   before_value(w);
