@@ -138,6 +138,25 @@ describe("unsandbox.Process #integration", function()
       "attempt to use a closed Process (read)")
   end)
 
+  it("close() of a running process leaves nothing behind, however its supervisor's last write falls", function()
+    -- the kill ends the supervisor's wait while the state is being
+    -- removed: its exit status must not bring the process back. Two
+    -- busy loops in the sandbox make the supervisor late, as a loaded
+    -- machine does.
+    local burners = {}
+    for i = 1, 2 do burners[i] = assert(sb:spawn("while :; do :; done")) end
+    finally(function() for _, b in ipairs(burners) do b:close() end end)
+    for round = 1, 15 do
+      local p = assert(sb:spawn("sleep 600"))
+      local id = p.id
+      assert(p:close())
+      local r, err = sb:process(id)
+      assert.is_nil(r, "round " .. round .. ": the closed process is still there")
+      assert.equal("not_found", err.kind)
+    end
+    for _, e in ipairs(assert(sb:processes())) do assert.is_true(e.command ~= "", "a husk: " .. e.id) end
+  end)
+
   it("another OS process takes a process up again by its id", function()
     local p = assert(sb:spawn(ECHO))
     finally(function() p:close() end)

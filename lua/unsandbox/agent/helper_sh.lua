@@ -324,13 +324,18 @@ kids() {   # the children of pid $1, from /proc (no pkill in every image)
   done
 }
 
+# The state moves out of the way before it is removed: the kill ends the
+# supervisor's wait, and its status written under $D meanwhile would make
+# rm's last rmdir fail and leave a husk the id still finds; renamed, $D is
+# a path the supervisor can no longer write to.
 op_forget() {
-  local pid
+  local pid g
   [ -d "$P/$1" ] || return 0
-  D=$P/$1
+  D=$P/$1 g=$P/.forgotten.$1.$$
   if [ -s "$D/pid" ] && [ ! -f "$D/exit" ]; then read -r pid < "$D/pid"; kill -s KILL -- "-$pid" 2>/dev/null; fi
   [ -p "$D/ctl" ] && printf 'eof\n' 1<>"$D/ctl"
-  rm -rf -- "$D"
+  mv -- "$D" "$g" 2>/dev/null || g=$D
+  rm -rf -- "$g"
 }
 
 # ------------------------------------------------------------ code cells
