@@ -20,7 +20,6 @@ local util = require "bench.util"
 
 local MIB = 1048576
 local SIZE_MIB = tonumber(os.getenv("BENCH_AGENT_MIB") or "") or 256
-local TOOL = "build/bench/tool"
 
 local unsandbox = require "unsandbox"
 local core = require "unsandbox.core"
@@ -77,10 +76,8 @@ local function raw(srv, size)
     for _, op in ipairs { "upload", "download" } do
       local st, t = obj.ticket(srv, srv.token, loc, op, { max_bytes = 64 * MIB })
       assert(st == 201, "ticket: " .. tostring(st))
-      local p = assert(io.popen(string.format("%s %s %d %s %s", TOOL, op == "upload" and "put" or "get",
-        bytes, srv.cp_url .. "/v1/storage/content", t.access_token)))
-      local us = tonumber(p:read("a"))
-      p:close()
+      local us = util.tool(string.format("%s %d %s %s", op == "upload" and "put" or "get",
+        bytes, srv.cp_url .. "/v1/storage/content", t.access_token))[1]
       assert(us, "the raw " .. op .. " failed")
       if op == "upload" then up = up + us / 1e6 else down = down + us / 1e6 end
     end
@@ -103,7 +100,7 @@ local function routes(srv, sb)
     local c2, t2 = util.process_ticks(srv.pid), ms()
     if i > 2 then
       w[#w + 1], r[#r + 1], n = t1 - t0, t2 - t1, n + 1
-      wcpu, rcpu = wcpu + (c1 - c0) * 10, rcpu + (c2 - c1) * 10
+      wcpu, rcpu = wcpu + (c1 - c0) * util.TICK_MS, rcpu + (c2 - c1) * util.TICK_MS
     end
   end
   local up = select(1, raw(srv, #one))

@@ -24,7 +24,6 @@ local JOBS = tonumber(os.getenv("BENCH_JOBS")) or 25
 local CLIENTS = 8
 local POOL = tonumber(os.getenv("BENCH_POOL")) or 16
 local BASELINE_SERVER = os.getenv("BENCH_BASELINE_SERVER")
-local TOOL = "build/bench/tool"
 local q = server.sh_quote
 
 local function now_ms() return socket.gettime() * 1000 end
@@ -40,15 +39,7 @@ local function timed(n, f)
   return s
 end
 
--- The tool's samples (microseconds, one per line) in milliseconds.
-local function tool(args)
-  local p = assert(io.popen(TOOL .. " " .. args))
-  local s = {}
-  for line in p:lines() do s[#s + 1] = tonumber(line) / 1000 end
-  local ok = p:close()
-  assert(ok, "bench tool failed: " .. args)
-  return s
-end
+local tool = util.tool_ms
 
 local function spawn(n, argv, uid, opens)
   local words = {}

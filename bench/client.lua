@@ -26,7 +26,6 @@ local util = require "bench.util"
 local ROUNDS = tonumber(os.getenv("BENCH_ROUNDS")) or 3
 local REQUESTS = tonumber(os.getenv("BENCH_REQUESTS")) or 1000
 local OBJECT_MIB = tonumber(os.getenv("BENCH_OBJECT_MIB")) or 64
-local TOOL = "build/bench/tool"
 local MIB = 1048576
 local q = server.sh_quote
 
@@ -47,17 +46,7 @@ local function verdict(r, g, higher)
     higher and "below" or "above")
 end
 
--- The tool's output: samples (one number a line) and named lines ("cpu N").
-local function tool(args)
-  local p = assert(io.popen(TOOL .. " " .. args))
-  local samples, named = {}, {}
-  for line in p:lines() do
-    local k, v = line:match("^(%a+) (%d+)$")
-    if k then named[k] = tonumber(v) else samples[#samples + 1] = tonumber(line) end
-  end
-  assert(p:close(), "bench tool failed: " .. args)
-  return samples, named
-end
+local tool = util.tool
 
 ------------------------------------------------------------------------
 -- per request

@@ -22,15 +22,12 @@ local CONC = 16
 -- fan-out's ideal under it can be printed next to the ideal of CONC
 local KEY_JOBS = CONC * 3 // 4
 local HELD, HOLD_MS = 8, 1000   -- the fresh-client fan-out: calls, and how long the server holds each
-local TOOL = "build/bench/tool"
 
 local function now_ms() return socket.gettime() * 1000 end
 
 local function run_tool(args)
-  local p = assert(io.popen(TOOL .. " " .. args))
   local total = 0
-  for line in p:lines() do total = total + tonumber(line) / 1000 end
-  assert(p:close(), "bench tool failed: " .. args)
+  for _, ms in ipairs(util.tool_ms(args)) do total = total + ms end
   return total
 end
 

@@ -25,13 +25,7 @@ local function ms(f)
   return (socket.gettime() - t0) * 1000
 end
 
-local function tool(args)
-  local p = assert(io.popen("build/bench/tool " .. args))
-  local out = {}
-  for l in p:lines() do out[#out + 1] = tonumber(l) / 1000 end
-  assert(p:close(), "bench tool failed: " .. args)
-  return out
-end
+local tool = util.tool_ms
 
 -- Proportional set size (kB) of every process in this server's sandbox
 -- cgroups (mcp.lua's rule), and of the server itself.

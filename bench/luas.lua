@@ -17,7 +17,6 @@ local util = require "bench.util"
 
 local ROUNDS = tonumber(os.getenv("BENCH_ROUNDS")) or 5
 local PER = tonumber(os.getenv("BENCH_PER")) or 12
-local TOOL = "build/bench/tool"
 local q = server.sh_quote
 
 local LUAS = {
@@ -27,12 +26,13 @@ local LUAS = {
   { name = "5.1", interp = "lua5.1", cpath = "build/5.1/?.so" },
 }
 
-local function lines_ms(cmd, scale)
+-- The numbers (microseconds, one a line) cmd prints, in milliseconds.
+local function lines_ms(cmd)
   local p = assert(io.popen(cmd))
   local s = {}
   for line in p:lines() do
     local v = tonumber(line)
-    if v then s[#s + 1] = v / scale end
+    if v then s[#s + 1] = v / 1000 end
   end
   assert(p:close(), "failed: " .. cmd)
   return s
@@ -47,14 +47,14 @@ local env = string.format("UNSANDBOX_URL=%s UNSANDBOX_PUBLIC_KEY=%s UNSANDBOX_SE
   q(srv.url), q(srv.public_key), q(srv.secret_key))
 
 local function health(l)
-  return lines_ms("env " .. env .. paths(l) .. l.interp .. " bench/luas_client.lua " .. PER * 8, 1000)
+  return lines_ms("env " .. env .. paths(l) .. l.interp .. " bench/luas_client.lua " .. PER * 8)
 end
 local function raw_get()
-  return lines_ms(string.format("%s http %d %s/health", TOOL, PER, srv.url), 1000)
+  return util.tool_ms(string.format("http %d %s/health", PER, srv.url))
 end
 local function start(l, code)
-  return lines_ms(string.format("%s spawn %d -- env %s%s -e %s", TOOL, PER, paths(l),
-    "/usr/bin/" .. l.interp, q(code)), 1000)
+  return util.tool_ms(string.format("spawn %d -- env %s%s -e %s", PER, paths(l),
+    "/usr/bin/" .. l.interp, q(code)))
 end
 
 -- The LÖVE example: its summary line's longest frame and step, in ms.

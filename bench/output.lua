@@ -14,7 +14,6 @@ local util = require "bench.util"
 
 local ROUNDS = tonumber(os.getenv("BENCH_ROUNDS")) or 5
 local PER = 10
-local TICK_MS = 10                    -- /proc's clock ticks (CLK_TCK 100)
 
 local SIZES = { { name = "1 KiB", bytes = 1024 }, { name = "1 MiB", bytes = 1048576 } }
 
@@ -43,15 +42,13 @@ local ok, err = pcall(function()
       ticks = ticks + util.process_ticks(srv.pid, true) - t
     end
     local function local_side()
-      local p = assert(io.popen(string.format("build/bench/tool spawn %d --read -- /usr/bin/bash -c %s", PER,
+      util.append(base, util.tool_ms(string.format("spawn %d --read -- /usr/bin/bash -c %s", PER,
         server.sh_quote(code))))
-      for line in p:lines() do base[#base + 1] = tonumber(line) / 1000 end
-      assert(p:close(), "bench tool failed")
     end
     for r = 1, ROUNDS do
       if r % 2 == 1 then client_side(); local_side() else local_side(); client_side() end
     end
-    s.cpu = ticks * TICK_MS / (ROUNDS * PER)
+    s.cpu = ticks * util.TICK_MS / (ROUNDS * PER)
     s.lat, s.base = util.stats(lat).median, util.stats(base).median
   end
   c:close()

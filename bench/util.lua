@@ -17,6 +17,28 @@ local function cmd(line)
 end
 
 local TICK_MS = 1000 / (tonumber(cmd("getconf CLK_TCK")) or 100)
+M.TICK_MS = TICK_MS                 -- one tick of process_ticks, in ms
+
+--- The bench's baselines (bench/tool.c) run with args: its samples (one
+-- number a line, microseconds) and its named lines ("cpu N"); raises when
+-- the tool fails.
+function M.tool(args)
+  local p = assert(io.popen("build/bench/tool " .. args))
+  local samples, named = {}, {}
+  for line in p:lines() do
+    local k, v = line:match("^(%a+) (%d+)$")
+    if k then named[k] = tonumber(v) else samples[#samples + 1] = tonumber(line) end
+  end
+  assert(p:close(), "bench tool failed: " .. args)
+  return samples, named
+end
+
+--- The same samples in milliseconds.
+function M.tool_ms(args)
+  local s = M.tool(args)
+  for i, v in ipairs(s) do s[i] = v / 1000 end
+  return s
+end
 
 --- A field of /proc/PID/status in KiB (VmRSS, VmHWM), 0 when gone.
 function M.status_kb(pid, field)
