@@ -39,6 +39,7 @@
 #include "core/clock.h"
 #include "core/digest.h"
 #include "core/file.h"
+#include "core/filehash.h"
 #include "core/interrupt.h"
 #include "core/sse.h"
 
@@ -67,7 +68,8 @@ struct ub_transfer {
   ** piece of it reaches Lua; both closed with the transfer */
   int in_fd, out_fd;
   char *out_path;          /* for messages */
-  unsb_sha256 *hash;
+  uint64_t out_bytes;      /* written to out_fd */
+  unsb_filehash *hash;     /* of out_fd, on its own thread */
 };
 
 /* Where a failure inside libcurl's callbacks is written: the transfer's
@@ -129,13 +131,13 @@ static int on_event(void *ud, const unsb_sse_event *ev) {
 /* Mode file: the bytes to out_fd and the hash; a write that fails stops
 ** the transfer (kind io, naming the file). */
 static int to_file(ub_transfer *t, const char *data, size_t len) {
-  if (unsb_write_all(t->out_fd, data, len) == 0) {
-    if (unsb_sha256_update(t->hash, data, len) == 0) return 0;
-    unsb_fail(failure(t), UNSB_EPROTOCOL, "SHA-256 failed (OpenSSL)");
-  } else {
+  if (unsb_write_all(t->out_fd, data, len) != 0) {
     unsb_fail(failure(t), UNSB_EIO, "cannot write %s: %s", t->out_path, strerror(errno));
+    return 1;
   }
-  return 1;
+  t->out_bytes += len;
+  unsb_filehash_wrote(t->hash, t->out_bytes);
+  return 0;
 }
 
 static int on_data(void *ud, const char *data, size_t len) {
@@ -188,13 +190,13 @@ int ub_transfer_close(lua_State *L, int idx) {
   t->parser = NULL;
   drop_queue(t);
   unsb_http_response_free(&t->resp);
+  unsb_filehash_free(t->hash);   /* before its fd is closed */
+  t->hash = NULL;
   if (t->in_fd >= 0) close(t->in_fd);
   if (t->out_fd >= 0) close(t->out_fd);
   t->in_fd = t->out_fd = -1;
   free(t->out_path);
   t->out_path = NULL;
-  unsb_sha256_free(t->hash);
-  t->hash = NULL;
   free(t->err);
   t->err = NULL;
   return 0;
@@ -228,11 +230,12 @@ ub_transfer *ub_transfer_new(lua_State *L, int owner_idx, int body_idx, int opts
 
 int ub_transfer_to_file(ub_transfer *t, const char *path, unsb_error *err) {
   /* a name of the caller's choosing that must not exist: nothing that
-  ** was there is followed or overwritten */
-  t->out_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  ** was there is followed or overwritten; open for reading as well, since
+  ** the hash reads the bytes back */
+  t->out_fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
   if (t->out_fd < 0) return unsb_fail(err, UNSB_EIO, "cannot create %s: %s", path, strerror(errno));
-  if (!(t->out_path = strdup(path)) || !(t->hash = unsb_sha256_new()))
-    return unsb_fail(err, UNSB_ENOMEM, "out of memory");
+  if (!(t->out_path = strdup(path)) || !(t->hash = unsb_filehash_start(t->out_fd)))
+    return unsb_fail(err, UNSB_ENOMEM, "out of memory or threads (the download's hash)");
   return 0;
 }
 
@@ -361,7 +364,8 @@ int ub_transfer_push_result(lua_State *L, int idx) {
   lua_remove(L, top + 1);
   if (t->hash && t->resp.status >= 200 && t->resp.status <= 299) {
     char hex[UNSB_SHA256_HEX_LEN + 1];
-    if (unsb_sha256_final(t->hash, hex) != 0) return luaL_error(L, "SHA-256 failed (OpenSSL)");
+    if (unsb_filehash_finish(t->hash, hex) != 0)
+      return luaL_error(L, "SHA-256 of %s failed (OpenSSL, or the file was cut short)", t->out_path);
     lua_pushstring(L, hex);
     lua_setfield(L, -2, "sha256");   /* of the bytes written to the file */
   }
