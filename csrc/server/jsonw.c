@@ -19,6 +19,9 @@
 #include "server/mem.h"
 
 #define MIN_CAP 256
+/* A text growing past this is on its way to a long reply: it moves into a
+** reply buffer (mem.h) instead of doubling on */
+#define SHORT_MAX ((size_t)64 << 10)
 
 void ux_jw_init(ux_jw *w) {
   memset(w, 0, sizeof *w);
@@ -33,7 +36,7 @@ void ux_jw_init_sink(ux_jw *w, size_t block, ux_jw_sink sink, void *ctx) {
 }
 
 void ux_jw_free(ux_jw *w) {
-  free(w->p);
+  ux_mem_reply_done(w->p);
   memset(w, 0, sizeof *w);
 }
 
@@ -51,21 +54,38 @@ int ux_jw_flush(ux_jw *w) {
   return 0;
 }
 
-char *ux_jw_take(ux_jw *w, size_t *len) {
-  char *p = w->p ? ux_xrealloc(w->p, w->len + 1) : ux_xmalloc(1);
-  p[w->len] = '\0';
-  *len = w->len;
-  memset(w, 0, sizeof *w);
-  return p;
-}
-
 /* Room for k more bytes at w->p + w->len, in a writer without a sink. */
 static void grow(ux_jw *w, size_t k) {
   if (w->len + k <= w->cap) return;
   size_t cap = w->cap ? w->cap : MIN_CAP;
   while (cap < w->len + k) cap *= 2;
-  w->p = ux_xrealloc(w->p, cap);
+  if (cap > SHORT_MAX && w->cap < UX_MEM_REPLY_MIN) {
+    char *p = ux_mem_reply_buffer(cap > UX_MEM_REPLY_MIN ? cap : UX_MEM_REPLY_MIN, &cap);
+    if (w->len) memcpy(p, w->p, w->len);
+    free(w->p);
+    w->p = p;
+  } else {
+    w->p = ux_xrealloc(w->p, cap);
+  }
   w->cap = cap;
+}
+
+/* A short text mostly empty is shrunk to its length; a reply buffer is
+** not (it goes back whole to be kept, mem.h), nor a text that fills most
+** of its buffer (a realloc would split or copy it for little). */
+char *ux_jw_take(ux_jw *w, size_t *len) {
+  char *p;
+  if (!w->p) p = ux_xmalloc(1);
+  else if (w->cap < UX_MEM_REPLY_MIN && w->cap - w->len > w->len / 4 + 1)
+    p = ux_xrealloc(w->p, w->len + 1);
+  else {
+    grow(w, 1);
+    p = w->p;
+  }
+  p[w->len] = '\0';
+  *len = w->len;
+  memset(w, 0, sizeof *w);
+  return p;
 }
 
 void ux_jw_reserve(ux_jw *w, size_t n) {

@@ -50,7 +50,8 @@ int ux_jw_flush(ux_jw *w);
 char *ux_jw_take(ux_jw *w, size_t *len);
 /* Room for n more bytes at once, in a writer without a sink: a reply whose
 ** size is about known grows once, not by doubling (each step a copy of
-** the text so far into memory touched for the first time). */
+** the text so far into memory touched for the first time). A text that
+** grows long, by this or by writing, moves into a reply buffer (mem.h). */
 void ux_jw_reserve(ux_jw *w, size_t n);
 
 /* Structure: '{' / '[' and their ends; a key (with the comma before it

@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +23,34 @@ _Noreturn void ux_oom(size_t n) {
 
 void ux_mem_return(void) {
   malloc_trim(0);
+}
+
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *kept;   /* the last long reply's buffer, or NULL */
+
+void *ux_mem_reply_buffer(size_t n, size_t *cap) {
+  pthread_mutex_lock(&kept_mu);
+  void *p = kept && malloc_usable_size(kept) >= n ? kept : NULL;
+  if (p) kept = NULL;
+  pthread_mutex_unlock(&kept_mu);
+  if (!p) p = ux_xmalloc(n);
+  *cap = malloc_usable_size(p);
+  return p;
+}
+
+void ux_mem_reply_done(void *p) {
+  size_t n = p ? malloc_usable_size(p) : 0;
+  if (n >= UX_MEM_REPLY_MIN && n <= UX_MEM_REPLY_KEEP) {
+    pthread_mutex_lock(&kept_mu);
+    int keep = !kept;
+    if (keep) kept = p;
+    pthread_mutex_unlock(&kept_mu);
+    if (keep) return;
+  }
+  free(p);
+  /* a short text's memory is the heap's to reuse; a long one raised the
+  ** heap, which gives it back */
+  if (n >= UX_MEM_REPLY_MIN) ux_mem_return();
 }
 
 void *ux_xmalloc(size_t n) {

@@ -36,6 +36,29 @@ char *ux_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 ** a large reply only. */
 void ux_mem_return(void);
 
+/* Long replies (a list of thousands of rows, a large job document) are
+** built in one buffer of up to a megabyte or two. Grown by doubling, such
+** a buffer passes through fresh mappings, and given back after the reply
+** (ux_mem_return) the next long reply starts in fresh pages again: first
+** touches cost more than the bytes (a fault per page, which a virtual
+** machine makes dearer still). So a text that grows long moves into a
+** reply buffer (UX_MEM_REPLY_MIN bytes or more), and the last one given
+** back, if at most UX_MEM_REPLY_KEEP bytes, is kept for the next: the
+** server holds at most that much more than it must. */
+#define UX_MEM_REPLY_MIN  ((size_t)256 << 10)
+#define UX_MEM_REPLY_KEEP ((size_t)2 << 20)
+
+/* A buffer of at least n bytes for a long reply, its usable size in *cap:
+** the kept one when it is large enough, else new memory. */
+void *ux_mem_reply_buffer(size_t n, size_t *cap);
+
+/* Frees a reply's text once it is sent (any malloc'd text; NULL is
+** fine): a reply buffer is kept when none is and it is small enough, else
+** freed and the heap's free pages go back (ux_mem_return, whose walk of
+** the heap costs more than a short reply: only after a long one); a short
+** text is just freed. */
+void ux_mem_reply_done(void *p);
+
 /* Writes "unsandboxd: out of memory (N bytes)" and aborts. */
 _Noreturn void ux_oom(size_t n);
 

@@ -44,18 +44,13 @@ static ssize_t drop_reader(void *cls, uint64_t pos, char *out, size_t max) {
 
 static void drop_free(void *cls) {
   dropper *d = cls;
-  free(d->buf);
+  ux_mem_reply_done(d->buf);
   free(d);
 }
 
-/* A body this large was built for its reply alone (a long list): once it
-** is sent, the memory the reply raised the heap to goes back too. */
-#define UX_HTTP_RETURN_BYTES (256 * 1024)
-
-static void large_free(void *body) {
-  free(body);
-  ux_mem_return();
-}
+/* A body goes back through ux_mem_reply_done once sent: a long one's
+** buffer is kept for the next long reply or its memory returned (mem.h). */
+static void body_free(void *body) { ux_mem_reply_done(body); }
 
 /* A response owning `body` (malloc'd, len bytes), or NULL (body freed). */
 static struct MHD_Response *from_body(char *body, size_t len, int drop) {
@@ -68,9 +63,7 @@ static struct MHD_Response *from_body(char *body, size_t len, int drop) {
     if (!resp) drop_free(d);
     return resp;
   }
-  resp = len >= UX_HTTP_RETURN_BYTES
-         ? MHD_create_response_from_buffer_with_free_callback(len, body, large_free)
-         : MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+  resp = MHD_create_response_from_buffer_with_free_callback(len, body, body_free);
   if (!resp) free(body);
   return resp;
 }
