@@ -285,17 +285,7 @@ static void *handler_main(void *arg) {
 /* Starts x's thread: its header check in the X_AUTH phase, else its
 ** handler (the caller took its place: threads.c). 0 or -1. */
 int ux_x_spawn(ux_xchg *x) {
-  void *(*fn)(void *) = x->phase == X_AUTH ? auth_main : handler_main;
-  pthread_attr_t a;
-  pthread_t t;
-  int ok = pthread_attr_init(&a) == 0;
-  if (ok) {
-    ok = pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED) == 0 &&
-         pthread_attr_setstacksize(&a, UX_HTTP_HANDLER_STACK) == 0 &&
-         pthread_create(&t, &a, fn, x) == 0;
-    pthread_attr_destroy(&a);
-  }
-  return ok ? 0 : -1;
+  return ux_http_thread_run(x->phase == X_AUTH ? auth_main : handler_main, x);
 }
 
 /* ------------------------------------------------------ the state machine */

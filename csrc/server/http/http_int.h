@@ -157,6 +157,11 @@ void ux_x_free(ux_xchg *x);
 /* Starts x's handler thread (h->running already counts it): 0, or -1. */
 int ux_x_spawn(ux_xchg *x);
 
+/* workers.c: runs fn(arg) on a thread of its own, one left waiting by an
+** earlier piece when there is one, else a new one. 0, or -1 when no
+** thread could be made. */
+int ux_http_thread_run(void *(*fn)(void *), void *arg);
+
 /* threads.c: who gets a handler thread. 0 x's handler started, 1 x waits
 ** in line for a thread (its connection is suspended by decide, the line
 ** holds a reference), -1 refused (503 server_busy). */

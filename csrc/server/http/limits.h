@@ -55,6 +55,10 @@
 /* A handler thread's stack: glibc's default, because handlers recurse
 ** (JSON, directory walks) and untouched stack pages cost no memory. */
 #define UX_HTTP_HANDLER_STACK (8u << 20)
+/* A handler thread that is done waits this long for the next request,
+** with at most this many others (workers.c); then it ends. */
+#define UX_HTTP_IDLE_MS 5000L
+#define UX_HTTP_IDLE_THREADS 32u
 /* libmicrohttpd's event threads: they only move bytes, handlers run on
 ** their own threads, so two are plenty. */
 #define UX_HTTP_POOL_THREADS 2u
