@@ -82,12 +82,11 @@ local function fanout(srv_f, conc, goal)
     failed > 0 and string.format("; %d FAILED", failed) or ""))
   -- what bounds it on a small machine: the CPU spent meanwhile (the runs'
   -- sandboxes set up and torn down, bash and sleep, the server, the pool
-  -- refilling behind them) spread over the cores, then the 1 s sleep
+  -- refilling behind them), which the cores share with the jobs' starts
   local cores = util.machine().cores
-  local least = math.min(cpu[1], cpu[2])
-  print(string.format("    the server and its sandboxes: %.1f ms of CPU a job (fresh) and %.1f ms (warm); on "
-    .. "%d cores that is %.0f ms, and with the 1 s of sleep %.2fx the ideal", cpu[1] / FANOUT,
-    cpu[2] / FANOUT, cores, least / cores, (least / cores + 1000) / ideal))
+  print(string.format("    the server and its sandboxes: %.1f ms of CPU a job (fresh) and %.1f ms (warm), "
+    .. "%.0f ms of each of the %d cores for the %d jobs", cpu[1] / FANOUT, cpu[2] / FANOUT,
+    math.min(cpu[1], cpu[2]) / cores, cores, FANOUT))
 end
 
 print()
