@@ -92,9 +92,9 @@ void ux_jw_reserve(ux_jw *w, size_t n) {
   if (!w->sink) grow(w, n);
 }
 
-/* Appends n bytes: a writer with a sink hands its buffer on each time it
-** is full, one without grows. */
-static void put(ux_jw *w, const char *s, size_t n) {
+/* Appends n bytes when they do not fit the buffer: a writer with a sink
+** hands its buffer on each time it is full, one without grows. */
+static void put_more(ux_jw *w, const char *s, size_t n) {
   if (!w->sink) {
     grow(w, n);
     memcpy(w->p + w->len, s, n);
@@ -109,6 +109,18 @@ static void put(ux_jw *w, const char *s, size_t n) {
     s += k;
     n -= k;
   }
+}
+
+/* Appends n bytes. Most pieces are a few bytes into a buffer with room
+** (a list's buffer is reserved whole), so that case is a copy and no
+** call; a failed writer's bytes never leave its buffer (flush refuses). */
+static inline void put(ux_jw *w, const char *s, size_t n) {
+  if (w->len + n <= w->cap && w->p) {
+    memcpy(w->p + w->len, s, n);
+    w->len += n;
+    return;
+  }
+  put_more(w, s, n);
 }
 
 /* The comma before a value, when its array has items already; a value
@@ -162,20 +174,36 @@ static size_t escape(unsigned char c, char out[8]) {
   }
 }
 
-/* The quoted, escaped string, with no comma before it. */
+/* The length of s's first bytes that go into the text as they are. */
+static size_t plain_run(const unsigned char *u, size_t n) {
+  size_t run = 0;
+  while (run + 8 <= n) {
+    uint64_t x;
+    memcpy(&x, u + run, 8);
+    if (word_special(x)) break;
+    run += 8;
+  }
+  while (run < n && u[run] >= 0x20 && u[run] < 0x80 && u[run] != '"' && u[run] != '\\') run++;
+  return run;
+}
+
+/* The quoted, escaped string, with no comma before it. A string with
+** nothing to escape (keys, ids, most values) that fits the buffer is
+** written in one go. */
 static void quoted(ux_jw *w, const char *s, size_t n) {
   const unsigned char *u = (const unsigned char *)s;
+  if (w->len + n + 2 <= w->cap && plain_run(u, n) == n) {
+    char *d = w->p + w->len;
+    d[0] = '"';
+    memcpy(d + 1, s, n);
+    d[n + 1] = '"';
+    w->len += n + 2;
+    return;
+  }
   put(w, "\"", 1);
   size_t i = 0;
   while (i < n) {
-    size_t run = i;                               /* bytes that go as they are */
-    while (run + 8 <= n) {
-      uint64_t x;
-      memcpy(&x, u + run, 8);
-      if (word_special(x)) break;
-      run += 8;
-    }
-    while (run < n && u[run] >= 0x20 && u[run] < 0x80 && u[run] != '"' && u[run] != '\\') run++;
+    size_t run = i + plain_run(u + i, n - i);    /* bytes that go as they are */
     if (run > i) { put(w, s + i, run - i); i = run; continue; }
     char esc[8];
     if (u[i] < 0x80) {
