@@ -177,6 +177,16 @@ static void listing(void) {
      !strcmp(v[3].key, "l/base/back"), "by key; siblings sharing the prefix and the deleted one left out");
   ok(n == 4 && v[1].bytes == 2 && v[3].bytes == 3, "the latest version is listed");
   ok(n == 4 && v[3].delete_marker == 0 && v[3].is_latest, "a key put again after its delete is its new version");
+  int same = n == 4;
+  for (size_t i = 0; i < n && same; i++) {
+    ux_obj_meta sm;
+    same = ux_objstore_stat(os, B, v[i].key, &sm) == UX_OBJ_OK && !strcmp(sm.bucket, v[i].bucket) &&
+           !strcmp(sm.version_id, v[i].version_id) && !strcmp(sm.sha256, v[i].sha256) &&
+           !strcmp(sm.etag, v[i].etag) && !strcmp(sm.content_type, v[i].content_type) &&
+           sm.ordinal == v[i].ordinal && sm.bytes == v[i].bytes && sm.last_modified == v[i].last_modified;
+  }
+  ok(same, "each listed version is what a stat of its key says, field by field");
+  ok(n == 4 && v[3].ordinal == 3, "the key put again is at its third ordinal (put, marker, put)");
   free(v);
   ok(ux_objstore_list(os, B, "l/base", 2, &v, &n) == UX_OBJ_OK && n == 2, "max is honoured");
   free(v);

@@ -276,18 +276,41 @@ int ux_objstore_versions(ux_objstore *os, const char *bucket, const char *key,
 
 /* The live objects below a base: keys base, or in [base "/", base "0")
 ** ('0' follows '/'), whose latest version is not a delete marker, by key.
-** ?1 bucket, ?2 base, ?3 and ?4 the range, ?5 the most rows. The keys are
-** searched in [base, base "0") of the list index, so a list reads its own
-** rows only, not the bucket's. A group per key: with max() the one
-** aggregate, SQLite takes a group's other columns from its row of the
-** highest ordinal, the key's latest version, so the list is one ordered
-** scan of the index with no seek per key; the HAVING then drops a key
-** whose latest version is a delete marker. */
-#define LIVE_BELOW(columns) \
-  "SELECT " columns ", MAX(v.ordinal) AS latest FROM cp_object_versions v" \
+** ?1 bucket, ?2 base, ?3 and ?4 the range. The keys are searched in
+** [base, base "0") of the list index, so a list reads its own rows only,
+** not the bucket's, in the index's own order (key, newest first): no sort,
+** no seek per key, no grouping (an aggregate per key cost SQLite twice the
+** plain scan). The rule is applied to the rows as they come (live_row):
+** a key's first row is its latest version, listed unless it is a delete
+** marker; its older rows are passed over. Columns: 0 key, 1
+** delete_marker, then the caller's. */
+#define VERSIONS_BELOW(columns) \
+  "SELECT v.key, v.delete_marker, " columns " FROM cp_object_versions v" \
   " WHERE v.bucket = ?1 AND v.key >= ?2 AND v.key < ?4 AND (v.key = ?2 OR v.key >= ?3)" \
-  " GROUP BY v.key HAVING v.delete_marker = 0" \
-  " ORDER BY v.key LIMIT ?5"
+  " ORDER BY v.key, v.ordinal DESC"
+
+typedef struct live_scan {
+  int (*fn)(void *ctx, ux_db_cursor *row);   /* a live key's latest version */
+  void *ctx;
+  size_t max, n;
+  char prev[UX_OBJ_KEY_MAX + 1];             /* the key of the row before */
+  size_t prev_len;
+  int started;
+} live_scan;
+
+static int live_row(void *arg, ux_db_cursor *row) {
+  live_scan *ls = arg;
+  size_t klen;
+  const char *key = ux_db_text(row, 0, &klen);
+  if (!key || klen > UX_OBJ_KEY_MAX) return 0;   /* no key a put accepts */
+  if (ls->started && klen == ls->prev_len && !memcmp(key, ls->prev, klen)) return 0;   /* older */
+  memcpy(ls->prev, key, klen);
+  ls->prev_len = klen;
+  ls->started = 1;
+  if (ux_db_int(row, 1) != 0) return 0;          /* the key's latest is a delete marker */
+  if (ls->fn(ls->ctx, row) != 0) return 1;
+  return ++ls->n >= ls->max;
+}
 
 /* base "/" and base "0", malloc'd: NULL when out of memory. */
 static char *range_end(const char *base, char last) {
@@ -300,16 +323,72 @@ static char *range_end(const char *base, char last) {
   return p;
 }
 
-int ux_objstore_list(ux_objstore *os, const char *bucket, const char *base, size_t max,
-                     ux_obj_meta **v, size_t *n) {
+/* Hands at most max live objects below base to fn (VERSIONS_BELOW's
+** rows, sql made by it): UX_OBJ_OK, or UX_OBJ_ESTORE. */
+static int each_live(ux_objstore *os, const char *sql, const char *bucket, const char *base,
+                     size_t max, int (*fn)(void *ctx, ux_db_cursor *row), void *ctx) {
+  if (max == 0) return UX_OBJ_OK;
   char *lo = range_end(base, '/'), *hi = range_end(base, '0');
-  json_t *rows = lo && hi ? ux_db_rows(os->st, LIVE_BELOW("v.*, 1 AS is_latest"), "ssssi", bucket, base,
-                                       lo, hi, (long long)max) : NULL;
+  live_scan *ls = calloc(1, sizeof *ls);
+  int n = -1;
+  if (lo && hi && ls) {
+    ls->fn = fn;
+    ls->ctx = ctx;
+    ls->max = max;
+    n = ux_db_each(os->st, sql, "ssss", live_row, ls, bucket, base, lo, hi);
+  }
   free(lo);
   free(hi);
-  if (!rows) return UX_OBJ_ESTORE;
-  int rc = rows_to_meta(rows, v, n);
-  json_decref(rows);
+  free(ls);
+  return n < 0 ? UX_OBJ_ESTORE : UX_OBJ_OK;
+}
+
+/* A text column into dst (cap bytes, "" for NULL). */
+static void copy_text(char *dst, size_t cap, ux_db_cursor *row, int col) {
+  const char *t = ux_db_text(row, col, NULL);
+  snprintf(dst, cap, "%s", t ? t : "");
+}
+
+typedef struct { ux_obj_meta *v; size_t n, cap; int oom; } meta_list;
+
+static int list_meta(void *arg, ux_db_cursor *row) {
+  meta_list *l = arg;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 16;
+    ux_obj_meta *v = realloc(l->v, cap * sizeof *v);
+    if (!v) return l->oom = 1;
+    l->v = v;
+    l->cap = cap;
+  }
+  ux_obj_meta *m = &l->v[l->n++];
+  memset(m, 0, sizeof *m);
+  copy_text(m->key, sizeof m->key, row, 0);
+  copy_text(m->bucket, sizeof m->bucket, row, 2);
+  copy_text(m->version_id, sizeof m->version_id, row, 3);
+  copy_text(m->sha256, sizeof m->sha256, row, 4);
+  copy_text(m->etag, sizeof m->etag, row, 5);
+  copy_text(m->content_type, sizeof m->content_type, row, 6);
+  m->ordinal = ux_db_int(row, 7);
+  m->bytes = (unsigned long long)ux_db_int(row, 8);
+  m->last_modified = ux_db_int(row, 9);
+  m->is_latest = 1;
+  return 0;
+}
+
+int ux_objstore_list(ux_objstore *os, const char *bucket, const char *base, size_t max,
+                     ux_obj_meta **v, size_t *n) {
+  meta_list l = { NULL, 0, 0, 0 };
+  int rc = each_live(os, VERSIONS_BELOW("v.bucket, v.version_id, v.sha256, v.etag, v.content_type,"
+                                        " v.ordinal, v.bytes, v.last_modified"),
+                     bucket, base, max, list_meta, &l);
+  if (l.oom) rc = UX_OBJ_ESTORE;              /* a row could not be kept: no list */
+  if (rc != UX_OBJ_OK || l.n == 0) {
+    free(l.v);
+    l.v = NULL;
+    l.n = 0;
+  }
+  *v = l.v;
+  *n = l.n;
   return rc;
 }
 
@@ -319,18 +398,13 @@ static int visit_row(void *arg, ux_db_cursor *row) {
   visit_ctx *vc = arg;
   size_t klen;
   const char *key = ux_db_text(row, 0, &klen);
-  return vc->fn(vc->ctx, key ? key : "", klen, (unsigned long long)ux_db_int(row, 1), ux_db_int(row, 2));
+  return vc->fn(vc->ctx, key, klen, (unsigned long long)ux_db_int(row, 2), ux_db_int(row, 3));
 }
 
 int ux_objstore_list_each(ux_objstore *os, const char *bucket, const char *base, size_t max,
                           ux_obj_visit fn, void *ctx) {
-  char *lo = range_end(base, '/'), *hi = range_end(base, '0');
   visit_ctx vc = { fn, ctx };
-  int n = lo && hi ? ux_db_each(os->st, LIVE_BELOW("v.key, v.bytes, v.last_modified"), "ssssi",
-                                visit_row, &vc, bucket, base, lo, hi, (long long)max) : -1;
-  free(lo);
-  free(hi);
-  return n < 0 ? UX_OBJ_ESTORE : UX_OBJ_OK;
+  return each_live(os, VERSIONS_BELOW("v.bytes, v.last_modified"), bucket, base, max, visit_row, &vc);
 }
 
 /* ------------------------------------------------------------------
