@@ -22,6 +22,7 @@ local ROUNDS = tonumber(os.getenv("BENCH_ROUNDS")) or 5
 local PER = tonumber(os.getenv("BENCH_PER")) or 12
 local JOBS = tonumber(os.getenv("BENCH_JOBS")) or 25
 local CLIENTS = 8
+local IDLE_S = 5          -- the window in which an idle pool's CPU is counted (in 10 ms ticks)
 local POOL = tonumber(os.getenv("BENCH_POOL")) or 16
 local BASELINE_SERVER = os.getenv("BENCH_BASELINE_SERVER")
 local q = server.sh_quote
@@ -152,6 +153,24 @@ local ok, err = pcall(function()
     after.hits - before.hits, after.misses - before.misses, POOL))
   print(string.format("the server's defaults: a pool of %d per shape (%d shapes); %d runs found a sandbox ready, "
     .. "%d started cold", dafter.size, #dafter.shapes, dafter.hits - dbefore.hits, dafter.misses - dbefore.misses))
+
+  -- what a full pool costs while nothing runs: the memory of its
+  -- sandboxes' processes, and the CPU of the server and of them
+  local function idle_cost(label, srv, c)
+    util.await_pool(c)
+    socket.sleep(0.5)
+    local pids = util.sandbox_pids(srv)
+    local kb, t0 = 0, util.process_ticks(srv.pid)
+    for _, pid in ipairs(pids) do kb = kb + util.pss_kb(pid); t0 = t0 + util.process_ticks(pid) end
+    socket.sleep(IDLE_S)
+    local t1 = util.process_ticks(srv.pid)
+    for _, pid in ipairs(pids) do t1 = t1 + util.process_ticks(pid) end
+    print(string.format("  %-34s %3d sandbox processes, PSS %5.1f MiB; idle CPU %.1f ms a second "
+      .. "(server and sandboxes, over %d s)", label, #pids, kb / 1024, (t1 - t0) * util.TICK_MS / IDLE_S, IDLE_S))
+  end
+  print("an idle full pool:")
+  idle_cost(string.format("the server's defaults (%d x %d)", dafter.size, #dafter.shapes), servers.defaults, dc)
+  idle_cost(string.format("the bench's pool (%d x 2)", POOL), servers.pool, pc)
 
   -- throughput: 8 client processes, JOBS runs each, against each server
   -- in turn, the order rotating between rounds

@@ -13,7 +13,6 @@ local unsandbox = require "unsandbox"
 local server = require "spec.helpers.unsandboxd"
 local socket = require "socket"
 local util = require "bench.util"
-local fs = require "spec.helpers.fs"
 
 local ROUNDS = tonumber(os.getenv("BENCH_ROUNDS")) or 5
 local PER = 10
@@ -27,21 +26,7 @@ end
 
 local tool = util.tool_ms
 
--- Proportional set size (kB) of every process in this server's sandbox
--- cgroups (mcp.lua's rule), and of the server itself.
-local function pss(pid)
-  return tonumber((fs.read("/proc/" .. pid .. "/smaps_rollup") or ""):match("Pss:%s+(%d+)")) or 0
-end
-local function sandboxes_pss(srv)
-  local p = io.popen("ls /proc")
-  local names = p:read("a")
-  p:close()
-  local needle, total = "/unsandboxd%-" .. srv.pid .. "%-%d+/run%-", 0
-  for name in names:gmatch("%d+") do
-    if (fs.read("/proc/" .. name .. "/cgroup") or ""):find(needle) then total = total + pss(name) end
-  end
-  return total
-end
+local pss, sandboxes_pss = util.pss_kb, util.sandboxes_pss_kb
 
 local srv = server.start()
 local c = unsandbox.client(srv.client_opts())

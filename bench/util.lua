@@ -16,6 +16,31 @@ local function cmd(line)
   return (out:gsub("%s+$", ""))
 end
 
+--- Proportional set size of a process, in kB (0 when it is gone).
+function M.pss_kb(pid)
+  return tonumber(slurp("/proc/" .. pid .. "/smaps_rollup"):match("Pss:%s+(%d+)")) or 0
+end
+
+--- The pids of every process in srv's sandbox cgroups (mcp.lua's rule):
+-- its runs, its pooled sandboxes, its sessions'.
+function M.sandbox_pids(srv)
+  local p = io.popen("ls /proc")
+  local names = p:read("a")
+  p:close()
+  local needle, pids = "/unsandboxd%-" .. srv.pid .. "%-%d+/run%-", {}
+  for name in names:gmatch("%d+") do
+    if slurp("/proc/" .. name .. "/cgroup"):find(needle) then pids[#pids + 1] = name end
+  end
+  return pids
+end
+
+--- The PSS of all of srv's sandbox processes, in kB.
+function M.sandboxes_pss_kb(srv)
+  local total = 0
+  for _, pid in ipairs(M.sandbox_pids(srv)) do total = total + M.pss_kb(pid) end
+  return total
+end
+
 local TICK_MS = 1000 / (tonumber(cmd("getconf CLK_TCK")) or 100)
 M.TICK_MS = TICK_MS                 -- one tick of process_ticks, in ms
 
