@@ -161,21 +161,26 @@ int ux_store_dev_key(ux_store *st, char *pk, size_t pklen, char *sk, size_t skle
   return rc;
 }
 
-int ux_store_key_secret(ux_store *st, const char *pk, char *out, size_t outlen) {
-  sqlite3_stmt *s = NULL;
-  int rc = -1;
-  pthread_mutex_lock(&st->mu);
-  if (sqlite3_prepare_v2(st->db, "SELECT secret_key FROM keys WHERE public_key = ?1",
-                         -1, &s, NULL) == SQLITE_OK) {
-    sqlite3_bind_text(s, 1, pk, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(s) == SQLITE_ROW) {
-      const char *v = (const char *)sqlite3_column_text(s, 0);
-      if (v && strlen(v) < outlen) { strcpy(out, v); rc = 0; }
-    }
+typedef struct { char *out; size_t outlen; int found; } secret_ctx;
+
+static int copy_secret(void *arg, ux_db_cursor *row) {
+  secret_ctx *c = arg;
+  size_t len;
+  const char *v = ux_db_text(row, 0, &len);
+  if (v && len < c->outlen) {
+    memcpy(c->out, v, len + 1);
+    c->found = 1;
   }
-  sqlite3_finalize(s);
-  pthread_mutex_unlock(&st->mu);
-  return rc;
+  return 1;
+}
+
+/* Every signed request asks this (twice with a body: the header check and
+** the full one), so it goes through the store's prepared statements. */
+int ux_store_key_secret(ux_store *st, const char *pk, char *out, size_t outlen) {
+  secret_ctx c = { out, outlen, 0 };
+  if (ux_db_each(st, "SELECT secret_key FROM keys WHERE public_key = ?1", "s", copy_secret, &c, pk) < 0)
+    return -1;
+  return c.found ? 0 : -1;
 }
 
 int ux_store_recover_jobs(ux_store *st, long now) {
