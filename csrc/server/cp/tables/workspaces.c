@@ -9,13 +9,15 @@
 #include "server/store/db.h"
 
 int ux_workspaces_create(ux_store *st) {
-  /* a tenant's list reads its own rows only */
+  /* a tenant's list reads its own rows only, in order; the operator's
+  ** (every tenant's) reads the created_at index in order: no sort */
   return ux_db_exec(st,
     "CREATE TABLE IF NOT EXISTS cp_workspaces(id TEXT PRIMARY KEY, tenant TEXT NOT NULL,"
     "  subject TEXT NOT NULL, principal_kind TEXT NOT NULL, principal_id TEXT NOT NULL,"
     "  session_id TEXT NOT NULL, owner TEXT, created_at INTEGER NOT NULL,"
     "  last_used_at INTEGER NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS cp_workspaces_tenant ON cp_workspaces(tenant, created_at);", "");
+    "CREATE INDEX IF NOT EXISTS cp_workspaces_tenant ON cp_workspaces(tenant, created_at);"
+    "CREATE INDEX IF NOT EXISTS cp_workspaces_created ON cp_workspaces(created_at);", "");
 }
 
 int ux_workspaces_add(ux_store *st, const ux_workspace_row *w, long long now) {

@@ -222,7 +222,7 @@ int ux_cp_ws_resolve(ux_cp_call *c) {
                                     "template", tpl));
 }
 
-typedef struct { ux_cp_call *c; ux_jw *w; } list_ctx;
+typedef struct { ux_cp_call *c; ux_jw *w; int global; } list_ctx;
 
 /* One workspace of a list, as GET /v1/workspaces/{id} shows it. */
 static int list_entry(void *arg, const char *id, const char *tenant, long long created_at,
@@ -237,7 +237,7 @@ static int list_entry(void *arg, const char *id, const char *tenant, long long c
   ux_jw_key(w, "last_used_at");     ux_cp_jw_time(w, last_used_at);
   ux_jw_key(w, "idle_expires_at");  ux_jw_null(w);
   ux_jw_key(w, "runtime_attached"); ux_jw_bool(w, ux_runtimes_of_workspace(l->c->cp->rts, id, sb) == 0);
-  if (ux_id_global(&l->c->id)) { ux_jw_key(w, "tenant"); ux_jw_cstr(w, tenant); }
+  if (l->global) { ux_jw_key(w, "tenant"); ux_jw_cstr(w, tenant); }
   ux_jw_close(w);
   return 0;
 }
@@ -247,7 +247,7 @@ static int list_entry(void *arg, const char *id, const char *tenant, long long c
 int ux_cp_ws_list(ux_cp_call *c) {
   ux_cp_visible_cols f = ux_cp_visible_filter(&c->id);
   ux_jw w;
-  list_ctx l = { c, &w };
+  list_ctx l = { c, &w, ux_id_global(&c->id) };
   ux_jw_init(&w);
   ux_jw_open(&w, '{');
   ux_jw_key(&w, "workspaces");
