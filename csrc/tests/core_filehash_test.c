@@ -16,11 +16,35 @@
 
 enum { SIZE = 3 << 20 };
 
-/* A fresh file in root, open for reading and writing. */
-static int fresh(const char *root, const char *name) {
+/* A fresh file in root, opened with access (O_RDWR, O_WRONLY). */
+static int fresh(const char *root, const char *name, int access) {
   char path[300];
   snprintf(path, sizeof path, "%s/%s", root, name);
-  return open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  return open(path, access | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+}
+
+/* Writes n bytes of data to a fresh file, reports `reported` written to a
+** hasher of it, and says whether finishing fails (1) or gives a digest. */
+static int finish_fails(int fd, const unsigned char *data, size_t n, uint64_t reported) {
+  char got[UNSB_SHA256_HEX_LEN + 1];
+  unsb_filehash *h = unsb_filehash_start(fd);
+  int fails = h && unsb_write_all(fd, data, n) == 0;
+  if (h) unsb_filehash_wrote(h, reported);
+  fails = fails && unsb_filehash_finish(h, got) == -1;
+  unsb_filehash_free(h);
+  close(fd);
+  return fails;
+}
+
+/* The process's thread count (/proc/self/status), or -1. */
+static int threads(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  int n = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "Threads:", 8)) n = atoi(line + 8);
+  if (f) fclose(f);
+  return n;
 }
 
 int main(void) {
@@ -33,7 +57,7 @@ int main(void) {
   unsb_sha256_hex(data, SIZE, want);
 
   /* pieces of 1 byte up to 1 MiB + 3, reported after each write */
-  int fd = fresh(root, "pieces");
+  int fd = fresh(root, "pieces", O_RDWR);
   unsb_filehash *h = unsb_filehash_start(fd);
   ok(h != NULL, "starts");
   size_t off = 0, piece = 1;
@@ -52,7 +76,7 @@ int main(void) {
   close(fd);
 
   /* nothing written: the digest of no bytes */
-  fd = fresh(root, "empty");
+  fd = fresh(root, "empty", O_RDWR);
   h = unsb_filehash_start(fd);
   unsb_sha256_hex("", 0, want);
   ok(h && unsb_filehash_finish(h, got) == 0, "an empty file finishes");
@@ -61,35 +85,26 @@ int main(void) {
   close(fd);
 
   /* reported longer than the file (cut short under the hasher) */
-  fd = fresh(root, "short");
-  h = unsb_filehash_start(fd);
-  ok(unsb_write_all(fd, data, 1000) == 0, "1000 bytes written");
-  unsb_filehash_wrote(h, 5000);
-  ok(h && unsb_filehash_finish(h, got) == -1, "5000 reported: fails, never a digest of fewer bytes");
-  unsb_filehash_free(h);
-  close(fd);
+  ok(finish_fails(fresh(root, "short", O_RDWR), data, 1000, 5000),
+     "1000 bytes written, 5000 reported: fails, never a digest of fewer bytes");
 
-  /* freed while it has megabytes left: the thread stops, nothing leaks
-  ** (the sanitizer build checks the leak) */
-  fd = fresh(root, "freed");
+  /* a descriptor it cannot read back */
+  ok(finish_fails(fresh(root, "writeonly", O_WRONLY), data, 10, 10),
+     "10 bytes to a write-only descriptor: the hash cannot read them back, fails");
+
+  /* freed while it has megabytes left: the thread stops and is joined
+  ** (the sanitizer build checks that nothing leaks) */
+  int before = threads();
+  fd = fresh(root, "freed", O_RDWR);
   h = unsb_filehash_start(fd);
+  ok(h && threads() == before + 1, "a hasher is one thread (%d, %d before)", threads(), before);
   ok(unsb_write_all(fd, data, SIZE) == 0, "a whole file written");
   unsb_filehash_wrote(h, SIZE);
   unsb_filehash_free(h);
-  ok(1, "freed before its end: returns");
+  ok(threads() == before, "freed before its end: its thread is gone (%d threads)", threads());
   close(fd);
 
-  /* a descriptor it cannot read: fails at finish */
   char path[300];
-  snprintf(path, sizeof path, "%s/writeonly", root);
-  fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  h = unsb_filehash_start(fd);
-  ok(unsb_write_all(fd, data, 10) == 0, "10 bytes to a write-only descriptor");
-  unsb_filehash_wrote(h, 10);
-  ok(h && unsb_filehash_finish(h, got) == -1, "... the hash cannot read them back: fails");
-  unsb_filehash_free(h);
-  close(fd);
-
   const char *names[] = { "pieces", "empty", "short", "freed", "writeonly" };
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     snprintf(path, sizeof path, "%s/%s", root, names[i]);
