@@ -111,9 +111,9 @@ static void put_more(ux_jw *w, const char *s, size_t n) {
   }
 }
 
-/* Appends n bytes. Most pieces are a few bytes into a buffer with room
-** (a list's buffer is reserved whole), so that case is a copy and no
-** call; a failed writer's bytes never leave its buffer (flush refuses). */
+/* Appends n bytes. Most pieces are a few bytes into a buffer with room,
+** so that case is a copy and no call; a failed writer's bytes never leave
+** its buffer (flush refuses). */
 static inline void put(ux_jw *w, const char *s, size_t n) {
   if (w->len + n <= w->cap && w->p) {
     memcpy(w->p + w->len, s, n);
@@ -192,7 +192,8 @@ static size_t plain_run(const unsigned char *u, size_t n) {
 ** written in one go. */
 static void quoted(ux_jw *w, const char *s, size_t n) {
   const unsigned char *u = (const unsigned char *)s;
-  if (w->len + n + 2 <= w->cap && plain_run(u, n) == n) {
+  size_t run = plain_run(u, n);                   /* bytes that go as they are */
+  if (run == n && w->len + n + 2 <= w->cap) {
     char *d = w->p + w->len;
     d[0] = '"';
     memcpy(d + 1, s, n);
@@ -201,20 +202,21 @@ static void quoted(ux_jw *w, const char *s, size_t n) {
     return;
   }
   put(w, "\"", 1);
-  size_t i = 0;
-  while (i < n) {
-    size_t run = i + plain_run(u + i, n - i);    /* bytes that go as they are */
-    if (run > i) { put(w, s + i, run - i); i = run; continue; }
-    char esc[8];
+  for (size_t i = 0;;) {
+    if (run > i) put(w, s + i, run - i);
+    i = run;
+    if (i >= n) break;
     if (u[i] < 0x80) {
+      char esc[8];
       put(w, esc, escape(u[i], esc));
       i++;
-      continue;
+    } else {
+      uint32_t cp;
+      size_t l = unsb_utf8_next(u + i, n - i, &cp);
+      if (l) { put(w, s + i, l); i += l; }
+      else { put(w, "\xef\xbf\xbd", 3); i++; }    /* U+FFFD */
     }
-    uint32_t cp;
-    size_t l = unsb_utf8_next(u + i, n - i, &cp);
-    if (l) { put(w, s + i, l); i += l; }
-    else { put(w, "\xef\xbf\xbd", 3); i++; }      /* U+FFFD */
+    run = i + plain_run(u + i, n - i);
   }
   put(w, "\"", 1);
 }
