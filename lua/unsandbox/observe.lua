@@ -154,8 +154,8 @@ end
 -- The parts of an exchange's time, summed by a meter: queue_ms,
 -- resolve_ms, connect_ms, tls_ms, server_ms, transfer_ms. Written out
 -- field by field below, not looped over: a meter is made, added to and
--- read on every call, and the loops were a fifth of the facade's own time
--- per request.
+-- read on every call (in a sampling profile of list_jobs, these three
+-- functions were a fifth of the facade's own Lua time).
 
 local Meter = {}
 Meter.__index = Meter

@@ -64,7 +64,7 @@ static struct MHD_Response *from_body(char *body, size_t len, int drop) {
     return resp;
   }
   resp = MHD_create_response_from_buffer_with_free_callback(len, body, body_free);
-  if (!resp) free(body);
+  if (!resp) body_free(body);
   return resp;
 }
 

@@ -238,10 +238,10 @@ static int list_entry(void *ctx, const char *key, size_t key_len, unsigned long 
 
 /* Written row by row as the store reads them, into the reply's own text:
 ** 10,000 objects cost their reply's bytes, not a tree of them. The text
-** starts with room for a full list of short keys (~100 bytes a row): an
-** allocation that size is a mapping whose untouched pages are never made
-** resident, so a short list pays only the mapping and a long one grows
-** once or not at all, instead of doubling into fresh pages. */
+** starts with room for a full list of short keys (~100 bytes a row): in
+** the buffer the last long reply left (mem.h) when there is one, so a
+** long list grows once or not at all, and its first bytes are not copied
+** through the writer's small buffers first. */
 #define LIST_RESERVE ((size_t)UX_OBJ_LIST_MAX * 100)
 
 int ux_cp_obj_list(ux_cp_call *c) {
