@@ -190,6 +190,7 @@ static void listing(void) {
   free(v);
   ok(ux_objstore_list(os, B, "l/base", 2, &v, &n) == UX_OBJ_OK && n == 2, "max is honoured");
   free(v);
+  ok(ux_objstore_list(os, B, "l/base", 0, &v, &n) == UX_OBJ_OK && n == 0 && !v, "max 0: an empty list");
   ok(ux_objstore_list(os, B, "l/nothing", 100, &v, &n) == UX_OBJ_OK && n == 0 && !v, "empty list");
   ok(ux_objstore_list(os, "user-uploads", "l/base", 100, &v, &n) == UX_OBJ_OK && n == 0, "other bucket empty");
   char seen[128] = "";
@@ -199,6 +200,8 @@ static void listing(void) {
   seen[0] = '\0';
   ok(ux_objstore_list_each(os, B, "l/base", 1, visit_key, seen) == UX_OBJ_OK && !strcmp(seen, "l/base:1,"),
      "each honours max");
+  seen[0] = '\0';
+  ok(ux_objstore_list_each(os, B, "l/base", 0, visit_key, seen) == UX_OBJ_OK && !seen[0], "each with max 0 hands nothing");
 }
 
 static void corrupt(void) {
