@@ -36,17 +36,6 @@ static int finish_fails(int fd, const unsigned char *data, size_t n, uint64_t re
   return fails;
 }
 
-/* The process's thread count (/proc/self/status), or -1. */
-static int threads(void) {
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  int n = -1;
-  while (f && fgets(line, sizeof line, f))
-    if (!strncmp(line, "Threads:", 8)) n = atoi(line + 8);
-  if (f) fclose(f);
-  return n;
-}
-
 int main(void) {
   char root[] = "/tmp/unsb-filehash-XXXXXX", want[UNSB_SHA256_HEX_LEN + 1],
        got[UNSB_SHA256_HEX_LEN + 1];
@@ -94,14 +83,14 @@ int main(void) {
 
   /* freed while it has megabytes left: the thread stops and is joined
   ** (the sanitizer build checks that nothing leaks) */
-  int before = threads();
+  int before = t_threads();
   fd = fresh(root, "freed", O_RDWR);
   h = unsb_filehash_start(fd);
-  ok(h && threads() == before + 1, "a hasher is one thread (%d, %d before)", threads(), before);
+  ok(h && t_threads() == before + 1, "a hasher is one thread (%d, %d before)", t_threads(), before);
   ok(unsb_write_all(fd, data, SIZE) == 0, "a whole file written");
   unsb_filehash_wrote(h, SIZE);
   unsb_filehash_free(h);
-  ok(threads() == before, "freed before its end: its thread is gone (%d threads)", threads());
+  ok(t_threads() == before, "freed before its end: its thread is gone (%d threads)", t_threads());
   close(fd);
 
   char path[300];

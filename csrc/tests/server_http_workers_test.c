@@ -19,17 +19,6 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int started, done, release;
 static pthread_t seen;
 
-/* The process's thread count (/proc/self/status), or -1. */
-static int threads(void) {
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  int n = -1;
-  while (f && fgets(line, sizeof line, f))
-    if (!strncmp(line, "Threads:", 8)) n = atoi(line + 8);
-  if (f) fclose(f);
-  return n;
-}
-
 static void *note_self(void *arg) {
   (void)arg;
   pthread_mutex_lock(&mu);
@@ -80,7 +69,7 @@ int main(void) {
   }
   ok(reused, "a thread done with its piece runs the next one");
 
-  int base = threads();
+  int base = t_threads();
   done = 0;
   for (int i = 0; i < BURST; i++) ok(ux_http_thread_run(hold, NULL) == 0, "blocking piece %d handed out", i);
   ok(wait_for(&started, BURST), "all %d blocking pieces run at once (%d started)", BURST, started);
@@ -91,7 +80,7 @@ int main(void) {
   ok(wait_for(&done, BURST), "and all end");
   int left = -1;
   for (int i = 0; i < 200; i++) {
-    left = threads();
+    left = t_threads();
     if (left <= base + (int)UX_HTTP_IDLE_THREADS) break;
     t_sleep_ms(10);
   }

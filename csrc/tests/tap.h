@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -35,6 +36,18 @@ static int tap_count, tap_failed;
 static __attribute__((unused)) void t_sleep_ms(long ms) {
   struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+/* The process's thread count (/proc/self/status), or -1: how a test sees
+** that a thread it caused was started, kept or joined. */
+static __attribute__((unused)) int t_threads(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  int n = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "Threads:", 8)) n = atoi(line + 8);
+  if (f) fclose(f);
+  return n;
 }
 
 #define tap_done() (printf("1..%d\n", tap_count), tap_failed ? 1 : 0)
